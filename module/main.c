@@ -1,0 +1,428 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * wsem: weighted, strictly FIFO counting semaphores, through /dev/wsem.
+ *
+ * Each open file of /dev/wsem is a handle.  Bind it, then acquire and
+ * release weight through it; what it holds goes back when it is closed:
+ *
+ *	int fd = open("/dev/wsem", O_RDWR | O_CLOEXEC);
+ *	struct wsem_open_args o = { .size = sizeof(o), .capacity = 8,
+ *		.flags = WSEM_OPEN_CREAT, .mode = 0600, .name = "jobs" };
+ *	struct wsem_acquire_args a = { .size = sizeof(a), .weight = 3 };
+ *	ioctl(fd, WSEM_IOC_OPEN, &o);
+ *	ioctl(fd, WSEM_IOC_ACQUIRE, &a);	// ... work ...; close(fd)
+ *
+ * This file turns ioctls into calls of sem.c (the semaphore) and ns.c
+ * (names and namespaces); see include file wsem.h for the locking rules.
+ */
+#include <linux/ctype.h>
+#include <linux/file.h>
+#include <linux/fs.h>
+#include <linux/miscdevice.h>
+#include <linux/module.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include "wsem.h"
+
+unsigned int max_sems_per_ns = 1024;
+module_param(max_sems_per_ns, uint, 0644);
+MODULE_PARM_DESC(max_sems_per_ns,
+		 "Semaphores (named or anonymous) one IPC namespace may hold (default 1024)");
+
+/* The command without its size bits: structs grow, the command stays. */
+#define WSEM_CMD(cmd)	((cmd) & ~IOCSIZE_MASK)
+
+/*
+ * Copy a versioned struct whose first field is its __u64 size: at least
+ * @ver0 bytes, zero-extended; a longer one must have a zero tail.
+ */
+static int wsem_copy_args(void *karg, size_t ksize, size_t ver0,
+			  const void __user *uarg)
+{
+	u64 usize;
+
+	if (get_user(usize, (const u64 __user *)uarg))
+		return -EFAULT;
+	if (usize < ver0)
+		return -EINVAL;
+	if (usize > PAGE_SIZE)
+		return -E2BIG;
+	return copy_struct_from_user(karg, ksize, uarg, usize);
+}
+
+/* Write a struct wsem_stat into a user buffer of @usize bytes. */
+static int wsem_copy_stat(void __user *ustat, u64 usize, struct wsem_stat *st)
+{
+	size_t n = min_t(u64, usize, sizeof(*st));
+
+	st->size = n;
+	if (copy_to_user(ustat, st, n))
+		return -EFAULT;
+	if (usize > n && clear_user(ustat + n, usize - n))
+		return -EFAULT;
+	return 0;
+}
+
+static int wsem_stat_size(const void __user *uarg, u64 *usize)
+{
+	if (get_user(*usize, (const u64 __user *)uarg))
+		return -EFAULT;
+	if (*usize < WSEM_STAT_SIZE_VER0)
+		return -EINVAL;
+	if (*usize > PAGE_SIZE)
+		return -E2BIG;
+	return 0;
+}
+
+/* Names are 1..WSEM_NAME_MAX-1 bytes of [A-Za-z0-9._-], NUL-terminated. */
+static bool wsem_name_valid(const char *name)
+{
+	size_t len = strnlen(name, WSEM_NAME_MAX);
+	size_t i;
+
+	if (!len || len == WSEM_NAME_MAX)
+		return false;
+	for (i = 0; i < len; i++) {
+		if (!isalnum(name[i]) && !strchr("._-", name[i]))
+			return false;
+	}
+	return true;
+}
+
+static bool wsem_capacity_valid(u64 capacity)
+{
+	return capacity && capacity <= WSEM_CAPACITY_MAX;
+}
+
+/**
+ * wsem_ioctl_open() - WSEM_IOC_OPEN: bind a fresh handle
+ * @h: the handle
+ * @uarg: struct wsem_open_args
+ *
+ * Context: Process context.
+ * Return: 0; -EINVAL for bad flags, name, capacity or mode; -EBUSY for a
+ * bound handle; else as wsem_ns_open() or wsem_ns_open_anon().
+ */
+static int wsem_ioctl_open(struct wsem_handle *h, void __user *uarg)
+{
+	const u64 known = WSEM_OPEN_CREAT | WSEM_OPEN_EXCL | WSEM_OPEN_ANON;
+	struct wsem_open_args args;
+	int ret;
+
+	ret = wsem_copy_args(&args, sizeof(args), WSEM_OPEN_SIZE_VER0, uarg);
+	if (ret)
+		return ret;
+	if ((args.flags & ~known) || args.__pad || (args.mode & ~0777))
+		return -EINVAL;
+
+	if (args.flags & WSEM_OPEN_ANON) {
+		if (args.flags != WSEM_OPEN_ANON || args.name[0] ||
+		    !wsem_capacity_valid(args.capacity))
+			return -EINVAL;
+		return wsem_ns_open_anon(h, args.capacity);
+	}
+
+	if (!wsem_name_valid(args.name))
+		return -EINVAL;
+	if ((args.flags & WSEM_OPEN_CREAT) &&
+	    !wsem_capacity_valid(args.capacity))
+		return -EINVAL;
+	return wsem_ns_open(h, args.name, args.flags, args.capacity,
+			    args.mode & ~current_umask());
+}
+
+/**
+ * wsem_ioctl_reopen() - WSEM_IOC_REOPEN: a new handle on the same semaphore
+ * @file: the bound handle's file
+ * @uflags: __u64 WSEM_REOPEN_* flags
+ *
+ * The new handle is a new open file description of /dev/wsem, holding 0.
+ *
+ * Context: Process context.
+ * Return: the new file descriptor, or -EINVAL (unbound handle, bad flags),
+ * -EFAULT, -EMFILE, -ENOMEM.
+ */
+static int wsem_ioctl_reopen(struct file *file, u64 __user *uflags)
+{
+	struct wsem *sem = wsem_handle_sem(file->private_data);
+	struct file *nfile;
+	u64 flags;
+	int fd;
+
+	if (!sem)
+		return -EINVAL;
+	if (get_user(flags, uflags))
+		return -EFAULT;
+	if (flags & ~WSEM_REOPEN_CLOEXEC)
+		return -EINVAL;
+
+	fd = get_unused_fd_flags(flags & WSEM_REOPEN_CLOEXEC ? O_CLOEXEC : 0);
+	if (fd < 0)
+		return fd;
+	nfile = dentry_open(&file->f_path, O_RDWR, current_cred());
+	if (IS_ERR(nfile)) {
+		put_unused_fd(fd);
+		return PTR_ERR(nfile);
+	}
+	wsem_ns_reopen(nfile->private_data, sem);
+	fd_install(fd, nfile);
+	return fd;
+}
+
+/**
+ * wsem_ioctl_acquire() - WSEM_IOC_ACQUIRE
+ * @h: the bound handle
+ * @uarg: struct wsem_acquire_args
+ *
+ * Context: Process context, may sleep.
+ * Return: 0, -EINVAL for an unbound handle or bad flags, else as
+ * wsem_acquire().
+ */
+static int wsem_ioctl_acquire(struct wsem_handle *h, void __user *uarg)
+{
+	const u64 known = WSEM_ACQUIRE_TRY | WSEM_ACQUIRE_DEADLINE;
+	struct wsem_acquire_args args;
+	int ret;
+
+	if (!wsem_handle_sem(h))
+		return -EINVAL;
+	ret = wsem_copy_args(&args, sizeof(args), WSEM_ACQUIRE_SIZE_VER0,
+			     uarg);
+	if (ret)
+		return ret;
+	if ((args.flags & ~known) || (args.flags & known) == known)
+		return -EINVAL;
+	return wsem_acquire(h, args.weight, args.flags,
+			    ns_to_ktime(min_t(u64, args.deadline_ns, KTIME_MAX)));
+}
+
+/**
+ * wsem_ioctl_release() - WSEM_IOC_RELEASE
+ * @h: the bound handle
+ * @uweight: __u64 weight
+ *
+ * Context: Process context.
+ * Return: 0, -EINVAL for an unbound handle, -EFAULT, else as wsem_release().
+ */
+static int wsem_ioctl_release(struct wsem_handle *h, u64 __user *uweight)
+{
+	u64 weight;
+
+	if (!wsem_handle_sem(h))
+		return -EINVAL;
+	if (get_user(weight, uweight))
+		return -EFAULT;
+	return wsem_release(h, weight);
+}
+
+/**
+ * wsem_ioctl_set_capacity() - WSEM_IOC_SET_CAPACITY
+ * @h: the bound handle
+ * @ucapacity: __u64 capacity
+ *
+ * Context: Process context.
+ * Return: 0, -EINVAL (unbound handle, bad capacity), -EFAULT, or -EPERM
+ * unless the caller owns the semaphore or has CAP_IPC_OWNER.
+ */
+static int wsem_ioctl_set_capacity(struct wsem_handle *h,
+				   u64 __user *ucapacity)
+{
+	struct wsem *sem = wsem_handle_sem(h);
+	u64 capacity;
+
+	if (!sem)
+		return -EINVAL;
+	if (get_user(capacity, ucapacity))
+		return -EFAULT;
+	if (!wsem_is_owner(sem))
+		return -EPERM;
+	return wsem_set_capacity(sem, capacity);
+}
+
+/**
+ * wsem_ioctl_stat() - WSEM_IOC_STAT
+ * @h: the bound handle
+ * @ustat: struct wsem_stat, with its size set
+ *
+ * Context: Process context.
+ * Return: 0, -EINVAL (unbound handle, short struct), -E2BIG, -EFAULT.
+ */
+static int wsem_ioctl_stat(struct wsem_handle *h, void __user *ustat)
+{
+	struct wsem *sem = wsem_handle_sem(h);
+	struct wsem_stat st = { 0 };
+	u64 usize;
+	int ret;
+
+	if (!sem)
+		return -EINVAL;
+	ret = wsem_stat_size(ustat, &usize);
+	if (ret)
+		return ret;
+	wsem_fill_stat(sem, h, &st);
+	return wsem_copy_stat(ustat, usize, &st);
+}
+
+/**
+ * wsem_ioctl_unlink() - WSEM_IOC_UNLINK, on any handle
+ * @uarg: struct wsem_unlink_args
+ *
+ * Context: Process context.
+ * Return: 0, -EINVAL (bad name or flags), else as wsem_ns_unlink().
+ */
+static int wsem_ioctl_unlink(void __user *uarg)
+{
+	struct wsem_unlink_args args;
+	int ret;
+
+	ret = wsem_copy_args(&args, sizeof(args), WSEM_UNLINK_SIZE_VER0, uarg);
+	if (ret)
+		return ret;
+	if (args.flags || !wsem_name_valid(args.name))
+		return -EINVAL;
+	return wsem_ns_unlink(args.name);
+}
+
+/**
+ * wsem_ioctl_list() - WSEM_IOC_LIST, on any handle
+ * @uarg: struct wsem_list_args
+ *
+ * Context: Process context.
+ * Return: 0, -EINVAL (short structs), -E2BIG, -EFAULT, -ENOMEM.
+ */
+static int wsem_ioctl_list(void __user *uarg)
+{
+	struct wsem_list_args __user *ulist = uarg;
+	struct wsem_list_args args;
+	struct wsem_stat *stats;
+	void __user *ustats;
+	int i, n, ret;
+
+	ret = wsem_copy_args(&args, sizeof(args), WSEM_LIST_SIZE_VER0, uarg);
+	if (ret)
+		return ret;
+	if (args.count && args.stat_size < WSEM_STAT_SIZE_VER0)
+		return -EINVAL;
+	if (args.stat_size > PAGE_SIZE)
+		return -E2BIG;
+
+	n = wsem_ns_list(&stats, args.count, &args.total);
+	if (n < 0)
+		return n;
+	ustats = u64_to_user_ptr(args.stats);
+	for (i = 0; i < n && !ret; i++)
+		ret = wsem_copy_stat(ustats + (u64)i * args.stat_size,
+				     args.stat_size, &stats[i]);
+	kvfree(stats);
+	if (!ret && put_user(args.total, &ulist->total))
+		ret = -EFAULT;
+	return ret;
+}
+
+static long wsem_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	struct wsem_handle *h = file->private_data;
+	void __user *uarg = (void __user *)arg;
+
+	switch (WSEM_CMD(cmd)) {
+	case WSEM_CMD(WSEM_IOC_OPEN):
+		return wsem_ioctl_open(h, uarg);
+	case WSEM_CMD(WSEM_IOC_REOPEN):
+		return wsem_ioctl_reopen(file, uarg);
+	case WSEM_CMD(WSEM_IOC_ACQUIRE):
+		return wsem_ioctl_acquire(h, uarg);
+	case WSEM_CMD(WSEM_IOC_RELEASE):
+		return wsem_ioctl_release(h, uarg);
+	case WSEM_CMD(WSEM_IOC_SET_CAPACITY):
+		return wsem_ioctl_set_capacity(h, uarg);
+	case WSEM_CMD(WSEM_IOC_STAT):
+		return wsem_ioctl_stat(h, uarg);
+	case WSEM_CMD(WSEM_IOC_UNLINK):
+		return wsem_ioctl_unlink(uarg);
+	case WSEM_CMD(WSEM_IOC_LIST):
+		return wsem_ioctl_list(uarg);
+	default:
+		return -ENOTTY;
+	}
+}
+
+static int wsem_open(struct inode *inode, struct file *file)
+{
+	struct wsem_handle *h;
+
+	h = kzalloc(sizeof(*h), GFP_KERNEL_ACCOUNT);
+	if (!h)
+		return -ENOMEM;
+	INIT_LIST_HEAD(&h->node);
+	file->private_data = h;
+	return nonseekable_open(inode, file);
+}
+
+static int wsem_release_file(struct inode *inode, struct file *file)
+{
+	struct wsem_handle *h = file->private_data;
+
+	if (h->sem)
+		wsem_unbind(h);
+	kfree(h);
+	return 0;
+}
+
+static void wsem_show_fdinfo(struct seq_file *m, struct file *file)
+{
+	struct wsem_handle *h = file->private_data;
+	struct wsem *sem = wsem_handle_sem(h);
+
+	if (!sem)
+		return;
+	spin_lock(&sem->lock);
+	seq_printf(m, "wsem-name:\t%s\n", sem->linked ? sem->name : "");
+	seq_printf(m, "wsem-capacity:\t%llu\n", sem->capacity);
+	seq_printf(m, "wsem-used:\t%llu\n", sem->used);
+	seq_printf(m, "wsem-held:\t%llu\n", h->held);
+	seq_printf(m, "wsem-waiters:\t%llu\n", sem->nr_waiters);
+	spin_unlock(&sem->lock);
+}
+
+static const struct file_operations wsem_fops = {
+	.owner		= THIS_MODULE,
+	.open		= wsem_open,
+	.release	= wsem_release_file,
+	.unlocked_ioctl	= wsem_ioctl,
+	.compat_ioctl	= compat_ptr_ioctl,
+	.show_fdinfo	= wsem_show_fdinfo,
+};
+
+static struct miscdevice wsem_dev = {
+	.minor	= MISC_DYNAMIC_MINOR,
+	.name	= "wsem",
+	.fops	= &wsem_fops,
+	.mode	= 0666,
+};
+
+static int __init wsem_init(void)
+{
+	BUILD_BUG_ON(sizeof(struct wsem_open_args) != WSEM_OPEN_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct wsem_acquire_args) !=
+		     WSEM_ACQUIRE_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct wsem_stat) != WSEM_STAT_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct wsem_list_args) != WSEM_LIST_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct wsem_unlink_args) != WSEM_UNLINK_SIZE_VER0);
+
+	return misc_register(&wsem_dev);
+}
+
+static void __exit wsem_exit(void)
+{
+	misc_deregister(&wsem_dev);
+	wsem_ns_exit();
+}
+
+module_init(wsem_init);
+module_exit(wsem_exit);
+
+MODULE_DESCRIPTION("Weighted, strictly FIFO counting semaphores (/dev/wsem)");
+MODULE_AUTHOR("The wsem developers");
+MODULE_LICENSE("GPL");

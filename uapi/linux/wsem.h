@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * wsem: weighted, strictly FIFO counting semaphores enforced by the kernel.
+ *
+ * Every ioctl is issued on an open file of /dev/wsem (a "handle").  A fresh
+ * handle is unbound; WSEM_IOC_OPEN binds it to a named or an anonymous
+ * semaphore.  Weight acquired through a handle belongs to the open file
+ * description and is released when its last reference goes away.
+ *
+ * Argument structs start with a __u64 @size that userspace sets to the size
+ * of the struct it was compiled with.  The kernel accepts any size from the
+ * first published version (WSEM_*_SIZE_VER0) up to a page: a shorter struct
+ * is zero-extended, a longer one must have a zero tail (else E2BIG).  The
+ * size bits of the command number are ignored, so a struct may grow without
+ * changing the command.  Output structs are written up to the smaller of the
+ * two sizes.  Unknown flags are rejected with EINVAL, unknown commands with
+ * ENOTTY.
+ */
+#ifndef _UAPI_LINUX_WSEM_H
+#define _UAPI_LINUX_WSEM_H
+
+#include <linux/const.h>
+#include <linux/ioctl.h>
+#include <linux/types.h>
+
+/* A name is 1..63 bytes of [A-Za-z0-9._-], NUL-terminated in this buffer. */
+#define WSEM_NAME_MAX		64
+/* Capacities run from 1 to 2^62. */
+#define WSEM_CAPACITY_MAX	_BITULL(62)
+
+/* struct wsem_open_args.flags */
+#define WSEM_OPEN_CREAT		_BITULL(0)	/* create if it does not exist */
+#define WSEM_OPEN_EXCL		_BITULL(1)	/* with CREAT: fail if it exists */
+#define WSEM_OPEN_ANON		_BITULL(2)	/* new anonymous semaphore */
+
+/**
+ * struct wsem_open_args - bind a fresh handle (WSEM_IOC_OPEN)
+ * @size: sizeof(struct wsem_open_args)
+ * @flags: WSEM_OPEN_*; ANON excludes CREAT, EXCL and a name
+ * @capacity: capacity of a semaphore this call creates (CREAT or ANON)
+ * @mode: permission bits (0777 at most) of a created named semaphore,
+ *	masked with the caller's umask
+ * @__pad: must be zero
+ * @name: the name, NUL-terminated; all zero for ANON
+ */
+struct wsem_open_args {
+	__u64 size;
+	__u64 flags;
+	__u64 capacity;
+	__u32 mode;
+	__u32 __pad;
+	char name[WSEM_NAME_MAX];
+};
+
+#define WSEM_OPEN_SIZE_VER0	96
+
+/* struct wsem_acquire_args.flags */
+#define WSEM_ACQUIRE_TRY	_BITULL(0)	/* never sleep: EAGAIN */
+#define WSEM_ACQUIRE_DEADLINE	_BITULL(1)	/* @deadline_ns is set: ETIMEDOUT */
+
+/**
+ * struct wsem_acquire_args - acquire weight (WSEM_IOC_ACQUIRE)
+ * @size: sizeof(struct wsem_acquire_args)
+ * @weight: 1 .. capacity
+ * @flags: WSEM_ACQUIRE_*
+ * @deadline_ns: absolute CLOCK_MONOTONIC time in nanoseconds at which the
+ *	wait ends with ETIMEDOUT; a deadline already past never sleeps.  It is
+ *	absolute so that a wait restarted after a stop keeps its deadline.
+ */
+struct wsem_acquire_args {
+	__u64 size;
+	__u64 weight;
+	__u64 flags;
+	__u64 deadline_ns;
+};
+
+#define WSEM_ACQUIRE_SIZE_VER0	32
+
+/**
+ * struct wsem_stat - the state of a semaphore (WSEM_IOC_STAT, WSEM_IOC_LIST)
+ * @size: in: the caller's sizeof(struct wsem_stat); out: bytes written
+ * @capacity: capacity C
+ * @used: weight held by all handles, U
+ * @available: C - U, or 0 while U > C after a shrink
+ * @held: weight held by this handle (0 in a list)
+ * @waiters: number of queued waiters
+ * @queued_weight: sum of the weights they wait for
+ * @uid: owner, as seen from the caller's user namespace
+ * @gid: group, as seen from the caller's user namespace
+ * @mode: permission bits
+ * @__pad: zero
+ * @name: the name, or empty for an anonymous or unlinked semaphore
+ */
+struct wsem_stat {
+	__u64 size;
+	__u64 capacity;
+	__u64 used;
+	__u64 available;
+	__u64 held;
+	__u64 waiters;
+	__u64 queued_weight;
+	__u32 uid;
+	__u32 gid;
+	__u32 mode;
+	__u32 __pad;
+	char name[WSEM_NAME_MAX];
+};
+
+#define WSEM_STAT_SIZE_VER0	136
+
+/**
+ * struct wsem_list_args - list the caller's namespace (WSEM_IOC_LIST)
+ * @size: sizeof(struct wsem_list_args)
+ * @stats: user pointer to an array of @count entries of @stat_size bytes
+ * @count: number of entries @stats has room for
+ * @stat_size: the caller's sizeof(struct wsem_stat)
+ * @total: out: how many semaphores the caller may read, in name order;
+ *	the first min(@count, @total) of them were written
+ */
+struct wsem_list_args {
+	__u64 size;
+	__u64 stats;
+	__u32 count;
+	__u32 stat_size;
+	__u64 total;
+};
+
+#define WSEM_LIST_SIZE_VER0	32
+
+/**
+ * struct wsem_unlink_args - remove a name (WSEM_IOC_UNLINK)
+ * @size: sizeof(struct wsem_unlink_args)
+ * @flags: zero
+ * @name: the name, NUL-terminated
+ */
+struct wsem_unlink_args {
+	__u64 size;
+	__u64 flags;
+	char name[WSEM_NAME_MAX];
+};
+
+#define WSEM_UNLINK_SIZE_VER0	80
+
+/* WSEM_IOC_REOPEN flags */
+#define WSEM_REOPEN_CLOEXEC	_BITULL(0)
+
+#define WSEM_IOC_MAGIC		0xB9
+
+/* Bind this handle; 0 or -1 with EEXIST, ENOENT, EACCES, EINVAL, ENOSPC. */
+#define WSEM_IOC_OPEN		_IOW(WSEM_IOC_MAGIC, 0x01, struct wsem_open_args)
+/* A new handle (returned fd) on the same semaphore; arg: __u64 flags. */
+#define WSEM_IOC_REOPEN		_IOW(WSEM_IOC_MAGIC, 0x02, __u64)
+#define WSEM_IOC_ACQUIRE	_IOW(WSEM_IOC_MAGIC, 0x03, struct wsem_acquire_args)
+/* arg: __u64 weight */
+#define WSEM_IOC_RELEASE	_IOW(WSEM_IOC_MAGIC, 0x04, __u64)
+/* arg: __u64 capacity */
+#define WSEM_IOC_SET_CAPACITY	_IOW(WSEM_IOC_MAGIC, 0x05, __u64)
+#define WSEM_IOC_STAT		_IOWR(WSEM_IOC_MAGIC, 0x06, struct wsem_stat)
+#define WSEM_IOC_UNLINK		_IOW(WSEM_IOC_MAGIC, 0x07, struct wsem_unlink_args)
+#define WSEM_IOC_LIST		_IOWR(WSEM_IOC_MAGIC, 0x08, struct wsem_list_args)
+
+#endif /* _UAPI_LINUX_WSEM_H */
