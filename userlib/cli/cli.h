@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * wsem(1): shared declarations of the command line tool.
+ */
+#ifndef WSEM_CLI_H
+#define WSEM_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "wsem.h"
+
+/* Exit statuses; wsem(1) documents them. */
+#define CLI_EXIT_OK		0
+#define CLI_EXIT_ERROR		1
+#define CLI_EXIT_USAGE		2
+#define CLI_EXIT_NOTFOUND	3	/* no such semaphore */
+#define CLI_EXIT_WOULDBLOCK	75	/* run --nonblock; EX_TEMPFAIL */
+#define CLI_EXIT_TIMEDOUT	124	/* run --timeout; as timeout(1) */
+#define CLI_EXIT_NOEXEC		126	/* COMMAND found, not executable */
+#define CLI_EXIT_NOCMD		127	/* COMMAND not found */
+
+#define CLI_MAX_POS		2
+
+/* One "--name VALUE", "--name=VALUE" or "--name" option of a verb. */
+struct cli_opt {
+	const char *name;	/* without the leading "--" */
+	bool has_arg;
+	bool seen;
+	const char *value;	/* the last value given */
+};
+
+/* What cli_parse() is told, and what it found. */
+struct cli_parse {
+	const char *synopsis;	/* for usage messages, without "wsem " */
+	struct cli_opt *opts;	/* ends with a NULL name */
+	int max_pos;		/* operands before COMMAND */
+	bool command;		/* the verb ends with COMMAND [ARG...] */
+	char *pos[CLI_MAX_POS];
+	int npos;
+	char **cmd;		/* NULL-terminated COMMAND, or NULL */
+};
+
+/* A verb: argv[0] is the verb itself. */
+struct cli_verb {
+	const char *name;
+	const char *synopsis;
+	int (*run)(const struct cli_verb *verb, int argc, char **argv);
+};
+
+/* args.c */
+int cli_parse(struct cli_parse *p, int argc, char **argv);
+struct cli_opt *cli_opt(struct cli_opt *opts, const char *name);
+
+/* number.c */
+bool cli_parse_u64(const char *s, uint64_t *v);
+bool cli_parse_mode(const char *s, mode_t *mode);
+bool cli_parse_seconds(const char *s, int64_t *ns);
+
+/* report.c */
+int cli_fail(const char *what, int err);
+int cli_fail_msg(const char *what, const char *msg, int status);
+int cli_usage(const char *synopsis, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* format.c */
+void cli_print_table(const struct wsem_stat *st, size_t n);
+void cli_print_stat(const struct wsem_stat *st);
+void cli_print_json_list(const struct wsem_stat *st, size_t n);
+void cli_print_json_stat(const struct wsem_stat *st);
+
+/* The verbs */
+int cli_create(const struct cli_verb *verb, int argc, char **argv);
+int cli_rm(const struct cli_verb *verb, int argc, char **argv);
+int cli_resize(const struct cli_verb *verb, int argc, char **argv);
+int cli_ls(const struct cli_verb *verb, int argc, char **argv);
+int cli_stat(const struct cli_verb *verb, int argc, char **argv);
+int cli_run(const struct cli_verb *verb, int argc, char **argv);
+
+#endif /* WSEM_CLI_H */

@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Output of ls and stat: aligned tables for people, JSON for scripts.
+ * JSON keys are the field names of struct wsem_stat; "mode" is an octal
+ * string such as "0600", as ls(1) and stat(1) users read it.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char *stat_name(const struct wsem_stat *st)
+{
+	static char name[WSEM_NAME_MAX];
+
+	/* The kernel terminates it; do not trust that blindly. */
+	memcpy(name, st->name, sizeof(name));
+	name[sizeof(name) - 1] = '\0';
+	return name;
+}
+
+static int num_width(unsigned long long v)
+{
+	char buf[24];
+
+	return snprintf(buf, sizeof(buf), "%llu", v);
+}
+
+static int max_int(int a, int b)
+{
+	return a > b ? a : b;
+}
+
+/* ls: NAME CAPACITY USED WAITERS, names left, numbers right aligned. */
+void cli_print_table(const struct wsem_stat *st, size_t n)
+{
+	int w[4] = { 4, 8, 4, 7 };	/* the headers' widths */
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		w[0] = max_int(w[0], (int)strlen(stat_name(&st[i])));
+		w[1] = max_int(w[1], num_width(st[i].capacity));
+		w[2] = max_int(w[2], num_width(st[i].used));
+		w[3] = max_int(w[3], num_width(st[i].waiters));
+	}
+	printf("%-*s  %*s  %*s  %*s\n", w[0], "NAME", w[1], "CAPACITY",
+	       w[2], "USED", w[3], "WAITERS");
+	for (i = 0; i < n; i++)
+		printf("%-*s  %*llu  %*llu  %*llu\n", w[0], stat_name(&st[i]),
+		       w[1], st[i].capacity, w[2], st[i].used,
+		       w[3], st[i].waiters);
+}
+
+static void print_field(const char *key, unsigned long long v)
+{
+	printf("%-14s %llu\n", key, v);
+}
+
+/* stat: one "field: value" line per field of struct wsem_stat. */
+void cli_print_stat(const struct wsem_stat *st)
+{
+	printf("%-14s %s\n", "name:", stat_name(st));
+	print_field("capacity:", st->capacity);
+	print_field("used:", st->used);
+	print_field("available:", st->available);
+	print_field("held:", st->held);
+	print_field("waiters:", st->waiters);
+	print_field("queued_weight:", st->queued_weight);
+	print_field("uid:", st->uid);
+	print_field("gid:", st->gid);
+	printf("%-14s %04o\n", "mode:", (unsigned int)st->mode);
+}
+
+/* A JSON string; names are [A-Za-z0-9._-], but escape anything odd. */
+static void json_string(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20 || c >= 0x7f)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+void cli_print_json_stat(const struct wsem_stat *st)
+{
+	fputs("{\"name\":", stdout);
+	json_string(stat_name(st));
+	printf(",\"capacity\":%llu,\"used\":%llu,\"available\":%llu"
+	       ",\"held\":%llu,\"waiters\":%llu,\"queued_weight\":%llu",
+	       st->capacity, st->used, st->available, st->held, st->waiters,
+	       st->queued_weight);
+	printf(",\"uid\":%u,\"gid\":%u,\"mode\":\"%04o\"}", st->uid, st->gid,
+	       st->mode);
+}
+
+/* ls --json: an array, one object per line. */
+void cli_print_json_list(const struct wsem_stat *st, size_t n)
+{
+	size_t i;
+
+	if (!n) {
+		puts("[]");
+		return;
+	}
+	puts("[");
+	for (i = 0; i < n; i++) {
+		fputs("  ", stdout);
+		cli_print_json_stat(&st[i]);
+		puts(i + 1 < n ? "," : "");
+	}
+	puts("]");
+}

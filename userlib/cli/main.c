@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * wsem(1): create, inspect and use weighted FIFO semaphores from a shell.
+ *
+ *	wsem create build 4
+ *	for t in a b c d e f; do wsem run build --weight 2 -- make -C $t & done
+ *
+ * Each verb lives in its own file; this one picks the verb and makes sure
+ * what was printed really reached stdout.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+#define WSEM_VERSION	"1.0.0"
+
+static const struct cli_verb verbs[] = {
+	{ "create", "create NAME CAPACITY [--mode MODE] [--exclusive]",
+	  cli_create },
+	{ "rm", "rm NAME", cli_rm },
+	{ "ls", "ls [--json]", cli_ls },
+	{ "stat", "stat NAME [--json]", cli_stat },
+	{ "resize", "resize NAME CAPACITY", cli_resize },
+	{ "run", "run NAME [--weight W] [--timeout SECONDS | --nonblock] "
+		 "[--create CAPACITY] -- COMMAND [ARG...]", cli_run },
+};
+
+#define NR_VERBS	(sizeof(verbs) / sizeof(verbs[0]))
+
+static int help(void)
+{
+	size_t i;
+
+	puts("Usage:");
+	for (i = 0; i < NR_VERBS; i++)
+		printf("  wsem %s\n", verbs[i].synopsis);
+	puts("See wsem(1).");
+	return CLI_EXIT_OK;
+}
+
+static const struct cli_verb *find_verb(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < NR_VERBS; i++) {
+		if (!strcmp(verbs[i].name, name))
+			return &verbs[i];
+	}
+	return NULL;
+}
+
+/* A write error on stdout (full disk, closed pipe) is an error too. */
+static int flush_stdout(int status)
+{
+	errno = 0;
+	if (fflush(stdout) || ferror(stdout)) {
+		if (status == CLI_EXIT_OK)
+			return cli_fail("stdout", errno ? errno : EIO);
+	}
+	return status;
+}
+
+int main(int argc, char **argv)
+{
+	const struct cli_verb *verb;
+	const char *all = "create|rm|ls|stat|resize|run ...";
+
+	if (argc < 2)
+		return cli_usage(all, NULL);
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "help"))
+		return flush_stdout(help());
+	if (!strcmp(argv[1], "--version")) {
+		puts("wsem " WSEM_VERSION);
+		return flush_stdout(CLI_EXIT_OK);
+	}
+	verb = find_verb(argv[1]);
+	if (!verb)
+		return cli_usage(all, "unknown command '%s'", argv[1]);
+	return flush_stdout(verb->run(verb, argc - 1, argv + 1));
+}

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The device node and the small helpers every call shares.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* A fresh, unbound handle; -1 with errno from open(2) (ENOENT: no module). */
+int libwsem_dev_open(int cloexec)
+{
+	return open(LIBWSEM_DEVICE, O_RDWR | (cloexec ? O_CLOEXEC : 0));
+}
+
+/* Close a descriptor on an error path without losing the caller's errno. */
+void libwsem_close_keep_errno(int fd)
+{
+	int err = errno;
+
+	close(fd);
+	errno = err;
+}
+
+/*
+ * Copy a name into a zeroed WSEM_NAME_MAX buffer.  NULL and names that do
+ * not fit are EINVAL here; the kernel checks the characters.
+ */
+int libwsem_name_copy(char dst[WSEM_NAME_MAX], const char *name)
+{
+	size_t len;
+
+	if (!name)
+		return libwsem_einval();
+	len = strnlen(name, WSEM_NAME_MAX);
+	if (len == WSEM_NAME_MAX)
+		return libwsem_einval();
+	memcpy(dst, name, len);
+	dst[len] = '\0';
+	return 0;
+}
+
+int libwsem_einval(void)
+{
+	errno = EINVAL;
+	return -1;
+}

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Private helpers of libwsem.  Their names must not start with "wsem_":
+ * the version script exports every wsem_* symbol.
+ */
+#ifndef LIBWSEM_INTERNAL_H
+#define LIBWSEM_INTERNAL_H
+
+#include <linux/wsem.h>
+
+#define LIBWSEM_HIDDEN	__attribute__((visibility("hidden")))
+#define LIBWSEM_DEVICE	"/dev/wsem"
+
+LIBWSEM_HIDDEN int libwsem_dev_open(int cloexec);
+LIBWSEM_HIDDEN void libwsem_close_keep_errno(int fd);
+LIBWSEM_HIDDEN int libwsem_name_copy(char dst[WSEM_NAME_MAX],
+				     const char *name);
+LIBWSEM_HIDDEN int libwsem_einval(void);
+
+#endif /* LIBWSEM_INTERNAL_H */

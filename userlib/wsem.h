@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * libwsem: weighted, strictly FIFO counting semaphores over /dev/wsem.
+ *
+ * A handle is a plain file descriptor.  Weight acquired through it belongs
+ * to the open file description and goes back when its last reference is
+ * closed (close, exit, SIGKILL), like a flock(2) lock.  Every call returns
+ * 0 (or a new descriptor) on success and -1 with errno set on failure, as
+ * sem_wait(3) and semop(2) do.
+ *
+ *	int fd = wsem_open("jobs", O_CREAT | O_CLOEXEC, 0600, 8);
+ *	if (fd < 0 || wsem_acquire(fd, 3) < 0)
+ *		err(1, "jobs");
+ *	do_work();
+ *	wsem_release(fd, 3);	// or just close(fd)
+ *
+ * Link with -lwsem (pkg-config --cflags --libs wsem).
+ */
+#ifndef WSEM_H
+#define WSEM_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include <linux/wsem.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Handles: oflag takes O_CREAT, O_EXCL and O_CLOEXEC from <fcntl.h>. */
+int wsem_open(const char *name, int oflag, mode_t mode, uint64_t capacity);
+int wsem_open_anon(uint64_t capacity, int oflag);
+int wsem_reopen(int fd, int oflag);
+int wsem_unlink(const char *name);
+
+/* Weight: timeout_ns is relative, measured on CLOCK_MONOTONIC. */
+int wsem_acquire(int fd, uint64_t weight);
+int wsem_acquire_timeout(int fd, uint64_t weight, int64_t timeout_ns);
+int wsem_tryacquire(int fd, uint64_t weight);
+int wsem_release(int fd, uint64_t weight);
+
+/* State */
+int wsem_set_capacity(int fd, uint64_t capacity);
+int wsem_stat(int fd, struct wsem_stat *st);
+ssize_t wsem_list(struct wsem_stat *buf, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WSEM_H */
