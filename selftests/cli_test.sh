@@ -1,0 +1,651 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# End-to-end tests of the wsem(1) command line, in TAP.  Runs as root in the
+# test VM (busybox sh, module loaded, wsem on PATH): every verb, its errors
+# and exit statuses, --json read back with sed/grep, and "wsem run" holding
+# its lease for exactly as long as COMMAND, limiting real concurrent jobs.
+#
+# Each test is a shell function run in a subshell with "set -ex": the first
+# failing command fails the test, and the tail of its trace is printed as
+# TAP diagnostics.  A test that exits 77 is skipped (first output line is
+# the reason).
+# shellcheck disable=SC2016 # $WSEM_FD is for the shell that wsem runs
+
+if [ ! -c /dev/wsem ]; then
+	echo "1..0 # SKIP no /dev/wsem: the wsem module is not loaded"
+	exit 4
+fi
+P=clit$$				# prefix of every semaphore made here
+T=$(mktemp -d /tmp/cli_test.XXXXXX) || exit 1
+WSEM=$(command -v wsem) || { echo "Bail out! no wsem on PATH"; exit 1; }
+: >"$T/pids"
+
+# ---- helpers ---------------------------------------------------------------
+
+# expect STATUS CMD...: run CMD (stdout in $T/out, stderr in $T/err) and
+# fail unless it exits with STATUS.
+expect() {
+	want=$1
+	shift
+	got=0
+	"$@" >"$T/out" 2>"$T/err" || got=$?
+	[ "$got" -eq "$want" ] && return 0
+	echo "'$*' exited $got, want $want; stderr:"
+	cat "$T/err"
+	return 1
+}
+
+# err_is LINE: what the last expect saw on stderr is exactly LINE.
+err_is() {
+	if [ "$(wc -l <"$T/err")" -eq 1 ] && [ "$(cat "$T/err")" = "$1" ]; then
+		return 0
+	fi
+	echo "stderr is not the one line '$1' but:"
+	cat "$T/err"
+	return 1
+}
+
+# usage_err: the last expect wrote one "wsem: usage: ..." line.
+usage_err() {
+	[ "$(wc -l <"$T/err")" -eq 1 ] && grep -q '^wsem: usage: ' "$T/err"
+}
+
+# jget NAME KEY: the value of KEY in "wsem stat NAME --json" (quotes off).
+jget() {
+	wsem stat "$1" --json |
+		sed -n "s/.*\"$2\":\"\{0,1\}\([^,\"}]*\).*/\1/p"
+}
+
+# is KEY NAME VALUE: stat NAME says KEY is VALUE.
+is() {
+	v=$(jget "$2" "$1")
+	[ "$v" = "$3" ] && return 0
+	echo "$2: $1 is '$v', want '$3'"
+	return 1
+}
+
+# eventually CMD...: retry CMD every 0.1 s for up to 20 s.
+eventually() {
+	i=0
+	until "$@"; do
+		i=$((i + 1))
+		[ $i -lt 200 ] || return 1
+		sleep 0.1
+	done
+}
+
+# bg CMD...: start CMD in the background; $BG is its pid.  The runner kills
+# whatever a test leaves behind.
+bg() {
+	"$@" </dev/null >/dev/null 2>&1 &
+	BG=$!
+	echo "$BG" >>"$T/pids"
+}
+
+# reap PID: kill PID, wait for it, and tell how it ended ($REAPED).
+reap() {
+	kill -KILL "$1" 2>/dev/null || :
+	REAPED=0
+	wait "$1" || REAPED=$?
+}
+
+# centiseconds since boot
+now_cs() {
+	awk '{ printf "%d\n", $1 * 100 }' /proc/uptime
+}
+
+# The one-object-per-line JSON that stat --json and ls --json print.
+JSON_OBJ='\{"name":"[A-Za-z0-9._-]*","capacity":[0-9]+,"used":[0-9]+,'
+JSON_OBJ="$JSON_OBJ"'"available":[0-9]+,"held":[0-9]+,"waiters":[0-9]+,'
+JSON_OBJ="$JSON_OBJ"'"queued_weight":[0-9]+,"uid":[0-9]+,"gid":[0-9]+,'
+JSON_OBJ="$JSON_OBJ"'"mode":"0[0-7]{3}"\}'
+
+# ---- create, ls, stat, resize, rm ------------------------------------------
+
+t_create() {
+	expect 0 wsem create "$P-a" 4
+	[ ! -s "$T/out" ] && [ ! -s "$T/err" ]
+	is capacity "$P-a" 4
+	is used "$P-a" 0
+	is available "$P-a" 4
+	is waiters "$P-a" 0
+	is uid "$P-a" 0
+	is gid "$P-a" 0
+	is mode "$P-a" 0600
+	is name "$P-a" "$P-a"
+}
+
+t_create_mode() {
+	umask 077
+	expect 0 wsem create "$P-m1" 2 --mode 0644
+	is mode "$P-m1" 0600
+	umask 022
+	expect 0 wsem create "$P-m2" 2 --mode=666
+	is mode "$P-m2" 0644
+	umask 0
+	expect 0 wsem create "$P-m3" 2 --mode 0
+	is mode "$P-m3" 0000
+}
+
+t_create_existing() {
+	expect 0 wsem create "$P-e" 4
+	expect 0 wsem create "$P-e" 9
+	is capacity "$P-e" 4
+	expect 1 wsem create "$P-e" 4 --exclusive
+	err_is "wsem: $P-e: File exists"
+	expect 0 wsem create "$P-x" 1 --exclusive
+}
+
+t_create_invalid() {
+	expect 1 wsem create "$P-z" 0
+	err_is "wsem: $P-z: Invalid argument"
+	expect 1 wsem create "$P-z" 4611686018427387905
+	err_is "wsem: $P-z: Invalid argument"
+	expect 1 wsem create "$P/z" 1
+	err_is "wsem: $P/z: Invalid argument"
+	long=$(printf '%.64s' "$P-$(printf '%064d' 0)")
+	expect 1 wsem create "$long" 1
+	err_is "wsem: $long: Invalid argument"
+	expect 3 wsem stat "$P-z"
+	long=${long%0}				# 63 bytes is fine
+	expect 0 wsem create "$long" 4611686018427387904
+	is capacity "$long" 4611686018427387904
+}
+
+t_usage() {
+	while read -r args; do
+		# shellcheck disable=SC2086 # word splitting wanted
+		expect 2 wsem $args
+		usage_err
+	done <<-EOF
+	
+	bogus
+	create
+	create $P-u
+	create $P-u 4x
+	create $P-u -1
+	create $P-u +1
+	create $P-u 18446744073709551616
+	create $P-u 4 --mode 0800
+	create $P-u 4 --mode 01000
+	create $P-u 4 --mode
+	create $P-u 4 --exclusive=yes
+	create $P-u 4 --bogus
+	create $P-u 4 extra
+	rm
+	rm $P-u extra
+	ls extra
+	ls --long
+	stat
+	stat $P-u $P-u
+	resize $P-u
+	resize $P-u 1.5
+	run $P-u
+	run $P-u --
+	run $P-u --weight 2
+	run -- true
+	run $P-u --weight -1 -- true
+	run $P-u --weight 1x -- true
+	run $P-u --weight 99999999999999999999 -- true
+	run $P-u --timeout -1 -- true
+	run $P-u --timeout 1e3 -- true
+	run $P-u --timeout 1.2.3 -- true
+	run $P-u --timeout . -- true
+	run $P-u --timeout 9999999999999 -- true
+	run $P-u --timeout 1 --nonblock -- true
+	run $P-u --create x -- true
+	EOF
+	expect 0 wsem --help
+	grep -q 'wsem run NAME' "$T/out"
+	expect 3 wsem stat "$P-u"		# nothing was created
+}
+
+t_not_found() {
+	for args in "stat $P-nf" "stat $P-nf --json" "rm $P-nf" \
+	    "resize $P-nf 3" "run $P-nf -- true"; do
+		# shellcheck disable=SC2086
+		expect 3 wsem $args
+		err_is "wsem: $P-nf: No such file or directory"
+	done
+}
+
+t_ls_table() {
+	wsem create "$P-l" 3
+	wsem create "$P-longer-name" 12345
+	expect 0 wsem ls
+	head -n 1 "$T/out" | grep -Eq '^NAME +CAPACITY +USED +WAITERS$'
+	grep -Eq "^$P-l +3 +0 +0\$" "$T/out"
+	grep -Eq "^$P-longer-name +12345 +0 +0\$" "$T/out"
+	# aligned: every line is as long as the header
+	[ "$(awk '{ print length($0) }' "$T/out" | sort -u | wc -l)" -eq 1 ]
+	# in name order
+	awk 'NR > 1 { print $1 }' "$T/out" >"$T/names"
+	sort "$T/names" | cmp -s - "$T/names"
+}
+
+t_ls_json() {
+	wsem create "$P-j1" 3
+	wsem create "$P-j2" 5 --mode 0640
+	expect 0 wsem ls --json
+	[ "$(head -n 1 "$T/out")" = "[" ] && [ "$(tail -n 1 "$T/out")" = "]" ]
+	n=$(($(wc -l <"$T/out") - 2))
+	# every object on its own line, commas between them
+	[ "$(grep -Ec "^  $JSON_OBJ,?\$" "$T/out")" -eq "$n" ]
+	[ "$(grep -Ec "^  $JSON_OBJ,\$" "$T/out")" -eq $((n - 1)) ]
+	grep -q "\"name\":\"$P-j1\",\"capacity\":3," "$T/out"
+	grep "\"name\":\"$P-j2\"" "$T/out" | grep -q '"mode":"0640"'
+	[ "$n" -eq $(($(wsem ls | wc -l) - 1)) ]
+}
+
+t_ls_json_empty() {
+	# a fresh IPC namespace has no semaphores
+	expect 0 unshare -i wsem ls --json
+	[ "$(cat "$T/out")" = "[]" ]
+	expect 0 unshare -i wsem ls
+	[ "$(wc -l <"$T/out")" -eq 1 ]
+}
+
+t_stat_table() {
+	wsem create "$P-s" 7 --mode 0640
+	expect 0 wsem stat "$P-s"
+	for kv in "name: $P-s" "capacity: 7" "used: 0" "available: 7" \
+	    "held: 0" "waiters: 0" "queued_weight: 0" "uid: 0" "gid: 0" \
+	    "mode: 0640"; do
+		grep -Eq "^${kv%% *} +${kv#* }\$" "$T/out"
+	done
+	[ "$(wc -l <"$T/out")" -eq 10 ]
+	# values aligned in one column
+	[ "$(awk '{ print index($0, $2) }' "$T/out" | sort -u | wc -l)" -eq 1 ]
+}
+
+t_stat_json() {
+	wsem create "$P-sj" 6 --mode 0604
+	expect 0 wsem stat "$P-sj" --json
+	[ "$(wc -l <"$T/out")" -eq 1 ]
+	grep -Eq "^$JSON_OBJ\$" "$T/out"
+	grep -q "^{\"name\":\"$P-sj\",\"capacity\":6,\"used\":0," "$T/out"
+	grep -q '"mode":"0604"}$' "$T/out"
+	expect 0 wsem stat --json "$P-sj"	# options go anywhere
+}
+
+t_resize() {
+	wsem create "$P-r" 4
+	expect 0 wsem resize "$P-r" 6
+	is capacity "$P-r" 6
+	expect 0 wsem resize "$P-r" 1
+	is capacity "$P-r" 1
+	expect 1 wsem resize "$P-r" 0
+	err_is "wsem: $P-r: Invalid argument"
+	is capacity "$P-r" 1
+}
+
+t_rm() {
+	wsem create "$P-rm" 2
+	expect 0 wsem rm "$P-rm"
+	[ ! -s "$T/out" ] && [ ! -s "$T/err" ]
+	expect 3 wsem stat "$P-rm"
+	expect 3 wsem rm "$P-rm"
+	err_is "wsem: $P-rm: No such file or directory"
+	not_listed "$P-rm"
+}
+
+# not_listed NAME: wsem ls does not show NAME.
+not_listed() {
+	if wsem ls | grep -q "^$1 "; then
+		echo "$1 is still listed"
+		return 1
+	fi
+}
+
+# "su -s /bin/sh -c CMD nobody" runs CMD as uid/gid 65534.  (Not wrapped
+# in a function: the trace of a function's commands would land in $T/err.)
+
+t_permissions() {
+	if [ "$(su -s /bin/sh -c 'id -u' nobody 2>/dev/null)" != 65534 ]; then
+		echo "cannot become nobody with su"
+		exit 77
+	fi
+	umask 022
+	wsem create "$P-pr" 2 --mode 0644	# others may read only
+	wsem create "$P-pp" 2			# 0600: private
+	expect 0 su -s /bin/sh -c "$WSEM stat $P-pr --json" nobody
+	grep -q '"mode":"0644"' "$T/out"
+	expect 0 su -s /bin/sh -c "$WSEM ls" nobody
+	grep -q "^$P-pr " "$T/out"
+	if grep -q "^$P-pp " "$T/out"; then
+		echo "nobody sees $P-pp"
+		exit 1
+	fi
+	expect 3 su -s /bin/sh -c "$WSEM stat $P-pp" nobody
+	expect 1 su -s /bin/sh -c "$WSEM resize $P-pr 5" nobody
+	err_is "wsem: $P-pr: Permission denied"
+	expect 1 su -s /bin/sh -c "$WSEM run $P-pr -- true" nobody
+	err_is "wsem: $P-pr: Permission denied"
+	expect 1 su -s /bin/sh -c "$WSEM rm $P-pr" nobody
+	err_is "wsem: $P-pr: Operation not permitted"
+	is capacity "$P-pr" 2
+	umask 0
+	wsem create "$P-pw" 2 --mode 0666	# others may use it
+	expect 0 su -s /bin/sh -c "$WSEM run $P-pw --weight 2 -- true" nobody
+	expect 1 su -s /bin/sh -c "$WSEM resize $P-pw 5" nobody
+	err_is "wsem: $P-pw: Operation not permitted"
+	expect 1 su -s /bin/sh -c "$WSEM rm $P-pw" nobody
+	err_is "wsem: $P-pw: Operation not permitted"
+	is capacity "$P-pw" 2
+}
+
+# ---- wsem run ----------------------------------------------------------------
+
+t_run_env() {
+	# --create makes it (mode 0600), WSEM_FD is the inherited handle
+	expect 0 wsem run "$P-env" --create 3 --weight 2 -- \
+		sh -c 'echo "fd=$WSEM_FD"; cat /proc/self/fdinfo/$WSEM_FD'
+	grep -Eq '^fd=([3-9]|[1-9][0-9]+)$' "$T/out"
+	grep -Eq "^wsem-name:[[:space:]]+$P-env\$" "$T/out"
+	grep -Eq '^wsem-held:[[:space:]]+2$' "$T/out"
+	grep -Eq '^wsem-capacity:[[:space:]]+3$' "$T/out"
+	is capacity "$P-env" 3
+	is mode "$P-env" 0600
+	is used "$P-env" 0
+	# COMMAND is found on PATH and gets its arguments untouched
+	expect 0 wsem run "$P-env" echo --weight 2 -- x
+	[ "$(cat "$T/out")" = "--weight 2 -- x" ]
+	# stdin closed: the handle still stays off fd 0
+	expect 0 wsem run "$P-env" -- sh -c 'echo $WSEM_FD' <&-
+	[ "$(cat "$T/out")" -gt 2 ]
+}
+
+t_run_status() {
+	wsem create "$P-st" 2
+	expect 0 wsem run "$P-st" -- true
+	expect 1 wsem run "$P-st" -- false
+	expect 7 wsem run "$P-st" --weight 2 -- sh -c 'exit 7'
+	# killed by a signal: the shell sees the signal itself (128 + 15)
+	expect 143 wsem run "$P-st" -- sh -c 'kill -TERM $$'
+	is used "$P-st" 0
+}
+
+t_run_exec_fail() {
+	wsem create "$P-ex" 2
+	expect 127 wsem run "$P-ex" -- /nonexistent/cmd
+	err_is "wsem: /nonexistent/cmd: No such file or directory"
+	expect 127 wsem run "$P-ex" -- no-such-command-here
+	err_is "wsem: no-such-command-here: No such file or directory"
+	echo 'echo hi' >"$T/noexec"
+	chmod 0644 "$T/noexec"
+	expect 126 wsem run "$P-ex" --weight 2 -- "$T/noexec"
+	err_is "wsem: $T/noexec: Permission denied"
+	is used "$P-ex" 0
+}
+
+t_run_invalid() {
+	wsem create "$P-iv" 4
+	expect 1 wsem run "$P-iv" --weight 5 -- true
+	err_is "wsem: $P-iv: Invalid argument"
+	expect 1 wsem run "$P-iv" --weight 0 -- true
+	err_is "wsem: $P-iv: Invalid argument"
+	expect 1 wsem run "$P-iv2" --create 0 -- true
+	err_is "wsem: $P-iv2: Invalid argument"
+	expect 3 wsem stat "$P-iv2"
+}
+
+# COMMAND replaces wsem: there is no wsem process left to kill, and killing
+# COMMAND gives the weight back.
+t_run_exec_in_place() {
+	wsem create "$P-k" 4
+	bg wsem run "$P-k" --weight 3 -- sleep 60
+	eventually is used "$P-k" 3
+	eventually grep -qx sleep "/proc/$BG/comm"
+	for c in /proc/[0-9]*/comm; do
+		if grep -qx wsem "$c" 2>/dev/null; then
+			echo "a wsem process is left: $c"
+			exit 1
+		fi
+	done
+	grep -q "^wsem-held:[[:space:]]*3\$" /proc/$BG/fdinfo/*
+	reap "$BG"
+	[ "$REAPED" -eq 137 ]
+	eventually is used "$P-k" 0
+}
+
+# Killing wsem while it waits: COMMAND never runs, the queue entry goes.
+t_run_kill_waiting() {
+	wsem create "$P-kw" 4
+	bg wsem run "$P-kw" --weight 4 -- sleep 60
+	holder=$BG
+	eventually is used "$P-kw" 4
+	bg wsem run "$P-kw" --weight 2 -- touch "$T/kw-ran"
+	waiter=$BG
+	eventually is waiters "$P-kw" 1
+	is queued_weight "$P-kw" 2
+	grep -qx wsem "/proc/$waiter/comm"
+	reap "$waiter"
+	eventually is waiters "$P-kw" 0
+	reap "$holder"
+	eventually is used "$P-kw" 0
+	[ ! -e "$T/kw-ran" ]
+}
+
+# Killing the holder grants the queued job, which then runs.
+t_run_kill_grants() {
+	wsem create "$P-kg" 4
+	bg wsem run "$P-kg" --weight 4 -- sleep 60
+	holder=$BG
+	eventually is used "$P-kg" 4
+	bg wsem run "$P-kg" --weight 3 -- sh -c "touch $T/kg-ran; sleep 60"
+	waiter=$BG
+	eventually is waiters "$P-kg" 1
+	[ ! -e "$T/kg-ran" ]
+	reap "$holder"
+	eventually test -e "$T/kg-ran"
+	is used "$P-kg" 3
+	is waiters "$P-kg" 0
+	reap "$waiter"
+	eventually is used "$P-kg" 0
+}
+
+# A job sees its own weight in "wsem stat" (through WSEM_FD); others see it
+# in used.
+t_run_held_visible() {
+	wsem create "$P-h" 4
+	bg wsem run "$P-h" --weight 3 -- sh -c "wsem stat $P-h --json >$T/h.json
+		wsem stat $P-h >$T/h.txt; sleep 60"
+	eventually test -s "$T/h.txt"
+	grep -q '"held":3,' "$T/h.json"
+	grep -q '"used":3,' "$T/h.json"
+	grep -Eq '^held: +3$' "$T/h.txt"
+	is used "$P-h" 3
+	is available "$P-h" 1
+	is held "$P-h" 0			# we hold nothing
+	reap "$BG"
+	eventually is used "$P-h" 0
+}
+
+# The lease lives as long as a descendant keeps the handle.
+t_run_descendant() {
+	wsem create "$P-d" 2
+	expect 0 wsem run "$P-d" --weight 2 -- sh -c 'sleep 3 & exit 0'
+	is used "$P-d" 2
+	eventually is used "$P-d" 0
+	# ... and a command may give it back early by closing it
+	expect 0 wsem run "$P-d" --weight 2 -- sh -c \
+		'eval "exec $WSEM_FD>&-"; sleep 3 & exit 0'
+	is used "$P-d" 0
+}
+
+t_run_timeout() {
+	wsem create "$P-t" 4
+	bg wsem run "$P-t" --weight 3 -- sleep 60
+	eventually is used "$P-t" 3
+	start=$(now_cs)
+	expect 124 wsem run "$P-t" --weight 2 --timeout 0.5 -- touch "$T/t-ran"
+	end=$(now_cs)
+	err_is "wsem: $P-t: timed out"
+	[ $((end - start)) -ge 45 ] && [ $((end - start)) -lt 1000 ]
+	expect 124 wsem run "$P-t" --weight 2 --timeout 0 -- touch "$T/t-ran"
+	err_is "wsem: $P-t: timed out"
+	[ ! -e "$T/t-ran" ]
+	is waiters "$P-t" 0
+	# what fits is granted at once, timeout or not
+	expect 0 wsem run "$P-t" --weight 1 --timeout 0 -- true
+	expect 0 wsem run "$P-t" --weight 1 --timeout=2.5 -- true
+	reap "$BG"
+	eventually is used "$P-t" 0
+}
+
+t_run_nonblock() {
+	wsem create "$P-n" 4
+	bg wsem run "$P-n" --weight 3 -- sleep 60
+	holder=$BG
+	eventually is used "$P-n" 3
+	expect 75 wsem run "$P-n" --weight 2 --nonblock -- touch "$T/n-ran"
+	err_is "wsem: $P-n: would block"
+	[ ! -e "$T/n-ran" ]
+	expect 0 wsem run "$P-n" --weight 1 --nonblock -- true
+	# no barging: with a waiter queued, even weight that is free is refused
+	bg wsem run "$P-n" --weight 2 -- true
+	eventually is waiters "$P-n" 1
+	expect 75 wsem run "$P-n" --weight 1 --nonblock -- true
+	reap "$BG"
+	eventually is waiters "$P-n" 0
+	expect 0 wsem run "$P-n" --weight 1 --nonblock -- true
+	reap "$holder"
+	eventually is used "$P-n" 0
+}
+
+# The job that runs under "wsem run" in t_run_concurrency: it adds its weight
+# to a shared running total (under a mkdir lock) when it starts and takes it
+# off before it ends, recording any moment the total is above the capacity.
+cat >"$T/job.sh" <<'EOF'
+# job.sh DIR NAME WEIGHT ID
+d=$1 name=$2 w=$3 id=$4
+lock() { until mkdir "$d/lock" 2>/dev/null; do usleep 2000; done; }
+unlock() { rmdir "$d/lock"; }
+bad() { echo "job $id: $*" >>"$d/violations"; }
+
+lock
+total=$(($(cat "$d/total") + w))
+echo "$total" >"$d/total"
+echo "+$w $id $total" >>"$d/log"
+[ "$total" -le 4 ] || bad "running total $total > 4"
+[ "$total" -le "$(cat "$d/max")" ] || echo "$total" >"$d/max"
+unlock
+
+grep -q "^wsem-held:[[:space:]]*$w\$" "/proc/self/fdinfo/$WSEM_FD" ||
+	bad "fdinfo of WSEM_FD does not say held $w"
+used=$(wsem stat "$name" --json | sed -n 's/.*"used":\([0-9]*\).*/\1/p')
+[ "$used" -ge "$w" ] && [ "$used" -le 4 ] || bad "used is $used"
+sleep 0.4
+
+lock
+total=$(($(cat "$d/total") - w))
+echo "$total" >"$d/total"
+echo "-$w $id $total" >>"$d/log"
+unlock
+EOF
+
+t_run_concurrency() {
+	d=$T/conc
+	mkdir "$d"
+	echo 0 >"$d/total"
+	echo 0 >"$d/max"
+	wsem create "$P-c" 4
+	pids=
+	for i in 1 2 3 4 5 6 7 8 9 10 11 12; do
+		w=$((i % 3 + 1))
+		bg wsem run "$P-c" --weight $w -- \
+			sh "$T/job.sh" "$d" "$P-c" $w $i
+		pids="$pids $BG"
+	done
+	for p in $pids; do
+		wait "$p"
+	done
+	cat "$d/log"
+	[ ! -e "$d/violations" ] || { cat "$d/violations"; false; }
+	[ "$(cat "$d/total")" -eq 0 ]
+	[ "$(wc -l <"$d/log")" -eq 24 ]
+	# the log's order tells the same: never above 4, and jobs did overlap
+	awk '{ t += $1; if (t > 4) bad = 1; if (t > max) max = t }
+	     END { exit bad || max < 2 || t != 0 }' "$d/log"
+	max=$(cat "$d/max")
+	[ "$max" -ge 2 ] && [ "$max" -le 4 ]
+	is used "$P-c" 0
+	is waiters "$P-c" 0
+}
+
+# ---- runner ------------------------------------------------------------------
+
+TESTS="
+t_create create makes a semaphore: capacity, used 0, mode 0600, owner
+t_create_mode create --mode is masked by the umask
+t_create_existing create keeps an existing semaphore; --exclusive fails
+t_create_invalid create rejects bad capacities and names with exit 1
+t_usage usage errors exit 2 with one wsem: usage: line
+t_not_found stat, rm, resize, run of a missing name exit 3
+t_ls_table ls prints an aligned table with a header, in name order
+t_ls_json ls --json is an array of objects keyed by struct wsem_stat
+t_ls_json_empty ls of an empty namespace
+t_stat_table stat prints every field, aligned
+t_stat_json stat --json is one object keyed by struct wsem_stat
+t_resize resize changes the capacity; 0 is refused
+t_rm rm removes the name; again exits 3
+t_permissions another user: stat/ls with read only, resize/run/rm refused
+t_run_env run exports WSEM_FD, the inherited handle holding the weight
+t_run_status run exits with COMMAND's status, or its signal
+t_run_exec_fail run: COMMAND not found 127, not executable 126
+t_run_invalid run: bad weight or capacity exits 1
+t_run_exec_in_place run becomes COMMAND; killing it gives the lease back
+t_run_kill_waiting killing a waiting run leaves the queue, COMMAND never runs
+t_run_kill_grants killing the holder lets the queued run start
+t_run_held_visible a job's held weight shows in wsem stat while it runs
+t_run_descendant the lease lasts while a descendant keeps the handle
+t_run_timeout run --timeout exits 124 with one line
+t_run_nonblock run --nonblock exits 75 with one line, no barging
+t_run_concurrency 12 jobs of weights 1-3 under capacity 4 never exceed it
+"
+
+# Kill what the last test left running and remove its semaphores.
+cleanup() {
+	while read -r p; do
+		kill -KILL "$p" 2>/dev/null
+	done <"$T/pids"
+	: >"$T/pids"
+	wsem ls 2>/dev/null | awk -v p="$P" 'index($1, p) == 1 { print $1 }' |
+		while read -r s; do
+			wsem rm "$s"
+		done
+}
+
+nl='
+'
+set -f
+IFS=$nl
+# shellcheck disable=SC2086 # one test a line
+set -- $TESTS
+unset IFS
+set +f
+
+echo "TAP version 13"
+echo "1..$#"
+n=0
+failed=0
+for line in "$@"; do
+	fn=${line%% *}
+	desc=${line#* }
+	n=$((n + 1))
+	(set -ex; "$fn") </dev/null >"$T/log" 2>&1
+	st=$?
+	if [ $st -eq 0 ]; then
+		echo "ok $n - $desc"
+	elif [ $st -eq 77 ]; then
+		echo "ok $n - $desc # SKIP $(head -n 1 "$T/log")"
+	else
+		echo "not ok $n - $desc"
+		tail -n 25 "$T/log" | sed 's/^/#  /'
+		failed=$((failed + 1))
+	fi
+	cleanup
+done
+rm -rf "$T"
+[ $failed -eq 0 ]
