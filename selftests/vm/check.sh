@@ -1,0 +1,106 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# make check: install what is missing, build the userspace parts, lint, then
+# for every kernel (find_kernels) build wsem.ko and run all tests in a VM.
+# Ends with the failing names and one line "N passed, N failed"; exits
+# non-zero on any failure.
+#
+# Environment: KVERS (kernels to test), VM_TIMEOUT (seconds per guest),
+# TEST_TIMEOUT (seconds per test program), TESTS (test programs to run),
+# VM_JOBS (guests at once, default 1), NO_LINT=1, NO_DEPS=1.
+set -u -o pipefail
+. "$(dirname "$0")/lib.sh"
+
+take_check_lock
+out=$BUILD/check
+rm -rf "$out"
+mkdir -p "$out"
+tapf=$out/build.tap
+: >"$tapf"
+n=0
+t0=$(date +%s)
+
+stage() { printf '\n==== %s\n' "$*"; }
+# tap STATUS NAME [OUTPUT]: a TAP line of this script's; a failure shows the
+# tail of OUTPUT.
+tap() {
+	n=$((n + 1))
+	if [ "$1" -eq 0 ]; then
+		echo "ok $n $2" | tee -a "$tapf"
+	else
+		[ -n "${3:-}" ] && tail -n 60 "$3" | sed 's/^/#   /'
+		echo "not ok $n $2" | tee -a "$tapf"
+	fi
+}
+
+if [ -z "${NO_DEPS:-}" ]; then
+	stage "dependencies"
+	bash "$VMDIR/deps.sh" || log "check: some packages are missing; going on"
+fi
+
+stage "build"
+$MAKE -C "$ROOT/userlib" >"$out/userlib.log" 2>&1
+tap $? "build: userlib" "$out/userlib.log"
+$MAKE -C "$ROOT/selftests" >"$out/selftests.log" 2>&1
+tap $? "build: selftests" "$out/selftests.log"
+
+inputs=(label=- "$tapf")
+if [ -z "${NO_LINT:-}" ]; then
+	stage "lint"
+	bash "$VMDIR/lint.sh"
+	inputs+=(label=- "$BUILD/lint.tap")
+fi
+
+kernels=$(find_kernels)
+[ -n "$kernels" ] || tap 1 "no Debian 6.1/6.12 kernel with headers installed"
+
+# Show a console log without the firmware's chatter and the carriage returns.
+show_log() {
+	tr -d '\r' <"$1" | sed 's/\x1b\[[0-9;?]*[A-Za-z]//g; s/\x1bc//g' |
+		sed -n '/^# wsem-vm: kernel /,/^# wsem-vm: done/p'
+}
+
+for k in $kernels; do
+	stage "wsem.ko for $k"
+	build_module "$k" >"$out/module-$k.log" 2>&1
+	tap $? "build: wsem.ko for $k" "$out/module-$k.log"
+done
+
+# report KVER: wait for KVER's guest, then show its console.
+report() {
+	local k=$1 logf=$BUILD/$1/console.log
+	wait "${pids[$k]}"
+	stage "tests on $k (console: ${logf#"$ROOT"/})"
+	if [ -s "$logf" ]; then
+		show_log "$logf"
+		cat "$out/run-$k.log"
+	else
+		tap 1 "$k: the VM did not start" "$out/run-$k.log"
+	fi
+}
+
+# VM_JOBS guests at once; their consoles are shown in order as they end.
+declare -A pids
+queue=()
+for k in $kernels; do
+	ko=$BUILD/$k/mod/wsem.ko
+	[ -f "$ko" ] || continue
+	logf=$BUILD/$k/console.log
+	: >"$logf"
+	inputs+=(label="$k" "$logf")
+	while [ "${#queue[@]}" -ge "${VM_JOBS:-1}" ]; do
+		report "${queue[0]}"
+		queue=("${queue[@]:1}")
+	done
+	echo "booting $k"
+	bash "$VMDIR/run.sh" -k "$k" -K "$ko" -m check -l "$logf" \
+		>"$out/run-$k.log" 2>&1 &
+	pids[$k]=$!
+	queue+=("$k")
+done
+for k in "${queue[@]}"; do
+	report "$k"
+done
+
+stage "summary ($(($(date +%s) - t0))s)"
+awk -f "$VMDIR/summary.awk" "${inputs[@]}"

@@ -1,0 +1,33 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Install, with apt-get, whatever the build, the lint and the VM tests need
+# and is missing.  Runs apt-get update only when something is to be
+# installed.  Without root it only names what is missing.
+set -u
+
+PKGS="make gcc libc6-dev gcc-multilib binutils perl python3 xz-utils gzip
+cpio kmod busybox-static qemu-system-x86 sparse codespell
+linux-image-amd64 linux-headers-amd64
+linux-image-6.12-amd64 linux-headers-6.12-amd64
+linux-source-6.1 linux-source-6.12"
+
+missing=
+for p in $PKGS; do
+	s=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null)
+	[ "$s" = installed ] || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "deps: missing packages:$missing" >&2
+	echo "deps: as root: apt-get install$missing" >&2
+	exit 1
+fi
+
+echo "deps: installing:$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt_opts="-y -q -o Dpkg::Use-Pty=0 -o Dpkg::Options::=--force-confdef
+	-o Dpkg::Options::=--force-confold --no-install-recommends"
+apt-get -q update </dev/null || exit 1
+# shellcheck disable=SC2086
+apt-get install $apt_opts $missing </dev/null

@@ -1,0 +1,171 @@
+# SPDX-License-Identifier: GPL-2.0
+# Shared helpers of the wsem VM harness; sourced by the other scripts.
+#
+# ROOT is the top of the source tree, BUILD (ROOT/build) where everything
+# generated goes.
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=$ROOT/build
+# shellcheck disable=SC2034 # used by the scripts that source this
+VMDIR=$ROOT/selftests/vm
+MAKE=${MAKE:-make}
+
+log() { printf '%s\n' "$*" >&2; }
+die() { log "$(basename "$0"): $*"; exit 1; }
+
+# The newest installed Debian 6.1 and 6.12 kernels that have both an image
+# and headers.
+installed_kernels() {
+	local pat v newest
+	for pat in '6.1.0-*-amd64' '6.12.*+deb12-amd64'; do
+		newest=
+		for v in /boot/vmlinuz-$pat; do
+			v=${v#/boot/vmlinuz-}
+			[ -f "/boot/vmlinuz-$v" ] && [ -d "/lib/modules/$v/build" ] ||
+				continue
+			newest=$(printf '%s\n%s\n' "$newest" "$v" | sed '/^$/d' |
+				sort -V | tail -n 1)
+		done
+		[ -n "$newest" ] && echo "$newest"
+	done
+	return 0
+}
+
+# resolve_kernel KVER: KVER if installed, else the newest of
+# installed_kernels whose version starts with it ("6.1" -> 6.1.0-N-amd64).
+resolve_kernel() {
+	local k match=
+	if [ -f "/boot/vmlinuz-$1" ] && [ -d "/lib/modules/$1/build" ]; then
+		echo "$1"
+		return 0
+	fi
+	for k in $(installed_kernels); do
+		case $k in
+		"$1".* | "$1"-* | "$1"+*) match=$k ;;
+		esac
+	done
+	[ -n "$match" ] && echo "$match"
+}
+
+# The kernels to test: installed_kernels, or those that KVERS names.
+find_kernels() {
+	local v k
+	if [ -z "${KVERS:-}" ]; then
+		installed_kernels
+		return 0
+	fi
+	for v in $KVERS; do
+		k=$(resolve_kernel "$v")
+		if [ -n "$k" ]; then
+			echo "$k"
+		else
+			log "no installed kernel with headers matches $v"
+		fi
+	done
+	return 0
+}
+
+# The newest kernel of the 6.12 series, else the newest of any.
+default_kernel() {
+	local k
+	k=$(find_kernels | grep '^6\.12\.' | tail -n 1)
+	[ -n "$k" ] || k=$(find_kernels | tail -n 1)
+	echo "$k"
+}
+
+kdir_of() { echo "/lib/modules/$1/build"; }
+
+# The test programs: TESTS if set, else every selftests/X_test built from an
+# X_test.c, and every selftests/X_test.sh.
+list_tests() {
+	local t
+	if [ -n "${TESTS:-}" ]; then
+		# shellcheck disable=SC2086 # a list
+		printf '%s\n' $TESTS
+		return 0
+	fi
+	for t in "$ROOT"/selftests/*_test.c; do
+		[ -f "${t%.c}" ] && [ -x "${t%.c}" ] && basename "${t%.c}"
+	done
+	for t in "$ROOT"/selftests/*_test.sh; do
+		[ -f "$t" ] && basename "$t"
+	done
+	return 0
+}
+
+# copy_module_tree DIR: a private copy of the module sources in DIR, so that
+# each kernel builds in its own directory.
+copy_module_tree() {
+	local dir=$1 f
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	for f in Kbuild module uapi; do
+		[ -e "$ROOT/$f" ] || { log "missing $ROOT/$f"; return 1; }
+		cp -pR "$ROOT/$f" "$dir/"
+	done
+}
+
+# build_module KVER: build wsem.ko for KVER in $BUILD/KVER/mod with our
+# warnings as errors; prints the compiler output.  Several builds for one
+# kernel at once take turns.
+build_module() {
+	local kver=$1 dir=$BUILD/$1/mod
+	mkdir -p "$BUILD/$kver"
+	(
+		flock 9
+		copy_module_tree "$dir" || exit 1
+		$MAKE -s -C "$(kdir_of "$kver")" M="$dir" W=1 KCFLAGS=-Werror \
+			modules 2>&1 | grep -v '^Skipping BTF generation'
+		[ "${PIPESTATUS[0]}" -eq 0 ] && [ -f "$dir/wsem.ko" ]
+	) 9>"$BUILD/$kver/.lock"
+}
+
+# take_check_lock: one make check or make lint at a time in this tree (they
+# share build/lint and the console logs); a nested call already has it.
+take_check_lock() {
+	[ -n "${WSEM_CHECK_LOCKED:-}" ] && return 0
+	mkdir -p "$BUILD"
+	exec 8>"$BUILD/.check.lock"
+	if ! flock -n 8; then
+		log "waiting for another make check/lint in this tree"
+		flock 8
+	fi
+	export WSEM_CHECK_LOCKED=1
+}
+
+# ksrc VERSION: a directory holding the scripts we use from the
+# linux-source-VERSION tarball (checkpatch.pl, kernel-doc and their data),
+# extracted once into $BUILD/ksrc.
+ksrc() {
+	local v=$1 tarball=/usr/src/linux-source-$1.tar.xz
+	local dir=$BUILD/ksrc/linux-source-$v
+	if [ ! -f "$dir/.stamp" ]; then
+		[ -f "$tarball" ] || return 1
+		rm -rf "$dir"
+		mkdir -p "$BUILD/ksrc"
+		tar -xJf "$tarball" -C "$BUILD/ksrc" \
+			--wildcards "linux-source-$v/scripts/*" || return 1
+		touch "$dir/.stamp"
+	fi
+	echo "$dir"
+}
+
+# The linux-source versions whose tarballs are installed, oldest first.
+ksrc_versions() {
+	local t
+	for t in /usr/src/linux-source-*.tar.xz; do
+		[ -f "$t" ] || continue
+		t=${t#/usr/src/linux-source-}
+		echo "${t%.tar.xz}"
+	done | sort -V
+}
+
+# Codespell's dictionary, wherever Debian put it.
+codespell_dict() {
+	local f
+	for f in /usr/share/codespell/dictionary.txt \
+		 /usr/lib/python3/dist-packages/codespell_lib/data/dictionary.txt; do
+		[ -f "$f" ] && { echo "$f"; return 0; }
+	done
+	return 1
+}

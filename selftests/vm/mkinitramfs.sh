@@ -1,0 +1,110 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Pack the guest's initramfs (cpio newc, gzip): busybox-static with its
+# applets in /bin, the module, the wsem CLI, the selftests and /init.
+#
+# usage: mkinitramfs.sh -k KO -o OUT [-m check|cmd|shell] [-c CMDFILE]
+#                       [-t TEST_TIMEOUT]
+set -eu -o pipefail
+. "$(dirname "$0")/lib.sh"
+
+ko='' out='' mode=check cmdfile='' test_timeout=${TEST_TIMEOUT:-120}
+while getopts k:o:m:c:t: opt; do
+	case $opt in
+	k) ko=$OPTARG ;;
+	o) out=$OPTARG ;;
+	m) mode=$OPTARG ;;
+	c) cmdfile=$OPTARG ;;
+	t) test_timeout=$OPTARG ;;
+	*) die "bad option" ;;
+	esac
+done
+[ -n "$ko" ] && [ -f "$ko" ] || die "no module (-k)"
+[ -n "$out" ] || die "no output (-o)"
+
+busybox=
+for b in /bin/busybox /usr/bin/busybox; do
+	[ -x "$b" ] && { busybox=$b; break; }
+done
+[ -n "$busybox" ] || die "busybox-static is not installed"
+if readelf -l "$busybox" | grep -q 'program interpreter'; then
+	die "$busybox is dynamically linked; install busybox-static"
+fi
+
+stage=$out.d
+rm -rf "$stage"
+mkdir -p "$stage"/{bin,dev,etc,proc,sys,tmp,root,run,selftests,lib/modules}
+ln -s bin "$stage/sbin"
+mkdir -p "$stage/usr"
+ln -s ../bin "$stage/usr/bin"
+ln -s ../bin "$stage/usr/sbin"
+chmod 1777 "$stage/tmp"
+
+cp "$busybox" "$stage/bin/busybox"
+for a in $("$busybox" --list); do
+	[ "$a" = busybox ] && continue
+	ln -s busybox "$stage/bin/$a"
+done
+
+# add_elf FILE DEST: copy an executable; a dynamically linked one brings the
+# libraries ldd names, at the same paths.
+add_elf() {
+	local lib
+	cp "$1" "$2"
+	chmod 0755 "$2"
+	readelf -l "$1" 2>/dev/null | grep -q 'program interpreter' || return 0
+	for lib in $(ldd "$1" | grep -o '/[^ ]*'); do
+		mkdir -p "$stage$(dirname "$lib")"
+		cp -L "$lib" "$stage$lib"
+	done
+}
+
+cp "$ko" "$stage/lib/modules/wsem.ko"
+if [ -f "$ROOT/userlib/wsem-static" ]; then
+	add_elf "$ROOT/userlib/wsem-static" "$stage/bin/wsem"
+elif [ -f "$ROOT/userlib/wsem" ]; then
+	add_elf "$ROOT/userlib/wsem" "$stage/bin/wsem"
+else
+	log "mkinitramfs: no userlib/wsem-static: the guest has no wsem CLI"
+fi
+# WSEM_VM_BINS: more programs for the guest's /bin (make bench uses it).
+for f in ${WSEM_VM_BINS:-}; do
+	[ -f "$f" ] || die "no $f (WSEM_VM_BINS)"
+	add_elf "$f" "$stage/bin/$(basename "$f")"
+done
+tests=
+for t in $(list_tests); do
+	f=$ROOT/selftests/$t
+	[ -f "$f" ] || { log "mkinitramfs: no $f"; continue; }
+	case $t in
+	*.sh) cp "$f" "$stage/selftests/$t"; chmod 0755 "$stage/selftests/$t" ;;
+	*) add_elf "$f" "$stage/selftests/$t" ;;
+	esac
+	tests="$tests $t"
+done
+
+cat >"$stage/etc/passwd" <<'EOT'
+root:x:0:0:root:/root:/bin/sh
+nobody:x:65534:65534:nobody:/nonexistent:/bin/sh
+EOT
+cat >"$stage/etc/group" <<'EOT'
+root:x:0:
+nogroup:x:65534:
+EOT
+printf 'wsem-vm\n' >"$stage/etc/hostname"
+{
+	printf 'MODE=%s\n' "$mode"
+	printf 'TEST_TIMEOUT=%s\n' "$test_timeout"
+	printf 'TESTS="%s"\n' "$tests"
+} >"$stage/etc/wsem-vm.conf"
+if [ -n "$cmdfile" ]; then
+	cp "$cmdfile" "$stage/etc/wsem-vm.cmd"
+fi
+cp "$VMDIR/init" "$stage/init"
+cp "$VMDIR/runtests.sh" "$stage/runtests.sh"
+chmod 0755 "$stage/init" "$stage/runtests.sh"
+
+(cd "$stage" && find . | LC_ALL=C sort |
+	cpio -o -H newc -R 0:0 --quiet) | gzip -1 >"$out.tmp"
+mv "$out.tmp" "$out"
+rm -rf "$stage"

@@ -1,0 +1,131 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Boot a Debian kernel in QEMU (TCG) with wsem.ko, the wsem CLI and the
+# selftests in an initramfs.
+#
+# usage: run.sh [-k KVER] [-K KO] [-m check|cmd|shell] [-c CMD]
+#               [-T VM_TIMEOUT] [-t TEST_TIMEOUT] [-l LOG]
+#   check  run the selftests and the harness checks; the console goes to LOG
+#          (default build/KVER/console.log); exits 0 if the guest finished,
+#          the TAP verdict is summary.awk's.  A guest still running after
+#          VM_TIMEOUT seconds is killed and its console tail printed.
+#   cmd    run CMD in the guest (sh -c), print its output, exit with its
+#          status.
+#   shell  an interactive shell on the serial console (Ctrl-A X quits QEMU).
+# Without -K the module is built for KVER first.
+set -u -o pipefail
+. "$(dirname "$0")/lib.sh"
+
+kver='' ko='' mode=check cmd='' vm_timeout='' test_timeout=${TEST_TIMEOUT:-120} logf=''
+while getopts k:K:m:c:T:t:l: opt; do
+	case $opt in
+	k) kver=$OPTARG ;;
+	K) ko=$OPTARG ;;
+	m) mode=$OPTARG ;;
+	c) cmd=$OPTARG ;;
+	T) vm_timeout=$OPTARG ;;
+	t) test_timeout=$OPTARG ;;
+	l) logf=$OPTARG ;;
+	*) exit 2 ;;
+	esac
+done
+case $mode in
+check) vm_timeout=${vm_timeout:-${VM_TIMEOUT:-240}} ;;
+cmd) vm_timeout=${vm_timeout:-${VM_TIMEOUT:-900}} ;;
+shell) ;;
+*) die "unknown mode $mode" ;;
+esac
+if [ -n "$kver" ]; then
+	k=$(resolve_kernel "$kver")
+	[ -n "$k" ] || die "no installed kernel $kver (installed: $(find_kernels | tr '\n' ' '))"
+	kver=$k
+else
+	kver=$(default_kernel)
+fi
+[ -n "$kver" ] || die "no Debian 6.1/6.12 kernel with headers is installed (selftests/vm/deps.sh installs them)"
+kernel=/boot/vmlinuz-$kver
+[ -r "$kernel" ] || die "cannot read $kernel"
+command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 is not installed"
+
+dir=$BUILD/$kver
+mkdir -p "$dir"
+if [ -z "$ko" ]; then
+	build_module "$kver" >&2 || die "building wsem.ko for $kver failed"
+	ko=$dir/mod/wsem.ko
+fi
+
+# Private files: several VMs may run at once.
+tmp=$(mktemp -d "$dir/run-$mode.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+img=$tmp/initramfs.cpio.gz
+cmdfile=
+if [ "$mode" = cmd ]; then
+	cmdfile=$tmp/cmd.sh
+	printf '%s\n' "$cmd" >"$cmdfile"
+fi
+bash "$VMDIR/mkinitramfs.sh" -k "$ko" -o "$img" -m "$mode" -t "$test_timeout" \
+	${cmdfile:+-c "$cmdfile"} || die "packing the initramfs failed"
+
+qemu=(qemu-system-x86_64 -accel tcg -m 1G -smp 2 -nographic -no-reboot -nic none
+	-kernel "$kernel" -initrd "$img"
+	-append "console=ttyS0 panic=-1 quiet loglevel=4")
+
+if [ "$mode" = shell ]; then
+	"${qemu[@]}"
+	exit
+fi
+
+if [ -z "$logf" ]; then
+	logf=$tmp/console.log
+	[ "$mode" = check ] && logf=$dir/console.log
+fi
+start=$(date +%s)
+if [ "$mode" = check ]; then
+	timeout -k 5 "$vm_timeout" "${qemu[@]}" </dev/null >"$logf" 2>&1
+	st=$?
+else
+	# Show the command's output as it comes, without the boot lines and
+	# the exit marker.
+	timeout -k 5 "$vm_timeout" "${qemu[@]}" </dev/null 2>&1 | tee "$logf" |
+	{
+		on=
+		while IFS= read -r line; do
+			line=${line%$'\r'}
+			case $line in
+			*'# wsem-vm: kernel '*) on=1; continue ;;
+			'wsem-vm-exit: '*) on=; continue ;;
+			esac
+			[ -n "$on" ] && printf '%s\n' "$line"
+		done
+	}
+	st=${PIPESTATUS[0]}
+fi
+secs=$(($(date +%s) - start))
+
+tail_log() {
+	log "---- the console's last 40 lines ----"
+	tail -n 40 "$logf" | tr -d '\r' >&2
+	log "----"
+}
+if [ "$st" -eq 124 ] || [ "$st" -eq 137 ]; then
+	log "run.sh: $kver: the guest did not finish within ${vm_timeout}s; killed"
+	tail_log
+	[ "$mode" = cmd ] && exit 124
+	exit 1
+fi
+if [ "$mode" = check ]; then
+	if ! tr -d '\r' <"$logf" | grep -q '^# wsem-vm: done'; then
+		log "run.sh: $kver: the guest stopped before the end (panic?)"
+		tail_log
+		exit 1
+	fi
+	log "run.sh: $kver: guest finished in ${secs}s"
+	exit 0
+fi
+rc=$(tr -d '\r' <"$logf" | sed -n 's/^wsem-vm-exit: \([0-9]*\)$/\1/p' | tail -n 1)
+if [ -z "$rc" ]; then
+	log "run.sh: $kver: the guest stopped before the command ended"
+	tail_log
+	exit 125
+fi
+exit "$rc"

@@ -1,0 +1,119 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# Load wsem.ko, run every selftest and the harness's own checks, unload;
+# TAP on stdout.  Runs as root, in the VM (from /init) or on a host that can
+# load modules (make check-host).  Plain sh: busybox ash and bash alike.
+#
+# Environment: WSEM_KO (the module), SELFTESTS (directory of *_test and
+# *_test.sh), TESTS (names to run; default all), TEST_TIMEOUT (seconds per
+# test program), REAP_ALL=1 (in the VM: kill every process left after each
+# test).
+#
+# Each test program runs between "# wsem-vm: begin NAME" and
+# "# wsem-vm: end NAME exit=N time=S" (N is "timeout" after TEST_TIMEOUT);
+# summary.awk turns all of it into the final count.
+
+: "${WSEM_KO:?}" "${SELFTESTS:?}"
+TEST_TIMEOUT=${TEST_TIMEOUT:-120}
+TESTS=${TESTS:-}
+
+BAD='WARNING:|BUG:|Oops|lockdep|KASAN|UBSAN|hung_task|blocked for more than'
+BAD="$BAD|soft lockup|hard LOCKUP|rcu.*stall|general protection|Kernel panic"
+BAD="$BAD|Call Trace|still has objects|Objects remaining"
+
+n=0
+# tap STATUS NAME: one TAP line of the harness's own.
+tap() {
+	n=$((n + 1))
+	if [ "$1" -eq 0 ]; then
+		echo "ok $n harness: $2"
+	else
+		echo "not ok $n harness: $2"
+	fi
+}
+
+# The kernel log is marked before each step and read from the mark on, so
+# that nothing is cleared (this may be a real machine's log).
+mark=0
+dmesg_mark() {
+	mark=$((mark + 1))
+	echo "wsem-selftest: mark $mark" >/dev/kmsg
+}
+
+# dmesg_check WHEN: fail if the kernel log since the last mark shows a
+# warning, a bug, an oops or a lockup.
+dmesg_check() {
+	dmesg | sed -n "/wsem-selftest: mark $mark\$/,\$p" >/tmp/wsem-dmesg.$$
+	if grep -Eq "$BAD" /tmp/wsem-dmesg.$$; then
+		sed 's/^/# dmesg: /' /tmp/wsem-dmesg.$$
+		tap 1 "dmesg clean $1"
+	else
+		tap 0 "dmesg clean $1"
+	fi
+	rm -f /tmp/wsem-dmesg.$$
+}
+
+if [ -d /sys/module/wsem ]; then
+	echo "# wsem is already loaded; unload it first"
+	tap 1 "wsem not loaded before the tests"
+	exit 1
+fi
+dmesg_mark
+insmod "$WSEM_KO"
+tap $? "insmod wsem.ko"
+if [ ! -d /sys/module/wsem ]; then
+	echo "# module not loaded, no tests run"
+	exit 1
+fi
+# devtmpfs creates the node as the device registers; udev may retouch it.
+i=0
+while [ ! -c /dev/wsem ] && [ $i -lt 20 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+[ -c /dev/wsem ] && [ "$(stat -c %a /dev/wsem)" = 666 ]
+tap $? "/dev/wsem is a character device of mode 0666"
+
+exec 3<>/dev/wsem
+rmmod wsem 2>/dev/null
+st=$?
+exec 3>&-
+[ $st -ne 0 ] && [ -d /sys/module/wsem ]
+tap $? "rmmod refused while a handle is open"
+dmesg_check "after loading"
+
+if [ -z "$TESTS" ]; then
+	for t in "$SELFTESTS"/*_test "$SELFTESTS"/*_test.sh; do
+		[ -f "$t" ] && TESTS="$TESTS ${t##*/}"
+	done
+fi
+for t in $TESTS; do
+	dmesg_mark
+	echo "# wsem-vm: begin $t"
+	run=
+	[ -x "$SELFTESTS/$t" ] || run='sh'
+	start=$(date +%s)
+	(cd /tmp && exec timeout -s KILL "$TEST_TIMEOUT" $run "$SELFTESTS/$t" \
+		</dev/null 2>&1)
+	st=$?
+	secs=$(($(date +%s) - start))
+	[ $st -eq 137 ] && [ $secs -ge "$TEST_TIMEOUT" ] && st=timeout
+	echo "# wsem-vm: end $t exit=$st time=$secs"
+	if [ -n "${REAP_ALL:-}" ]; then
+		# Nothing a test left behind may hold handles in the next one.
+		kill -KILL -1 2>/dev/null
+		sleep 0.2
+	fi
+	dmesg_check "after $t"
+done
+
+dmesg_mark
+ok=1
+for i in 1 2 3 4 5 6 7 8 9 10; do
+	rmmod wsem 2>/tmp/wsem-rmmod.$$ && { ok=0; break; }
+	sleep 1
+done
+[ $ok -ne 0 ] && sed 's/^/# /' /tmp/wsem-rmmod.$$
+rm -f /tmp/wsem-rmmod.$$
+tap $ok "rmmod succeeds after the tests"
+dmesg_check "after unloading"

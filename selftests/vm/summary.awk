@@ -1,0 +1,124 @@
+# SPDX-License-Identifier: GPL-2.0
+# Turn TAP files and VM console logs into the failing names and one line
+# "N passed, N failed" (", N skipped" when some were).  Exit status 1 if any
+# test failed or nothing ran.
+#
+# usage: awk -f summary.awk label=NAME FILE [label=NAME FILE]...
+# (label=- : no prefix on the names of the following file)
+#
+# Every "ok N name" / "not ok N name" line counts, also nested ones
+# ("# ok N name") as the kselftest runner prints them: test cases, not files.
+# "# SKIP" (or "# TODO") after the name counts as skipped.  In a VM log a
+# test program runs between "# wsem-vm: begin NAME" and "# wsem-vm: end NAME
+# exit=E time=T": a program that failed (non-zero exit, timeout) without
+# reporting a failing case counts as one failure, one that reported no case
+# at all counts as one result by its exit status.  A VM log without
+# "# wsem-vm: done" means the guest hung or died: one failure.
+
+function fail(name) {
+	failed++
+	failures[failed] = name
+}
+
+function result(ok, skip, name) {
+	if (skip)
+		skipped++
+	else if (ok)
+		passed++
+	else
+		fail(name)
+	if (cur != "") {
+		if (skip)
+			bskip++
+		else if (ok)
+			bpass++
+		else
+			bfail++
+	}
+}
+
+# End of one input file: what it left unfinished.
+function endfile() {
+	if (file == "")
+		return
+	if (cur != "")
+		fail(prefix cur " (the guest hung or died while it ran)")
+	if (isvm && !done)
+		fail(prefix "the guest did not finish (hang, panic or timeout)")
+	cur = ""
+}
+
+BEGIN { file = "" }
+
+FNR == 1 {
+	endfile()
+	file = FILENAME
+	prefix = label == "-" ? "" : (label != "" ? label : FILENAME) ": "
+	isvm = 0
+	done = 0
+	cur = ""
+}
+
+{
+	sub(/\r+$/, "")
+	gsub(/\033(\[[0-9;?]*[A-Za-z]|c)/, "")
+}
+
+/^# wsem-vm: kernel / { isvm = 1; next }
+/^# wsem-vm: done/ { done = 1; next }
+
+/^# wsem-vm: begin / {
+	cur = $4
+	bpass = bfail = bskip = 0
+	next
+}
+
+/^# wsem-vm: end / {
+	exitst = $5
+	sub(/^exit=/, "", exitst)
+	secs = $6
+	sub(/^time=/, "", secs)
+	if (exitst == "timeout")
+		why = "timed out after " secs "s"
+	else if (exitst + 0 > 128)
+		why = "killed by signal " (exitst - 128)
+	else
+		why = "exit status " exitst
+	name = cur
+	cur = ""
+	if (exitst != "0" && bfail == 0) {
+		if (exitst == "4" && bpass + bskip == 0)
+			skipped++
+		else
+			fail(prefix name " (" why ")")
+	} else if (exitst == "0" && bpass + bfail + bskip == 0) {
+		passed++
+	}
+	next
+}
+
+/^(# )*(not )?ok( [0-9]+)?( |$)/ {
+	line = $0
+	sub(/^(# )*/, "", line)
+	ok = (line !~ /^not /)
+	sub(/^(not )?ok( [0-9]+)?( - | |$)/, "", line)
+	skip = 0
+	if (line ~ /# *([Ss][Kk][Ii][Pp]|[Tt][Oo][Dd][Oo])/)
+		skip = 1
+	sub(/ *#.*$/, "", line)
+	result(ok, skip, prefix (cur != "" ? cur ": " : "") line)
+	next
+}
+
+END {
+	endfile()
+	if (passed + failed + skipped == 0)
+		fail("no test results at all")
+	for (i = 1; i <= failed; i++)
+		print "FAILED: " failures[i]
+	line = (passed + 0) " passed, " (failed + 0) " failed"
+	if (skipped)
+		line = line ", " skipped " skipped"
+	print line
+	exit failed ? 1 : 0
+}
