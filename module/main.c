@@ -15,7 +15,6 @@
  * This file turns ioctls into calls of sem.c (the semaphore) and ns.c
  * (names and namespaces); see include file wsem.h for the locking rules.
  */
-#include <linux/ctype.h>
 #include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
@@ -76,6 +75,16 @@ static int wsem_stat_size(const void __user *uarg, u64 *usize)
 	return 0;
 }
 
+/*
+ * The portable filename characters, as plain ASCII ranges: the kernel's
+ * isalnum() also accepts the Latin-1 letters 0xc0-0xff.
+ */
+static bool wsem_name_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+}
+
 /* Names are 1..WSEM_NAME_MAX-1 bytes of [A-Za-z0-9._-], NUL-terminated. */
 static bool wsem_name_valid(const char *name)
 {
@@ -85,7 +94,7 @@ static bool wsem_name_valid(const char *name)
 	if (!len || len == WSEM_NAME_MAX)
 		return false;
 	for (i = 0; i < len; i++) {
-		if (!isalnum(name[i]) && !strchr("._-", name[i]))
+		if (!wsem_name_char(name[i]))
 			return false;
 	}
 	return true;

@@ -32,6 +32,7 @@
 #include <linux/ipc_namespace.h>
 #include <linux/ktime.h>
 #include <linux/nsproxy.h>
+#include <linux/overflow.h>
 #include <linux/sched.h>
 #include <linux/sched/signal.h>
 #include <linux/sched/task.h>
@@ -108,6 +109,8 @@ static void wsem_dequeue(struct wsem *sem, struct wsem_waiter *w)
 {
 	list_del(&w->node);
 	sem->nr_waiters--;
+	if (sem->queued_weight < w->weight)
+		sem->queued_carry--;
 	sem->queued_weight -= w->weight;
 }
 
@@ -257,7 +260,8 @@ static int wsem_wait(struct wsem *sem, struct wsem_handle *h, u64 weight,
 
 	list_add_tail(&w.node, &sem->waiters);
 	sem->nr_waiters++;
-	sem->queued_weight += weight;
+	if (check_add_overflow(sem->queued_weight, weight, &sem->queued_weight))
+		sem->queued_carry++;
 
 	for (;;) {
 		if (w.status != WSEM_WAITING)
@@ -409,7 +413,8 @@ void wsem_fill_stat(struct wsem *sem, struct wsem_handle *h,
 	st->available = wsem_fits(sem, 0) ? sem->capacity - sem->used : 0;
 	st->held = h ? h->held : 0;
 	st->waiters = sem->nr_waiters;
-	st->queued_weight = sem->queued_weight;
+	/* Past 2^64 - 1 the sum is reported as U64_MAX, never wrapped. */
+	st->queued_weight = sem->queued_carry ? U64_MAX : sem->queued_weight;
 	if (sem->linked)
 		memcpy(st->name, sem->name, sizeof(st->name));
 	spin_unlock(&sem->lock);

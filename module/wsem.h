@@ -33,7 +33,9 @@ extern struct mutex wsem_lock;
  * @lock: protects the fields up to and including @linked
  * @capacity: C
  * @used: U, the sum of @held over all handles; above C only after a shrink
- * @queued_weight: sum of the weights in @waiters
+ * @queued_weight: sum of the weights in @waiters, modulo 2^64
+ * @queued_carry: how many times @queued_weight has wrapped; weights are at
+ *	most 2^62, so the exact sum is @queued_carry * 2^64 + @queued_weight
  * @nr_waiters: length of @waiters
  * @waiters: struct wsem_waiter, in arrival order; only the head may be granted
  * @handles: every struct wsem_handle bound here
@@ -54,6 +56,7 @@ struct wsem {
 	u64 capacity;
 	u64 used;
 	u64 queued_weight;
+	u64 queued_carry;
 	u64 nr_waiters;
 	struct list_head waiters;
 	struct list_head handles;

@@ -84,7 +84,7 @@ struct wsem_acquire_args {
  * @available: C - U, or 0 while U > C after a shrink
  * @held: weight held by this handle (0 in a list)
  * @waiters: number of queued waiters
- * @queued_weight: sum of the weights they wait for
+ * @queued_weight: sum of the weights they wait for, or UINT64_MAX if larger
  * @uid: owner, as seen from the caller's user namespace
  * @gid: group, as seen from the caller's user namespace
  * @mode: permission bits

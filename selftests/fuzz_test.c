@@ -1,0 +1,1531 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * An ioctl fuzzer for /dev/wsem (issue 5, item 3), plus regression tests
+ * for what it found.
+ *
+ * Eight worker processes, half of them root and half nobody, each run two
+ * threads that issue random requests with hostile arguments: command
+ * numbers around ours, struct sizes too small, too large and with a
+ * non-zero tail, NULL, unmapped, read-only, kernel and page-straddling
+ * pointers, weights 0, 1, capacity, capacity + 1, 2^62 + 1, 2^63 and
+ * UINT64_MAX, names at and over the length limit, with control and 8-bit
+ * bytes and without a terminator.  Every so often a request SIGKILLs a
+ * worker instead (another one, or its own).  A third thread in each worker
+ * closes, dup()s and dup2()s its descriptors, forks children that fuzz
+ * with copies of them (and read their fdinfo), passes them to the other
+ * workers over SCM_RIGHTS and interrupts its own waiters with a signal;
+ * it acts about once per CHAOS_EVERY requests of its worker, so that the
+ * mix is the same on a fast kernel and on a slow one (PREEMPT_RT).
+ *
+ * Everything runs in an IPC namespace and a PID namespace of the test's
+ * own: the names cannot meet another test's, and a stale PID can only ever
+ * name another fuzz process.  The namespace's init respawns killed workers
+ * until enough requests were made; when it exits the kernel kills every
+ * process left.  Then the test empties the mailboxes (descriptors still in
+ * flight hold weight too) and checks, through LIST and through handles it
+ * kept on the base semaphores, that no weight is used and nobody waits.
+ *
+ * Each result is checked against the contract: the errno must be one the
+ * command can return, unknown commands give ENOTTY, and a success must
+ * make sense (a name created must be valid, a stat must add up, a list
+ * must be in name order).
+ *
+ * Environment: WSEM_FUZZ_SEED replays the random choices of a run (the
+ * interleaving of the processes is the scheduler's); WSEM_FUZZ_OPS is the
+ * number of requests (default 600000); WSEM_FUZZ_SECONDS bounds the run
+ * (default 100, under the VM harness's 120 s per test).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <wsem.h>
+
+#include "kselftest_harness.h"
+
+#define NWORKERS	8		/* fuzz processes alive at once */
+#define OP_THREADS	2		/* fuzzing threads per worker */
+#define NPOOL		16		/* descriptors a worker juggles */
+#define NBASE		5		/* semaphores created before the run */
+#define NRANDOM		16		/* names "fr.N" the fuzzers create */
+#define MAX_CHILDREN	2		/* forked children per worker at once */
+#define CHAOS_EVERY	16		/* requests per chaos action, about */
+#define CHAOS_WAIT	(10 * MSEC)	/* ... or this long at most */
+#define KILL_EVERY	2500		/* requests per SIGKILL, about */
+#define NSEC		1000000000LL
+#define MSEC		1000000LL
+#define PAGE		4096
+#define NOBODY		65534
+#define DEF_OPS		600000
+#define DEF_SECONDS	100
+#define MAX_NOTES	16		/* violations described in full */
+#define NOTE_LEN	200
+#define STAT_SIZE	sizeof(struct wsem_stat)
+
+/* The base semaphores: the workers find them by name. */
+static const struct {
+	const char *name;
+	uint64_t capacity;
+	mode_t mode;
+} base[NBASE] = {
+	{ "fz.0", 1, 0666 },
+	{ "fz.1", 3, 0666 },
+	{ "fz.2", 64, 0600 },			/* nobody: EACCES */
+	{ "fz.3", 1000, 0644 },			/* nobody: EACCES */
+	{ "fz.4", WSEM_CAPACITY_MAX, 0666 },
+};
+
+/* What the processes of a run share, in a MAP_SHARED mapping. */
+struct shared {
+	uint64_t seed;			/* the run's seed */
+	uint64_t target;		/* requests to make */
+	uint64_t ops;			/* requests made (ioctl calls) */
+	uint64_t ok;			/* ... that succeeded */
+	uint64_t chaos;			/* close/dup/fork/pass/kill actions */
+	uint64_t forks;			/* children forked by workers */
+	uint64_t passed;		/* descriptors sent over SCM_RIGHTS */
+	uint64_t received;		/* ... and received */
+	uint64_t kills;			/* SIGKILLs sent by workers */
+	uint64_t killed;		/* workers that died of SIGKILL */
+	uint64_t spawned;		/* workers started */
+	uint64_t created;		/* handles bound by OPEN */
+	uint64_t granted;		/* acquires granted */
+	uint64_t interrupted;		/* acquires ended by EINTR */
+	uint64_t violations;		/* results against the contract */
+	uint32_t stop;			/* set by the namespace's init */
+	uint32_t nnotes;
+	int pids[NWORKERS];		/* workers, PIDs of our PID namespace */
+	char notes[MAX_NOTES][NOTE_LEN];
+	int64_t start_ns, end_ns;
+};
+
+static struct shared *sh;
+/* The mailboxes: workers send to box[i][1], worker i reads box[i][0]. */
+static int box[NWORKERS][2];
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * NSEC + ts.tv_nsec;
+}
+
+static uint64_t add(uint64_t *p, uint64_t n)
+{
+	return __atomic_add_fetch(p, n, __ATOMIC_RELAXED);
+}
+
+/* splitmix64: small, fast, and the same everywhere for one seed. */
+struct rng {
+	uint64_t s;
+};
+
+static uint64_t rnd(struct rng *r)
+{
+	uint64_t z = (r->s += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static uint64_t below(struct rng *r, uint64_t n)
+{
+	return rnd(r) % n;
+}
+
+static bool chance(struct rng *r, unsigned int percent)
+{
+	return below(r, 100) < percent;
+}
+
+static struct rng rng_for(uint64_t a, uint64_t b, uint64_t c)
+{
+	struct rng r = { .s = sh->seed ^ (a * 0xd1b54a32d192ed03ULL) };
+
+	r.s ^= b * 0xabc98388fb8fac03ULL;
+	r.s ^= c * 0x8cb92ba72f3d8dd7ULL;
+	rnd(&r);
+	return r;
+}
+
+/*
+ * Record a result that breaks the contract; the test prints the first
+ * MAX_NOTES different ones (racy, so a repeat may slip in).
+ */
+static void __attribute__((format(printf, 1, 2))) violation(const char *fmt, ...)
+{
+	char note[NOTE_LEN];
+	uint32_t i, n;
+	va_list ap;
+
+	add(&sh->violations, 1);
+	va_start(ap, fmt);
+	vsnprintf(note, sizeof(note), fmt, ap);
+	va_end(ap);
+	n = __atomic_load_n(&sh->nnotes, __ATOMIC_ACQUIRE);
+	for (i = 0; i < n && i < MAX_NOTES; i++)
+		if (!strcmp(sh->notes[i], note))
+			return;
+	i = __atomic_fetch_add(&sh->nnotes, 1, __ATOMIC_RELAXED);
+	if (i < MAX_NOTES)
+		memcpy(sh->notes[i], note, sizeof(note));
+}
+
+/* SPEC.md: 1..63 bytes of [A-Za-z0-9._-]. */
+static bool spec_name(const char *name)
+{
+	size_t len = strnlen(name, WSEM_NAME_MAX), i;
+
+	if (!len || len == WSEM_NAME_MAX)
+		return false;
+	for (i = 0; i < len; i++) {
+		unsigned char c = name[i];
+
+		if (!(c >= 'a' && c <= 'z') && !(c >= 'A' && c <= 'Z') &&
+		    !(c >= '0' && c <= '9') && c != '.' && c != '_' &&
+		    c != '-')
+			return false;
+	}
+	return true;
+}
+
+/* A printable copy of a name buffer, for the notes. */
+static const char *show(const char *name, char *buf, size_t len)
+{
+	size_t i, o = 0;
+
+	for (i = 0; i < WSEM_NAME_MAX && name[i] && o + 5 < len; i++) {
+		unsigned char c = name[i];
+
+		if (c > ' ' && c < 0x7f)
+			buf[o++] = c;
+		else
+			o += snprintf(buf + o, len - o, "\\x%02x", c);
+	}
+	buf[o] = 0;
+	return buf;
+}
+
+/* ---------------------------------------------------------------- */
+/* Hostile arguments                                                 */
+
+/*
+ * Per thread: two read-write pages, a PROT_NONE guard after them and a
+ * read-only page holding a plausible struct.
+ */
+struct arena {
+	char *rw;		/* 2 * PAGE bytes */
+	char *none;		/* PAGE bytes, no access */
+	char *ro;		/* PAGE bytes, read-only */
+};
+
+enum ptr_kind { P_GOOD, P_STRADDLE, P_NONE, P_RO, P_NULL, P_KERNEL, P_LOW };
+
+static int arena_init(struct arena *a)
+{
+	struct wsem_open_args o = {
+		.size = sizeof(o), .flags = WSEM_OPEN_CREAT, .capacity = 1,
+		.mode = 0600, .name = "fz.ro",
+	};
+	char *p = mmap(NULL, 4 * PAGE, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return -1;
+	a->rw = p;
+	a->none = p + 2 * PAGE;
+	a->ro = p + 3 * PAGE;
+	memcpy(a->ro, &o, sizeof(o));
+	if (mprotect(a->none, PAGE, PROT_NONE) ||
+	    mprotect(a->ro, PAGE, PROT_READ))
+		return -1;
+	return 0;
+}
+
+/*
+ * Where the argument of a request goes.  @len bytes of @src are copied
+ * there when it is writable (only the part before the guard page when it
+ * straddles it); @kind tells which it was.
+ */
+static void *place(struct rng *r, struct arena *a, const void *src,
+		   size_t len, enum ptr_kind *kind)
+{
+	unsigned int k = below(r, 100);
+	char *p;
+
+	if (k < 72) {
+		*kind = P_GOOD;
+		p = a->rw + (chance(r, 10) ? below(r, 8) : 0);
+		memcpy(p, src, len);
+		return p;
+	}
+	if (k < 80 && len > 1) {
+		size_t cut = 1 + below(r, len - 1);
+
+		*kind = P_STRADDLE;
+		p = a->none - cut;
+		memcpy(p, src, cut);
+		return p;
+	}
+	if (k < 85) {
+		*kind = P_NONE;
+		return a->none;
+	}
+	if (k < 91) {
+		*kind = P_RO;
+		return a->ro;
+	}
+	if (k < 95) {
+		*kind = P_NULL;
+		return NULL;
+	}
+	if (k < 98) {
+		*kind = P_KERNEL;
+		return (void *)0xffffffff81000000UL;
+	}
+	*kind = P_LOW;
+	return (void *)0x1000UL;
+}
+
+/* A struct size field: mostly right, often wrong. */
+static uint64_t pick_size(struct rng *r, uint64_t ver0)
+{
+	switch (below(r, 20)) {
+	case 0:
+		return 0;
+	case 1:
+		return 1 + below(r, ver0 - 1);
+	case 2:
+	case 3:
+		return ver0 + 8 * (1 + below(r, 16));
+	case 4:
+		return PAGE;
+	case 5:
+		return PAGE + 1 + below(r, PAGE);
+	case 6:
+		return UINT64_MAX;
+	case 7:
+		return rnd(r);
+	default:
+		return ver0;
+	}
+}
+
+/* Weights and capacities: the edges of every base semaphore, and worse. */
+static uint64_t pick_weight(struct rng *r)
+{
+	static const uint64_t edge[] = {
+		0, 1, 2, 3, 4, 63, 64, 65, 999, 1000, 1001,
+		WSEM_CAPACITY_MAX - 1, WSEM_CAPACITY_MAX,
+		WSEM_CAPACITY_MAX + 1, 1ULL << 63, UINT64_MAX,
+	};
+
+	if (chance(r, 55))
+		return 1 + below(r, 3);
+	if (chance(r, 90))
+		return edge[below(r, ARRAY_SIZE(edge))];
+	return rnd(r);
+}
+
+/* A name buffer: valid, at the limit, over it, or full of junk. */
+static void pick_name(struct rng *r, char *name)
+{
+	static const char *const junk[] = {
+		"", "a/b", "a b", "*", "a\nb", "\x01", "\x7f", "a\x1b[0m",
+		"\xc0", "caf\xe9", "\xff\xfe", "\xc3\xa9t\xc3\xa9", "..",
+		"fz.0\x01", "-", "_",
+	};
+	unsigned int k = below(r, 100);
+	size_t i;
+
+	memset(name, 0, WSEM_NAME_MAX);
+	if (k < 40) {
+		snprintf(name, WSEM_NAME_MAX, "%s", base[below(r, NBASE)].name);
+	} else if (k < 70) {
+		snprintf(name, WSEM_NAME_MAX, "fr.%u",
+			 (unsigned int)below(r, NRANDOM));
+	} else if (k < 76) {
+		/* 63 bytes: the longest valid name */
+		memset(name, 'L', WSEM_NAME_MAX - 1);
+		name[0] = '0' + below(r, 3);
+	} else if (k < 82) {
+		/* 64 bytes and no terminator */
+		memset(name, 'M', WSEM_NAME_MAX);
+	} else if (k < 95) {
+		snprintf(name, WSEM_NAME_MAX, "%s",
+			 junk[below(r, ARRAY_SIZE(junk))]);
+	} else {
+		for (i = 0; i < WSEM_NAME_MAX; i++)
+			name[i] = rnd(r);
+	}
+	/* Bytes after the terminator never matter. */
+	if (chance(r, 5) && strnlen(name, WSEM_NAME_MAX) < WSEM_NAME_MAX - 2)
+		name[WSEM_NAME_MAX - 1] = 'z';
+}
+
+/*
+ * The bytes after a struct of @ksize bytes whose size field says @usize:
+ * zero, or with one non-zero byte (true).  Sets *@len to what must be
+ * copied to the arena.
+ */
+static bool tail(struct rng *r, char *buf, size_t ksize, uint64_t usize,
+		 size_t *len)
+{
+	size_t end = usize < PAGE ? usize : PAGE;
+
+	*len = ksize;
+	if (usize > PAGE || end <= ksize)
+		return false;
+	*len = end;
+	memset(buf + ksize, 0, end - ksize);
+	if (!chance(r, 35))
+		return false;
+	buf[ksize + below(r, end - ksize)] = 1 + below(r, 255);
+	return true;
+}
+
+/* ---------------------------------------------------------------- */
+/* One worker                                                        */
+
+/* Descriptors of one worker, shared by its threads, racily on purpose. */
+static int pool[NPOOL];
+static unsigned int my_slot;
+static uint64_t my_ops;		/* requests made by this process */
+
+/* SIGUSR1 only interrupts a sleeping acquire (EINTR). */
+static void on_usr1(int sig)
+{
+	(void)sig;
+}
+
+static int pool_get(struct rng *r)
+{
+	return __atomic_load_n(&pool[below(r, NPOOL)], __ATOMIC_RELAXED);
+}
+
+static void pool_put(struct rng *r, int fd)
+{
+	int old = __atomic_exchange_n(&pool[below(r, NPOOL)], fd,
+				      __ATOMIC_RELAXED);
+
+	if (old >= 0)
+		close(old);
+}
+
+static void pool_close(struct rng *r)
+{
+	int old = __atomic_exchange_n(&pool[below(r, NPOOL)], -1,
+				      __ATOMIC_RELAXED);
+
+	if (old >= 0)
+		close(old);
+}
+
+enum req {
+	R_OPEN, R_REOPEN, R_ACQUIRE, R_RELEASE, R_SETCAP, R_STAT, R_UNLINK,
+	R_LIST, R_UNKNOWN, R_GENERIC, R_COUNT
+};
+
+static const char *const req_name[R_COUNT] = {
+	"OPEN", "REOPEN", "ACQUIRE", "RELEASE", "SET_CAPACITY", "STAT",
+	"UNLINK", "LIST", "unknown", "generic",
+};
+
+/* errnos each request may fail with (besides EBADF for a stale fd) */
+static bool allowed(enum req q, int err)
+{
+	switch (q) {
+	case R_OPEN:
+		return err == EINVAL || err == EFAULT || err == E2BIG ||
+		       err == EBUSY || err == EEXIST || err == ENOENT ||
+		       err == ENOSPC || err == ENOMEM || err == EACCES;
+	case R_REOPEN:
+		return err == EINVAL || err == EFAULT || err == EMFILE ||
+		       err == ENFILE || err == ENOMEM;
+	case R_ACQUIRE:
+		return err == EINVAL || err == EFAULT || err == E2BIG ||
+		       err == EAGAIN || err == ETIMEDOUT || err == EINTR;
+	case R_RELEASE:
+		return err == EINVAL || err == EFAULT;
+	case R_SETCAP:
+		return err == EINVAL || err == EFAULT || err == EPERM;
+	case R_STAT:
+		return err == EINVAL || err == EFAULT || err == E2BIG;
+	case R_UNLINK:
+		return err == EINVAL || err == EFAULT || err == E2BIG ||
+		       err == ENOENT || err == EPERM;
+	case R_LIST:
+		return err == EINVAL || err == EFAULT || err == E2BIG ||
+		       err == ENOMEM;
+	case R_UNKNOWN:
+		return err == ENOTTY;
+	case R_GENERIC:
+		return err == ENOTTY || err == EFAULT || err == EINVAL;
+	default:
+		return false;
+	}
+}
+
+/* Does a stat (of a handle, or a list entry) add up? */
+static void check_stat(const struct wsem_stat *st, const char *what)
+{
+	char nb[NOTE_LEN];
+
+	if (!st->capacity || st->capacity > WSEM_CAPACITY_MAX)
+		violation("%s: capacity %llu", what,
+			  (unsigned long long)st->capacity);
+	if (st->available != (st->used <= st->capacity ?
+			      st->capacity - st->used : 0))
+		violation("%s: available %llu with capacity %llu used %llu",
+			  what, (unsigned long long)st->available,
+			  (unsigned long long)st->capacity,
+			  (unsigned long long)st->used);
+	if (st->held > st->used)
+		violation("%s: held %llu > used %llu", what,
+			  (unsigned long long)st->held,
+			  (unsigned long long)st->used);
+	if (!st->waiters != !st->queued_weight ||
+	    st->queued_weight < st->waiters)
+		violation("%s: %llu waiters, queued weight %llu", what,
+			  (unsigned long long)st->waiters,
+			  (unsigned long long)st->queued_weight);
+	if (st->mode & ~0777 || st->__pad)
+		violation("%s: mode %o pad %u", what, st->mode, st->__pad);
+	if (st->name[0] && !spec_name(st->name))
+		violation("%s: name \"%s\"", what,
+			  show(st->name, nb, sizeof(nb)));
+}
+
+/* One fuzz step: what was asked, for the checks. */
+struct step {
+	enum req q;
+	unsigned int cmd;
+	enum ptr_kind kind;		/* where the argument pointed */
+	int fd;
+	bool fresh;			/* fd is a new, unbound handle */
+	uint64_t usize;			/* the struct's size field */
+	bool bad_tail;			/* a non-zero byte past our struct */
+	union {
+		struct wsem_open_args open;
+		struct wsem_acquire_args acq;
+		struct wsem_list_args list;
+		struct wsem_unlink_args unlink;
+		uint64_t val;
+	} a;
+	char *out;			/* the argument, where the kernel wrote */
+};
+
+static const uint64_t ver0[R_COUNT] = {
+	[R_OPEN] = WSEM_OPEN_SIZE_VER0,
+	[R_ACQUIRE] = WSEM_ACQUIRE_SIZE_VER0,
+	[R_STAT] = WSEM_STAT_SIZE_VER0,
+	[R_UNLINK] = WSEM_UNLINK_SIZE_VER0,
+	[R_LIST] = WSEM_LIST_SIZE_VER0,
+};
+
+/*
+ * The one error a failure must be, when the arguments alone decide it
+ * (0: anything allowed() takes).  Commands that need a bound handle may
+ * say EINVAL first for an unbound one: @alt.
+ */
+static int expected_err(const struct step *s, int *alt)
+{
+	bool bound_first = s->q == R_ACQUIRE || s->q == R_STAT ||
+			   s->q == R_REOPEN || s->q == R_RELEASE ||
+			   s->q == R_SETCAP;
+	bool has_size = ver0[s->q] != 0;
+
+	*alt = bound_first ? EINVAL : 0;
+	if (s->q == R_UNKNOWN)
+		return ENOTTY;
+	if (s->kind == P_NULL || s->kind == P_NONE || s->kind == P_KERNEL ||
+	    s->kind == P_LOW)
+		return s->q < R_UNKNOWN ? EFAULT : 0;
+	if (s->kind != P_GOOD || !has_size)
+		return 0;
+	if (s->usize < ver0[s->q])
+		return EINVAL;
+	if (s->usize > PAGE)
+		return E2BIG;
+	if (s->bad_tail && s->q != R_STAT)
+		return E2BIG;
+	return 0;
+}
+
+/* Check a failure against the contract. */
+static void check_err(const struct step *s, int err)
+{
+	int want, alt;
+
+	if (err == EBADF) {
+		if (s->fresh)
+			violation("%s on a fresh handle: EBADF", req_name[s->q]);
+		return;
+	}
+	if (!allowed(s->q, err)) {
+		violation("%s cmd %#x ptr kind %d: unexpected %s",
+			  req_name[s->q], s->cmd, s->kind, strerror(err));
+		return;
+	}
+	want = expected_err(s, &alt);
+	if (want && err != want && err != alt) {
+		violation("%s cmd %#x ptr kind %d size %llu tail %d: %s, not %s",
+			  req_name[s->q], s->cmd, s->kind,
+			  (unsigned long long)s->usize, s->bad_tail,
+			  strerror(err), strerror(want));
+		return;
+	}
+	if (s->kind != P_GOOD || s->q != R_ACQUIRE ||
+	    s->usize != WSEM_ACQUIRE_SIZE_VER0)
+		return;
+	/* Our own acquire arguments reached the kernel: precise errors. */
+	if (s->a.acq.flags & ~(WSEM_ACQUIRE_TRY | WSEM_ACQUIRE_DEADLINE) ||
+	    (s->a.acq.flags & WSEM_ACQUIRE_TRY &&
+	     s->a.acq.flags & WSEM_ACQUIRE_DEADLINE) || !s->a.acq.weight ||
+	    s->a.acq.weight > WSEM_CAPACITY_MAX) {
+		if (err != EINVAL)
+			violation("ACQUIRE flags %llx weight %llu: %s, not EINVAL",
+				  (unsigned long long)s->a.acq.flags,
+				  (unsigned long long)s->a.acq.weight,
+				  strerror(err));
+	} else if ((err == ETIMEDOUT &&
+		    !(s->a.acq.flags & WSEM_ACQUIRE_DEADLINE)) ||
+		   (err == EAGAIN && !(s->a.acq.flags & WSEM_ACQUIRE_TRY)) ||
+		   (err == EINTR && s->a.acq.flags & WSEM_ACQUIRE_TRY)) {
+		violation("ACQUIRE flags %llx: %s",
+			  (unsigned long long)s->a.acq.flags, strerror(err));
+	}
+}
+
+/* Check a success against the contract. */
+static void check_ok(const struct step *s, long ret)
+{
+	struct wsem_stat st, prev;
+	struct wsem_list_args la;
+	char nb[NOTE_LEN];
+	uint64_t i, n;
+
+	if (s->q == R_UNKNOWN) {
+		violation("unknown command %#x succeeded", s->cmd);
+		return;
+	}
+	/* Only what we laid out ourselves tells what the kernel read. */
+	if (s->kind != P_GOOD)
+		return;
+	if (ver0[s->q] && (s->usize < ver0[s->q] || s->usize > PAGE ||
+			   (s->bad_tail && s->q != R_STAT)))
+		violation("%s of size %llu, tail %d succeeded", req_name[s->q],
+			  (unsigned long long)s->usize, s->bad_tail);
+	switch (s->q) {
+	case R_OPEN:
+		if (!(s->a.open.flags & WSEM_OPEN_ANON) &&
+		    !spec_name(s->a.open.name))
+			violation("OPEN flags %llx accepted the name \"%s\"",
+				  (unsigned long long)s->a.open.flags,
+				  show(s->a.open.name, nb, sizeof(nb)));
+		if (s->a.open.flags & (WSEM_OPEN_CREAT | WSEM_OPEN_ANON) &&
+		    (!s->a.open.capacity ||
+		     s->a.open.capacity > WSEM_CAPACITY_MAX))
+			violation("OPEN created capacity %llu",
+				  (unsigned long long)s->a.open.capacity);
+		if (s->a.open.flags & ~(WSEM_OPEN_CREAT | WSEM_OPEN_EXCL |
+					WSEM_OPEN_ANON) || s->a.open.__pad ||
+		    s->a.open.mode & ~0777)
+			violation("OPEN accepted flags %llx pad %u mode %o",
+				  (unsigned long long)s->a.open.flags,
+				  s->a.open.__pad, s->a.open.mode);
+		break;
+	case R_ACQUIRE:
+		if (!s->a.acq.weight || s->a.acq.weight > WSEM_CAPACITY_MAX)
+			violation("ACQUIRE granted weight %llu",
+				  (unsigned long long)s->a.acq.weight);
+		break;
+	case R_RELEASE:
+		if (!s->a.val || s->a.val > WSEM_CAPACITY_MAX)
+			violation("RELEASE of %llu succeeded",
+				  (unsigned long long)s->a.val);
+		break;
+	case R_SETCAP:
+		if (!s->a.val || s->a.val > WSEM_CAPACITY_MAX)
+			violation("SET_CAPACITY %llu succeeded",
+				  (unsigned long long)s->a.val);
+		break;
+	case R_REOPEN:
+		if (ret < 0 || s->a.val & ~WSEM_REOPEN_CLOEXEC)
+			violation("REOPEN flags %llx gave %ld",
+				  (unsigned long long)s->a.val, ret);
+		break;
+	case R_UNLINK:
+		if (!spec_name(s->a.unlink.name) || s->a.unlink.flags)
+			violation("UNLINK flags %llx of \"%s\" succeeded",
+				  (unsigned long long)s->a.unlink.flags,
+				  show(s->a.unlink.name, nb, sizeof(nb)));
+		break;
+	case R_STAT:
+		memcpy(&st, s->out, sizeof(st));
+		if (st.size != STAT_SIZE)
+			violation("STAT of size %llu wrote size %llu",
+				  (unsigned long long)s->usize,
+				  (unsigned long long)st.size);
+		check_stat(&st, "STAT");
+		for (i = STAT_SIZE; i < s->usize; i++) {
+			if (s->out[i]) {
+				violation("STAT left byte %llu of %llu set",
+					  (unsigned long long)i,
+					  (unsigned long long)s->usize);
+				break;
+			}
+		}
+		break;
+	case R_LIST:
+		/* The kernel wrote @total into our args. */
+		memcpy(&la, s->out, sizeof(la));
+		if (la.count && la.stat_size < WSEM_STAT_SIZE_VER0)
+			violation("LIST with stat_size %u succeeded",
+				  la.stat_size);
+		n = la.count < la.total ? la.count : la.total;
+		if (la.stat_size < STAT_SIZE)
+			break;
+		for (i = 0; i < n && i < 8; i++) {
+			memcpy(&st, (char *)(uintptr_t)la.stats +
+			       i * la.stat_size, sizeof(st));
+			check_stat(&st, "LIST");
+			if (st.held)
+				violation("LIST entry held %llu",
+					  (unsigned long long)st.held);
+			if (i && strncmp(prev.name, st.name,
+					 WSEM_NAME_MAX) >= 0)
+				violation("LIST out of order: \"%s\"",
+					  show(st.name, nb, sizeof(nb)));
+			prev = st;
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+static unsigned int with_size(unsigned int cmd, unsigned int size)
+{
+	return (cmd & ~(_IOC_SIZEMASK << _IOC_SIZESHIFT)) |
+	       ((size & _IOC_SIZEMASK) << _IOC_SIZESHIFT);
+}
+
+/* Command numbers near ours that must all be ENOTTY. */
+static unsigned int unknown_cmd(struct rng *r)
+{
+	static const unsigned int nrs[] = { 0, 9, 10, 15, 16, 0x7f, 0xff };
+	static const unsigned int ours[] = {
+		WSEM_IOC_OPEN, WSEM_IOC_REOPEN, WSEM_IOC_ACQUIRE,
+		WSEM_IOC_RELEASE, WSEM_IOC_SET_CAPACITY, WSEM_IOC_STAT,
+		WSEM_IOC_UNLINK, WSEM_IOC_LIST,
+	};
+	unsigned int dir, size = below(r, 1u << _IOC_SIZEBITS), c;
+
+	switch (below(r, 3)) {
+	case 0:
+		/* our magic, a number we do not have */
+		return _IOC(below(r, 4), WSEM_IOC_MAGIC,
+			    nrs[below(r, ARRAY_SIZE(nrs))], size);
+	case 1:
+		/* our numbers, the magics next to ours */
+		return _IOC(below(r, 4),
+			    chance(r, 50) ? WSEM_IOC_MAGIC + 1 :
+					    WSEM_IOC_MAGIC - 1,
+			    1 + below(r, 8), size);
+	default:
+		/* our command with the wrong direction */
+		c = ours[below(r, 8)];
+		do
+			dir = below(r, 4);
+		while (dir == _IOC_DIR(c));
+		return _IOC(dir, WSEM_IOC_MAGIC, _IOC_NR(c), size);
+	}
+}
+
+static void build_open(struct rng *r, struct step *s, char *buf,
+		       size_t *len)
+{
+	struct wsem_open_args *o = &s->a.open;
+
+	s->cmd = WSEM_IOC_OPEN;
+	o->size = s->usize = pick_size(r, WSEM_OPEN_SIZE_VER0);
+	switch (below(r, 8)) {
+	case 0:
+	case 1:
+		o->flags = WSEM_OPEN_CREAT;
+		break;
+	case 2:
+		o->flags = WSEM_OPEN_CREAT | WSEM_OPEN_EXCL;
+		break;
+	case 3:
+		o->flags = 0;
+		break;
+	case 4:
+	case 5:
+		o->flags = WSEM_OPEN_ANON;
+		break;
+	case 6:
+		o->flags = WSEM_OPEN_ANON | (1 + below(r, 3));
+		break;
+	default:
+		o->flags = rnd(r) & (chance(r, 50) ? 0xf : ~0ULL);
+	}
+	o->capacity = pick_weight(r);
+	if (chance(r, 80))
+		o->mode = chance(r, 50) ? 0666 : 0600;
+	else
+		o->mode = chance(r, 50) ? 01000 : (uint32_t)rnd(r);
+	o->__pad = chance(r, 95) ? 0 : 1 + below(r, 100);
+	if (o->flags & WSEM_OPEN_ANON && chance(r, 90))
+		memset(o->name, 0, WSEM_NAME_MAX);
+	else
+		pick_name(r, o->name);
+	memcpy(buf, o, sizeof(*o));
+	s->bad_tail = tail(r, buf, sizeof(*o), o->size, len);
+}
+
+static void build_acquire(struct rng *r, struct step *s, char *buf,
+			  size_t *len)
+{
+	struct wsem_acquire_args *q = &s->a.acq;
+
+	s->cmd = WSEM_IOC_ACQUIRE;
+	q->size = s->usize = pick_size(r, WSEM_ACQUIRE_SIZE_VER0);
+	q->weight = pick_weight(r);
+	switch (below(r, 20)) {
+	case 0:
+		q->flags = 0;			/* may sleep: SIGUSR1 ends it */
+		break;
+	case 1:
+		q->flags = WSEM_ACQUIRE_TRY | WSEM_ACQUIRE_DEADLINE;
+		break;
+	case 2:
+		q->flags = rnd(r);
+		break;
+	default:
+		q->flags = chance(r, 50) ? WSEM_ACQUIRE_TRY :
+					   WSEM_ACQUIRE_DEADLINE;
+	}
+	switch (below(r, 10)) {
+	case 0:
+		q->deadline_ns = 0;
+		break;
+	case 1:
+		q->deadline_ns = UINT64_MAX;
+		break;
+	case 2:
+		q->deadline_ns = rnd(r);
+		break;
+	default:
+		q->deadline_ns = now_ns() + below(r, 2000000);
+	}
+	memcpy(buf, q, sizeof(*q));
+	s->bad_tail = tail(r, buf, sizeof(*q), q->size, len);
+}
+
+static void build_list(struct rng *r, struct step *s, struct arena *a,
+		       char *buf, size_t *len)
+{
+	static const uint32_t counts[] = { 0, 1, 3, 64, UINT32_MAX };
+	static const uint32_t sizes[] = {
+		0, WSEM_STAT_SIZE_VER0 - 1, WSEM_STAT_SIZE_VER0 + 8, PAGE,
+		PAGE + 1,
+	};
+	struct wsem_list_args *l = &s->a.list;
+
+	s->cmd = WSEM_IOC_LIST;
+	l->size = s->usize = pick_size(r, WSEM_LIST_SIZE_VER0);
+	l->count = chance(r, 90) ?
+		counts[below(r, ARRAY_SIZE(counts))] :
+		(uint32_t)rnd(r);
+	l->stat_size = chance(r, 60) ? WSEM_STAT_SIZE_VER0 :
+		sizes[below(r, ARRAY_SIZE(sizes))];
+	/*
+	 * The array: the arena's second page (the guard page after it stops
+	 * the kernel), or somewhere it may not write.
+	 */
+	switch (below(r, 10)) {
+	case 0:
+		l->stats = (uintptr_t)a->ro;
+		break;
+	case 1:
+		l->stats = 0;
+		break;
+	case 2:
+		l->stats = (uintptr_t)a->none;
+		break;
+	default:
+		l->stats = (uintptr_t)(a->rw + PAGE);
+	}
+	l->total = 0x5a5a5a5a;
+	memcpy(buf, l, sizeof(*l));
+	s->bad_tail = tail(r, buf, sizeof(*l), l->size, len);
+}
+
+/*
+ * One fuzz step: pick a request, build hostile arguments, issue it and
+ * check the result.  @a is the calling thread's arena.
+ */
+static void fuzz_one(struct rng *r, struct arena *a)
+{
+	static const unsigned int generic[] = {
+		FIONBIO, FIOCLEX, FIONCLEX, FIONREAD, FIOASYNC,
+	};
+	struct step s = { .fd = -1 };
+	char buf[PAGE];
+	unsigned int k = below(r, 100);
+	size_t len = 8, i;
+	long ret;
+	int err;
+
+	memset(buf, 0, 256);
+	/* The handle: one of ours, a fresh one, or no handle at all. */
+	if (chance(r, 12)) {
+		s.fd = open("/dev/wsem", O_RDWR | O_CLOEXEC);
+		s.fresh = s.fd >= 0;
+	} else if (chance(r, 3)) {
+		s.fd = chance(r, 50) ? -1 : 1000 + (int)below(r, 1000);
+	} else {
+		s.fd = pool_get(r);
+	}
+
+	if (k < 14) {
+		s.q = R_OPEN;
+		build_open(r, &s, buf, &len);
+	} else if (k < 19) {
+		s.q = R_REOPEN;
+		s.cmd = WSEM_IOC_REOPEN;
+		s.a.val = chance(r, 85) ? (chance(r, 50) ? 0 :
+				  WSEM_REOPEN_CLOEXEC) : rnd(r) & 0xff;
+		memcpy(buf, &s.a.val, 8);
+	} else if (k < 44) {
+		s.q = R_ACQUIRE;
+		build_acquire(r, &s, buf, &len);
+	} else if (k < 60) {
+		s.q = R_RELEASE;
+		s.cmd = WSEM_IOC_RELEASE;
+		s.a.val = pick_weight(r);
+		memcpy(buf, &s.a.val, 8);
+	} else if (k < 64) {
+		s.q = R_SETCAP;
+		s.cmd = WSEM_IOC_SET_CAPACITY;
+		s.a.val = pick_weight(r);
+		memcpy(buf, &s.a.val, 8);
+	} else if (k < 76) {
+		s.q = R_STAT;
+		s.cmd = WSEM_IOC_STAT;
+		s.usize = pick_size(r, WSEM_STAT_SIZE_VER0);
+		len = s.usize < 8 ? 8 : s.usize > PAGE ? PAGE : s.usize;
+		/* Garbage in, so that whatever the kernel leaves shows. */
+		memset(buf, 0xa5, len);
+		memcpy(buf, &s.usize, 8);
+	} else if (k < 80) {
+		s.q = R_UNLINK;
+		s.cmd = WSEM_IOC_UNLINK;
+		s.a.unlink.size = s.usize = pick_size(r, WSEM_UNLINK_SIZE_VER0);
+		s.a.unlink.flags = chance(r, 92) ? 0 : rnd(r);
+		pick_name(r, s.a.unlink.name);
+		memcpy(buf, &s.a.unlink, sizeof(s.a.unlink));
+		s.bad_tail = tail(r, buf, sizeof(s.a.unlink), s.usize, &len);
+	} else if (k < 88) {
+		s.q = R_LIST;
+		build_list(r, &s, a, buf, &len);
+	} else if (k < 95) {
+		s.q = R_UNKNOWN;
+		s.cmd = unknown_cmd(r);
+		len = 64;
+		for (i = 0; i < len; i++)
+			buf[i] = rnd(r);
+	} else {
+		s.q = R_GENERIC;
+		s.cmd = generic[below(r, ARRAY_SIZE(generic))];
+	}
+
+	/* Our commands with other size bits are still ours. */
+	if (s.q < R_UNKNOWN && chance(r, 10))
+		s.cmd = with_size(s.cmd, below(r, 1u << _IOC_SIZEBITS));
+	s.out = place(r, a, buf, len, &s.kind);
+
+	errno = 0;
+	ret = ioctl(s.fd, s.cmd, s.out);
+	err = errno;
+	add(&sh->ops, 1);
+	add(&my_ops, 1);
+
+	if (ret >= 0) {
+		add(&sh->ok, 1);
+		check_ok(&s, ret);
+		if (s.q == R_OPEN)
+			add(&sh->created, 1);
+		if (s.q == R_ACQUIRE)
+			add(&sh->granted, 1);
+		if (s.q == R_REOPEN)
+			pool_put(r, ret);
+	} else {
+		if (s.q == R_ACQUIRE && err == EINTR)
+			add(&sh->interrupted, 1);
+		check_err(&s, err);
+	}
+	if (s.fresh) {
+		if (ret == 0 && s.q == R_OPEN)
+			pool_put(r, s.fd);
+		else
+			close(s.fd);
+	}
+	/* Now and then, SIGKILL a worker: another, or this one. */
+	if (!below(r, KILL_EVERY)) {
+		pid_t pid = __atomic_load_n(&sh->pids[below(r, NWORKERS)],
+					    __ATOMIC_RELAXED);
+
+		if (pid > 1 && !kill(pid, SIGKILL))
+			add(&sh->kills, 1);
+	}
+}
+
+/* ---------------------------------------------------------------- */
+/* Chaos: descriptors and processes                                 */
+
+static int send_fd(int sock, int fd)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	char byte = 'F';
+	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+	struct msghdr msg = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
+	};
+	struct cmsghdr *cm;
+
+	memset(cbuf, 0, sizeof(cbuf));
+	cm = CMSG_FIRSTHDR(&msg);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	return sendmsg(sock, &msg, MSG_DONTWAIT | MSG_NOSIGNAL) == 1 ? 0 : -1;
+}
+
+/* A descriptor from @sock, or -1; closes anything else that came along. */
+static int recv_fd(int sock, int flags)
+{
+	char cbuf[CMSG_SPACE(sizeof(int) * 4)];
+	char byte;
+	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+	struct msghdr msg = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
+	};
+	struct cmsghdr *cm;
+	int fd = -1, n, i, got[4];
+
+	if (recvmsg(sock, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC | flags) < 0)
+		return -2;
+	for (cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET ||
+		    cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		memcpy(got, CMSG_DATA(cm), n * sizeof(int));
+		for (i = 0; i < n; i++) {
+			if (fd < 0)
+				fd = got[i];
+			else
+				close(got[i]);
+		}
+	}
+	return fd;
+}
+
+static bool stopping(void)
+{
+	return __atomic_load_n(&sh->stop, __ATOMIC_RELAXED);
+}
+
+/*
+ * Read a descriptor's fdinfo, racing with the other processes that share
+ * the file; check it.  Only single-threaded forked children do this: in a
+ * worker, the new descriptor could take a number another thread is about
+ * to use as a stale handle.
+ */
+static void fdinfo(int fd)
+{
+	unsigned long long cap = 1, used = 0, held = 0;
+	char path[64], buf[1024], *p;
+	ssize_t n;
+	int f;
+
+	if (fd < 0)
+		return;
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = open(path, O_RDONLY | O_CLOEXEC);
+	if (f < 0)
+		return;
+	n = read(f, buf, sizeof(buf) - 1);
+	close(f);
+	if (n <= 0)
+		return;
+	buf[n] = 0;
+	p = strstr(buf, "wsem-capacity:");
+	if (!p)
+		return;		/* unbound, or no longer ours */
+	if (sscanf(p, "wsem-capacity: %llu wsem-used: %llu wsem-held: %llu",
+		   &cap, &used, &held) != 3 || !cap ||
+	    cap > WSEM_CAPACITY_MAX || held > used)
+		violation("fdinfo: capacity %llu used %llu held %llu", cap,
+			  used, held);
+}
+
+/*
+ * A forked copy of a worker: a few requests on copies of its handles, and
+ * a look at their fdinfo.
+ */
+static void __attribute__((noreturn)) fork_child(struct rng *r)
+{
+	struct arena a;
+	int i, n = 20 + below(r, 80);
+
+	alarm(1);	/* nobody interrupts its sleeps: this ends them */
+	if (arena_init(&a))
+		_exit(1);
+	for (i = 0; i < n && !stopping(); i++) {
+		fuzz_one(r, &a);
+		if (chance(r, 20))
+			fdinfo(pool_get(r));
+	}
+	if (chance(r, 50))
+		_exit(0);
+	/* ... or die with its handles still open, holding what it holds */
+	raise(SIGKILL);
+	_exit(0);
+}
+
+static pthread_t op_thread[OP_THREADS];
+static unsigned int children;	/* forked by this worker, not reaped */
+
+static void chaos_one(struct rng *r)
+{
+	int fd, nfd, target;
+	pid_t pid;
+
+	add(&sh->chaos, 1);
+	switch (below(r, 100)) {
+	case 0 ... 17:
+		pool_close(r);
+		break;
+	case 18 ... 29:
+		fd = pool_get(r);
+		if (fd >= 0) {
+			nfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+			if (nfd >= 0)
+				pool_put(r, nfd);
+		}
+		break;
+	case 30 ... 34:
+		/* dup2 one pool descriptor over another */
+		fd = pool_get(r);
+		nfd = pool_get(r);
+		if (fd >= 0 && nfd >= 0 && fd != nfd)
+			dup3(fd, nfd, O_CLOEXEC);
+		break;
+	case 35 ... 56:
+		fd = pool_get(r);
+		target = below(r, NWORKERS);
+		if (fd >= 0 && !send_fd(box[target][1], fd))
+			add(&sh->passed, 1);
+		break;
+	case 57 ... 78:
+		fd = recv_fd(box[my_slot][0], 0);
+		if (fd >= 0) {
+			add(&sh->received, 1);
+			pool_put(r, fd);
+		}
+		break;
+	case 79 ... 81:
+		/* A few children at a time: they are slow to fork and reap. */
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			children--;
+		if (children >= MAX_CHILDREN)
+			break;
+		pid = fork();
+		if (pid == 0) {
+			struct rng cr = { .s = rnd(r) ^ 0x5851f42d4c957f2dULL };
+
+			fork_child(&cr);
+		}
+		if (pid > 0) {
+			children++;
+			add(&sh->forks, 1);
+		}
+		break;
+	default:
+		/* Interrupt our own sleepers. */
+		pthread_kill(op_thread[below(r, OP_THREADS)], SIGUSR1);
+		break;
+	}
+}
+
+struct op_arg {
+	struct rng r;
+	struct arena a;
+};
+
+static void *op_main(void *p)
+{
+	struct op_arg *o = p;
+
+	while (!stopping()) {
+		if (__atomic_load_n(&sh->ops, __ATOMIC_RELAXED) >= sh->target)
+			break;
+		fuzz_one(&o->r, &o->a);
+	}
+	_exit(0);
+}
+
+static void __attribute__((noreturn)) worker_main(unsigned int slot,
+						 uint64_t gen)
+{
+	static struct op_arg oa[OP_THREADS];
+	struct sigaction sa = { .sa_handler = on_usr1 };
+	struct rng r = rng_for(slot, gen, 0);
+	uint64_t next, ops, last = 0, n;
+	unsigned int i;
+	int64_t end;
+
+	my_slot = slot;
+	sigaction(SIGUSR1, &sa, NULL);
+	for (i = 0; i < NPOOL; i++)
+		pool[i] = -1;
+	if (slot & 1) {
+		if (setgroups(0, NULL) || setgid(NOBODY) || setuid(NOBODY))
+			_exit(3);
+	}
+	for (i = 0; i < OP_THREADS; i++) {
+		oa[i].r = rng_for(slot, gen, i + 1);
+		if (arena_init(&oa[i].a) ||
+		    pthread_create(&op_thread[i], NULL, op_main, &oa[i]))
+			_exit(4);
+	}
+	while (!stopping()) {
+		/*
+		 * About one action per CHAOS_EVERY requests of this worker,
+		 * whatever the kernel's speed (catching up after a long
+		 * wait for the CPU); at least one per CHAOS_WAIT, for when
+		 * its threads are all asleep and need waking.
+		 */
+		ops = __atomic_load_n(&my_ops, __ATOMIC_RELAXED);
+		n = 1 + (ops - last) / CHAOS_EVERY;
+		last = ops;
+		for (i = 0; i < n && i < 8; i++)
+			chaos_one(&r);
+		next = ops + 1 + below(&r, 2 * CHAOS_EVERY);
+		end = now_ns() + CHAOS_WAIT;
+		while (!stopping() && now_ns() < end &&
+		       __atomic_load_n(&my_ops, __ATOMIC_RELAXED) < next)
+			usleep(50);
+	}
+	_exit(0);
+}
+
+static pid_t spawn(unsigned int slot, uint64_t gen)
+{
+	pid_t pid = fork();
+
+	if (pid == 0)
+		worker_main(slot, gen);
+	if (pid > 0) {
+		__atomic_store_n(&sh->pids[slot], pid, __ATOMIC_RELAXED);
+		add(&sh->spawned, 1);
+	}
+	return pid;
+}
+
+/*
+ * PID 1 of the fuzz's PID namespace: keep NWORKERS workers alive until
+ * the target is reached or time is up, then return; the kernel kills
+ * whatever is left when we exit.
+ */
+static int ns_init(int64_t seconds)
+{
+	uint64_t gen[NWORKERS] = { 0 };
+	int64_t deadline = now_ns() + seconds * NSEC, stop_at = 0;
+	unsigned int i;
+	int status;
+	pid_t pid;
+
+	sh->start_ns = now_ns();
+	for (i = 0; i < NWORKERS; i++)
+		if (spawn(i, gen[i]++) < 0)
+			return 1;
+	for (;;) {
+		if (!stopping() &&
+		    (__atomic_load_n(&sh->ops, __ATOMIC_RELAXED) >= sh->target ||
+		     now_ns() > deadline)) {
+			__atomic_store_n(&sh->stop, 1, __ATOMIC_RELAXED);
+			sh->end_ns = stop_at = now_ns();
+		}
+		if (stop_at && now_ns() - stop_at > 3 * NSEC)
+			break;
+		pid = waitpid(-1, &status, WNOHANG);
+		if (pid < 0 && errno == ECHILD)
+			break;
+		if (pid <= 0) {
+			usleep(2000);
+			continue;
+		}
+		for (i = 0; i < NWORKERS; i++)
+			if (sh->pids[i] == pid)
+				break;
+		if (i == NWORKERS)
+			continue;		/* a forked child, reparented */
+		if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+			add(&sh->killed, 1);
+		else if (!WIFEXITED(status) || WEXITSTATUS(status))
+			violation("worker %u ended with status %#x", i, status);
+		__atomic_store_n(&sh->pids[i], 0, __ATOMIC_RELAXED);
+		if (!stopping() && spawn(i, gen[i]++) < 0)
+			return 1;
+	}
+	if (!sh->end_ns)
+		sh->end_ns = now_ns();
+	return 0;
+}
+
+/* ---------------------------------------------------------------- */
+/* The test                                                          */
+
+static uint64_t env_u64(const char *name, uint64_t def)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? strtoull(v, NULL, 0) : def;
+}
+
+/* Receive and close every descriptor still in flight in the mailboxes. */
+static uint64_t drain_boxes(void)
+{
+	uint64_t n = 0;
+	unsigned int i;
+	int fd;
+
+	for (i = 0; i < NWORKERS; i++) {
+		while ((fd = recv_fd(box[i][0], 0)) != -2) {
+			if (fd >= 0) {
+				close(fd);
+				n++;
+			}
+		}
+		close(box[i][0]);
+		close(box[i][1]);
+	}
+	return n;
+}
+
+FIXTURE(fuzz) {
+	/* handles on the base semaphores, kept by the test, never fuzzed */
+	int witness[NBASE];
+	/* setup done: false after a SKIP, so body and teardown do nothing */
+	bool ready;
+};
+
+FIXTURE_SETUP(fuzz)
+{
+	unsigned int i;
+
+	for (i = 0; i < NBASE; i++)
+		self->witness[i] = -1;
+	if (access("/dev/wsem", F_OK))
+		SKIP(return, "/dev/wsem is missing (module not loaded)");
+	if (geteuid() != 0)
+		SKIP(return, "needs root (namespaces, a second user)");
+	/* Our own IPC namespace: every name here is the fuzz's. */
+	ASSERT_EQ(0, unshare(CLONE_NEWIPC));
+	umask(0);
+	for (i = 0; i < NBASE; i++) {
+		self->witness[i] = wsem_open(base[i].name,
+					     O_CREAT | O_EXCL | O_CLOEXEC,
+					     base[i].mode, base[i].capacity);
+		ASSERT_LE(0, self->witness[i]) {
+			TH_LOG("create %s: %s", base[i].name, strerror(errno));
+		}
+	}
+	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, sh);
+	for (i = 0; i < NWORKERS; i++)
+		ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0,
+					box[i]));
+	self->ready = true;
+}
+
+FIXTURE_TEARDOWN(fuzz)
+{
+	unsigned int i;
+
+	for (i = 0; i < NBASE; i++)
+		if (self->witness[i] >= 0)
+			EXPECT_EQ(0, close(self->witness[i]));
+}
+
+TEST_F_TIMEOUT(fuzz, ioctls, 900)
+{
+	struct wsem_stat st, list[64];
+	uint64_t inflight, secs_cap;
+	double secs;
+	ssize_t total, i;
+	int status;
+	pid_t init;
+
+	if (!self->ready)
+		return;
+	sh->seed = env_u64("WSEM_FUZZ_SEED", 0);
+	if (!sh->seed)
+		sh->seed = (uint64_t)now_ns() ^ ((uint64_t)getpid() << 32);
+	sh->target = env_u64("WSEM_FUZZ_OPS", DEF_OPS);
+	secs_cap = env_u64("WSEM_FUZZ_SECONDS", DEF_SECONDS);
+	TH_LOG("seed %#llx (WSEM_FUZZ_SEED=%#llx replays its choices), "
+	       "%llu requests, at most %llu s",
+	       (unsigned long long)sh->seed, (unsigned long long)sh->seed,
+	       (unsigned long long)sh->target, (unsigned long long)secs_cap);
+
+	/* The fuzz processes live in a PID namespace of their own. */
+	ASSERT_EQ(0, unshare(CLONE_NEWPID));
+	init = fork();
+	ASSERT_LE(0, init);
+	if (init == 0)
+		_exit(ns_init(secs_cap));
+	ASSERT_EQ(init, waitpid(init, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status)) {
+		TH_LOG("the fuzz's init ended with status %#x", status);
+	}
+
+	/* Every fuzz process is gone; weight in flight goes with this. */
+	inflight = drain_boxes();
+
+	secs = (sh->end_ns - sh->start_ns) / 1e9;
+	TH_LOG("%llu requests in %.1f s: %.0f/s (%llu succeeded: "
+	       "%llu bound by OPEN, %llu granted, %llu interrupted)",
+	       (unsigned long long)sh->ops, secs, sh->ops / secs,
+	       (unsigned long long)sh->ok, (unsigned long long)sh->created,
+	       (unsigned long long)sh->granted,
+	       (unsigned long long)sh->interrupted);
+	TH_LOG("%llu workers started, %llu SIGKILLed (%llu kills sent), "
+	       "%llu forked children, %llu descriptors passed "
+	       "(%llu received, %llu left in flight), %llu other actions",
+	       (unsigned long long)sh->spawned,
+	       (unsigned long long)sh->killed, (unsigned long long)sh->kills,
+	       (unsigned long long)sh->forks, (unsigned long long)sh->passed,
+	       (unsigned long long)sh->received,
+	       (unsigned long long)inflight, (unsigned long long)sh->chaos);
+	for (i = 0; i < (ssize_t)sh->nnotes && i < MAX_NOTES; i++)
+		TH_LOG("violation: %s", sh->notes[i]);
+	EXPECT_EQ(0, sh->violations) {
+		TH_LOG("replay with WSEM_FUZZ_SEED=%#llx",
+		       (unsigned long long)sh->seed);
+	}
+	EXPECT_LE(sh->target, sh->ops) {
+		TH_LOG("only %llu of %llu requests in %llu s",
+		       (unsigned long long)sh->ops,
+		       (unsigned long long)sh->target,
+		       (unsigned long long)secs_cap);
+	}
+	EXPECT_LT(0, sh->killed);
+
+	/* Nothing held and nobody waiting, wherever we can look. */
+	total = wsem_list(list, 64);
+	ASSERT_LE(0, total);
+	EXPECT_GE(64, total);
+	for (i = 0; i < total && i < 64; i++) {
+		char nb[NOTE_LEN];
+
+		EXPECT_EQ(0, list[i].used) {
+			TH_LOG("\"%s\" has %llu used",
+			       show(list[i].name, nb, sizeof(nb)),
+			       (unsigned long long)list[i].used);
+		}
+		EXPECT_EQ(0, list[i].waiters);
+		EXPECT_EQ(0, list[i].queued_weight);
+		EXPECT_EQ(list[i].capacity, list[i].available);
+	}
+	for (i = 0; i < NBASE; i++) {
+		memset(&st, 0, sizeof(st));
+		ASSERT_EQ(0, wsem_stat(self->witness[i], &st));
+		EXPECT_EQ(0, st.used) {
+			TH_LOG("%s has %llu used", base[i].name,
+			       (unsigned long long)st.used);
+		}
+		EXPECT_EQ(0, st.waiters);
+		EXPECT_EQ(0, st.queued_weight);
+		/* All of it can be taken, at once, by a newcomer. */
+		EXPECT_EQ(0, wsem_tryacquire(self->witness[i], st.capacity));
+		EXPECT_EQ(0, wsem_release(self->witness[i], st.capacity));
+	}
+}
+
+/*
+ * Found by the fuzzer: the kernel's isalnum() takes Latin-1 letters
+ * (0xc0..0xff but 0xd7 and 0xf7), so names outside [A-Za-z0-9._-] were
+ * created.  Every byte outside the set must be EINVAL, on create and on
+ * unlink.
+ */
+TEST(names_only_portable_bytes)
+{
+	struct wsem_unlink_args u = { .size = sizeof(u) };
+	unsigned int c, bad = 0, bad_unlink = 0;
+	char name[8];
+	int fd;
+
+	if (access("/dev/wsem", F_OK))
+		SKIP(return, "/dev/wsem is missing (module not loaded)");
+	ASSERT_EQ(0, unshare(CLONE_NEWIPC));
+	fd = open("/dev/wsem", O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	for (c = 1; c < 256; c++) {
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-')
+			continue;
+		snprintf(name, sizeof(name), "n%c", c);
+		errno = 0;
+		if (wsem_open(name, O_CREAT | O_CLOEXEC, 0600, 1) >= 0 ||
+		    errno != EINVAL) {
+			if (bad++ < 4)
+				TH_LOG("name \"n\\x%02x\": not EINVAL (%s)", c,
+				       strerror(errno));
+		}
+		memcpy(u.name, name, sizeof(name));
+		errno = 0;
+		if (ioctl(fd, WSEM_IOC_UNLINK, &u) >= 0 || errno != EINVAL)
+			bad_unlink++;
+	}
+	EXPECT_EQ(0, bad) {
+		TH_LOG("%u bytes outside [A-Za-z0-9._-] were accepted", bad);
+	}
+	EXPECT_EQ(0, bad_unlink) {
+		TH_LOG("unlink took %u of them", bad_unlink);
+	}
+	EXPECT_EQ(0, wsem_list(NULL, 0));
+	EXPECT_EQ(0, close(fd));
+}
+
+TEST_HARNESS_MAIN
