@@ -197,10 +197,21 @@ static int wsem_ioctl_acquire(struct wsem_handle *h, void __user *uarg)
 
 	if (!wsem_handle_sem(h))
 		return -EINVAL;
-	ret = wsem_copy_args(&args, sizeof(args), WSEM_ACQUIRE_SIZE_VER0,
-			     uarg);
-	if (ret)
-		return ret;
+	/*
+	 * The common case, a struct of our size, in one copy of a constant
+	 * size (no run-time object checks); anything else the general way.
+	 */
+	if (get_user(args.size, (const u64 __user *)uarg))
+		return -EFAULT;
+	if (args.size == sizeof(args)) {
+		if (copy_from_user(&args, uarg, sizeof(args)))
+			return -EFAULT;
+	} else {
+		ret = wsem_copy_args(&args, sizeof(args),
+				     WSEM_ACQUIRE_SIZE_VER0, uarg);
+		if (ret)
+			return ret;
+	}
 	if ((args.flags & ~known) || (args.flags & known) == known)
 		return -EINVAL;
 	return wsem_acquire(h, args.weight, args.flags,

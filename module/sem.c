@@ -82,7 +82,7 @@ static void wsem_wake_add(struct wsem_wake *wake, struct task_struct *task)
 	}
 }
 
-static void wsem_wake_up(struct wsem_wake *wake)
+static void __wsem_wake_up(struct wsem_wake *wake)
 {
 	unsigned int i;
 
@@ -91,6 +91,18 @@ static void wsem_wake_up(struct wsem_wake *wake)
 		put_task_struct(wake->tasks[i]);
 	}
 	wake->nr = 0;
+}
+
+/* Only the count needs a value: the slots are written before use. */
+static __always_inline void wsem_wake_init(struct wsem_wake *wake)
+{
+	wake->nr = 0;
+}
+
+static __always_inline void wsem_wake_up(struct wsem_wake *wake)
+{
+	if (wake->nr)
+		__wsem_wake_up(wake);
 }
 
 static bool wsem_fits(const struct wsem *sem, u64 weight)
@@ -227,8 +239,9 @@ void wsem_bind(struct wsem_handle *h, struct wsem *sem)
 void wsem_unbind(struct wsem_handle *h)
 {
 	struct wsem *sem = h->sem;
-	struct wsem_wake wake = { 0 };
+	struct wsem_wake wake;
 
+	wsem_wake_init(&wake);
 	spin_lock(&sem->lock);
 	sem->used -= h->held;
 	h->held = 0;
@@ -309,9 +322,10 @@ int wsem_acquire(struct wsem_handle *h, u64 weight, u64 flags,
 		 ktime_t deadline)
 {
 	struct wsem *sem = h->sem;
-	struct wsem_wake wake = { 0 };
+	struct wsem_wake wake;
 	int ret = 0;
 
+	wsem_wake_init(&wake);
 	spin_lock(&sem->lock);
 	if (!weight || weight > sem->capacity)
 		ret = -EINVAL;
@@ -342,16 +356,18 @@ int wsem_acquire(struct wsem_handle *h, u64 weight, u64 flags,
 int wsem_release(struct wsem_handle *h, u64 weight)
 {
 	struct wsem *sem = h->sem;
-	struct wsem_wake wake = { 0 };
+	struct wsem_wake wake;
 	int ret = 0;
 
+	wsem_wake_init(&wake);
 	spin_lock(&sem->lock);
 	if (!weight || weight > h->held) {
 		ret = -EINVAL;
 	} else {
 		h->held -= weight;
 		sem->used -= weight;
-		wsem_grant(sem, &wake);
+		if (!list_empty(&sem->waiters))
+			wsem_grant(sem, &wake);
 	}
 	spin_unlock(&sem->lock);
 	wsem_wake_up(&wake);
@@ -373,11 +389,12 @@ int wsem_release(struct wsem_handle *h, u64 weight)
 int wsem_set_capacity(struct wsem *sem, u64 capacity)
 {
 	struct wsem_waiter *w, *next;
-	struct wsem_wake wake = { 0 };
+	struct wsem_wake wake;
 
 	if (!capacity || capacity > WSEM_CAPACITY_MAX)
 		return -EINVAL;
 
+	wsem_wake_init(&wake);
 	spin_lock(&sem->lock);
 	sem->capacity = capacity;
 	list_for_each_entry_safe(w, next, &sem->waiters, node) {
