@@ -13,14 +13,20 @@ MAKE=${MAKE:-make}
 log() { printf '%s\n' "$*" >&2; }
 die() { log "$(basename "$0"): $*"; exit 1; }
 
-# The newest installed Debian 6.1 and 6.12 kernels that have both an image
-# and headers.
+# The newest installed Debian 6.1, 6.12 and 6.12 PREEMPT_RT kernels that
+# have both an image and headers.
 installed_kernels() {
 	local pat v newest
-	for pat in '6.1.0-*-amd64' '6.12.*+deb12-amd64'; do
+	for pat in '6.1.0-*-amd64' '6.12.*+deb12-amd64' \
+		   '6.12.*+deb12-rt-amd64'; do
 		newest=
 		for v in /boot/vmlinuz-$pat; do
 			v=${v#/boot/vmlinuz-}
+			# 6.1.0-N-rt-amd64 matches the first pattern too.
+			case $pat/$v in
+			*-rt-*/*) ;;
+			*/*-rt-amd64) continue ;;
+			esac
 			[ -f "/boot/vmlinuz-$v" ] && [ -d "/lib/modules/$v/build" ] ||
 				continue
 			newest=$(printf '%s\n%s\n' "$newest" "$v" | sed '/^$/d' |
@@ -32,17 +38,25 @@ installed_kernels() {
 }
 
 # resolve_kernel KVER: KVER if installed, else the newest of
-# installed_kernels whose version starts with it ("6.1" -> 6.1.0-N-amd64).
+# installed_kernels whose version starts with it ("6.1" -> 6.1.0-N-amd64);
+# a PREEMPT_RT one only when KVER ends in "rt" ("6.12-rt", "rt").
 resolve_kernel() {
-	local k match=
+	local k match= base=${1%rt} rt=
 	if [ -f "/boot/vmlinuz-$1" ] && [ -d "/lib/modules/$1/build" ]; then
 		echo "$1"
 		return 0
 	fi
+	[ "$base" != "$1" ] && rt=1
+	base=${base%-}
 	for k in $(installed_kernels); do
 		case $k in
-		"$1".* | "$1"-* | "$1"+*) match=$k ;;
+		*-rt-amd64) [ -n "$rt" ] || continue ;;
+		*) [ -z "$rt" ] || continue ;;
 		esac
+		case $k in
+		"$base".* | "$base"-* | "$base"+*) match=$k ;;
+		esac
+		[ -z "$base" ] && match=$k
 	done
 	[ -n "$match" ] && echo "$match"
 }
@@ -68,7 +82,7 @@ find_kernels() {
 # The newest kernel of the 6.12 series, else the newest of any.
 default_kernel() {
 	local k
-	k=$(find_kernels | grep '^6\.12\.' | tail -n 1)
+	k=$(find_kernels | grep '^6\.12\.' | grep -v -- '-rt-' | tail -n 1)
 	[ -n "$k" ] || k=$(find_kernels | tail -n 1)
 	echo "$k"
 }

@@ -96,6 +96,14 @@ printf 'wsem-vm\n' >"$stage/etc/hostname"
 	printf 'MODE=%s\n' "$mode"
 	printf 'TEST_TIMEOUT=%s\n' "$test_timeout"
 	printf 'TESTS="%s"\n' "$tests"
+	# WSEM_VM_ENV: "NAME=VALUE ..." exported to /init and the tests
+	# (make check-debug scales the heavy tests down with it).
+	for v in ${WSEM_VM_ENV:-}; do
+		case $v in
+		[A-Za-z_]*=*) printf "export %s='%s'\n" "${v%%=*}" "${v#*=}" ;;
+		*) die "WSEM_VM_ENV: $v is not NAME=VALUE" ;;
+		esac
+	done
 } >"$stage/etc/wsem-vm.conf"
 if [ -n "$cmdfile" ]; then
 	cp "$cmdfile" "$stage/etc/wsem-vm.cmd"
