@@ -4,7 +4,15 @@
 #                   headers of the running kernel ($(KDIR)) are installed
 # make module       wsem.ko against KDIR (our warnings are errors)
 # make check        lint, then every test in QEMU on each installed Debian
-#                   kernel (6.1 and 6.12); ends with "N passed, N failed"
+#                   kernel (6.1, 6.12, 6.12 PREEMPT_RT); ends with
+#                   "N passed, N failed"
+# make check-debug  every test on a 6.12 debug kernel (lockdep, KASAN,
+#                   kmemleak, UBSAN, ...) built once per machine and cached
+#                   in /var/cache/wsem-debug-kernel (about 6 min on 2 CPUs)
+# make storm        the full kill storm: 64 processes for 60 s on each kernel
+#                   (make check runs 12 s); WSEM_STORM_SEED=... replays one
+# make fuzz         the ioctl fuzzer at length: 10^7 requests (at most 800 s)
+#                   on each kernel; WSEM_FUZZ_SEED=... replays one
 # make check-host   the same tests on this machine (root, module loading)
 # make demo         the main job: a VM in which wsem gates real weighted
 #                   jobs, one of them killed mid-way; prints a timeline
@@ -24,7 +32,8 @@ VM := selftests/vm
 # CMD verbatim ($ and all), single-quoted for the shell.
 cmd_arg = '$(subst ','\'',$(value CMD))'
 
-.PHONY: all module userlib selftests check check-host vm demo install lint deps clean
+.PHONY: all module userlib selftests check check-debug check-host vm demo \
+	install lint deps clean storm fuzz
 
 all: userlib selftests
 ifneq ($(wildcard $(KDIR)/Makefile),)
@@ -46,6 +55,22 @@ module:
 
 check:
 	@bash $(VM)/check.sh
+
+check-debug:
+	@bash $(VM)/check-debug.sh
+
+# The long runs: one test program on every kernel, its knobs passed into
+# the guest (WSEM_VM_ENV), lint left out.
+long_env = $(foreach v,$(1),$(if $(value $(v)),$(v)=$(value $(v))))
+storm:
+	@NO_LINT=1 TESTS=storm_test TEST_TIMEOUT=300 VM_TIMEOUT=600 \
+	WSEM_VM_ENV="WSEM_STORM_SECONDS=60 $(call long_env,WSEM_STORM_SEED)" \
+	bash $(VM)/check.sh
+
+fuzz:
+	@NO_LINT=1 TESTS=fuzz_test TEST_TIMEOUT=900 VM_TIMEOUT=1200 \
+	WSEM_VM_ENV="WSEM_FUZZ_OPS=10000000 WSEM_FUZZ_SECONDS=800 $(call long_env,WSEM_FUZZ_SEED)" \
+	bash $(VM)/check.sh
 
 check-host: userlib selftests module
 	@bash $(VM)/host.sh
@@ -85,3 +110,4 @@ clean:
 	rm -rf build .tmp_versions
 	rm -f *.ko *.o .*.o *.mod *.mod.c modules.order Module.symvers \
 		.*.cmd module/*.o module/.*.cmd
+

@@ -5,6 +5,7 @@
 #
 # usage: run.sh [-k KVER] [-K KO] [-m check|cmd|shell] [-c CMD]
 #               [-T VM_TIMEOUT] [-t TEST_TIMEOUT] [-l LOG]
+#               [-I IMAGE -k NAME -K KO] [-a KERNEL_ARGS]
 #   check  run the selftests and the harness checks; the console goes to LOG
 #          (default build/KVER/console.log); exits 0 if the guest finished,
 #          the TAP verdict is summary.awk's.  A guest still running after
@@ -13,11 +14,16 @@
 #          status.
 #   shell  an interactive shell on the serial console (Ctrl-A X quits QEMU).
 # Without -K the module is built for KVER first.
+# -I boots IMAGE (a kernel not in /boot, as make check-debug's) instead of
+# /boot/vmlinuz-KVER: -k only names it then, and -K is required.  -a adds
+# to the kernel command line.  WSEM_VM_ENV ("NAME=VALUE ...") is exported
+# in the guest (mkinitramfs.sh).
 set -u -o pipefail
 . "$(dirname "$0")/lib.sh"
 
 kver='' ko='' mode=check cmd='' vm_timeout='' test_timeout=${TEST_TIMEOUT:-120} logf=''
-while getopts k:K:m:c:T:t:l: opt; do
+image='' append=''
+while getopts k:K:m:c:T:t:l:I:a: opt; do
 	case $opt in
 	k) kver=$OPTARG ;;
 	K) ko=$OPTARG ;;
@@ -26,6 +32,8 @@ while getopts k:K:m:c:T:t:l: opt; do
 	T) vm_timeout=$OPTARG ;;
 	t) test_timeout=$OPTARG ;;
 	l) logf=$OPTARG ;;
+	I) image=$OPTARG ;;
+	a) append=$OPTARG ;;
 	*) exit 2 ;;
 	esac
 done
@@ -35,7 +43,11 @@ cmd) vm_timeout=${vm_timeout:-${VM_TIMEOUT:-900}} ;;
 shell) ;;
 *) die "unknown mode $mode" ;;
 esac
-if [ -n "$kver" ]; then
+if [ -n "$image" ]; then
+	if [ -z "$kver" ] || [ -z "$ko" ]; then
+		die "-I IMAGE needs -k NAME and -K KO"
+	fi
+elif [ -n "$kver" ]; then
 	k=$(resolve_kernel "$kver")
 	[ -n "$k" ] || die "no installed kernel $kver (installed: $(find_kernels | tr '\n' ' '))"
 	kver=$k
@@ -43,7 +55,7 @@ else
 	kver=$(default_kernel)
 fi
 [ -n "$kver" ] || die "no Debian 6.1/6.12 kernel with headers is installed (selftests/vm/deps.sh installs them)"
-kernel=/boot/vmlinuz-$kver
+kernel=${image:-/boot/vmlinuz-$kver}
 [ -r "$kernel" ] || die "cannot read $kernel"
 command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 is not installed"
 
@@ -68,7 +80,7 @@ bash "$VMDIR/mkinitramfs.sh" -k "$ko" -o "$img" -m "$mode" -t "$test_timeout" \
 
 qemu=(qemu-system-x86_64 -accel tcg -m 1G -smp 2 -nographic -no-reboot -nic none
 	-kernel "$kernel" -initrd "$img"
-	-append "console=ttyS0 panic=-1 quiet loglevel=4")
+	-append "console=ttyS0 panic=-1 quiet loglevel=4${append:+ $append}")
 
 if [ "$mode" = shell ]; then
 	"${qemu[@]}"

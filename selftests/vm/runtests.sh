@@ -11,7 +11,9 @@
 #
 # Each test program runs between "# wsem-vm: begin NAME" and
 # "# wsem-vm: end NAME exit=N time=S" (N is "timeout" after TEST_TIMEOUT);
-# summary.awk turns all of it into the final count.
+# summary.awk turns all of it into the final count.  On a kernel with
+# kmemleak (make check-debug's) a leak found after the tests or after
+# unloading is a failure too.
 
 : "${WSEM_KO:?}" "${SELFTESTS:?}"
 TEST_TIMEOUT=${TEST_TIMEOUT:-120}
@@ -20,6 +22,7 @@ TESTS=${TESTS:-}
 BAD='WARNING:|BUG:|Oops|lockdep|KASAN|UBSAN|hung_task|blocked for more than'
 BAD="$BAD|soft lockup|hard LOCKUP|rcu.*stall|general protection|Kernel panic"
 BAD="$BAD|Call Trace|still has objects|Objects remaining"
+KMEMLEAK=/sys/kernel/debug/kmemleak
 
 n=0
 # tap STATUS NAME: one TAP line of the harness's own.
@@ -53,10 +56,41 @@ dmesg_check() {
 	rm -f /tmp/wsem-dmesg.$$
 }
 
+# kmemleak_check WHEN: on a kernel with kmemleak (make check-debug's), fail
+# if a scan finds unreferenced objects; then forget them.  Scanning twice,
+# a few seconds apart, lets objects in flight be referenced again, and
+# kmemleak ignores objects younger than 5 s.
+kmemleak_check() {
+	[ -w "$KMEMLEAK" ] || return 0
+	sleep 6
+	echo scan >"$KMEMLEAK"
+	sleep 6
+	echo scan >"$KMEMLEAK"
+	cat "$KMEMLEAK" >/tmp/wsem-kmemleak.$$
+	if [ -s /tmp/wsem-kmemleak.$$ ]; then
+		sed 's/^/# kmemleak: /' /tmp/wsem-kmemleak.$$
+		tap 1 "no kmemleak leaks $1"
+	else
+		tap 0 "no kmemleak leaks $1"
+	fi
+	rm -f /tmp/wsem-kmemleak.$$
+	echo clear >"$KMEMLEAK"
+}
+
 if [ -d /sys/module/wsem ]; then
 	echo "# wsem is already loaded; unload it first"
 	tap 1 "wsem not loaded before the tests"
 	exit 1
+fi
+if [ -r /proc/lockdep_stats ]; then
+	# A report during the boot turns lockdep off for good, and silently.
+	grep -Eq '^ *debug_locks: +1$' /proc/lockdep_stats
+	tap $? "lockdep is active"
+fi
+if [ -w "$KMEMLEAK" ]; then
+	# What the boot left unreferenced is not ours.
+	echo scan >"$KMEMLEAK"
+	echo clear >"$KMEMLEAK"
 fi
 dmesg_mark
 insmod "$WSEM_KO"
@@ -106,6 +140,7 @@ for t in $TESTS; do
 	fi
 	dmesg_check "after $t"
 done
+kmemleak_check "after the tests"
 
 dmesg_mark
 ok=1
@@ -117,3 +152,4 @@ done
 rm -f /tmp/wsem-rmmod.$$
 tap $ok "rmmod succeeds after the tests"
 dmesg_check "after unloading"
+kmemleak_check "after unloading"

@@ -1,0 +1,90 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# make check-debug: every test in a VM running the debug kernel of
+# debug-kernel.sh (lockdep, KASAN, kmemleak, UBSAN, DEBUG_LIST, debug
+# objects, hung task and soft lockup detectors, failslab), built once per
+# machine.  runtests.sh fails on any such report in dmesg and on a kmemleak
+# leak after the tests and after unloading.  Ends with the failing names and
+# one line "N passed, N failed"; exits non-zero on any failure.
+#
+# Environment: VM_TIMEOUT (seconds for the whole guest, default 1200),
+# TEST_TIMEOUT (seconds per test program, default 300), TESTS, NO_DEPS=1,
+# WSEM_VM_ENV (more NAME=VALUE for the guest, after DEBUG_ENV's).
+set -u -o pipefail
+. "$(dirname "$0")/lib.sh"
+
+# KASAN and lockdep under TCG make process-heavy tests about 10 times
+# slower: what the tests that know it should do less here.
+#   fuzz_test: 100000 requests instead of 600000 (about 4000/s here)
+DEBUG_ENV="WSEM_FUZZ_OPS=100000"
+
+take_check_lock
+out=$BUILD/check-debug
+rm -rf "$out"
+mkdir -p "$out"
+tapf=$out/build.tap
+: >"$tapf"
+n=0
+t0=$(date +%s)
+
+stage() { printf '\n==== %s\n' "$*"; }
+# tap STATUS NAME [OUTPUT]: a TAP line of this script's; a failure shows the
+# tail of OUTPUT.
+tap() {
+	n=$((n + 1))
+	if [ "$1" -eq 0 ]; then
+		echo "ok $n $2" | tee -a "$tapf"
+	else
+		[ -n "${3:-}" ] && tail -n 60 "$3" | sed 's/^/#   /'
+		echo "not ok $n $2" | tee -a "$tapf"
+	fi
+}
+summary() {
+	stage "summary ($(($(date +%s) - t0))s)"
+	awk -f "$VMDIR/summary.awk" "$@"
+	exit
+}
+
+if [ -z "${NO_DEPS:-}" ]; then
+	stage "dependencies"
+	bash "$VMDIR/deps.sh" ||
+		log "check-debug: some packages are missing; going on"
+fi
+
+stage "build"
+$MAKE -C "$ROOT/userlib" >"$out/userlib.log" 2>&1
+tap $? "build: userlib" "$out/userlib.log"
+$MAKE -C "$ROOT/selftests" >"$out/selftests.log" 2>&1
+tap $? "build: selftests" "$out/selftests.log"
+
+stage "debug kernel (built once per machine: about 10 minutes on 2 CPUs)"
+dk=$(bash "$VMDIR/debug-kernel.sh" 2>"$out/kernel.log")
+st=$?
+grep '^debug-kernel: \(built\|cached\)' "$out/kernel.log"
+tap $st "build: the debug kernel" "$out/kernel.log"
+[ $st -eq 0 ] || summary label=- "$tapf"
+name=debug-$(cat "$dk/build/include/config/kernel.release")
+
+stage "wsem.ko for $name"
+mod=$BUILD/$name/mod
+copy_module_tree "$mod" >"$out/module.log" 2>&1 &&
+	$MAKE -s -C "$dk/build" M="$mod" W=1 KCFLAGS=-Werror modules \
+		>>"$out/module.log" 2>&1 && [ -f "$mod/wsem.ko" ]
+tap $? "build: wsem.ko for $name" "$out/module.log"
+[ -f "$mod/wsem.ko" ] || summary label=- "$tapf"
+
+stage "tests on $name"
+logf=$BUILD/$name/console.log
+: >"$logf"
+WSEM_VM_ENV="$DEBUG_ENV${WSEM_VM_ENV:+ $WSEM_VM_ENV}" \
+VM_TIMEOUT=${VM_TIMEOUT:-1200} TEST_TIMEOUT=${TEST_TIMEOUT:-300} \
+	bash "$VMDIR/run.sh" -k "$name" -I "$dk/bzImage" -K "$mod/wsem.ko" \
+		-m check -l "$logf" >"$out/run.log" 2>&1
+if [ -s "$logf" ]; then
+	tr -d '\r' <"$logf" | sed 's/\x1b\[[0-9;?]*[A-Za-z]//g; s/\x1bc//g' |
+		sed -n '/^# wsem-vm: kernel /,/^# wsem-vm: done/p'
+	cat "$out/run.log"
+else
+	tap 1 "$name: the VM did not start" "$out/run.log"
+fi
+summary label=- "$tapf" label="$name" "$logf"

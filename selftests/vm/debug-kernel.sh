@@ -1,0 +1,154 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# The debug kernel of `make check-debug`: Debian's linux-source-6.12,
+# `make tinyconfig` plus debug.config (lockdep, KASAN, kmemleak, UBSAN,
+# ...), built once per machine and cached outside the source tree.
+#
+# usage: debug-kernel.sh [-f]     (-f: build again even if cached)
+#
+# Prints the cache directory on stdout; in it:
+#   bzImage      the kernel
+#   build/       the tree for out-of-tree modules (make -C build M=...)
+#   config       its .config
+#   build-time   how long the build took (seconds), and what
+# The cache key is a hash of debug.config, the linux-source-6.12 package
+# version, the compiler and this script's RECIPE, so any of them changing
+# builds a new kernel.  Cache root: WSEM_DEBUG_CACHE, else
+# /var/cache/wsem-debug-kernel when writable, else ~/.cache/wsem-debug-kernel.
+set -u -o pipefail
+. "$(dirname "$0")/lib.sh"
+
+# Bump when the way the kernel is built changes.
+RECIPE=1
+KVERSION=6.12
+FRAGMENT=$VMDIR/debug.config
+TARBALL=/usr/src/linux-source-$KVERSION.tar.xz
+
+force=
+while getopts f opt; do
+	case $opt in
+	f) force=1 ;;
+	*) exit 2 ;;
+	esac
+done
+
+cache_root() {
+	if [ -n "${WSEM_DEBUG_CACHE:-}" ]; then
+		echo "$WSEM_DEBUG_CACHE"
+	elif mkdir -p /var/cache/wsem-debug-kernel 2>/dev/null &&
+	     [ -w /var/cache/wsem-debug-kernel ]; then
+		echo /var/cache/wsem-debug-kernel
+	else
+		echo "${XDG_CACHE_HOME:-$HOME/.cache}/wsem-debug-kernel"
+	fi
+}
+
+[ -f "$TARBALL" ] || die "no $TARBALL (apt-get install linux-source-$KVERSION)"
+pkgver=$(dpkg-query -W -f='${Version}' "linux-source-$KVERSION" 2>/dev/null)
+[ -n "$pkgver" ] || pkgver=$(stat -c %s-%Y "$TARBALL")
+key=$( {
+	echo "recipe $RECIPE"
+	echo "linux-source-$KVERSION $pkgver"
+	gcc --version | head -n 1
+	cat "$FRAGMENT"
+} | sha256sum | cut -c1-16)
+
+root=$(cache_root)
+dir=$root/$KVERSION-$key
+mkdir -p "$root" || die "cannot create $root"
+
+# One build per machine at a time; the others wait for it and reuse it.
+exec 9>"$root/.lock"
+if ! flock -n 9; then
+	log "debug-kernel: waiting for another build in $root"
+	flock 9
+fi
+
+if [ -z "$force" ] && [ -f "$dir/.done" ]; then
+	log "debug-kernel: cached: $dir ($(head -n 1 "$dir/build-time"))"
+	echo "$dir"
+	exit 0
+fi
+
+work=$dir.work
+rm -rf "$work" "$dir"
+mkdir -p "$work"
+src=$work/linux-source-$KVERSION
+blog=$work/build.log
+jobs=$(($(nproc) + 1))
+kmake() { $MAKE -C "$src" ARCH=x86_64 "$@"; }
+# fail WHAT: the end of the build log, then give up (the work tree stays).
+fail() {
+	tail -n 40 "$blog" >&2
+	die "$1 failed (log: $blog)"
+}
+
+t0=$(date +%s)
+log "debug-kernel: extracting $TARBALL"
+tar -xJf "$TARBALL" -C "$work" || die "extracting $TARBALL failed"
+t1=$(date +%s)
+
+log "debug-kernel: tinyconfig + ${FRAGMENT#"$ROOT"/}"
+{
+	kmake tinyconfig &&
+	(cd "$src" && ARCH=x86_64 scripts/kconfig/merge_config.sh -m \
+		.config "$FRAGMENT") &&
+	kmake olddefconfig
+} >"$blog" 2>&1 || fail "configuring"
+
+# Every line of the fragment must hold: Kconfig drops what it cannot
+# have (a missing dependency) without a word.
+bad=
+while IFS= read -r line; do
+	case $line in
+	CONFIG_*=*)
+		grep -qxF "$line" "$src/.config" || bad="$bad ${line%%=*}"
+		;;
+	'# CONFIG_'*' is not set')
+		opt=${line#\# }
+		opt=${opt%% *}
+		grep -q "^$opt=" "$src/.config" && bad="$bad $opt(set)"
+		;;
+	esac
+done <"$FRAGMENT"
+[ -z "$bad" ] || die "the .config does not have:$bad"
+
+log "debug-kernel: building with $jobs jobs (log: $blog)"
+kmake -j"$jobs" bzImage modules >>"$blog" 2>&1 || fail "the kernel build"
+t2=$(date +%s)
+
+# The tree out-of-tree modules build against, as Debian's headers
+# packages make it.
+tmp=$dir.tmp
+rm -rf "$tmp"
+mkdir -p "$tmp/build"
+(cd "$src" && srctree=. SRCARCH=x86 CC=gcc HOSTCC=gcc MAKE=$MAKE \
+	sh scripts/package/install-extmod-build "$tmp/build") >>"$blog" 2>&1 ||
+	fail "installing the module build tree"
+cp "$src/.config" "$tmp/build/.config"
+cp "$src/.config" "$tmp/config"
+cp "$src/System.map" "$tmp/build/System.map"
+cp "$src/arch/x86/boot/bzImage" "$tmp/bzImage"
+
+# A module of nothing proves the tree builds and links modules.
+probe=$work/probe
+mkdir -p "$probe"
+echo 'obj-m := probe.o' >"$probe/Kbuild"
+printf '%s\n' '#include <linux/module.h>' 'MODULE_LICENSE("GPL");' \
+	>"$probe/probe.c"
+if ! $MAKE -C "$tmp/build" M="$probe" modules >>"$blog" 2>&1 ||
+   [ ! -f "$probe/probe.ko" ]; then
+	fail "building a module against the tree"
+fi
+
+{
+	echo "$((t2 - t0))s (extract $((t1 - t0))s, configure and build" \
+		"$((t2 - t1))s with $jobs jobs on $(nproc) CPUs)"
+	echo "linux-source-$KVERSION $pkgver, $(gcc --version | head -n 1)"
+	echo "recipe $RECIPE, built $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+} >"$tmp/build-time"
+touch "$tmp/.done"
+mv "$tmp" "$dir"
+rm -rf "$work"
+log "debug-kernel: built in $(head -n 1 "$dir/build-time"): $dir"
+echo "$dir"
