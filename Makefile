@@ -21,6 +21,12 @@
 #                   DESTDIR and PREFIX (default /usr/local) are honoured
 # make vm           a shell in a VM with wsem.ko loaded (KVER=... picks the
 #                   kernel); with CMD='...' runs it there and returns its status
+# make bench        wsem next to sem_t, SysV semop, eventfd and flock, every
+#                   scenario in one VM boot (KVER=... picks the kernel,
+#                   default 6.12); prints the table, writes bench/results.{txt,
+#                   json,dat,png}; about 5 minutes on 2 CPUs
+# make bench-host   the same program on this machine (needs /dev/wsem, or root
+#                   and a built ./wsem.ko); results in build/bench-host/
 # make lint         W=1 -Werror, sparse, kernel-doc, checkpatch, uapi header
 # make clean
 
@@ -33,7 +39,7 @@ VM := selftests/vm
 cmd_arg = '$(subst ','\'',$(value CMD))'
 
 .PHONY: all module userlib selftests check check-debug check-host vm demo \
-	install lint deps clean storm fuzz
+	install lint deps clean bench bench-host bench-bin storm fuzz
 
 all: userlib selftests
 ifneq ($(wildcard $(KDIR)/Makefile),)
@@ -104,9 +110,21 @@ lint:
 deps:
 	@bash $(VM)/deps.sh
 
+bench-bin:
+	@$(MAKE) -s --no-print-directory -C userlib libwsem.a
+	@$(MAKE) -s --no-print-directory -C bench
+
+bench: bench-bin
+	@bash $(VM)/deps.sh
+	@bash bench/run.sh vm $(KVER)
+
+bench-host: bench-bin
+	@bash bench/run.sh host
+
 clean:
 	-$(MAKE) -C userlib clean
 	-$(MAKE) -C selftests clean
+	-$(MAKE) -C bench clean
 	rm -rf build .tmp_versions
 	rm -f *.ko *.o .*.o *.mod *.mod.c modules.order Module.symvers \
 		.*.cmd module/*.o module/.*.cmd

@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Scenario 1: an uncontended acquire(1)+release(1) pair in one process.
+ *
+ * Two getppid() calls are the floor for anything the kernel enforces, the
+ * eventfd read+write pair the floor for an fd-based kernel object.  A
+ * sample is the mean of BATCH pairs timed together (so the clock costs
+ * little); the peers take turns in ROUNDS rounds so that a drift of the
+ * machine's speed hits them all alike.
+ */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+#define BATCH		16
+#define ROUNDS		5
+#define SECONDS		1.5	/* per peer, over all rounds */
+#define MAX_SAMPLES	(1u << 16)
+
+struct row {
+	const char *name;
+	const char *label;
+	const struct peer *peer;	/* NULL: the getppid floor */
+	struct bsem sem;
+	struct bhandle h;
+	struct samples *s;
+	double median, p99;
+};
+
+static int pair(struct row *r)
+{
+	if (!r->peer) {
+		syscall(SYS_getppid);
+		syscall(SYS_getppid);
+		return 0;
+	}
+	if (r->peer->acquire(&r->h, 1) || r->peer->release(&r->h, 1))
+		return -1;
+	return 0;
+}
+
+/* Collect samples for @ns nanoseconds. */
+static int measure(struct row *r, uint64_t ns)
+{
+	uint64_t t0 = now_ns(), end = t0 + ns, t1;
+	int i;
+
+	do {
+		for (i = 0; i < BATCH; i++) {
+			if (pair(r))
+				return -1;
+		}
+		t1 = now_ns();
+		samples_add(r->s, (t1 - t0) / BATCH);
+		t0 = t1;
+	} while (t1 < end);
+	return 0;
+}
+
+static int setup(struct row *r)
+{
+	r->s = samples_new(MAX_SAMPLES, false);
+	if (!r->peer)
+		return 0;
+	if (r->peer->create(&r->sem, 1))
+		return -1;
+	return r->peer->attach(&r->sem, &r->h);
+}
+
+static void print_rows(struct row *rows, int n, const struct row *wsem)
+{
+	int i;
+
+	table("\n1. Uncontended acquire(1)+release(1), one process\n");
+	table("   ns per pair; ratio = peer / wsem (median)\n");
+	table("   %-28s %10s %10s %8s\n", "", "median", "p99", "ratio");
+	plot("# uncontended\n");
+	json_begin("uncontended");
+	json_str("unit", "ns per acquire(1)+release(1) pair");
+	json_int("batch", BATCH);
+	json_begin_array("rows");
+	for (i = 0; i < n; i++) {
+		struct row *r = &rows[i];
+		double q = ratio(r->median, wsem->median);
+
+		table("   %-28s %10.0f %10.0f %8.2f\n", r->label, r->median,
+		      r->p99, q);
+		plot("%d \"%s\" %.1f %.1f %.4f\n", i, r->name, r->median,
+		     r->p99, q);
+		json_begin(NULL);
+		json_str("peer", r->name);
+		json_num("median_ns", r->median);
+		json_num("p99_ns", r->p99);
+		json_num("ratio_to_wsem", q);
+		json_num("p99_ratio_to_wsem", ratio(r->p99, wsem->p99));
+		json_int("samples", r->s->n);
+		json_end();
+	}
+	json_end_array();
+	json_end();
+	plot("\n\n");
+}
+
+void scenario_uncontended(void)
+{
+	struct row rows[8] = {
+		{ .name = "getppid", .label = "getppid x2 (syscall floor)" },
+	};
+	const struct peer *const *p;
+	uint64_t slice = run_ns(SECONDS / ROUNDS);
+	struct row *wsem = NULL;
+	int n = 1, i, k;
+
+	for (p = peers; *p; p++) {
+		rows[n].name = (*p)->name;
+		rows[n].label = (*p)->label;
+		rows[n].peer = *p;
+		if (*p == &peer_wsem)
+			wsem = &rows[n];
+		n++;
+	}
+	for (i = 0; i < n; i++) {
+		if (setup(&rows[i])) {
+			progress("uncontended: %s: setup failed", rows[i].name);
+			exit(1);
+		}
+		measure(&rows[i], slice / 4);	/* warm up */
+		rows[i].s->n = 0;
+		rows[i].s->seen = 0;
+	}
+	for (k = 0; k < ROUNDS; k++) {
+		for (i = 0; i < n; i++) {
+			if (measure(&rows[i], slice)) {
+				progress("uncontended: %s failed",
+					 rows[i].name);
+				exit(1);
+			}
+		}
+	}
+	for (i = 0; i < n; i++) {
+		struct row *r = &rows[i];
+
+		r->median = samples_pct(r->s, 50);
+		r->p99 = samples_pct(r->s, 99);
+		progress("uncontended: %-8s median %.0f ns, p99 %.0f ns",
+			 r->name, r->median, r->p99);
+		if (r->peer) {
+			r->peer->detach(&r->h);
+			r->peer->destroy(&r->sem);
+		}
+	}
+	print_rows(rows, n, wsem);
+	for (i = 0; i < n; i++)
+		samples_free(rows[i].s);
+}
