@@ -3,6 +3,8 @@
 # make              the library, the CLI, the selftests, and wsem.ko when the
 #                   headers of the running kernel ($(KDIR)) are installed
 # make module       wsem.ko against KDIR (our warnings are errors)
+# make test         everything, as CI runs it: make check, then make
+#                   check-debug; ends with one "N passed, N failed" for both
 # make check        lint, then every test in QEMU on each installed Debian
 #                   kernel (6.1, 6.12, 6.12 PREEMPT_RT); ends with
 #                   "N passed, N failed"
@@ -38,7 +40,7 @@ VM := selftests/vm
 # CMD verbatim ($ and all), single-quoted for the shell.
 cmd_arg = '$(subst ','\'',$(value CMD))'
 
-.PHONY: all module userlib selftests check check-debug check-host vm demo \
+.PHONY: all module userlib selftests test check check-debug check-host vm demo \
 	install lint deps clean bench bench-host bench-bin storm fuzz
 
 all: userlib selftests
@@ -58,6 +60,9 @@ selftests: userlib
 
 module:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) W=1 KCFLAGS=-Werror modules
+
+test:
+	@bash $(VM)/check-all.sh
 
 check:
 	@bash $(VM)/check.sh

@@ -1,0 +1,39 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# make test: make check (lint, 6.1, 6.12, 6.12-rt), then make check-debug
+# (the debug kernel, built the first time on a machine), then one line that
+# counts both: "N passed, N failed".  Exits non-zero on any failure; a lane
+# that ends without its summary line counts as a failure.
+set -u -o pipefail
+. "$(dirname "$0")/lib.sh"
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+t0=$(date +%s)
+
+# lane SCRIPT: run it, its output shown and kept in $tmp/SCRIPT.
+lane() {
+	local t
+	t=$(date +%s)
+	bash "$VMDIR/$1.sh" </dev/null 2>&1 | tee "$tmp/$1"
+	echo "check-all: $1 took $(($(date +%s) - t))s"
+}
+lane check
+NO_DEPS=1 lane check-debug
+
+printf '\n==== both lanes (%ss)\n' "$(($(date +%s) - t0))"
+awk '
+/^[0-9]+ skipped / { skipped += $1 }
+/^[0-9]+ passed, [0-9]+ failed$/ { seen[FILENAME] = 1; passed += $1; failed += $3 }
+END {
+	for (i = 1; i < ARGC; i++)
+		if (!(ARGV[i] in seen)) {
+			n = split(ARGV[i], p, "/")
+			print "FAILED: make " p[n] ": no summary line"
+			failed++
+		}
+	if (skipped)
+		print skipped " skipped"
+	print (passed + 0) " passed, " (failed + 0) " failed"
+	exit failed ? 1 : 0
+}' "$tmp/check" "$tmp/check-debug"
