@@ -45,6 +45,7 @@
 #include <wsem.h>
 
 #include "kselftest_harness.h"
+#include "util.h"
 
 #define FAILSLAB	"/sys/kernel/debug/failslab"
 #define USERCOPY	"/sys/kernel/debug/fail_usercopy"
@@ -59,37 +60,6 @@ static const char *const knobs[] = {
 };
 
 #define NKNOBS	ARRAY_SIZE(knobs)
-
-static int write_file(const char *path, const char *val)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	ssize_t n;
-	int err;
-
-	if (fd < 0)
-		return -1;
-	n = write(fd, val, strlen(val));
-	err = errno;
-	close(fd);
-	errno = err;
-	return n == (ssize_t)strlen(val) ? 0 : -1;
-}
-
-static int read_file(const char *path, char *buf, size_t len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		return -1;
-	buf[n] = 0;
-	buf[strcspn(buf, "\n")] = 0;
-	return 0;
-}
 
 static int knob(const char *name, const char *val)
 {

@@ -61,6 +61,7 @@
 #include <wsem.h>
 
 #include "kselftest_harness.h"
+#include "util.h"
 
 #define NWORKERS	8		/* fuzz processes alive at once */
 #define OP_THREADS	2		/* fuzzing threads per worker */
@@ -133,30 +134,6 @@ static int64_t now_ns(void)
 static uint64_t add(uint64_t *p, uint64_t n)
 {
 	return __atomic_add_fetch(p, n, __ATOMIC_RELAXED);
-}
-
-/* splitmix64: small, fast, and the same everywhere for one seed. */
-struct rng {
-	uint64_t s;
-};
-
-static uint64_t rnd(struct rng *r)
-{
-	uint64_t z = (r->s += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-static uint64_t below(struct rng *r, uint64_t n)
-{
-	return rnd(r) % n;
-}
-
-static bool chance(struct rng *r, unsigned int percent)
-{
-	return below(r, 100) < percent;
 }
 
 static struct rng rng_for(uint64_t a, uint64_t b, uint64_t c)
@@ -1007,28 +984,8 @@ static void fuzz_one(struct rng *r, struct arena *a)
 /* ---------------------------------------------------------------- */
 /* Chaos: descriptors and processes                                 */
 
-static int send_fd(int sock, int fd)
-{
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	char byte = 'F';
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-	struct msghdr msg = {
-		.msg_iov = &iov, .msg_iovlen = 1,
-		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
-	};
-	struct cmsghdr *cm;
-
-	memset(cbuf, 0, sizeof(cbuf));
-	cm = CMSG_FIRSTHDR(&msg);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	return sendmsg(sock, &msg, MSG_DONTWAIT | MSG_NOSIGNAL) == 1 ? 0 : -1;
-}
-
 /* A descriptor from @sock, or -1; closes anything else that came along. */
-static int recv_fd(int sock, int flags)
+static int recv_any_fd(int sock, int flags)
 {
 	char cbuf[CMSG_SPACE(sizeof(int) * 4)];
 	char byte;
@@ -1152,11 +1109,11 @@ static void chaos_one(struct rng *r)
 	case 35 ... 56:
 		fd = pool_get(r);
 		target = below(r, NWORKERS);
-		if (fd >= 0 && !send_fd(box[target][1], fd))
+		if (fd >= 0 && !send_fd(box[target][1], fd, MSG_DONTWAIT))
 			add(&sh->passed, 1);
 		break;
 	case 57 ... 78:
-		fd = recv_fd(box[my_slot][0], 0);
+		fd = recv_any_fd(box[my_slot][0], 0);
 		if (fd >= 0) {
 			add(&sh->received, 1);
 			pool_put(r, fd);
@@ -1315,13 +1272,6 @@ static int ns_init(int64_t seconds)
 /* ---------------------------------------------------------------- */
 /* The test                                                          */
 
-static uint64_t env_u64(const char *name, uint64_t def)
-{
-	const char *v = getenv(name);
-
-	return v && *v ? strtoull(v, NULL, 0) : def;
-}
-
 /* Receive and close every descriptor still in flight in the mailboxes. */
 static uint64_t drain_boxes(void)
 {
@@ -1330,7 +1280,7 @@ static uint64_t drain_boxes(void)
 	int fd;
 
 	for (i = 0; i < NWORKERS; i++) {
-		while ((fd = recv_fd(box[i][0], 0)) != -2) {
+		while ((fd = recv_any_fd(box[i][0], 0)) != -2) {
 			if (fd >= 0) {
 				close(fd);
 				n++;

@@ -31,6 +31,7 @@
 #include <wsem.h>
 
 #include "kselftest_harness.h"
+#include "util.h"
 
 #define CAP		4	/* capacity of the fixture's semaphore */
 #define MAX_KIDS	3	/* helpers per test */
@@ -118,49 +119,6 @@ static int64_t used_of(int fd)
 	if (wsem_stat(fd, &st))
 		return -1;
 	return st.used;
-}
-
-static int send_fd(int sock, int fd)
-{
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	char byte = 'F';
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-	struct msghdr msg = {
-		.msg_iov = &iov, .msg_iovlen = 1,
-		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
-	};
-	struct cmsghdr *cm;
-
-	memset(cbuf, 0, sizeof(cbuf));
-	cm = CMSG_FIRSTHDR(&msg);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	return sendmsg(sock, &msg, 0) == 1 ? 0 : -1;
-}
-
-static int recv_fd(int sock)
-{
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	char byte;
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-	struct msghdr msg = {
-		.msg_iov = &iov, .msg_iovlen = 1,
-		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
-	};
-	struct cmsghdr *cm;
-	int fd;
-
-	if (recvmsg(sock, &msg, MSG_CMSG_CLOEXEC) != 1)
-		return -1;
-	cm = CMSG_FIRSTHDR(&msg);
-	if (!cm || cm->cmsg_type != SCM_RIGHTS) {
-		errno = EBADMSG;
-		return -1;
-	}
-	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
-	return fd;
 }
 
 static void __attribute__((noreturn))
@@ -569,7 +527,7 @@ TEST_F(life, scm_rights_shares_held_weight)
 	ASSERT_EQ(0, wsem_acquire(self->fd, 2));
 	ASSERT_EQ(0, start_helper(self, 0, -1));
 	ASSERT_EQ(0, send_req(self, 0, OP_RECV, 0));
-	ASSERT_EQ(0, send_fd(self->kid[0].sock, self->fd));
+	ASSERT_EQ(0, send_fd(self->kid[0].sock, self->fd, 0));
 	ASSERT_EQ(0, get_reply(self, 0, &r));
 	ASSERT_LE(0, r.ret);
 	ASSERT_EQ(0, r.stat_ret);
@@ -594,7 +552,7 @@ TEST_F(life, scm_rights_weight_returns_on_last_close)
 	ASSERT_EQ(0, wsem_acquire(self->fd, 2));
 	ASSERT_EQ(0, start_helper(self, 0, -1));
 	ASSERT_EQ(0, send_req(self, 0, OP_RECV, 0));
-	ASSERT_EQ(0, send_fd(self->kid[0].sock, self->fd));
+	ASSERT_EQ(0, send_fd(self->kid[0].sock, self->fd, 0));
 	ASSERT_EQ(0, get_reply(self, 0, &r));
 	ASSERT_LE(0, r.ret);
 	ASSERT_EQ(0, close(self->fd));

@@ -54,6 +54,7 @@
 #include <wsem.h>
 
 #include "kselftest_harness.h"
+#include "util.h"
 
 #define NOBODY		65534
 #define NSEC		1000000000LL
@@ -72,36 +73,6 @@ static int64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * NSEC + ts.tv_nsec;
-}
-
-static int write_file(const char *path, const char *val)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	ssize_t n;
-	int err;
-
-	if (fd < 0)
-		return -1;
-	n = write(fd, val, strlen(val));
-	err = errno;
-	close(fd);
-	errno = err;
-	return n == (ssize_t)strlen(val) ? 0 : -1;
-}
-
-static int read_file(const char *path, char *buf, size_t len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		return -1;
-	buf[n] = 0;
-	return 0;
 }
 
 static long long read_ll(const char *path)
@@ -146,47 +117,6 @@ static int create_on(int fd, const char *name, uint64_t flags)
 	if (name)
 		snprintf(o.name, sizeof(o.name), "%s", name);
 	return ioctl(fd, WSEM_IOC_OPEN, &o);
-}
-
-static int send_fd(int sock, int fd)
-{
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	char byte = 'F';
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-	struct msghdr msg = {
-		.msg_iov = &iov, .msg_iovlen = 1,
-		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
-	};
-	struct cmsghdr *cm;
-
-	memset(cbuf, 0, sizeof(cbuf));
-	cm = CMSG_FIRSTHDR(&msg);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	return sendmsg(sock, &msg, MSG_NOSIGNAL) == 1 ? 0 : -1;
-}
-
-static int recv_fd(int sock)
-{
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	char byte;
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-	struct msghdr msg = {
-		.msg_iov = &iov, .msg_iovlen = 1,
-		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
-	};
-	struct cmsghdr *cm;
-	int fd;
-
-	if (recvmsg(sock, &msg, MSG_CMSG_CLOEXEC) != 1)
-		return -1;
-	cm = CMSG_FIRSTHDR(&msg);
-	if (!cm || cm->cmsg_type != SCM_RIGHTS)
-		return -1;
-	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
-	return fd;
 }
 
 /* Fork; the child runs @fn(@arg) and exits with its return value. */
@@ -981,7 +911,7 @@ static int userns_root(void *p)
 	own = wsem_open_anon(2, O_CLOEXEC);
 	CHILD_CHECK(own >= 0, 11);
 	CHILD_CHECK(!wsem_set_capacity(own, 3), 12);
-	CHILD_CHECK(!send_fd(j->sock, own), 13);
+	CHILD_CHECK(!send_fd(j->sock, own, 0), 13);
 	return 0;
 }
 
@@ -1067,7 +997,7 @@ static int keeper_main(void *p)
 	CHILD_CHECK(!unshare(CLONE_NEWIPC), 1);
 	fd = wsem_open(k->name, O_CREAT | O_EXCL | O_CLOEXEC, 0600, 2);
 	CHILD_CHECK(fd >= 0, 2);
-	CHILD_CHECK(!send_fd(k->sock, fd), 3);
+	CHILD_CHECK(!send_fd(k->sock, fd, 0), 3);
 	CHILD_CHECK(read(k->go[0], &c, 1) == 0, 4);
 	return 0;
 }

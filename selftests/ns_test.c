@@ -32,6 +32,7 @@
 #include <wsem.h>
 
 #include "kselftest_harness.h"
+#include "util.h"
 
 #define MAX_KIDS	2		/* namespace children per test */
 #define NSEC		1000000000LL
@@ -108,48 +109,14 @@ static int64_t list_names(const char *name, int *has)
 	return m;
 }
 
-static int send_fd(int sock, int fd)
+/* recv_fd(), giving up after REPORT_WAIT_MS without a message. */
+static int recv_fd_wait(int sock)
 {
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	char byte = 'F';
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-	struct msghdr msg = {
-		.msg_iov = &iov, .msg_iovlen = 1,
-		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
-	};
-	struct cmsghdr *cm;
-
-	memset(cbuf, 0, sizeof(cbuf));
-	cm = CMSG_FIRSTHDR(&msg);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	return sendmsg(sock, &msg, 0) == 1 ? 0 : -1;
-}
-
-static int recv_fd(int sock)
-{
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	char byte;
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-	struct msghdr msg = {
-		.msg_iov = &iov, .msg_iovlen = 1,
-		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
-	};
-	struct cmsghdr *cm;
 	struct pollfd pfd = { .fd = sock, .events = POLLIN };
-	int fd;
 
 	if (poll(&pfd, 1, REPORT_WAIT_MS) != 1)
 		return -1;
-	if (recvmsg(sock, &msg, MSG_CMSG_CLOEXEC) != 1)
-		return -1;
-	cm = CMSG_FIRSTHDR(&msg);
-	if (!cm || cm->cmsg_type != SCM_RIGHTS)
-		return -1;
-	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
-	return fd;
+	return recv_fd(sock);
 }
 
 static void __attribute__((noreturn))
@@ -181,7 +148,7 @@ ns_child_main(const char *name, const struct ns_job *job, int out, int go,
 	if (fd >= 0)
 		wsem_stat(fd, &r.st);
 	if (fd >= 0 && job->send)
-		r.send_ret = send_fd(sock, fd);
+		r.send_ret = send_fd(sock, fd, 0);
 	r.total = list_names(name, &r.listed);
 report:
 	if (write(out, &r, sizeof(r)) != sizeof(r))
@@ -428,7 +395,7 @@ TEST_F(ns, dead_ns_handle_keeps_working)
 	ASSERT_EQ(0, r.unshare_err);
 	ASSERT_LE(0, r.ret);
 	ASSERT_EQ(0, r.send_ret);
-	self->fd = recv_fd(self->sock[0]);
+	self->fd = recv_fd_wait(self->sock[0]);
 	ASSERT_LE(0, self->fd);
 	ASSERT_EQ(0, end_ns_child(self, 0));
 
@@ -465,7 +432,7 @@ TEST_F(ns, dead_ns_name_vanishes)
 	ASSERT_EQ(0, r.unshare_err);
 	ASSERT_LE(0, r.ret);
 	ASSERT_EQ(0, r.send_ret);
-	self->fd = recv_fd(self->sock[0]);
+	self->fd = recv_fd_wait(self->sock[0]);
 	ASSERT_LE(0, self->fd);
 	ASSERT_EQ(0, wsem_stat(self->fd, &st));
 	EXPECT_STREQ(self->name, st.name);
@@ -495,7 +462,7 @@ TEST_F(ns, new_ns_does_not_see_dead_ns_name)
 	ASSERT_EQ(0, r.unshare_err);
 	ASSERT_LE(0, r.ret);
 	ASSERT_EQ(0, r.send_ret);
-	self->fd = recv_fd(self->sock[0]);
+	self->fd = recv_fd_wait(self->sock[0]);
 	ASSERT_LE(0, self->fd);
 	ASSERT_EQ(0, end_ns_child(self, 0));
 

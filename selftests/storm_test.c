@@ -62,6 +62,7 @@
 #include <wsem.h>
 
 #include "kselftest_harness.h"
+#include "util.h"
 
 #define NPROC		64		/* workers */
 #define NSEM		3
@@ -154,29 +155,6 @@ static int64_t now_ns(void)
 #define LD(p)		__atomic_load_n(p, __ATOMIC_SEQ_CST)
 #define ST(p, v)	__atomic_store_n(p, v, __ATOMIC_SEQ_CST)
 #define INC(p)		__atomic_add_fetch(p, 1, __ATOMIC_SEQ_CST)
-
-struct rng {
-	uint64_t s;
-};
-
-static uint64_t rnd(struct rng *r)
-{
-	uint64_t z = (r->s += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-static uint64_t below(struct rng *r, uint64_t n)
-{
-	return rnd(r) % n;
-}
-
-static bool chance(struct rng *r, unsigned int percent)
-{
-	return below(r, 100) < percent;
-}
 
 /* Record a violation; the first MAX_NOTES different ones are kept. */
 static void __attribute__((format(printf, 1, 2))) violation(const char *fmt, ...)
@@ -686,13 +664,6 @@ static int slot_of(pid_t pid)
 		if (LD(&sm->slot[i].pid) == pid)
 			return i;
 	return -1;
-}
-
-static uint64_t env_u64(const char *name, uint64_t def)
-{
-	const char *v = getenv(name);
-
-	return v && *v ? strtoull(v, NULL, 0) : def;
 }
 
 FIXTURE_SETUP(storm)

@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Helpers that more than one selftest needs: passing a descriptor over a
+ * unix socket, one-line files in /proc, /sys and cgroupfs, a seeded random
+ * generator, and numbers from the environment.  All static inline, so a
+ * test that uses some of them builds without warnings about the others.
+ */
+#ifndef WSEM_SELFTEST_UTIL_H
+#define WSEM_SELFTEST_UTIL_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* Send @fd over the unix socket @sock (never SIGPIPE); 0, or -1 and errno. */
+static inline int send_fd(int sock, int fd, int flags)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	char byte = 'F';
+	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+	struct msghdr msg = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
+	};
+	struct cmsghdr *cm;
+
+	memset(cbuf, 0, sizeof(cbuf));
+	cm = CMSG_FIRSTHDR(&msg);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	return sendmsg(sock, &msg, MSG_NOSIGNAL | flags) == 1 ? 0 : -1;
+}
+
+/* Receive one descriptor sent by send_fd(), close-on-exec; or -1. */
+static inline int recv_fd(int sock)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	char byte;
+	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+	struct msghdr msg = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
+	};
+	struct cmsghdr *cm;
+	int fd;
+
+	if (recvmsg(sock, &msg, MSG_CMSG_CLOEXEC) != 1)
+		return -1;
+	cm = CMSG_FIRSTHDR(&msg);
+	if (!cm || cm->cmsg_type != SCM_RIGHTS) {
+		errno = EBADMSG;
+		return -1;
+	}
+	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+	return fd;
+}
+
+/* Write @val to the file @path in one write(); 0, or -1 and errno. */
+static inline int write_file(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	ssize_t n;
+	int err;
+
+	if (fd < 0)
+		return -1;
+	n = write(fd, val, strlen(val));
+	err = errno;
+	close(fd);
+	errno = err;
+	return n == (ssize_t)strlen(val) ? 0 : -1;
+}
+
+/* The file @path (up to @len - 1 bytes), NUL-terminated; 0 or -1. */
+static inline int read_file(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -1;
+	buf[n] = 0;
+	return 0;
+}
+
+/* splitmix64: small, fast, and the same everywhere for one seed. */
+struct rng {
+	uint64_t s;
+};
+
+static inline uint64_t rnd(struct rng *r)
+{
+	uint64_t z = (r->s += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static inline uint64_t below(struct rng *r, uint64_t n)
+{
+	return rnd(r) % n;
+}
+
+static inline bool chance(struct rng *r, unsigned int percent)
+{
+	return below(r, 100) < percent;
+}
+
+/* The environment variable @name as a number (0x... allowed), else @def. */
+static inline uint64_t env_u64(const char *name, uint64_t def)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? strtoull(v, NULL, 0) : def;
+}
+
+#endif
