@@ -19,26 +19,7 @@ set -u -o pipefail
 DEBUG_ENV="WSEM_FUZZ_OPS=100000"
 
 take_check_lock
-out=$BUILD/check-debug
-rm -rf "$out"
-mkdir -p "$out"
-tapf=$out/build.tap
-: >"$tapf"
-n=0
-t0=$(date +%s)
-
-stage() { printf '\n==== %s\n' "$*"; }
-# tap STATUS NAME [OUTPUT]: a TAP line of this script's; a failure shows the
-# tail of OUTPUT.
-tap() {
-	n=$((n + 1))
-	if [ "$1" -eq 0 ]; then
-		echo "ok $n $2" | tee -a "$tapf"
-	else
-		[ -n "${3:-}" ] && tail -n 60 "$3" | sed 's/^/#   /'
-		echo "not ok $n $2" | tee -a "$tapf"
-	fi
-}
+check_begin check-debug
 summary() {
 	stage "summary ($(($(date +%s) - t0))s)"
 	awk -f "$VMDIR/summary.awk" "$@"

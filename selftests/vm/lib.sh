@@ -183,3 +183,29 @@ codespell_dict() {
 	done
 	return 1
 }
+
+# check_begin NAME: the state of a make check lane: a fresh $out
+# (build/NAME), $tapf for the lane's own TAP lines, $t0; and its helpers.
+check_begin() {
+	out=$BUILD/$1
+	rm -rf "$out"
+	mkdir -p "$out"
+	tapf=$out/build.tap
+	: >"$tapf"
+	n=0
+	t0=$(date +%s)
+}
+
+stage() { printf '\n==== %s\n' "$*"; }
+
+# tap STATUS NAME [OUTPUT]: a TAP line of the lane's own, into $tapf; a
+# failure shows the tail of OUTPUT.
+tap() {
+	n=$((n + 1))
+	if [ "$1" -eq 0 ]; then
+		echo "ok $n $2" | tee -a "$tapf"
+	else
+		[ -n "${3:-}" ] && tail -n 60 "$3" | sed 's/^/#   /'
+		echo "not ok $n $2" | tee -a "$tapf"
+	fi
+}
