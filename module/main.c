@@ -390,6 +390,14 @@ static int wsem_release_file(struct inode *inode, struct file *file)
 	return 0;
 }
 
+/* An unbound handle has nothing to wait for: EPOLLERR, like a bad fd. */
+static __poll_t wsem_poll_file(struct file *file, poll_table *wait)
+{
+	struct wsem *sem = wsem_handle_sem(file->private_data);
+
+	return sem ? wsem_poll(sem, file, wait) : EPOLLERR;
+}
+
 static void wsem_show_fdinfo(struct seq_file *m, struct file *file)
 {
 	struct wsem_handle *h = file->private_data;
@@ -410,6 +418,7 @@ static const struct file_operations wsem_fops = {
 	.owner		= THIS_MODULE,
 	.open		= wsem_open,
 	.release	= wsem_release_file,
+	.poll		= wsem_poll_file,
 	.unlocked_ioctl	= wsem_ioctl,
 	.compat_ioctl	= compat_ptr_ioctl,
 	.show_fdinfo	= wsem_show_fdinfo,

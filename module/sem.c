@@ -33,6 +33,7 @@
 #include <linux/ktime.h>
 #include <linux/nsproxy.h>
 #include <linux/overflow.h>
+#include <linux/poll.h>
 #include <linux/sched.h>
 #include <linux/sched/signal.h>
 #include <linux/sched/task.h>
@@ -68,6 +69,7 @@ struct wsem_waiter {
 
 struct wsem_wake {
 	unsigned int nr;
+	struct wsem *poll;	/* wake its pollers too */
 	struct task_struct *tasks[WSEM_WAKE_BATCH];
 };
 
@@ -93,16 +95,19 @@ static void __wsem_wake_up(struct wsem_wake *wake)
 	wake->nr = 0;
 }
 
-/* Only the count needs a value: the slots are written before use. */
+/* The task slots need no value: they are written before use. */
 static __always_inline void wsem_wake_init(struct wsem_wake *wake)
 {
 	wake->nr = 0;
+	wake->poll = NULL;
 }
 
 static __always_inline void wsem_wake_up(struct wsem_wake *wake)
 {
 	if (wake->nr)
 		__wsem_wake_up(wake);
+	if (unlikely(wake->poll))
+		wake_up_poll(&wake->poll->pollers, EPOLLIN | EPOLLRDNORM);
 }
 
 static bool wsem_fits(const struct wsem *sem, u64 weight)
@@ -153,6 +158,31 @@ static void wsem_grant(struct wsem *sem, struct wsem_wake *wake)
 	}
 }
 
+/* Would a try-acquire of 1 succeed now?  What poll() reports as EPOLLIN. */
+static bool wsem_ready(const struct wsem *sem)
+{
+	return list_empty(&sem->waiters) && wsem_fits(sem, 1);
+}
+
+/*
+ * After weight came back or a waiter left: grant the waiters that fit now,
+ * then, if weight is still free, note the pollers for @wake.
+ */
+static void wsem_settle(struct wsem *sem, struct wsem_wake *wake)
+{
+	lockdep_assert_held(&sem->lock);
+
+	if (!list_empty(&sem->waiters))
+		wsem_grant(sem, wake);
+	/*
+	 * No barrier needed: a poller adds itself to @sem->pollers before it
+	 * takes @sem->lock to look (wsem_poll()), so one that looked before
+	 * us is seen here, and one that looks after us sees the free weight.
+	 */
+	if (unlikely(waitqueue_active(&sem->pollers)) && wsem_ready(sem))
+		wake->poll = sem;
+}
+
 /**
  * wsem_alloc() - create a semaphore owned by the caller
  * @wns: the namespace it is charged to; its reference passes to the semaphore
@@ -176,6 +206,7 @@ struct wsem *wsem_alloc(struct wsem_ns *wns, u64 capacity, umode_t mode,
 	sem->capacity = capacity;
 	INIT_LIST_HEAD(&sem->waiters);
 	INIT_LIST_HEAD(&sem->handles);
+	init_waitqueue_head(&sem->pollers);
 	RB_CLEAR_NODE(&sem->node);
 	kref_init(&sem->ref);
 	sem->wns = wns;
@@ -246,7 +277,7 @@ void wsem_unbind(struct wsem_handle *h)
 	sem->used -= h->held;
 	h->held = 0;
 	list_del(&h->node);
-	wsem_grant(sem, &wake);
+	wsem_settle(sem, &wake);
 	spin_unlock(&sem->lock);
 	wsem_wake_up(&wake);
 	wsem_put(sem);
@@ -301,7 +332,7 @@ static int wsem_wait(struct wsem *sem, struct wsem_handle *h, u64 weight,
 
 	/* Leaving without a grant: the waiters behind may fit now. */
 	wsem_dequeue(sem, &w);
-	wsem_grant(sem, wake);
+	wsem_settle(sem, wake);
 	return ret;
 }
 
@@ -366,8 +397,7 @@ int wsem_release(struct wsem_handle *h, u64 weight)
 	} else {
 		h->held -= weight;
 		sem->used -= weight;
-		if (!list_empty(&sem->waiters))
-			wsem_grant(sem, &wake);
+		wsem_settle(sem, &wake);
 	}
 	spin_unlock(&sem->lock);
 	wsem_wake_up(&wake);
@@ -401,7 +431,7 @@ int wsem_set_capacity(struct wsem *sem, u64 capacity)
 		if (w->weight > capacity)
 			wsem_finish(sem, w, -EINVAL, &wake);
 	}
-	wsem_grant(sem, &wake);
+	wsem_settle(sem, &wake);
 	spin_unlock(&sem->lock);
 	wsem_wake_up(&wake);
 	return 0;
@@ -435,6 +465,31 @@ void wsem_fill_stat(struct wsem *sem, struct wsem_handle *h,
 	if (sem->linked)
 		memcpy(st->name, sem->name, sizeof(st->name));
 	spin_unlock(&sem->lock);
+}
+
+/**
+ * wsem_poll() - poll() and epoll on a handle bound to @sem
+ * @sem: the semaphore
+ * @file: the handle's file
+ * @wait: the poll table
+ *
+ * Readable (EPOLLIN) while a try-acquire of 1 would succeed: nobody is
+ * queued and some weight is free.  Polling takes nothing: the weight may
+ * be gone again before the caller's acquire.
+ *
+ * Context: Process context; takes @sem->lock.
+ * Return: EPOLLIN | EPOLLRDNORM, or 0.
+ */
+__poll_t wsem_poll(struct wsem *sem, struct file *file, poll_table *wait)
+{
+	__poll_t events = 0;
+
+	poll_wait(file, &sem->pollers, wait);
+	spin_lock(&sem->lock);
+	if (wsem_ready(sem))
+		events = EPOLLIN | EPOLLRDNORM;
+	spin_unlock(&sem->lock);
+	return events;
 }
 
 /**

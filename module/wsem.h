@@ -18,6 +18,7 @@
 #include <linux/kref.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
+#include <linux/poll.h>
 #include <linux/rbtree.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
@@ -40,6 +41,9 @@ extern struct mutex wsem_lock;
  * @waiters: struct wsem_waiter, in arrival order; only the head may be granted
  * @handles: every struct wsem_handle bound here
  * @linked: @name is in its namespace; written under wsem_lock and @lock
+ * @pollers: poll() and epoll waiting for weight to become free; woken,
+ *	after @lock is dropped, by whoever makes a try-acquire of 1 succeed
+ *	(see wsem_settle())
  * @node: in the name tree of @wns while @linked; protected by wsem_lock
  * @ref: one per bound handle, one for the name while @linked
  * @wns: the namespace charged for this semaphore (holds a reference)
@@ -61,6 +65,7 @@ struct wsem {
 	struct list_head waiters;
 	struct list_head handles;
 	bool linked;
+	wait_queue_head_t pollers;
 
 	struct rb_node node;
 	struct kref ref;
@@ -103,6 +108,7 @@ int wsem_release(struct wsem_handle *h, u64 weight);
 int wsem_set_capacity(struct wsem *sem, u64 capacity);
 void wsem_fill_stat(struct wsem *sem, struct wsem_handle *h,
 		    struct wsem_stat *st);
+__poll_t wsem_poll(struct wsem *sem, struct file *file, poll_table *wait);
 bool wsem_may(const struct wsem *sem, int mask);
 bool wsem_is_owner(const struct wsem *sem);
 

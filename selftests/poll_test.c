@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * poll() and epoll on a handle (README, "The ABI at a glance").
+ *
+ * A bound handle is readable (POLLIN) exactly while a try-acquire of 1
+ * would succeed: nobody is queued and some weight is free.  So a queued
+ * waiter hides free weight (no barging through poll either), and a poller
+ * wakes when weight comes back by a release, a close or a grow, or when
+ * the last waiter leaves the queue.  An unbound handle reports POLLERR.
+ *
+ * Every test owns an anonymous semaphore; its handles come from REOPEN.
+ * Helpers run in threads, each with a handle of its own.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/epoll.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <wsem.h>
+
+#include "kselftest_harness.h"
+
+#define CAP		4
+#define LONG_MS		5000	/* a wake-up that must come comes before */
+#define SHORT_MS	200	/* one that must not come does not by then */
+#define NSEC_PER_MSEC	1000000LL
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / NSEC_PER_MSEC;
+}
+
+/* poll() one descriptor for POLLIN; its revents, 0 on a timeout. */
+static short poll_in(int fd, int timeout_ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	if (poll(&p, 1, timeout_ms) < 0)
+		return -1;
+	return p.revents;
+}
+
+/* Wait until @fd's semaphore has @n waiters (or give up after LONG_MS). */
+static int wait_waiters(int fd, uint64_t n)
+{
+	int64_t end = now_ms() + LONG_MS;
+	struct wsem_stat st;
+
+	do {
+		if (wsem_stat(fd, &st))
+			return -1;
+		if (st.waiters == n)
+			return 0;
+		usleep(1000);
+	} while (now_ms() < end);
+	return -1;
+}
+
+/* A thread's job: after @delay_ms, do @op on @fd; the outcome in @ret/@err. */
+struct job {
+	int fd;
+	int delay_ms;
+	enum { RELEASE, GROW, CLOSE, ACQUIRE_TIMEOUT, POLL } op;
+	uint64_t arg;		/* weight, capacity, or poll timeout */
+	int64_t timeout_ns;	/* for ACQUIRE_TIMEOUT */
+	int ret;
+	int err;
+	int done;		/* set once the job has returned */
+	pthread_t t;
+};
+
+static void *run_job(void *p)
+{
+	struct job *j = p;
+
+	usleep(j->delay_ms * 1000);
+	switch (j->op) {
+	case RELEASE:
+		j->ret = wsem_release(j->fd, j->arg);
+		break;
+	case GROW:
+		j->ret = wsem_set_capacity(j->fd, j->arg);
+		break;
+	case CLOSE:
+		j->ret = close(j->fd);
+		break;
+	case ACQUIRE_TIMEOUT:
+		j->ret = wsem_acquire_timeout(j->fd, j->arg, j->timeout_ns);
+		break;
+	case POLL:
+		j->ret = poll_in(j->fd, (int)j->arg);
+		break;
+	}
+	j->err = j->ret < 0 ? errno : 0;
+	__atomic_store_n(&j->done, 1, __ATOMIC_SEQ_CST);
+	return NULL;
+}
+
+static int start(struct job *j)
+{
+	return pthread_create(&j->t, NULL, run_job, j);
+}
+
+FIXTURE(poll) {
+	int fd;		/* the test's handle, holds what the test acquires */
+	int other;	/* a second handle on the same semaphore */
+};
+
+FIXTURE_SETUP(poll)
+{
+	self->fd = -1;
+	self->other = -1;
+	if (access("/dev/wsem", R_OK | W_OK))
+		SKIP(return, "/dev/wsem is missing");
+	self->fd = wsem_open_anon(CAP, O_CLOEXEC);
+	ASSERT_LE(0, self->fd);
+	self->other = wsem_reopen(self->fd, O_CLOEXEC);
+	ASSERT_LE(0, self->other);
+}
+
+FIXTURE_TEARDOWN(poll)
+{
+	if (self->fd >= 0)
+		close(self->fd);
+	if (self->other >= 0)
+		close(self->other);
+}
+
+TEST_F(poll, unbound_handle_is_an_error)
+{
+	int fd = open("/dev/wsem", O_RDWR | O_CLOEXEC);
+
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(POLLERR, poll_in(fd, 0));
+	EXPECT_EQ(0, close(fd));
+}
+
+TEST_F(poll, readable_while_weight_is_free)
+{
+	EXPECT_EQ(POLLIN, poll_in(self->other, 0));
+	ASSERT_EQ(0, wsem_acquire(self->fd, CAP - 1));
+	EXPECT_EQ(POLLIN, poll_in(self->other, 0));
+	ASSERT_EQ(0, wsem_acquire(self->fd, 1));
+	EXPECT_EQ(0, poll_in(self->other, 0));
+	EXPECT_EQ(0, poll_in(self->fd, 0));
+	ASSERT_EQ(0, wsem_release(self->fd, 1));
+	EXPECT_EQ(POLLIN, poll_in(self->other, 0));
+}
+
+/* A sleeping poll() wakes on a release, a grow and a close. */
+TEST_F(poll, release_grow_and_close_wake_a_poller)
+{
+	struct job j = { .fd = self->fd, .delay_ms = 50 };
+	int64_t t0;
+	int fd2;
+
+	ASSERT_EQ(0, wsem_acquire(self->fd, CAP));
+
+	j.op = RELEASE;
+	j.arg = 1;
+	ASSERT_EQ(0, start(&j));
+	t0 = now_ms();
+	EXPECT_EQ(POLLIN, poll_in(self->other, LONG_MS));
+	EXPECT_GT(LONG_MS, now_ms() - t0);
+	pthread_join(j.t, NULL);
+	ASSERT_EQ(0, j.ret);
+
+	ASSERT_EQ(0, wsem_acquire(self->fd, 1));
+	j.op = GROW;
+	j.arg = CAP + 1;
+	ASSERT_EQ(0, start(&j));
+	EXPECT_EQ(POLLIN, poll_in(self->other, LONG_MS));
+	pthread_join(j.t, NULL);
+	ASSERT_EQ(0, j.ret);
+
+	/* A third handle takes the rest; closing it gives it back. */
+	fd2 = wsem_reopen(self->fd, O_CLOEXEC);
+	ASSERT_LE(0, fd2);
+	ASSERT_EQ(0, wsem_acquire(fd2, 1));
+	EXPECT_EQ(0, poll_in(self->other, 0));
+	j.fd = fd2;
+	j.op = CLOSE;
+	ASSERT_EQ(0, start(&j));
+	EXPECT_EQ(POLLIN, poll_in(self->other, LONG_MS));
+	pthread_join(j.t, NULL);
+	ASSERT_EQ(0, j.ret);
+}
+
+/*
+ * Free weight behind a queued waiter is not readable: a try-acquire would
+ * fail.  When the waiter leaves (here by its timeout), an epoll waiter
+ * wakes.
+ */
+TEST_F(poll, queued_waiter_hides_free_weight_until_it_leaves)
+{
+	struct job w = {
+		.delay_ms = 0, .op = ACQUIRE_TIMEOUT, .arg = 2,
+		.timeout_ns = 300 * NSEC_PER_MSEC,
+	};
+	struct epoll_event ev = { .events = EPOLLIN };
+	int ep;
+
+	w.fd = wsem_reopen(self->fd, O_CLOEXEC);
+	ASSERT_LE(0, w.fd);
+	ASSERT_EQ(0, wsem_acquire(self->fd, CAP - 1));
+	ASSERT_EQ(0, start(&w));
+	ASSERT_EQ(0, wait_waiters(self->fd, 1));
+	EXPECT_EQ(0, poll_in(self->other, 0));
+
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	ASSERT_LE(0, ep);
+	ASSERT_EQ(0, epoll_ctl(ep, EPOLL_CTL_ADD, self->other, &ev));
+	EXPECT_EQ(1, epoll_wait(ep, &ev, 1, LONG_MS));
+	EXPECT_EQ(EPOLLIN, ev.events & (EPOLLIN | EPOLLERR));
+	pthread_join(w.t, NULL);
+	EXPECT_EQ(-1, w.ret);
+	EXPECT_EQ(ETIMEDOUT, w.err);
+	EXPECT_EQ(POLLIN, poll_in(self->other, 0));
+	EXPECT_EQ(0, close(ep));
+	EXPECT_EQ(0, close(w.fd));
+}
+
+/*
+ * A release that goes to a queued waiter leaves nothing free: the poller
+ * sleeps on.  It wakes when that waiter releases in turn.
+ */
+TEST_F(poll, a_grant_to_a_waiter_does_not_wake_pollers)
+{
+	struct job w = {
+		.delay_ms = 0, .op = ACQUIRE_TIMEOUT, .arg = CAP,
+		.timeout_ns = LONG_MS * NSEC_PER_MSEC,
+	};
+	struct job p = { .fd = self->other, .op = POLL, .arg = LONG_MS };
+
+	w.fd = wsem_reopen(self->fd, O_CLOEXEC);
+	ASSERT_LE(0, w.fd);
+	ASSERT_EQ(0, wsem_acquire(self->fd, 1));
+	ASSERT_EQ(0, start(&w));
+	ASSERT_EQ(0, wait_waiters(self->fd, 1));
+	ASSERT_EQ(0, start(&p));
+
+	/* The waiter gets all of it: not readable, before or after. */
+	usleep(SHORT_MS * 1000);
+	ASSERT_EQ(0, wsem_release(self->fd, 1));
+	pthread_join(w.t, NULL);
+	ASSERT_EQ(0, w.ret);
+	EXPECT_EQ(0, poll_in(self->other, SHORT_MS));
+
+	/* The poller thread still sleeps; the waiter's release wakes it. */
+	EXPECT_EQ(0, __atomic_load_n(&p.done, __ATOMIC_SEQ_CST));
+	ASSERT_EQ(0, wsem_release(w.fd, 1));
+	pthread_join(p.t, NULL);
+	EXPECT_EQ(POLLIN, p.ret);
+	EXPECT_EQ(0, close(w.fd));
+}
+
+TEST_HARNESS_MAIN
