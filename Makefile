@@ -13,8 +13,8 @@
 #                   in /var/cache/wsem-debug-kernel (about 6 min on 2 CPUs)
 # make storm        the full kill storm: 64 processes for 60 s on each kernel
 #                   (make check runs 12 s); WSEM_STORM_SEED=... replays one
-# make fuzz         the ioctl fuzzer at length: 10^7 requests (at most 800 s)
-#                   on each kernel; WSEM_FUZZ_SEED=... replays one
+# make fuzz         the ioctl fuzzer at length: 10^7 requests on each kernel
+#                   (2-3 min each, 15 on RT); WSEM_FUZZ_SEED=... replays one
 # make check-host   the same tests on this machine (root, module loading)
 # make demo         the main job: a VM in which wsem gates real weighted
 #                   jobs, one of them killed mid-way; prints a timeline
@@ -79,8 +79,8 @@ storm:
 	bash $(VM)/check.sh
 
 fuzz:
-	@NO_LINT=1 TESTS=fuzz_test TEST_TIMEOUT=900 VM_TIMEOUT=1200 \
-	WSEM_VM_ENV="WSEM_FUZZ_OPS=10000000 WSEM_FUZZ_SECONDS=800 $(call long_env,WSEM_FUZZ_SEED)" \
+	@NO_LINT=1 TESTS=fuzz_test TEST_TIMEOUT=1600 VM_TIMEOUT=1800 \
+	WSEM_VM_ENV="WSEM_FUZZ_OPS=10000000 WSEM_FUZZ_SECONDS=1500 $(call long_env,WSEM_FUZZ_SEED)" \
 	bash $(VM)/check.sh
 
 check-host: userlib selftests module

@@ -1338,7 +1338,7 @@ FIXTURE_TEARDOWN(fuzz)
 			EXPECT_EQ(0, close(self->witness[i]));
 }
 
-TEST_F_TIMEOUT(fuzz, ioctls, 900)
+TEST_F_TIMEOUT(fuzz, ioctls, 1800)
 {
 	struct wsem_stat st, list[64];
 	uint64_t inflight, secs_cap;
