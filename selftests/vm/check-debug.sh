@@ -32,11 +32,7 @@ if [ -z "${NO_DEPS:-}" ]; then
 		log "check-debug: some packages are missing; going on"
 fi
 
-stage "build"
-$MAKE -C "$ROOT/userlib" >"$out/userlib.log" 2>&1
-tap $? "build: userlib" "$out/userlib.log"
-$MAKE -C "$ROOT/selftests" >"$out/selftests.log" 2>&1
-tap $? "build: selftests" "$out/selftests.log"
+build_userspace
 
 stage "debug kernel (built once per machine: about 10 minutes on 2 CPUs)"
 dk=$(bash "$VMDIR/debug-kernel.sh" 2>"$out/kernel.log")
@@ -61,11 +57,5 @@ WSEM_VM_ENV="$DEBUG_ENV${WSEM_VM_ENV:+ $WSEM_VM_ENV}" \
 VM_TIMEOUT=${VM_TIMEOUT:-1200} TEST_TIMEOUT=${TEST_TIMEOUT:-300} \
 	bash "$VMDIR/run.sh" -k "$name" -I "$dk/bzImage" -K "$mod/wsem.ko" \
 		-m check -l "$logf" >"$out/run.log" 2>&1
-if [ -s "$logf" ]; then
-	tr -d '\r' <"$logf" | sed 's/\x1b\[[0-9;?]*[A-Za-z]//g; s/\x1bc//g' |
-		sed -n '/^# wsem-vm: kernel /,/^# wsem-vm: done/p'
-	cat "$out/run.log"
-else
-	tap 1 "$name: the VM did not start" "$out/run.log"
-fi
+show_guest "$name" "$logf" "$out/run.log"
 summary label=- "$tapf" label="$name" "$logf"

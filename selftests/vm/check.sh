@@ -19,11 +19,7 @@ if [ -z "${NO_DEPS:-}" ]; then
 	bash "$VMDIR/deps.sh" || log "check: some packages are missing; going on"
 fi
 
-stage "build"
-$MAKE -C "$ROOT/userlib" >"$out/userlib.log" 2>&1
-tap $? "build: userlib" "$out/userlib.log"
-$MAKE -C "$ROOT/selftests" >"$out/selftests.log" 2>&1
-tap $? "build: selftests" "$out/selftests.log"
+build_userspace
 
 inputs=(label=- "$tapf")
 if [ -z "${NO_LINT:-}" ]; then
@@ -34,12 +30,6 @@ fi
 
 kernels=$(find_kernels)
 [ -n "$kernels" ] || tap 1 "no Debian 6.1/6.12 kernel with headers installed"
-
-# Show a console log without the firmware's chatter and the carriage returns.
-show_log() {
-	tr -d '\r' <"$1" | sed 's/\x1b\[[0-9;?]*[A-Za-z]//g; s/\x1bc//g' |
-		sed -n '/^# wsem-vm: kernel /,/^# wsem-vm: done/p'
-}
 
 for k in $kernels; do
 	stage "wsem.ko for $k"
@@ -52,12 +42,7 @@ report() {
 	local k=$1 logf=$BUILD/$1/console.log
 	wait "${pids[$k]}"
 	stage "tests on $k (console: ${logf#"$ROOT"/})"
-	if [ -s "$logf" ]; then
-		show_log "$logf"
-		cat "$out/run-$k.log"
-	else
-		tap 1 "$k: the VM did not start" "$out/run-$k.log"
-	fi
+	show_guest "$k" "$logf" "$out/run-$k.log"
 }
 
 # VM_JOBS guests at once; their consoles are shown in order as they end.

@@ -209,3 +209,25 @@ tap() {
 		echo "not ok $n $2" | tee -a "$tapf"
 	fi
 }
+
+# build_userspace: the library and the selftests, a TAP line each.
+build_userspace() {
+	stage "build"
+	$MAKE -C "$ROOT/userlib" >"$out/userlib.log" 2>&1
+	tap $? "build: userlib" "$out/userlib.log"
+	$MAKE -C "$ROOT/selftests" >"$out/selftests.log" 2>&1
+	tap $? "build: selftests" "$out/selftests.log"
+}
+
+# show_guest NAME LOG RUNLOG: a guest's console LOG without the firmware's
+# chatter, escapes and carriage returns, then run.sh's RUNLOG; a guest
+# that left no console is a failure.
+show_guest() {
+	if [ -s "$2" ]; then
+		tr -d '\r' <"$2" | sed 's/\x1b\[[0-9;?]*[A-Za-z]//g; s/\x1bc//g' |
+			sed -n '/^# wsem-vm: kernel /,/^# wsem-vm: done/p'
+		cat "$3"
+	else
+		tap 1 "$1: the VM did not start" "$3"
+	fi
+}
