@@ -30,6 +30,11 @@ module_param(max_sems_per_ns, uint, 0644);
 MODULE_PARM_DESC(max_sems_per_ns,
 		 "Semaphores (named or anonymous) one IPC namespace may hold (default 1024)");
 
+unsigned int max_sems_per_user = 256;
+module_param(max_sems_per_user, uint, 0644);
+MODULE_PARM_DESC(max_sems_per_user,
+		 "Semaphores one user may have created in one IPC namespace (default 256)");
+
 /* The command without its size bits: structs grow, the command stays. */
 #define WSEM_CMD(cmd)	((cmd) & ~IOCSIZE_MASK)
 
@@ -147,7 +152,8 @@ static int wsem_ioctl_open(struct wsem_handle *h, void __user *uarg)
  * @file: the bound handle's file
  * @uflags: __u64 WSEM_REOPEN_* flags
  *
- * The new handle is a new open file description of /dev/wsem, holding 0.
+ * The new handle is a new open file description of /dev/wsem, holding 0,
+ * with the access mode of @file: a read-only handle begets read-only ones.
  *
  * Context: Process context.
  * Return: the new file descriptor, or -EINVAL (unbound handle, bad flags),
@@ -170,12 +176,13 @@ static int wsem_ioctl_reopen(struct file *file, u64 __user *uflags)
 	fd = get_unused_fd_flags(flags & WSEM_REOPEN_CLOEXEC ? O_CLOEXEC : 0);
 	if (fd < 0)
 		return fd;
-	nfile = dentry_open(&file->f_path, O_RDWR, current_cred());
+	nfile = dentry_open(&file->f_path, file->f_flags & O_ACCMODE,
+			    current_cred());
 	if (IS_ERR(nfile)) {
 		put_unused_fd(fd);
 		return PTR_ERR(nfile);
 	}
-	wsem_ns_reopen(nfile->private_data, sem);
+	wsem_bind(nfile->private_data, sem);	/* fresh: cannot be bound */
 	fd_install(fd, nfile);
 	return fd;
 }
@@ -341,12 +348,39 @@ static int wsem_ioctl_list(void __user *uarg)
 	return ret;
 }
 
-static long wsem_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+/*
+ * Acquire, release and resize change the semaphore: like write(2), they
+ * need a handle open for writing.
+ */
+static bool wsem_cmd_writes(unsigned int cmd)
+{
+	return cmd == WSEM_CMD(WSEM_IOC_ACQUIRE) ||
+	       cmd == WSEM_CMD(WSEM_IOC_RELEASE) ||
+	       cmd == WSEM_CMD(WSEM_IOC_SET_CAPACITY);
+}
+
+/**
+ * wsem_file_ioctl() - every ioctl of a handle
+ * @file: the handle's file
+ * @cmd: WSEM_IOC_*, whatever its size bits
+ * @arg: the argument, a user pointer
+ *
+ * Context: Process context, may sleep.
+ * Return: as the command's function; -EBADF for acquire, release and
+ * resize through a handle not open for writing; -ENOTTY for an unknown
+ * command.
+ */
+static long wsem_file_ioctl(struct file *file, unsigned int cmd,
+			    unsigned long arg)
 {
 	struct wsem_handle *h = file->private_data;
 	void __user *uarg = (void __user *)arg;
 
-	switch (WSEM_CMD(cmd)) {
+	cmd = WSEM_CMD(cmd);
+	if (wsem_cmd_writes(cmd) && !(file->f_mode & FMODE_WRITE))
+		return -EBADF;
+
+	switch (cmd) {
 	case WSEM_CMD(WSEM_IOC_OPEN):
 		return wsem_ioctl_open(h, uarg);
 	case WSEM_CMD(WSEM_IOC_REOPEN):
@@ -368,19 +402,19 @@ static long wsem_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	}
 }
 
-static int wsem_open(struct inode *inode, struct file *file)
+static int wsem_file_open(struct inode *inode, struct file *file)
 {
 	struct wsem_handle *h;
 
 	h = kzalloc(sizeof(*h), GFP_KERNEL_ACCOUNT);
 	if (!h)
 		return -ENOMEM;
-	INIT_LIST_HEAD(&h->node);
+	init_waitqueue_head(&h->wqh);
 	file->private_data = h;
 	return nonseekable_open(inode, file);
 }
 
-static int wsem_release_file(struct inode *inode, struct file *file)
+static int wsem_file_release(struct inode *inode, struct file *file)
 {
 	struct wsem_handle *h = file->private_data;
 
@@ -390,38 +424,56 @@ static int wsem_release_file(struct inode *inode, struct file *file)
 	return 0;
 }
 
-/* An unbound handle has nothing to wait for: EPOLLERR, like a bad fd. */
-static __poll_t wsem_poll_file(struct file *file, poll_table *wait)
-{
-	struct wsem *sem = wsem_handle_sem(file->private_data);
-
-	return sem ? wsem_poll(sem, file, wait) : EPOLLERR;
-}
-
-static void wsem_show_fdinfo(struct seq_file *m, struct file *file)
+/*
+ * An unbound handle has nothing to wait for: EPOLLERR, like a bad fd.  Its
+ * pollers wait on the handle's own queue, which binding relays to (epoll
+ * registers only at the first poll, perhaps before the bind).
+ */
+static __poll_t wsem_file_poll(struct file *file, poll_table *wait)
 {
 	struct wsem_handle *h = file->private_data;
 	struct wsem *sem = wsem_handle_sem(h);
 
+	if (sem)
+		return wsem_poll(sem, file, wait);
+	poll_wait(file, &h->wqh, wait);
+	/*
+	 * Pairs with wsem_bind(), which looks at h->wqh under its lock: if it
+	 * did so before we queued, it is bound now, and we wait on the
+	 * semaphore as well.
+	 */
+	spin_lock_irq(&h->wqh.lock);
+	sem = h->sem;
+	spin_unlock_irq(&h->wqh.lock);
+	return sem ? wsem_poll(sem, file, wait) : EPOLLERR;
+}
+
+/* Snapshot under the semaphore's lock (wsem_fill_stat()), print after. */
+static void wsem_file_fdinfo(struct seq_file *m, struct file *file)
+{
+	struct wsem_handle *h = file->private_data;
+	struct wsem *sem = wsem_handle_sem(h);
+	struct wsem_stat st = { 0 };
+
 	if (!sem)
 		return;
-	spin_lock(&sem->lock);
-	seq_printf(m, "wsem-name:\t%s\n", sem->linked ? sem->name : "");
-	seq_printf(m, "wsem-capacity:\t%llu\n", sem->capacity);
-	seq_printf(m, "wsem-used:\t%llu\n", sem->used);
-	seq_printf(m, "wsem-held:\t%llu\n", h->held);
-	seq_printf(m, "wsem-waiters:\t%llu\n", sem->nr_waiters);
-	spin_unlock(&sem->lock);
+	wsem_fill_stat(sem, h, &st);
+	seq_printf(m, "wsem-id:\t%d\n", sem->id);
+	seq_printf(m, "wsem-name:\t%s\n", st.name);
+	seq_printf(m, "wsem-capacity:\t%llu\n", st.capacity);
+	seq_printf(m, "wsem-used:\t%llu\n", st.used);
+	seq_printf(m, "wsem-held:\t%llu\n", st.held);
+	seq_printf(m, "wsem-waiters:\t%llu\n", st.waiters);
 }
 
 static const struct file_operations wsem_fops = {
 	.owner		= THIS_MODULE,
-	.open		= wsem_open,
-	.release	= wsem_release_file,
-	.poll		= wsem_poll_file,
-	.unlocked_ioctl	= wsem_ioctl,
+	.open		= wsem_file_open,
+	.release	= wsem_file_release,
+	.poll		= wsem_file_poll,
+	.unlocked_ioctl	= wsem_file_ioctl,
 	.compat_ioctl	= compat_ptr_ioctl,
-	.show_fdinfo	= wsem_show_fdinfo,
+	.show_fdinfo	= wsem_file_fdinfo,
 };
 
 static struct miscdevice wsem_dev = {
@@ -433,6 +485,8 @@ static struct miscdevice wsem_dev = {
 
 static int __init wsem_init(void)
 {
+	int ret;
+
 	BUILD_BUG_ON(sizeof(struct wsem_open_args) != WSEM_OPEN_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct wsem_acquire_args) !=
 		     WSEM_ACQUIRE_SIZE_VER0);
@@ -440,13 +494,24 @@ static int __init wsem_init(void)
 	BUILD_BUG_ON(sizeof(struct wsem_list_args) != WSEM_LIST_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct wsem_unlink_args) != WSEM_UNLINK_SIZE_VER0);
 
-	return misc_register(&wsem_dev);
+	ret = wsem_ns_init();
+	if (ret)
+		return ret;
+	ret = misc_register(&wsem_dev);
+	if (ret)
+		goto err_ns_exit;
+	return 0;
+
+err_ns_exit:
+	wsem_ns_exit();
+	return ret;
 }
 
 static void __exit wsem_exit(void)
 {
 	misc_deregister(&wsem_dev);
 	wsem_ns_exit();
+	wsem_sem_exit();
 }
 
 module_init(wsem_init);

@@ -7,21 +7,34 @@
  * cannot even drop a reference to one, so wsem holds none.  Instead each
  * namespace's struct wsem_ns pins the namespace's internal mqueue mount:
  *
- *  - identity: a namespace is ours if both its address and its mq_mnt
- *    match.  The pinned mount cannot be freed, so a new namespace that
- *    reuses a dead one's address still has another mq_mnt and never sees
- *    the old names.
+ *  - identity: namespaces are looked up by the address of their mq_mnt.
+ *    The pinned mount cannot be freed, so a new namespace never has the
+ *    mq_mnt of one we know, and never sees an old namespace's names.
  *  - liveness: when the last reference to the namespace goes, put_ipc_ns()
  *    clears the mount's superblock s_fs_info.  A reaper polls for that once
  *    a second while any namespace other than the initial one has wsem
  *    state, then drops the names and unpins the mount.  Semaphores that are
  *    still open elsewhere go on working, nameless.
+ *
+ * Each namespace has its own lock; finding one takes none (an RCU lookup in
+ * a hash table), and only registering and forgetting namespaces serialize
+ * on wsem_ns_lock.  Memory for a semaphore, or for a listing, is allocated
+ * before the namespace's lock is taken.
+ *
+ * Limits: a namespace holds at most max_sems_per_ns semaphores, named or
+ * anonymous, and of those one user (by the euid that created them) at most
+ * max_sems_per_user, so that no user can use up a namespace for the others.
+ * CAP_SYS_RESOURCE in the user namespace that owns the IPC namespace passes
+ * the second; the first bounds everyone.
  */
+#include <linux/capability.h>
 #include <linux/fs.h>
 #include <linux/ipc_namespace.h>
 #include <linux/mount.h>
+#include <linux/mutex.h>
 #include <linux/nsproxy.h>
 #include <linux/rbtree.h>
+#include <linux/rhashtable.h>
 #include <linux/sched.h>
 #include <linux/sched/task.h>
 #include <linux/slab.h>
@@ -34,32 +47,59 @@
 #error "wsem follows IPC namespace lifetimes through CONFIG_POSIX_MQUEUE"
 #endif
 
-/* Outermost lock: the registry, name trees, handle binding (see wsem.h). */
-DEFINE_MUTEX(wsem_lock);
+/**
+ * struct wsem_user - how many semaphores one user created in a namespace
+ * @node: in wsem_ns.users
+ * @uid: the creator's euid
+ * @nr: semaphores charged to it that still exist
+ */
+struct wsem_user {
+	struct rb_node node;
+	kuid_t uid;
+	atomic_t nr;
+};
 
 /**
  * struct wsem_ns - the wsem state of one IPC namespace
- * @node: in wsem_namespaces while the namespace lives
+ * @hnode: in wsem_ns_table, by @mq_mnt, while registered
+ * @node: in wsem_ns_others while registered, unless the initial namespace;
+ *	protected by wsem_ns_lock
+ * @mq_mnt: the namespace's mqueue mount, pinned while registered
+ * @ipc_ns: the namespace's address, never dereferenced
+ * @lock: protects @names, @nr_names and @users, and charging
  * @names: linked semaphores, by name
  * @nr_names: number of nodes in @names
- * @ipc_ns: the namespace's address, for identity only: never dereferenced
- * @mq_mnt: the namespace's mqueue mount, pinned while registered
+ * @users: struct wsem_user, by uid; kept until the namespace is freed
  * @nr_sems: semaphores charged here, named or anonymous, linked or not
- * @ref: one for the registry while the namespace lives, one per semaphore
- *
- * @node, @names, @nr_names and @mq_mnt are protected by wsem_lock.
+ * @ref: one for the registry while registered, one per semaphore charged
+ *	here, one for each caller working on it
+ * @rcu: frees it after a grace period: lookups hold no reference
  */
 struct wsem_ns {
+	struct rhash_head hnode;
 	struct list_head node;
+	struct vfsmount *mq_mnt;
+	const struct ipc_namespace *ipc_ns;
+	struct mutex lock;	/* see the kernel-doc above */
 	struct rb_root names;
 	unsigned int nr_names;
-	const struct ipc_namespace *ipc_ns;
-	struct vfsmount *mq_mnt;
+	struct rb_root users;
 	atomic_t nr_sems;
 	struct kref ref;
+	struct rcu_head rcu;
 };
 
-static LIST_HEAD(wsem_namespaces);
+static const struct rhashtable_params wsem_ns_params = {
+	.key_len = sizeof(struct vfsmount *),
+	.key_offset = offsetof(struct wsem_ns, mq_mnt),
+	.head_offset = offsetof(struct wsem_ns, hnode),
+	.automatic_shrinking = true,
+};
+
+/* Registering and forgetting namespaces; see wsem.h. */
+static DEFINE_MUTEX(wsem_ns_lock);
+static struct rhashtable wsem_ns_table;
+static LIST_HEAD(wsem_ns_others);
 
 static void wsem_ns_reap(struct work_struct *work);
 static DECLARE_DELAYED_WORK(wsem_reaper, wsem_ns_reap);
@@ -71,47 +111,92 @@ static bool wsem_ns_is_initial(const struct wsem_ns *wns)
 
 static void wsem_ns_free(struct kref *ref)
 {
-	kfree(container_of(ref, struct wsem_ns, ref));
+	struct wsem_ns *wns = container_of(ref, struct wsem_ns, ref);
+	struct wsem_user *u, *next;
+
+	rbtree_postorder_for_each_entry_safe(u, next, &wns->users, node)
+		kfree(u);
+	kfree_rcu(wns, rcu);
+}
+
+static void wsem_ns_put(struct wsem_ns *wns)
+{
+	kref_put(&wns->ref, wsem_ns_free);
 }
 
 /**
  * wsem_ns_uncharge() - account for a freed semaphore
- * @wns: the namespace it was charged to
+ * @sem: the semaphore, charged to its namespace
  *
  * Context: Any process context; takes no lock.
  */
-void wsem_ns_uncharge(struct wsem_ns *wns)
+void wsem_ns_uncharge(struct wsem *sem)
 {
-	atomic_dec(&wns->nr_sems);
-	kref_put(&wns->ref, wsem_ns_free);
+	atomic_dec(&sem->quota->nr);
+	atomic_dec(&sem->wns->nr_sems);
+	wsem_ns_put(sem->wns);
 }
 
-/* The caller's namespace, created on demand; NULL if absent or no memory. */
-static struct wsem_ns *wsem_ns_current(bool create)
+static struct wsem_ns *wsem_ns_lookup(struct vfsmount *mq_mnt)
+{
+	struct wsem_ns *wns;
+
+	rcu_read_lock();
+	wns = rhashtable_lookup(&wsem_ns_table, &mq_mnt, wsem_ns_params);
+	if (wns && !kref_get_unless_zero(&wns->ref))
+		wns = NULL;
+	rcu_read_unlock();
+	return wns;
+}
+
+/* Register @wns, or find who was first; either way with a reference. */
+static struct wsem_ns *wsem_ns_register(struct wsem_ns *wns)
+{
+	struct wsem_ns *old;
+
+	mutex_lock(&wsem_ns_lock);
+	old = rhashtable_lookup_get_insert_fast(&wsem_ns_table, &wns->hnode,
+						wsem_ns_params);
+	if (!old && !wsem_ns_is_initial(wns)) {
+		list_add(&wns->node, &wsem_ns_others);
+		schedule_delayed_work(&wsem_reaper, HZ);
+	} else if (!IS_ERR_OR_NULL(old)) {
+		kref_get(&old->ref);	/* the registry's keeps it */
+	}
+	mutex_unlock(&wsem_ns_lock);
+	if (!old)
+		return wns;
+
+	mntput(wns->mq_mnt);
+	kfree(wns);
+	return IS_ERR(old) ? ERR_PTR(-ENOMEM) : old;
+}
+
+/*
+ * The caller's namespace with a reference for the caller (wsem_ns_put()),
+ * created if @create; NULL if it has no wsem state and !@create, or an
+ * ERR_PTR().
+ */
+static struct wsem_ns *wsem_ns_get(bool create)
 {
 	struct ipc_namespace *ipc_ns = current->nsproxy->ipc_ns;
 	struct wsem_ns *wns;
 
-	lockdep_assert_held(&wsem_lock);
-
-	list_for_each_entry(wns, &wsem_namespaces, node) {
-		if (wns->ipc_ns == ipc_ns && wns->mq_mnt == ipc_ns->mq_mnt)
-			return wns;
-	}
-	if (!create)
-		return NULL;
+	wns = wsem_ns_lookup(ipc_ns->mq_mnt);
+	if (wns || !create)
+		return wns;
 
 	wns = kzalloc(sizeof(*wns), GFP_KERNEL_ACCOUNT);
 	if (!wns)
-		return NULL;
+		return ERR_PTR(-ENOMEM);
+	mutex_init(&wns->lock);
 	wns->names = RB_ROOT;
+	wns->users = RB_ROOT;
 	wns->ipc_ns = ipc_ns;
 	wns->mq_mnt = mntget(ipc_ns->mq_mnt);
-	kref_init(&wns->ref);
-	list_add(&wns->node, &wsem_namespaces);
-	if (!wsem_ns_is_initial(wns))
-		schedule_delayed_work(&wsem_reaper, HZ);
-	return wns;
+	kref_init(&wns->ref);		/* the registry's */
+	kref_get(&wns->ref);		/* the caller's */
+	return wsem_ns_register(wns);
 }
 
 static int wsem_name_cmp(const void *name, const struct rb_node *node)
@@ -128,18 +213,28 @@ static struct wsem *wsem_ns_find(struct wsem_ns *wns, const char *name)
 {
 	struct rb_node *node;
 
-	lockdep_assert_held(&wsem_lock);
+	lockdep_assert_held(&wns->lock);
 
-	if (!wns)
-		return NULL;
 	node = rb_find(name, &wns->names, wsem_name_cmp);
 	return node ? rb_entry(node, struct wsem, node) : NULL;
+}
+
+/* Give @sem its name in @wns; the caller's reference becomes the name's. */
+static void wsem_ns_link(struct wsem_ns *wns, struct wsem *sem)
+{
+	lockdep_assert_held(&wns->lock);
+
+	spin_lock(&sem->lock);
+	sem->linked = true;
+	spin_unlock(&sem->lock);
+	rb_add(&sem->node, &wns->names, wsem_name_less);
+	wns->nr_names++;
 }
 
 /* Take @sem's name away; the caller drops the name's reference. */
 static void wsem_ns_unlink_one(struct wsem_ns *wns, struct wsem *sem)
 {
-	lockdep_assert_held(&wsem_lock);
+	lockdep_assert_held(&wns->lock);
 
 	rb_erase(&sem->node, &wns->names);
 	wns->nr_names--;
@@ -148,24 +243,86 @@ static void wsem_ns_unlink_one(struct wsem_ns *wns, struct wsem *sem)
 	spin_unlock(&sem->lock);
 }
 
-/* A new semaphore charged to @wns, or an ERR_PTR(). */
-static struct wsem *wsem_ns_create(struct wsem_ns *wns, u64 capacity,
-				   umode_t mode, const char *name)
+static int wsem_user_cmp(const void *uid, const struct rb_node *node)
 {
-	struct wsem *sem;
+	uid_t a = __kuid_val(*(const kuid_t *)uid);
+	uid_t b = __kuid_val(rb_entry(node, struct wsem_user, node)->uid);
 
-	lockdep_assert_held(&wsem_lock);
+	return a < b ? -1 : a > b;
+}
 
-	if (!wns)
-		return ERR_PTR(-ENOMEM);
+static bool wsem_user_less(struct rb_node *a, const struct rb_node *b)
+{
+	return wsem_user_cmp(&rb_entry(a, struct wsem_user, node)->uid, b) < 0;
+}
+
+/* @uid's count in @wns, made on first use; NULL when out of memory. */
+static struct wsem_user *wsem_ns_user(struct wsem_ns *wns, kuid_t uid)
+{
+	struct wsem_user *u;
+	struct rb_node *node;
+
+	lockdep_assert_held(&wns->lock);
+
+	node = rb_find(&uid, &wns->users, wsem_user_cmp);
+	if (node)
+		return rb_entry(node, struct wsem_user, node);
+	u = kzalloc(sizeof(*u), GFP_KERNEL_ACCOUNT);
+	if (u) {
+		u->uid = uid;
+		rb_add(&u->node, &wns->users, wsem_user_less);
+	}
+	return u;
+}
+
+/*
+ * Charge a new semaphore to @wns and to its creator there, within the
+ * namespace's limit, and the user's unless the caller has CAP_SYS_RESOURCE
+ * over the namespace (checked last: only a use of it is audited).
+ */
+static int wsem_ns_charge(struct wsem_ns *wns, struct wsem *sem)
+{
+	struct user_namespace *owner = current->nsproxy->ipc_ns->user_ns;
+	struct wsem_user *u;
+
+	lockdep_assert_held(&wns->lock);
+
+	u = wsem_ns_user(wns, sem->uid);
+	if (!u)
+		return -ENOMEM;
 	if (atomic_read(&wns->nr_sems) >= READ_ONCE(max_sems_per_ns))
-		return ERR_PTR(-ENOSPC);
-	sem = wsem_alloc(wns, capacity, mode, name);
-	if (!sem)
-		return ERR_PTR(-ENOMEM);
+		return -ENOSPC;
+	if (atomic_read(&u->nr) >= READ_ONCE(max_sems_per_user) &&
+	    !ns_capable(owner, CAP_SYS_RESOURCE))
+		return -ENOSPC;
+	atomic_inc(&u->nr);
 	atomic_inc(&wns->nr_sems);
 	kref_get(&wns->ref);
-	return sem;
+	sem->quota = u;
+	sem->wns = wns;
+	return 0;
+}
+
+/*
+ * Bind @h to @sem, created by the caller (its reference passed here), after
+ * charging it, and name it if it has a name.  On failure nothing changed
+ * (@sem is freed).
+ */
+static int wsem_ns_add(struct wsem_ns *wns, struct wsem_handle *h,
+		       struct wsem *sem)
+{
+	int ret;
+
+	lockdep_assert_held(&wns->lock);
+
+	ret = wsem_ns_charge(wns, sem);
+	if (!ret)
+		ret = wsem_bind(h, sem);
+	if (!ret && sem->name[0])
+		wsem_ns_link(wns, sem);
+	else
+		wsem_put(sem);	/* the caller's; wns is pinned by it too */
+	return ret;
 }
 
 /**
@@ -176,7 +333,7 @@ static struct wsem *wsem_ns_create(struct wsem_ns *wns, u64 capacity,
  * @capacity: capacity if created, already checked
  * @mode: permission bits if created, umask applied
  *
- * Context: Process context; takes wsem_lock.
+ * Context: Process context; takes the namespace's lock.
  * Return: 0; -EBUSY if @h is bound; -EEXIST, -ENOENT, -EACCES, -ENOSPC or
  * -ENOMEM, and then nothing changed.
  */
@@ -184,41 +341,40 @@ int wsem_ns_open(struct wsem_handle *h, const char *name, u64 flags,
 		 u64 capacity, umode_t mode)
 {
 	bool create = flags & WSEM_OPEN_CREAT;
+	struct wsem *sem, *new = NULL;
 	struct wsem_ns *wns;
-	struct wsem *sem;
-	int ret = 0;
+	int ret;
 
-	mutex_lock(&wsem_lock);
-	if (h->sem) {
-		ret = -EBUSY;
-		goto out;
-	}
-	wns = wsem_ns_current(create);
-	sem = wsem_ns_find(wns, name);
-	if (sem) {
-		if (create && (flags & WSEM_OPEN_EXCL))
-			ret = -EEXIST;
-		else if (!wsem_may(sem, MAY_READ | MAY_WRITE))
-			ret = -EACCES;
-		else
-			kref_get(&sem->ref);
-	} else if (!create) {
-		ret = -ENOENT;
-	} else {
-		sem = wsem_ns_create(wns, capacity, mode, name);
-		if (IS_ERR(sem)) {
-			ret = PTR_ERR(sem);
-		} else {
-			sem->linked = true;
-			rb_add(&sem->node, &wns->names, wsem_name_less);
-			wns->nr_names++;
-			kref_get(&sem->ref);	/* the name's */
+	if (READ_ONCE(h->sem))
+		return -EBUSY;
+	wns = wsem_ns_get(create);
+	if (IS_ERR_OR_NULL(wns))
+		return wns ? PTR_ERR(wns) : -ENOENT;
+	if (create) {
+		new = wsem_alloc(capacity, mode, name);
+		if (!new) {
+			ret = -ENOMEM;
+			goto out;
 		}
 	}
-	if (!ret)
-		wsem_bind(h, sem);
+
+	mutex_lock(&wns->lock);
+	sem = wsem_ns_find(wns, name);
+	if (!sem) {
+		ret = new ? wsem_ns_add(wns, h, new) : -ENOENT;
+		new = NULL;
+	} else if (create && (flags & WSEM_OPEN_EXCL)) {
+		ret = -EEXIST;
+	} else if (!wsem_may(sem, MAY_READ | MAY_WRITE, true)) {
+		ret = -EACCES;
+	} else {
+		ret = wsem_bind(h, sem);
+	}
+	mutex_unlock(&wns->lock);
+	if (new)
+		wsem_put(new);	/* not needed: never charged */
 out:
-	mutex_unlock(&wsem_lock);
+	wsem_ns_put(wns);
 	return ret;
 }
 
@@ -230,44 +386,30 @@ out:
  * The semaphore is charged to the caller's namespace, owned by the caller,
  * mode 0600.
  *
- * Context: Process context; takes wsem_lock.
+ * Context: Process context; takes the namespace's lock.
  * Return: 0; -EBUSY if @h is bound; -ENOSPC or -ENOMEM.
  */
 int wsem_ns_open_anon(struct wsem_handle *h, u64 capacity)
 {
+	struct wsem_ns *wns;
 	struct wsem *sem;
-	int ret = 0;
+	int ret;
 
-	mutex_lock(&wsem_lock);
-	if (h->sem) {
-		ret = -EBUSY;
+	if (READ_ONCE(h->sem))
+		return -EBUSY;
+	wns = wsem_ns_get(true);
+	if (IS_ERR(wns))
+		return PTR_ERR(wns);
+	sem = wsem_alloc(capacity, 0600, NULL);
+	if (sem) {
+		mutex_lock(&wns->lock);
+		ret = wsem_ns_add(wns, h, sem);
+		mutex_unlock(&wns->lock);
 	} else {
-		sem = wsem_ns_create(wsem_ns_current(true), capacity, 0600,
-				     NULL);
-		if (IS_ERR(sem))
-			ret = PTR_ERR(sem);
-		else
-			wsem_bind(h, sem);
+		ret = -ENOMEM;
 	}
-	mutex_unlock(&wsem_lock);
+	wsem_ns_put(wns);
 	return ret;
-}
-
-/**
- * wsem_ns_reopen() - bind a fresh handle to an existing semaphore
- * @h: a handle nobody else can see yet
- * @sem: the semaphore
- *
- * Context: Process context; takes wsem_lock.
- * Return: 0.
- */
-int wsem_ns_reopen(struct wsem_handle *h, struct wsem *sem)
-{
-	mutex_lock(&wsem_lock);
-	kref_get(&sem->ref);
-	wsem_bind(h, sem);
-	mutex_unlock(&wsem_lock);
-	return 0;
 }
 
 /**
@@ -276,7 +418,7 @@ int wsem_ns_reopen(struct wsem_handle *h, struct wsem *sem)
  *
  * Handles bound to the semaphore keep working; it is freed with the last.
  *
- * Context: Process context; takes wsem_lock.
+ * Context: Process context; takes the namespace's lock.
  * Return: 0, -ENOENT, or -EPERM unless the caller owns it or has
  * CAP_IPC_OWNER.
  */
@@ -286,8 +428,10 @@ int wsem_ns_unlink(const char *name)
 	struct wsem *sem;
 	int ret = 0;
 
-	mutex_lock(&wsem_lock);
-	wns = wsem_ns_current(false);
+	wns = wsem_ns_get(false);
+	if (!wns)
+		return -ENOENT;
+	mutex_lock(&wns->lock);
 	sem = wsem_ns_find(wns, name);
 	if (!sem)
 		ret = -ENOENT;
@@ -295,10 +439,33 @@ int wsem_ns_unlink(const char *name)
 		ret = -EPERM;
 	else
 		wsem_ns_unlink_one(wns, sem);
-	mutex_unlock(&wsem_lock);
+	mutex_unlock(&wns->lock);
 	if (!ret)
 		wsem_put(sem);
+	wsem_ns_put(wns);
 	return ret;
+}
+
+/* Describe into @st, up to @count, the names of @wns the caller may read. */
+static u32 wsem_ns_fill(struct wsem_ns *wns, struct wsem_stat *st, u32 count,
+			u64 *total)
+{
+	struct rb_node *node;
+	u32 n = 0;
+
+	lockdep_assert_held(&wns->lock);
+
+	*total = 0;
+	for (node = rb_first(&wns->names); node; node = rb_next(node)) {
+		struct wsem *sem = rb_entry(node, struct wsem, node);
+
+		if (!wsem_may(sem, MAY_READ, false))
+			continue;
+		if (n < count)
+			wsem_fill_stat(sem, NULL, &st[n++]);
+		(*total)++;
+	}
+	return n;
 }
 
 /**
@@ -307,7 +474,7 @@ int wsem_ns_unlink(const char *name)
  * @count: room the caller has
  * @total: set to how many there are, in name order
  *
- * Context: Process context; takes wsem_lock.
+ * Context: Process context; takes the namespace's lock.
  * Return: how many of them were described in @stats (at most @count), or
  * -ENOMEM.
  */
@@ -315,72 +482,99 @@ int wsem_ns_list(struct wsem_stat **stats, u32 count, u64 *total)
 {
 	struct wsem_stat *st = NULL;
 	struct wsem_ns *wns;
-	struct rb_node *node;
-	u32 n = 0;
-	int ret = 0;
+	u32 room, n = 0;
 
+	*stats = NULL;
 	*total = 0;
-	mutex_lock(&wsem_lock);
-	wns = wsem_ns_current(false);
+	wns = wsem_ns_get(false);
 	if (!wns)
-		goto out;
-	count = min(count, wns->nr_names);
-	if (count) {
-		st = kvcalloc(count, sizeof(*st), GFP_KERNEL_ACCOUNT);
-		if (!st) {
-			ret = -ENOMEM;
-			goto out;
+		return 0;
+	for (;;) {
+		/* Room for what is there now; more names mean another go. */
+		room = min(count, READ_ONCE(wns->nr_names));
+		if (room) {
+			st = kvcalloc(room, sizeof(*st), GFP_KERNEL_ACCOUNT);
+			if (!st) {
+				wsem_ns_put(wns);
+				return -ENOMEM;
+			}
 		}
+		mutex_lock(&wns->lock);
+		if (room >= min(count, wns->nr_names))
+			break;
+		mutex_unlock(&wns->lock);
+		kvfree(st);
+		st = NULL;
 	}
-	for (node = rb_first(&wns->names); node; node = rb_next(node)) {
-		struct wsem *sem = rb_entry(node, struct wsem, node);
-
-		if (!wsem_may(sem, MAY_READ))
-			continue;
-		if (n < count)
-			wsem_fill_stat(sem, NULL, &st[n++]);
-		(*total)++;
-	}
-out:
-	mutex_unlock(&wsem_lock);
+	n = wsem_ns_fill(wns, st, room, total);
+	mutex_unlock(&wns->lock);
+	wsem_ns_put(wns);
 	*stats = st;
-	return ret ?: n;
+	return n;
 }
 
-/* Drop every name of @wns, unpin its namespace's mount, unregister it. */
+/* Drop every name of @wns, unpin its mount and the registry's reference. */
 static void wsem_ns_forget(struct wsem_ns *wns)
 {
 	struct rb_node *node;
 
-	lockdep_assert_held(&wsem_lock);
-
+	mutex_lock(&wns->lock);
 	while ((node = rb_first(&wns->names))) {
 		struct wsem *sem = rb_entry(node, struct wsem, node);
 
 		wsem_ns_unlink_one(wns, sem);
+		/* Freeing takes no lock, and the registry's ref holds @wns. */
 		wsem_put(sem);
 	}
-	list_del(&wns->node);
+	mutex_unlock(&wns->lock);
 	mntput(wns->mq_mnt);
-	kref_put(&wns->ref, wsem_ns_free);
+	wsem_ns_put(wns);
 }
 
-/* Forget every namespace that has died since the last pass. */
+static bool wsem_ns_dead(const struct wsem_ns *wns)
+{
+	return READ_ONCE(wns->mq_mnt->mnt_sb->s_fs_info) != wns->ipc_ns;
+}
+
+/*
+ * Forget every namespace that has died since the last pass.  It holds
+ * wsem_ns_lock only to look and to unregister; nobody working in a live
+ * namespace waits for it.
+ */
 static void wsem_ns_reap(struct work_struct *work)
 {
 	struct wsem_ns *wns, *next;
-	bool others = false;
+	LIST_HEAD(dead);
 
-	mutex_lock(&wsem_lock);
-	list_for_each_entry_safe(wns, next, &wsem_namespaces, node) {
-		if (READ_ONCE(wns->mq_mnt->mnt_sb->s_fs_info) == wns->ipc_ns)
-			others |= !wsem_ns_is_initial(wns);
-		else
-			wsem_ns_forget(wns);
+	mutex_lock(&wsem_ns_lock);
+	list_for_each_entry_safe(wns, next, &wsem_ns_others, node) {
+		if (!wsem_ns_dead(wns))
+			continue;
+		rhashtable_remove_fast(&wsem_ns_table, &wns->hnode,
+				       wsem_ns_params);
+		list_move(&wns->node, &dead);
 	}
-	if (others)
+	if (!list_empty(&wsem_ns_others))
 		schedule_delayed_work(&wsem_reaper, HZ);
-	mutex_unlock(&wsem_lock);
+	mutex_unlock(&wsem_ns_lock);
+
+	list_for_each_entry_safe(wns, next, &dead, node)
+		wsem_ns_forget(wns);
+}
+
+/**
+ * wsem_ns_init() - set up the namespace registry at module load
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int wsem_ns_init(void)
+{
+	return rhashtable_init(&wsem_ns_table, &wsem_ns_params);
+}
+
+static void wsem_ns_forget_one(void *ptr, void *arg)
+{
+	wsem_ns_forget(ptr);
 }
 
 /**
@@ -390,11 +584,8 @@ static void wsem_ns_reap(struct work_struct *work)
  */
 void wsem_ns_exit(void)
 {
-	struct wsem_ns *wns, *next;
-
 	cancel_delayed_work_sync(&wsem_reaper);
-	mutex_lock(&wsem_lock);
-	list_for_each_entry_safe(wns, next, &wsem_namespaces, node)
-		wsem_ns_forget(wns);
-	mutex_unlock(&wsem_lock);
+	rhashtable_free_and_destroy(&wsem_ns_table, wsem_ns_forget_one, NULL);
+	/* The namespaces are freed after a grace period, by kfree_rcu(). */
+	rcu_barrier();
 }

@@ -13,28 +13,36 @@
  * Grants are hand-offs.  Whoever makes room (release, close, a grown
  * capacity, a waiter leaving the head) walks the queue from the head under
  * sem->lock and, while the head fits, adds its weight to U and to the
- * waiter's handle, takes it off the queue and sets its status.  The sleeper
- * finds the weight already its own: there is no thundering herd and no
- * window for a newcomer to barge.
+ * waiter's handle and moves the waiter from the queue to a list on its own
+ * stack, marked WSEM_HANDING.  The sleeper finds the weight already its
+ * own: there is no thundering herd and no window for a newcomer to barge.
  *
- * The sleeper reads its status under sem->lock and checks it before signals
- * and timeouts, so a grant that races with a signal wins.  A sleeper that
- * leaves without a grant (signal, timeout) runs the grant walk again, since
- * the waiters behind it may fit now.
+ * The sleeper is told after sem->lock is dropped: the granter takes a
+ * reference on its task, publishes the result with smp_store_release() and
+ * wakes it.  The sleeper reads its status with smp_load_acquire() and never
+ * takes the lock again after a grant, so a mass grant does not convoy on
+ * it, and as many waiters as fit are granted in one pass with no wake-up
+ * under the lock.  Until it is told, the waiter's stack frame must stay, so
+ * a sleeper that sees WSEM_HANDING waits (uninterruptibly, briefly) for the
+ * result.
  *
- * Wake-ups happen after sem->lock is dropped; the granter holds a reference
- * on each task it is about to wake, because a granted sleeper may return
- * (and its stack frame vanish) as soon as the lock is free.
+ * The sleeper checks its status before signals and timeouts, and leaves the
+ * queue only under sem->lock while still WSEM_WAITING, so a grant that
+ * races with a signal wins.  A sleeper that leaves without a grant (signal,
+ * timeout) runs the grant walk again, since the waiters behind it may fit
+ * now.
  */
 #include <linux/capability.h>
 #include <linux/cred.h>
 #include <linux/hrtimer.h>
+#include <linux/idr.h>
 #include <linux/ipc_namespace.h>
 #include <linux/ktime.h>
 #include <linux/nsproxy.h>
 #include <linux/overflow.h>
 #include <linux/poll.h>
 #include <linux/sched.h>
+#include <linux/sched/debug.h>
 #include <linux/sched/signal.h>
 #include <linux/sched/task.h>
 #include <linux/slab.h>
@@ -43,69 +51,68 @@
 
 #include "wsem.h"
 
-/* struct wsem_waiter.status while it sits in the queue */
-#define WSEM_WAITING	1
+/* struct wsem_waiter.status until it is told how its wait ended */
+#define WSEM_WAITING	1	/* in the queue */
+#define WSEM_HANDING	2	/* off the queue, about to be told @result */
 
 /**
  * struct wsem_waiter - one queue entry, on the stack of its sleeper
- * @node: in sem->waiters
+ * @node: in sem->waiters, then in the granter's struct wsem_wake
  * @task: the sleeper
  * @handle: where a granted weight is accounted
  * @weight: what it waits for
- * @status: WSEM_WAITING, 0 once granted, or a negative errno
+ * @result: how the wait ended, 0 (granted) or a negative errno; set with
+ *	WSEM_HANDING
+ * @status: WSEM_WAITING, WSEM_HANDING, then @result; the last store is the
+ *	granter's smp_store_release(), after which the waiter may vanish
  *
- * All fields are protected by the lock of the semaphore it waits on.
+ * Protected by the lock of the semaphore it waits on while WSEM_WAITING;
+ * owned by the granter while WSEM_HANDING.
  */
 struct wsem_waiter {
 	struct list_head node;
 	struct task_struct *task;
 	struct wsem_handle *handle;
 	u64 weight;
+	int result;
 	int status;
 };
 
-/* Tasks to wake once the lock is dropped. */
-#define WSEM_WAKE_BATCH	16
-
+/* What to do once sem->lock is dropped. */
 struct wsem_wake {
-	unsigned int nr;
-	struct wsem *poll;	/* wake its pollers too */
-	struct task_struct *tasks[WSEM_WAKE_BATCH];
+	struct list_head waiters;	/* WSEM_HANDING, to be told */
+	struct wsem *poll;		/* wake its pollers */
 };
 
-static void wsem_wake_add(struct wsem_wake *wake, struct task_struct *task)
-{
-	if (wake->nr < WSEM_WAKE_BATCH) {
-		get_task_struct(task);
-		wake->tasks[wake->nr++] = task;
-	} else {
-		/* Safe under the lock: the sleeper reads its status under it. */
-		wake_up_process(task);
-	}
-}
+static DEFINE_IDA(wsem_ida);
 
-static void __wsem_wake_up(struct wsem_wake *wake)
-{
-	unsigned int i;
-
-	for (i = 0; i < wake->nr; i++) {
-		wake_up_process(wake->tasks[i]);
-		put_task_struct(wake->tasks[i]);
-	}
-	wake->nr = 0;
-}
-
-/* The task slots need no value: they are written before use. */
 static __always_inline void wsem_wake_init(struct wsem_wake *wake)
 {
-	wake->nr = 0;
+	INIT_LIST_HEAD(&wake->waiters);
 	wake->poll = NULL;
+}
+
+/* Tell each waiter on @list how its wait ended, and wake it. */
+static void wsem_tell(struct list_head *list)
+{
+	struct wsem_waiter *w, *next;
+	struct task_struct *task;
+
+	/* The _safe walk reads @w's successor before @w may vanish. */
+	list_for_each_entry_safe(w, next, list, node) {
+		task = w->task;
+		get_task_struct(task);
+		/* Pairs with wsem_wait(); from here on @w may be gone. */
+		smp_store_release(&w->status, w->result);
+		wake_up_process(task);
+		put_task_struct(task);
+	}
 }
 
 static __always_inline void wsem_wake_up(struct wsem_wake *wake)
 {
-	if (wake->nr)
-		__wsem_wake_up(wake);
+	if (!list_empty(&wake->waiters))
+		wsem_tell(&wake->waiters);
 	if (unlikely(wake->poll))
 		wake_up_poll(&wake->poll->pollers, EPOLLIN | EPOLLRDNORM);
 }
@@ -122,6 +129,15 @@ static void wsem_take(struct wsem *sem, struct wsem_handle *h, u64 weight)
 	h->held += weight;
 }
 
+static void wsem_enqueue(struct wsem *sem, struct wsem_waiter *w)
+{
+	list_add_tail(&w->node, &sem->waiters);
+	sem->nr_waiters++;
+	if (check_add_overflow(sem->queued_weight, w->weight,
+			       &sem->queued_weight))
+		sem->queued_carry++;
+}
+
 static void wsem_dequeue(struct wsem *sem, struct wsem_waiter *w)
 {
 	list_del(&w->node);
@@ -131,17 +147,18 @@ static void wsem_dequeue(struct wsem *sem, struct wsem_waiter *w)
 	sem->queued_weight -= w->weight;
 }
 
-/* End @w's wait with @status: 0 (granted) or a negative errno. */
-static void wsem_finish(struct wsem *sem, struct wsem_waiter *w, int status,
+/* End @w's wait with @result: 0 (granted) or a negative errno. */
+static void wsem_finish(struct wsem *sem, struct wsem_waiter *w, int result,
 			struct wsem_wake *wake)
 {
 	lockdep_assert_held(&sem->lock);
 
 	wsem_dequeue(sem, w);
-	if (!status)
+	if (!result)
 		wsem_take(sem, w->handle, w->weight);
-	wsem_wake_add(wake, w->task);
-	w->status = status;
+	w->result = result;
+	WRITE_ONCE(w->status, WSEM_HANDING);
+	list_add_tail(&w->node, &wake->waiters);
 }
 
 /* Grant the head of the queue, and the next, while each fits. */
@@ -184,8 +201,7 @@ static void wsem_settle(struct wsem *sem, struct wsem_wake *wake)
 }
 
 /**
- * wsem_alloc() - create a semaphore owned by the caller
- * @wns: the namespace it is charged to; its reference passes to the semaphore
+ * wsem_alloc() - a new semaphore owned by the caller, not yet charged
  * @capacity: 1 .. WSEM_CAPACITY_MAX, checked by the caller
  * @mode: permission bits
  * @name: its name, or NULL for an anonymous semaphore
@@ -193,23 +209,25 @@ static void wsem_settle(struct wsem *sem, struct wsem_wake *wake)
  * Context: Process context, may sleep.
  * Return: the semaphore with one reference, or NULL when out of memory.
  */
-struct wsem *wsem_alloc(struct wsem_ns *wns, u64 capacity, umode_t mode,
-			const char *name)
+struct wsem *wsem_alloc(u64 capacity, umode_t mode, const char *name)
 {
 	struct wsem *sem;
 
 	sem = kzalloc(sizeof(*sem), GFP_KERNEL_ACCOUNT);
 	if (!sem)
 		return NULL;
+	sem->id = ida_alloc(&wsem_ida, GFP_KERNEL);
+	if (sem->id < 0) {
+		kfree(sem);
+		return NULL;
+	}
 
 	spin_lock_init(&sem->lock);
 	sem->capacity = capacity;
 	INIT_LIST_HEAD(&sem->waiters);
-	INIT_LIST_HEAD(&sem->handles);
 	init_waitqueue_head(&sem->pollers);
 	RB_CLEAR_NODE(&sem->node);
 	kref_init(&sem->ref);
-	sem->wns = wns;
 	sem->user_ns = get_user_ns(current->nsproxy->ipc_ns->user_ns);
 	sem->uid = current_euid();
 	sem->gid = current_egid();
@@ -224,8 +242,10 @@ static void wsem_free(struct kref *ref)
 	struct wsem *sem = container_of(ref, struct wsem, ref);
 
 	WARN_ON_ONCE(!list_empty(&sem->waiters) || sem->used);
-	wsem_ns_uncharge(sem->wns);
+	if (sem->wns)
+		wsem_ns_uncharge(sem);
 	put_user_ns(sem->user_ns);
+	ida_free(&wsem_ida, sem->id);
 	kfree(sem);
 }
 
@@ -233,29 +253,60 @@ static void wsem_free(struct kref *ref)
  * wsem_put() - drop a reference to a semaphore
  * @sem: the semaphore
  *
- * Context: Any context that may take wsem_lock is fine; freeing takes none.
+ * Context: Process context; freeing takes no lock of ours.
  */
 void wsem_put(struct wsem *sem)
 {
 	kref_put(&sem->ref, wsem_free);
 }
 
+/* @h's early pollers hear what the semaphore's pollers hear. */
+static int wsem_relay_wake(struct wait_queue_entry *wq, unsigned int mode,
+			   int sync, void *key)
+{
+	struct wsem_handle *h = container_of(wq, struct wsem_handle, relay);
+
+	wake_up_poll(&h->wqh, key_to_poll(key));
+	return 0;
+}
+
 /**
  * wsem_bind() - bind an unbound handle to a semaphore
  * @h: the handle
- * @sem: the semaphore; the caller's reference passes to @h
+ * @sem: the semaphore, which the caller keeps alive meanwhile
  *
- * Context: Holds wsem_lock, which serializes every bind.
+ * Takes a reference to @sem for @h.  Whoever polled @h before this (epoll
+ * registers only once) is relayed the semaphore's wake-ups from now on, and
+ * is woken once, since @h is no longer in error.
+ *
+ * Context: Process context.
+ * Return: 0, or -EBUSY (and nothing changes) if @h is bound already.
  */
-void wsem_bind(struct wsem_handle *h, struct wsem *sem)
+int wsem_bind(struct wsem_handle *h, struct wsem *sem)
 {
-	lockdep_assert_held(&wsem_lock);
+	bool polled;
 
-	spin_lock(&sem->lock);
-	list_add_tail(&h->node, &sem->handles);
-	spin_unlock(&sem->lock);
-	/* Pairs with wsem_handle_sem(): the handle is complete when seen. */
-	smp_store_release(&h->sem, sem);
+	kref_get(&sem->ref);
+	/*
+	 * Under @h->wqh.lock, against wsem_poll_file(): a poller that queued
+	 * itself before this is seen here, and one after sees @h->sem.
+	 */
+	spin_lock_irq(&h->wqh.lock);
+	if (cmpxchg_release(&h->sem, NULL, sem)) {
+		spin_unlock_irq(&h->wqh.lock);
+		wsem_put(sem);		/* never the last: the caller's is left */
+		return -EBUSY;
+	}
+	/* Under the lock that poll_wait() takes: no barrier needed. */
+	polled = waitqueue_active(&h->wqh);
+	spin_unlock_irq(&h->wqh.lock);
+
+	if (polled) {
+		init_waitqueue_func_entry(&h->relay, wsem_relay_wake);
+		add_wait_queue(&sem->pollers, &h->relay);
+		wake_up_poll(&h->wqh, EPOLLIN | EPOLLRDNORM);
+	}
+	return 0;
 }
 
 /**
@@ -272,26 +323,86 @@ void wsem_unbind(struct wsem_handle *h)
 	struct wsem *sem = h->sem;
 	struct wsem_wake wake;
 
+	if (h->relay.func)
+		remove_wait_queue(&sem->pollers, &h->relay);
 	wsem_wake_init(&wake);
 	spin_lock(&sem->lock);
 	sem->used -= h->held;
 	h->held = 0;
-	list_del(&h->node);
 	wsem_settle(sem, &wake);
 	spin_unlock(&sem->lock);
 	wsem_wake_up(&wake);
 	wsem_put(sem);
 }
 
+/* Leave the queue unless granted meanwhile; true if it left. */
+static bool wsem_leave(struct wsem *sem, struct wsem_waiter *w)
+{
+	struct wsem_wake wake;
+	bool left = false;
+
+	wsem_wake_init(&wake);
+	spin_lock(&sem->lock);
+	if (w->status == WSEM_WAITING) {
+		wsem_dequeue(sem, w);
+		/* The waiters behind may fit now. */
+		wsem_settle(sem, &wake);
+		left = true;
+	}
+	spin_unlock(&sem->lock);
+	wsem_wake_up(&wake);
+	return left;
+}
+
 /*
- * Queue @h's request for @weight and sleep until it is granted, a signal
- * arrives or @deadline (if any) passes.  A signal returns -ERESTARTNOHAND:
- * the call fails with EINTR if a handler runs, and is restarted if none did
- * (a stop, the freezer), which puts it back at the tail of the queue.
+ * Must the wait end now?  -EINTR for a fatal signal; -ERESTARTNOHAND for
+ * any other signal or a stop (the call fails with EINTR if a handler runs,
+ * and is restarted, at the tail of the queue, if none does); -ETIMEDOUT
+ * once @timed_out; else 0.
+ *
+ * Task work alone (TIF_NOTIFY_SIGNAL, as io_uring queues it) is no reason
+ * to lose our place: the flag is cleared, *@notify remembers it, and the
+ * caller sets it again when the wait ends, so the work runs then, on the
+ * way back to user space.
  */
-static int wsem_wait(struct wsem *sem, struct wsem_handle *h, u64 weight,
-		     ktime_t *deadline, struct wsem_wake *wake)
-	__must_hold(&sem->lock)
+static int wsem_wait_check(bool timed_out, bool *notify)
+{
+	if (fatal_signal_pending(current))
+		return -EINTR;
+	if (task_sigpending(current))
+		return -ERESTARTNOHAND;
+	if (test_thread_flag(TIF_NOTIFY_SIGNAL)) {
+		clear_notify_signal();
+		*notify = true;
+	}
+	return timed_out ? -ETIMEDOUT : 0;
+}
+
+/* Off the queue: wait until the granter has said how the wait ended. */
+static int wsem_wait_told(struct wsem_waiter *w)
+{
+	int status;
+
+	for (;;) {
+		set_current_state(TASK_UNINTERRUPTIBLE);
+		/* Pairs with wsem_tell(). */
+		status = smp_load_acquire(&w->status);
+		if (status <= 0)
+			break;
+		schedule();
+	}
+	__set_current_state(TASK_RUNNING);
+	return status;
+}
+
+/*
+ * Queue @h's request for @weight at the tail and sleep until it is granted,
+ * a signal arrives or @deadline (if any) passes.  Entered with @sem->lock
+ * held, which it drops.
+ */
+static int __sched wsem_wait(struct wsem *sem, struct wsem_handle *h,
+			     u64 weight, ktime_t *deadline)
+	__releases(&sem->lock)
 {
 	struct wsem_waiter w = {
 		.task = current,
@@ -299,40 +410,36 @@ static int wsem_wait(struct wsem *sem, struct wsem_handle *h, u64 weight,
 		.weight = weight,
 		.status = WSEM_WAITING,
 	};
-	bool timed_out = false;
+	bool timed_out = false, notify = false;
 	int ret;
 
-	list_add_tail(&w.node, &sem->waiters);
-	sem->nr_waiters++;
-	if (check_add_overflow(sem->queued_weight, weight, &sem->queued_weight))
-		sem->queued_carry++;
+	wsem_enqueue(sem, &w);
+	spin_unlock(&sem->lock);
 
 	for (;;) {
-		if (w.status != WSEM_WAITING)
-			return w.status;
-		if (signal_pending(current)) {
-			ret = fatal_signal_pending(current) ? -EINTR :
-							      -ERESTARTNOHAND;
-			break;
-		}
-		if (timed_out) {
-			ret = -ETIMEDOUT;
-			break;
-		}
 		set_current_state(TASK_INTERRUPTIBLE);
-		spin_unlock(&sem->lock);
+		/* Pairs with wsem_tell(): the grant's accounting is seen. */
+		ret = smp_load_acquire(&w.status);
+		if (ret != WSEM_WAITING)
+			break;
+		ret = wsem_wait_check(timed_out, &notify);
+		if (ret) {
+			__set_current_state(TASK_RUNNING);
+			if (wsem_leave(sem, &w))
+				goto out;
+			break;		/* granted meanwhile: the grant wins */
+		}
 		if (deadline)
 			timed_out = !schedule_hrtimeout_range(deadline,
 						current->timer_slack_ns,
 						HRTIMER_MODE_ABS);
 		else
 			schedule();
-		spin_lock(&sem->lock);
 	}
-
-	/* Leaving without a grant: the waiters behind may fit now. */
-	wsem_dequeue(sem, &w);
-	wsem_settle(sem, wake);
+	ret = wsem_wait_told(&w);
+out:
+	if (notify)
+		set_thread_flag(TIF_NOTIFY_SIGNAL);
 	return ret;
 }
 
@@ -353,10 +460,8 @@ int wsem_acquire(struct wsem_handle *h, u64 weight, u64 flags,
 		 ktime_t deadline)
 {
 	struct wsem *sem = h->sem;
-	struct wsem_wake wake;
 	int ret = 0;
 
-	wsem_wake_init(&wake);
 	spin_lock(&sem->lock);
 	if (!weight || weight > sem->capacity)
 		ret = -EINVAL;
@@ -365,13 +470,12 @@ int wsem_acquire(struct wsem_handle *h, u64 weight, u64 flags,
 	else if (flags & WSEM_ACQUIRE_TRY)
 		ret = -EAGAIN;
 	else if (!(flags & WSEM_ACQUIRE_DEADLINE))
-		ret = wsem_wait(sem, h, weight, NULL, &wake);
+		return wsem_wait(sem, h, weight, NULL);
 	else if (ktime_compare(deadline, ktime_get()) <= 0)
 		ret = -ETIMEDOUT;
 	else
-		ret = wsem_wait(sem, h, weight, &deadline, &wake);
+		return wsem_wait(sem, h, weight, &deadline);
 	spin_unlock(&sem->lock);
-	wsem_wake_up(&wake);
 	return ret;
 }
 
@@ -496,13 +600,16 @@ __poll_t wsem_poll(struct wsem *sem, struct file *file, poll_table *wait)
  * wsem_may() - may the caller access a semaphore?
  * @sem: the semaphore
  * @mask: MAY_READ and/or MAY_WRITE
+ * @audit: whether a use of CAP_IPC_OWNER is audited (and marks the task
+ *	PF_SUPERPRIV); a listing that merely skips what it may not read
+ *	passes false
  *
  * The caller's class (owner, group, other) is chosen with its effective ids;
  * CAP_IPC_OWNER in the semaphore's user namespace overrides the mode.
  *
  * Return: true if every bit of @mask is granted.
  */
-bool wsem_may(const struct wsem *sem, int mask)
+bool wsem_may(const struct wsem *sem, int mask, bool audit)
 {
 	umode_t mode = sem->mode;
 
@@ -512,6 +619,8 @@ bool wsem_may(const struct wsem *sem, int mask)
 		mode >>= 3;
 	if (!(mask & ~mode & 0007))
 		return true;
+	if (!audit)
+		return ns_capable_noaudit(sem->user_ns, CAP_IPC_OWNER);
 	return ns_capable(sem->user_ns, CAP_IPC_OWNER);
 }
 
@@ -526,4 +635,12 @@ bool wsem_is_owner(const struct wsem *sem)
 {
 	return uid_eq(current_euid(), sem->uid) ||
 	       ns_capable(sem->user_ns, CAP_IPC_OWNER);
+}
+
+/**
+ * wsem_sem_exit() - at module unload, once every semaphore is gone
+ */
+void wsem_sem_exit(void)
+{
+	ida_destroy(&wsem_ida);
 }
