@@ -17,6 +17,11 @@
  * it acts about once per CHAOS_EVERY requests of its worker, so that the
  * mix is the same on a fast kernel and on a slow one (PREEMPT_RT).
  *
+ * Some fresh handles are opened read-only: then acquire, release and
+ * resize must fail with EBADF, and what REOPEN makes of a bound one must
+ * be read-only too.  Some fresh handles join the worker's epoll set before
+ * anything binds them, and the chaos thread drains that set now and then.
+ *
  * Everything runs in an IPC namespace and a PID namespace of the test's
  * own: the names cannot meet another test's, and a stale PID can only ever
  * name another fuzz process.  The namespace's init respawns killed workers
@@ -48,6 +53,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -111,6 +117,7 @@ struct shared {
 	uint64_t created;		/* handles bound by OPEN */
 	uint64_t granted;		/* acquires granted */
 	uint64_t interrupted;		/* acquires ended by EINTR */
+	uint64_t readonly;		/* read-only handles bound and checked */
 	uint64_t violations;		/* results against the contract */
 	uint32_t stop;			/* set by the namespace's init */
 	uint32_t nnotes;
@@ -387,6 +394,7 @@ static bool tail(struct rng *r, char *buf, size_t ksize, uint64_t usize,
 
 /* Descriptors of one worker, shared by its threads, racily on purpose. */
 static int pool[NPOOL];
+static int epfd = -1;		/* the worker's epoll set */
 static unsigned int my_slot;
 static uint64_t my_ops;		/* requests made by this process */
 
@@ -501,6 +509,7 @@ struct step {
 	enum ptr_kind kind;		/* where the argument pointed */
 	int fd;
 	bool fresh;			/* fd is a new, unbound handle */
+	bool rdonly;			/* ... opened O_RDONLY */
 	uint64_t usize;			/* the struct's size field */
 	bool bad_tail;			/* a non-zero byte past our struct */
 	union {
@@ -555,6 +564,13 @@ static void check_err(const struct step *s, int err)
 {
 	int want, alt;
 
+	if (s->rdonly && (s->q == R_ACQUIRE || s->q == R_RELEASE ||
+			  s->q == R_SETCAP)) {
+		if (err != EBADF)
+			violation("%s on a read-only handle: %s",
+				  req_name[s->q], strerror(err));
+		return;
+	}
 	if (err == EBADF) {
 		if (s->fresh)
 			violation("%s on a fresh handle: EBADF", req_name[s->q]);
@@ -605,6 +621,11 @@ static void check_ok(const struct step *s, long ret)
 
 	if (s->q == R_UNKNOWN) {
 		violation("unknown command %#x succeeded", s->cmd);
+		return;
+	}
+	if (s->rdonly && (s->q == R_ACQUIRE || s->q == R_RELEASE ||
+			  s->q == R_SETCAP)) {
+		violation("%s succeeded on a read-only handle", req_name[s->q]);
 		return;
 	}
 	/* Only what we laid out ourselves tells what the kernel read. */
@@ -865,6 +886,28 @@ static void build_list(struct rng *r, struct step *s, struct arena *a,
  * One fuzz step: pick a request, build hostile arguments, issue it and
  * check the result.  @a is the calling thread's arena.
  */
+/*
+ * A read-only handle, just bound and still ours alone: it cannot take
+ * weight, and REOPEN keeps it read-only.
+ */
+static void check_readonly(int fd)
+{
+	struct wsem_acquire_args acq = {
+		.size = sizeof(acq), .weight = 1, .flags = WSEM_ACQUIRE_TRY,
+	};
+	int nfd;
+
+	if (!ioctl(fd, WSEM_IOC_ACQUIRE, &acq) || errno != EBADF)
+		violation("ACQUIRE on a read-only handle: %s", strerror(errno));
+	nfd = wsem_reopen(fd, O_CLOEXEC);
+	if (nfd < 0)
+		return;
+	if ((fcntl(nfd, F_GETFL) & O_ACCMODE) != O_RDONLY)
+		violation("REOPEN of a read-only handle is not read-only");
+	close(nfd);
+	add(&sh->readonly, 1);
+}
+
 static void fuzz_one(struct rng *r, struct arena *a)
 {
 	static const unsigned int generic[] = {
@@ -880,8 +923,15 @@ static void fuzz_one(struct rng *r, struct arena *a)
 	memset(buf, 0, 256);
 	/* The handle: one of ours, a fresh one, or no handle at all. */
 	if (chance(r, 12)) {
-		s.fd = open("/dev/wsem", O_RDWR | O_CLOEXEC);
+		s.rdonly = chance(r, 20);
+		s.fd = open("/dev/wsem", (s.rdonly ? O_RDONLY : O_RDWR) |
+			    O_CLOEXEC);
 		s.fresh = s.fd >= 0;
+		if (s.fresh && chance(r, 20)) {
+			struct epoll_event ev = { .events = EPOLLIN };
+
+			epoll_ctl(epfd, EPOLL_CTL_ADD, s.fd, &ev);
+		}
 	} else if (chance(r, 3)) {
 		s.fd = chance(r, 50) ? -1 : 1000 + (int)below(r, 1000);
 	} else {
@@ -966,6 +1016,8 @@ static void fuzz_one(struct rng *r, struct arena *a)
 		check_err(&s, err);
 	}
 	if (s.fresh) {
+		if (ret == 0 && s.q == R_OPEN && s.rdonly)
+			check_readonly(s.fd);
 		if (ret == 0 && s.q == R_OPEN)
 			pool_put(r, s.fd);
 		else
@@ -1136,6 +1188,14 @@ static void chaos_one(struct rng *r)
 			add(&sh->forks, 1);
 		}
 		break;
+	case 82 ... 84:
+		/* Drain the epoll set: handles bound after they joined it. */
+		{
+			struct epoll_event ev[8];
+
+			epoll_wait(epfd, ev, 8, 0);
+		}
+		break;
 	default:
 		/* Interrupt our own sleepers. */
 		pthread_kill(op_thread[below(r, OP_THREADS)], SIGUSR1);
@@ -1174,6 +1234,9 @@ static void __attribute__((noreturn)) worker_main(unsigned int slot,
 	sigaction(SIGUSR1, &sa, NULL);
 	for (i = 0; i < NPOOL; i++)
 		pool[i] = -1;
+	epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (epfd < 0)
+		_exit(5);
 	if (slot & 1) {
 		if (setgroups(0, NULL) || setgid(NOBODY) || setuid(NOBODY))
 			_exit(3);
@@ -1401,6 +1464,10 @@ TEST_F_TIMEOUT(fuzz, ioctls, 1800)
 		       (unsigned long long)secs_cap);
 	}
 	EXPECT_LT(0, sh->killed);
+	/* The read-only checks ran (about 1 in 400 requests). */
+	TH_LOG("%llu read-only handles bound and checked",
+	       (unsigned long long)sh->readonly);
+	EXPECT_LT(0, sh->readonly);
 
 	/* Nothing held and nobody waiting, wherever we can look. */
 	total = wsem_list(list, 64);

@@ -60,6 +60,7 @@
 #define NSEC		1000000000LL
 #define MSEC		1000000LL
 #define LIMIT_PARAM	"/sys/module/wsem/parameters/max_sems_per_ns"
+#define USER_PARAM	"/sys/module/wsem/parameters/max_sems_per_user"
 #define CG2		"/sys/fs/cgroup"
 #define MEMCG_MARGIN	(1 << 20)	/* bytes a limited cgroup may use */
 #define MEMCG_MAX_SEMS	200000		/* bound of the ENOMEM loop */
@@ -161,6 +162,9 @@ FIXTURE(limits) {
 	/* max_sems_per_ns as found, restored by the teardown if changed */
 	char old_limit[32];
 	bool limit_changed;
+	/* max_sems_per_user likewise */
+	char old_user_limit[32];
+	bool user_limit_changed;
 	/* setup done: false after a SKIP, so body and teardown do nothing */
 	bool ready;
 };
@@ -174,6 +178,15 @@ static int set_limit(FIXTURE_DATA(limits) *self, long long limit)
 	return write_file(LIMIT_PARAM, buf);
 }
 
+static int set_user_limit(FIXTURE_DATA(limits) *self, long long limit)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%lld", limit);
+	self->user_limit_changed = true;
+	return write_file(USER_PARAM, buf);
+}
+
 FIXTURE_SETUP(limits)
 {
 	if (access("/dev/wsem", F_OK))
@@ -182,6 +195,8 @@ FIXTURE_SETUP(limits)
 		SKIP(return, "needs root");
 	ASSERT_EQ(0, read_file(LIMIT_PARAM, self->old_limit,
 			       sizeof(self->old_limit)));
+	ASSERT_EQ(0, read_file(USER_PARAM, self->old_user_limit,
+			       sizeof(self->old_user_limit)));
 	rep = mmap(NULL, sizeof(*rep), PROT_READ | PROT_WRITE,
 		   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, rep);
@@ -193,6 +208,8 @@ FIXTURE_TEARDOWN(limits)
 {
 	if (self->limit_changed)
 		EXPECT_EQ(0, write_file(LIMIT_PARAM, self->old_limit));
+	if (self->user_limit_changed)
+		EXPECT_EQ(0, write_file(USER_PARAM, self->old_user_limit));
 }
 
 /* ---------------------------------------------------------------- */
@@ -227,6 +244,8 @@ static int nobody_fill(void *p)
 	/* nobody cannot raise the limit */
 	errno = 0;
 	CHILD_CHECK(write_file(LIMIT_PARAM, "100000") && errno == EACCES, 5);
+	errno = 0;
+	CHILD_CHECK(write_file(USER_PARAM, "100000") && errno == EACCES, 5);
 
 	for (i = 0; i < anon; i++) {
 		fds[i] = wsem_open_anon(1, O_CLOEXEC);
@@ -305,6 +324,8 @@ TEST_F(limits, nobody_fills_a_namespace)
 		limit = 1024;
 		ASSERT_EQ(0, set_limit(self, limit));
 	}
+	/* The namespace's limit, not nobody's own, is what this fills. */
+	ASSERT_EQ(0, set_user_limit(self, limit));
 	f.limit = limit;
 	ASSERT_EQ(0, pipe2(f.go, O_CLOEXEC));
 	ASSERT_EQ(0, pipe2(f.ready, O_CLOEXEC));
@@ -334,6 +355,97 @@ TEST_F(limits, nobody_fills_a_namespace)
 	TH_LOG("nobody: %lld anonymous + %lld named = limit %lld, then ENOSPC",
 	       rep->n[0], rep->n[1], limit);
 	EXPECT_EQ(0, close(f.ready[0]));
+}
+
+/* ---------------------------------------------------------------- */
+/* Per-user limit                                                    */
+
+#define USER_LIMIT	8
+
+/* As uid *@p: create named "u.UID.N" until ENOSPC; how many in rep->n[0]. */
+static int user_fill(void *p)
+{
+	uid_t uid = *(uid_t *)p;
+	char name[WSEM_NAME_MAX];
+	long long n = 0;
+	int fd;
+
+	CHILD_CHECK(!setgroups(0, NULL) && !setgid(uid) && !setuid(uid), 1);
+	for (;;) {
+		snprintf(name, sizeof(name), "u.%u.%lld", uid, n);
+		fd = wsem_open(name, O_CREAT | O_EXCL | O_CLOEXEC, 0600, 1);
+		if (fd < 0)
+			break;
+		close(fd);
+		CHILD_CHECK(++n <= USER_LIMIT, 2);
+	}
+	rep->n[0] = n;
+	CHILD_CHECK(errno == ENOSPC, 3);
+	/* Anonymous ones count alike. */
+	errno = 0;
+	CHILD_CHECK(wsem_open_anon(1, O_CLOEXEC) < 0 && errno == ENOSPC, 4);
+	return 0;
+}
+
+/* As uid *@p, full: unlinking one of its own makes room for one. */
+static int user_room(void *p)
+{
+	uid_t uid = *(uid_t *)p;
+	char name[WSEM_NAME_MAX];
+	int fd;
+
+	CHILD_CHECK(!setgroups(0, NULL) && !setgid(uid) && !setuid(uid), 1);
+	snprintf(name, sizeof(name), "u.%u.0", uid);
+	CHILD_CHECK(!wsem_unlink(name), 2);
+	fd = wsem_open_anon(1, O_CLOEXEC);
+	CHILD_CHECK(fd >= 0, 3);
+	errno = 0;
+	CHILD_CHECK(wsem_open_anon(1, O_CLOEXEC) < 0 && errno == ENOSPC, 4);
+	return 0;
+}
+
+/*
+ * One user cannot use up a namespace: it stops at max_sems_per_user, while
+ * another user, and root (CAP_SYS_RESOURCE passes), go on creating.
+ */
+TEST_F(limits, one_user_cannot_use_up_a_namespace)
+{
+	uid_t nobody = NOBODY, other = NOBODY - 1;
+	char name[WSEM_NAME_MAX];
+	int i, fd;
+
+	if (!self->ready)
+		return;
+	ASSERT_EQ(0, set_limit(self, 4 * USER_LIMIT));
+	ASSERT_EQ(0, set_user_limit(self, USER_LIMIT));
+	ASSERT_EQ(0, unshare(CLONE_NEWIPC));
+
+	EXPECT_EQ(0, wait_exit(run(user_fill, &nobody))) {
+		TH_LOG("nobody: check %d (%s): %s", rep->step, rep->what,
+		       strerror(rep->err));
+	}
+	EXPECT_EQ(USER_LIMIT, rep->n[0]);
+	memset(rep, 0, sizeof(*rep));
+	EXPECT_EQ(0, wait_exit(run(user_fill, &other)));
+	EXPECT_EQ(USER_LIMIT, rep->n[0]);
+
+	/* Root passes its own limit (not the namespace's). */
+	for (i = 0; i < USER_LIMIT + 2; i++) {
+		snprintf(name, sizeof(name), "root.%d", i);
+		fd = wsem_open(name, O_CREAT | O_EXCL | O_CLOEXEC, 0600, 1);
+		ASSERT_LE(0, fd);
+		EXPECT_EQ(0, close(fd));
+	}
+	fd = wsem_open_anon(1, O_CLOEXEC);
+	EXPECT_LE(0, fd);
+	EXPECT_EQ(0, close(fd));
+
+	memset(rep, 0, sizeof(*rep));
+	EXPECT_EQ(0, wait_exit(run(user_room, &nobody))) {
+		TH_LOG("nobody: check %d (%s): %s", rep->step, rep->what,
+		       strerror(rep->err));
+	}
+	EXPECT_EQ(3 * USER_LIMIT + 1, wsem_list(NULL, 0));
 }
 
 /* A limit lowered below what a namespace has keeps what it has. */

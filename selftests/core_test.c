@@ -1,0 +1,507 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The core's rules that issue 9 added or fixed:
+ *
+ *  - access modes: a handle not open for writing can watch (stat, poll)
+ *    but not acquire, release or resize (EBADF), and REOPEN keeps the
+ *    access mode of the handle it was called on;
+ *  - epoll registered on a handle before it was bound hears the
+ *    semaphore's wake-ups after the bind;
+ *  - task work (io_uring's completions, TIF_NOTIFY_SIGNAL) that arrives
+ *    while a waiter sleeps does not cost it its place in the queue, and
+ *    runs once the wait is over;
+ *  - fdinfo has a stable id: the same for every handle of a semaphore;
+ *  - a mass grant: 256 waiters granted by one release, each gets its
+ *    weight exactly once.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/io_uring.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <wsem.h>
+
+#include "kselftest_harness.h"
+#include "util.h"
+
+#define LONG_MS		5000	/* what must happen happens before this */
+#define MASS		256	/* waiters granted by one release */
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+/* Wait until @fd's semaphore has @n waiters; 0, or -1 after LONG_MS. */
+static int wait_waiters(int fd, uint64_t n)
+{
+	int64_t end = now_ms() + LONG_MS;
+	struct wsem_stat st;
+
+	do {
+		if (wsem_stat(fd, &st))
+			return -1;
+		if (st.waiters == n)
+			return 0;
+		usleep(1000);
+	} while (now_ms() < end);
+	return -1;
+}
+
+/* Bind a fresh handle of access mode @acc to @name (raw ioctls). */
+static int open_raw(const char *name, int acc, uint64_t flags, uint64_t cap)
+{
+	struct wsem_open_args o = {
+		.size = sizeof(o), .flags = flags, .capacity = cap,
+		.mode = 0600,
+	};
+	int fd = open("/dev/wsem", acc | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	snprintf(o.name, sizeof(o.name), "%s", name);
+	if (ioctl(fd, WSEM_IOC_OPEN, &o)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* "wsem-KEY:" of @fd's fdinfo as a number, or -1. */
+static long long fdinfo_num(int fd, const char *key)
+{
+	char path[64], buf[1024], *p;
+	size_t klen = strlen(key);
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	if (read_file(path, buf, sizeof(buf)))
+		return -1;
+	for (p = buf; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+		if (!strncmp(p, key, klen) && p[klen] == ':')
+			return strtoll(p + klen + 1, NULL, 10);
+	}
+	return -1;
+}
+
+FIXTURE(core) {
+	/* a named semaphore of capacity 2 made by the setup, unlinked after */
+	char name[WSEM_NAME_MAX];
+	/* a read-write handle on it */
+	int fd;
+};
+
+FIXTURE_SETUP(core)
+{
+	self->fd = -1;
+	if (access("/dev/wsem", F_OK))
+		SKIP(return, "/dev/wsem is missing (module not loaded)");
+	snprintf(self->name, sizeof(self->name), "core.%d", getpid());
+	self->fd = wsem_open(self->name, O_CREAT | O_EXCL, 0600, 2);
+	ASSERT_LE(0, self->fd);
+}
+
+FIXTURE_TEARDOWN(core)
+{
+	if (self->fd < 0)
+		return;
+	EXPECT_EQ(0, close(self->fd));
+	EXPECT_EQ(0, wsem_unlink(self->name));
+}
+
+/* ---------------------------------------------------------------- */
+/* Access modes                                                      */
+
+TEST_F(core, read_only_handle_watches_only)
+{
+	struct pollfd p;
+	struct wsem_stat st;
+	int ro;
+
+	if (self->fd < 0)
+		return;
+	ro = open_raw(self->name, O_RDONLY, 0, 0);
+	ASSERT_LE(0, ro);
+
+	errno = 0;
+	EXPECT_EQ(-1, wsem_acquire(ro, 1));
+	EXPECT_EQ(EBADF, errno);
+	errno = 0;
+	EXPECT_EQ(-1, wsem_tryacquire(ro, 1));
+	EXPECT_EQ(EBADF, errno);
+	errno = 0;
+	EXPECT_EQ(-1, wsem_acquire_timeout(ro, 1, 1000));
+	EXPECT_EQ(EBADF, errno);
+	errno = 0;
+	EXPECT_EQ(-1, wsem_release(ro, 1));
+	EXPECT_EQ(EBADF, errno);
+	errno = 0;
+	EXPECT_EQ(-1, wsem_set_capacity(ro, 5));
+	EXPECT_EQ(EBADF, errno);
+
+	/* Nothing changed, and watching works. */
+	ASSERT_EQ(0, wsem_stat(ro, &st));
+	EXPECT_EQ(2, st.capacity);
+	EXPECT_EQ(0, st.used);
+	EXPECT_EQ(0, st.held);
+	p = (struct pollfd){ .fd = ro, .events = POLLIN };
+	EXPECT_EQ(1, poll(&p, 1, 0));
+	EXPECT_EQ(POLLIN, p.revents & POLLIN);
+	ASSERT_EQ(0, wsem_acquire(self->fd, 2));
+	EXPECT_EQ(0, poll(&p, 1, 0));
+	EXPECT_EQ(0, close(ro));
+}
+
+TEST_F(core, reopen_keeps_the_access_mode)
+{
+	int ro, ro2, rw2;
+
+	if (self->fd < 0)
+		return;
+	ro = open_raw(self->name, O_RDONLY, 0, 0);
+	ASSERT_LE(0, ro);
+	ro2 = wsem_reopen(ro, O_CLOEXEC);
+	ASSERT_LE(0, ro2);
+	EXPECT_EQ(O_RDONLY, fcntl(ro2, F_GETFL) & O_ACCMODE);
+	errno = 0;
+	EXPECT_EQ(-1, wsem_acquire(ro2, 1));
+	EXPECT_EQ(EBADF, errno);
+
+	rw2 = wsem_reopen(self->fd, O_CLOEXEC);
+	ASSERT_LE(0, rw2);
+	EXPECT_EQ(O_RDWR, fcntl(rw2, F_GETFL) & O_ACCMODE);
+	EXPECT_EQ(0, wsem_acquire(rw2, 1));
+	EXPECT_EQ(0, close(rw2));
+	EXPECT_EQ(0, close(ro2));
+	EXPECT_EQ(0, close(ro));
+}
+
+/* ---------------------------------------------------------------- */
+/* epoll before bind                                                 */
+
+TEST_F(core, epoll_added_before_bind_fires_after_it)
+{
+	struct wsem_open_args o = { .size = sizeof(o) };
+	struct epoll_event ev = { .events = EPOLLIN }, out;
+	int h, ep;
+
+	if (self->fd < 0)
+		return;
+	h = open("/dev/wsem", O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, h);
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	ASSERT_LE(0, ep);
+	ASSERT_EQ(0, epoll_ctl(ep, EPOLL_CTL_ADD, h, &ev));
+	/* Unbound: in error. */
+	ASSERT_EQ(1, epoll_wait(ep, &out, 1, 0));
+	EXPECT_EQ(EPOLLERR, out.events & EPOLLERR);
+
+	snprintf(o.name, sizeof(o.name), "%s", self->name);
+	ASSERT_EQ(0, ioctl(h, WSEM_IOC_OPEN, &o));
+	ASSERT_EQ(0, wsem_acquire(self->fd, 2));
+	/* Bound, and nothing free. */
+	EXPECT_EQ(0, epoll_wait(ep, &out, 1, 0));
+
+	/* Only a wake-up puts the entry back on epoll's ready list. */
+	ASSERT_EQ(0, wsem_release(self->fd, 1));
+	ASSERT_EQ(1, epoll_wait(ep, &out, 1, LONG_MS));
+	EXPECT_EQ(EPOLLIN, out.events);
+	EXPECT_EQ(0, close(ep));
+	EXPECT_EQ(0, close(h));
+}
+
+/* ---------------------------------------------------------------- */
+/* Task work while waiting                                           */
+
+/* The smallest io_uring: one POLL_ADD, and its completion count. */
+struct ring {
+	int fd;
+	void *sq, *cq;
+	size_t sq_len, cq_len;
+	struct io_uring_sqe *sqes;
+	size_t sqes_len;
+	struct io_uring_params p;
+};
+
+static int ring_setup(struct ring *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->fd = syscall(__NR_io_uring_setup, 4, &r->p);
+	if (r->fd < 0)
+		return -1;
+	r->sq_len = r->p.sq_off.array + r->p.sq_entries * sizeof(__u32);
+	r->cq_len = r->p.cq_off.cqes +
+		    r->p.cq_entries * sizeof(struct io_uring_cqe);
+	r->sqes_len = r->p.sq_entries * sizeof(struct io_uring_sqe);
+	r->sq = mmap(NULL, r->sq_len, PROT_READ | PROT_WRITE, MAP_SHARED,
+		     r->fd, IORING_OFF_SQ_RING);
+	r->cq = mmap(NULL, r->cq_len, PROT_READ | PROT_WRITE, MAP_SHARED,
+		     r->fd, IORING_OFF_CQ_RING);
+	r->sqes = mmap(NULL, r->sqes_len, PROT_READ | PROT_WRITE, MAP_SHARED,
+		       r->fd, IORING_OFF_SQES);
+	if (r->sq == MAP_FAILED || r->cq == MAP_FAILED ||
+	    r->sqes == MAP_FAILED)
+		return -1;
+	return 0;
+}
+
+/* Submit a poll for POLLIN on @fd; 0 or -1. */
+static int ring_poll_add(struct ring *r, int fd)
+{
+	_Atomic __u32 *tail = (void *)((char *)r->sq + r->p.sq_off.tail);
+	__u32 *mask = (void *)((char *)r->sq + r->p.sq_off.ring_mask);
+	__u32 *array = (void *)((char *)r->sq + r->p.sq_off.array);
+	__u32 t = atomic_load(tail), i = t & *mask;
+
+	memset(&r->sqes[i], 0, sizeof(r->sqes[i]));
+	r->sqes[i].opcode = IORING_OP_POLL_ADD;
+	r->sqes[i].fd = fd;
+	r->sqes[i].poll32_events = POLLIN;
+	r->sqes[i].user_data = 42;
+	array[i] = i;
+	atomic_store(tail, t + 1);
+	return syscall(__NR_io_uring_enter, r->fd, 1, 0, 0, NULL, 0) == 1 ?
+	       0 : -1;
+}
+
+static unsigned int ring_completions(struct ring *r)
+{
+	_Atomic __u32 *tail = (void *)((char *)r->cq + r->p.cq_off.tail);
+
+	return atomic_load(tail);
+}
+
+static void ring_close(struct ring *r)
+{
+	munmap(r->sq, r->sq_len);
+	munmap(r->cq, r->cq_len);
+	munmap(r->sqes, r->sqes_len);
+	close(r->fd);
+}
+
+/* The waiters of the task-work test: each a thread with a handle. */
+struct tw {
+	int fd[2];		/* handles: [0] has the ring, [1] none */
+	int pipe[2];		/* [0] is polled through the ring */
+	_Atomic int order;	/* grants so far */
+	int granted_as[2];	/* which grant each got: 1 or 2 */
+	int ret[2];
+	int err[2];
+	_Atomic pid_t tid0;	/* waiter 0's thread id, once its ring is up */
+	unsigned int cqes;	/* waiter 0's completions once granted */
+	int ring_err;		/* io_uring_setup's errno, or 0 */
+};
+
+static void *tw_waiter(void *p, int me)
+{
+	struct tw *t = p;
+	struct ring r;
+
+	if (me == 0) {
+		if (ring_setup(&r) || ring_poll_add(&r, t->pipe[0])) {
+			t->ring_err = errno ? errno : EIO;
+			atomic_store(&t->tid0, -1);
+			return NULL;
+		}
+		atomic_store(&t->tid0, gettid());
+	}
+	t->ret[me] = wsem_acquire(t->fd[me], 1);
+	t->err[me] = errno;
+	t->granted_as[me] = atomic_fetch_add(&t->order, 1) + 1;
+	if (me == 0) {
+		/* The completion was deferred, not lost: it is here now. */
+		t->cqes = ring_completions(&r);
+		ring_close(&r);
+	}
+	if (!t->ret[me])
+		wsem_release(t->fd[me], 1);
+	return NULL;
+}
+
+static void *tw_first(void *p)
+{
+	return tw_waiter(p, 0);
+}
+
+static void *tw_second(void *p)
+{
+	return tw_waiter(p, 1);
+}
+
+/* voluntary_ctxt_switches of thread @tid, or -1. */
+static long long nvcsw(pid_t tid)
+{
+	char path[64], buf[4096], *p;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/status", tid);
+	if (read_file(path, buf, sizeof(buf)))
+		return -1;
+	p = strstr(buf, "voluntary_ctxt_switches:");
+	return p ? strtoll(p + 24, NULL, 10) : -1;
+}
+
+TEST_F(core, task_work_keeps_the_place_in_the_queue)
+{
+	struct tw t = { 0 };
+	pthread_t th[2];
+	long long before;
+	int64_t end;
+	pid_t tid;
+
+	if (self->fd < 0)
+		return;
+	ASSERT_EQ(0, pipe2(t.pipe, O_CLOEXEC));
+	t.fd[0] = wsem_reopen(self->fd, O_CLOEXEC);
+	t.fd[1] = wsem_reopen(self->fd, O_CLOEXEC);
+	ASSERT_LE(0, t.fd[0]);
+	ASSERT_LE(0, t.fd[1]);
+	ASSERT_EQ(0, wsem_acquire(self->fd, 2));
+
+	/* Waiter 0, with a poll pending in its ring, then waiter 1. */
+	ASSERT_EQ(0, pthread_create(&th[0], NULL, tw_first, &t));
+	while (!(tid = atomic_load(&t.tid0)))
+		usleep(1000);
+	if (tid < 0) {
+		pthread_join(th[0], NULL);
+		SKIP(goto out, "io_uring: %s", strerror(t.ring_err));
+	}
+	ASSERT_EQ(0, wait_waiters(self->fd, 1));
+	ASSERT_EQ(0, pthread_create(&th[1], NULL, tw_second, &t));
+	ASSERT_EQ(0, wait_waiters(self->fd, 2));
+
+	/*
+	 * Readable pipe: the ring's poll completes, as task work for waiter
+	 * 0 (TIF_NOTIFY_SIGNAL), which wakes it.  Wait until it has run and
+	 * slept again.
+	 */
+	before = nvcsw(tid);
+	ASSERT_LE(0, before);
+	ASSERT_EQ(1, write(t.pipe[1], "x", 1));
+	end = now_ms() + LONG_MS;
+	while (nvcsw(tid) == before && now_ms() < end)
+		usleep(1000);
+	EXPECT_LT(before, nvcsw(tid));
+	EXPECT_EQ(0, wait_waiters(self->fd, 2));
+
+	/* One unit: it goes to the head, which must still be waiter 0. */
+	ASSERT_EQ(0, wsem_release(self->fd, 1));
+	pthread_join(th[0], NULL);
+	pthread_join(th[1], NULL);
+	EXPECT_EQ(0, t.ret[0]);
+	EXPECT_EQ(0, t.ret[1]);
+	EXPECT_EQ(1, t.granted_as[0]);
+	EXPECT_EQ(2, t.granted_as[1]);
+	EXPECT_EQ(1, t.cqes);
+out:
+	close(t.fd[0]);
+	close(t.fd[1]);
+	close(t.pipe[0]);
+	close(t.pipe[1]);
+}
+
+/* ---------------------------------------------------------------- */
+/* fdinfo                                                            */
+
+TEST_F(core, fdinfo_id_names_the_semaphore)
+{
+	long long id, id2, other;
+	int fd2, anon;
+
+	if (self->fd < 0)
+		return;
+	fd2 = wsem_open(self->name, 0, 0, 0);
+	ASSERT_LE(0, fd2);
+	anon = wsem_open_anon(1, 0);
+	ASSERT_LE(0, anon);
+	id = fdinfo_num(self->fd, "wsem-id");
+	id2 = fdinfo_num(fd2, "wsem-id");
+	other = fdinfo_num(anon, "wsem-id");
+	EXPECT_LE(0, id);
+	EXPECT_EQ(id, id2);
+	EXPECT_LE(0, other);
+	EXPECT_NE(id, other);
+	EXPECT_EQ(0, close(anon));
+	EXPECT_EQ(0, close(fd2));
+}
+
+/* ---------------------------------------------------------------- */
+/* One release, many grants                                          */
+
+struct mass {
+	int fd[MASS];
+	_Atomic int granted;
+	int failed;
+};
+
+struct mass_arg {
+	struct mass *m;
+	int i;
+};
+
+static void *mass_waiter(void *p)
+{
+	struct mass_arg *a = p;
+
+	if (wsem_acquire(a->m->fd[a->i], 1))
+		a->m->failed++;
+	else
+		atomic_fetch_add(&a->m->granted, 1);
+	return NULL;
+}
+
+TEST_F(core, one_release_grants_many)
+{
+	static struct mass m;
+	static struct mass_arg args[MASS];
+	pthread_t th[MASS];
+	struct wsem_stat st;
+	int anon, i;
+
+	if (self->fd < 0)
+		return;
+	anon = wsem_open_anon(MASS, O_CLOEXEC);
+	ASSERT_LE(0, anon);
+	ASSERT_EQ(0, wsem_acquire(anon, MASS));
+	memset(&m, 0, sizeof(m));
+	for (i = 0; i < MASS; i++) {
+		m.fd[i] = wsem_reopen(anon, O_CLOEXEC);
+		ASSERT_LE(0, m.fd[i]);
+		args[i] = (struct mass_arg){ &m, i };
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, mass_waiter,
+					    &args[i]));
+	}
+	ASSERT_EQ(0, wait_waiters(anon, MASS));
+	ASSERT_EQ(0, wsem_release(anon, MASS));
+	for (i = 0; i < MASS; i++)
+		pthread_join(th[i], NULL);
+	EXPECT_EQ(MASS, atomic_load(&m.granted));
+	EXPECT_EQ(0, m.failed);
+	ASSERT_EQ(0, wsem_stat(anon, &st));
+	EXPECT_EQ(MASS, st.used);
+	EXPECT_EQ(0, st.held);
+	EXPECT_EQ(0, st.waiters);
+	for (i = 0; i < MASS; i++) {
+		ASSERT_EQ(0, wsem_stat(m.fd[i], &st));
+		EXPECT_EQ(1, st.held);
+		EXPECT_EQ(0, close(m.fd[i]));
+	}
+	ASSERT_EQ(0, wsem_stat(anon, &st));
+	EXPECT_EQ(0, st.used);
+	EXPECT_EQ(0, close(anon));
+}
+
+TEST_HARNESS_MAIN
