@@ -15,6 +15,7 @@
  * This file turns ioctls into calls of sem.c (the semaphore) and ns.c
  * (names and namespaces); see include file wsem.h for the locking rules.
  */
+#include <linux/anon_inodes.h>
 #include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
@@ -147,21 +148,34 @@ static int wsem_ioctl_open(struct wsem_handle *h, void __user *uarg)
 			    args.mode & ~current_umask());
 }
 
+/* A new, unbound handle. */
+static struct wsem_handle *wsem_handle_alloc(void)
+{
+	struct wsem_handle *h = kzalloc(sizeof(*h), GFP_KERNEL_ACCOUNT);
+
+	if (h)
+		init_waitqueue_head(&h->wqh);
+	return h;
+}
+
 /**
  * wsem_ioctl_reopen() - WSEM_IOC_REOPEN: a new handle on the same semaphore
  * @file: the bound handle's file
  * @uflags: __u64 WSEM_REOPEN_* flags
  *
- * The new handle is a new open file description of /dev/wsem, holding 0,
- * with the access mode of @file: a read-only handle begets read-only ones.
+ * The new handle is a new open file description, an anonymous inode's,
+ * holding 0, with the access mode of @file: a read-only handle begets
+ * read-only ones.  It needs no path, so it works where /dev/wsem is not
+ * visible and after a wsemfs file's semaphore lost its name.
  *
  * Context: Process context.
  * Return: the new file descriptor, or -EINVAL (unbound handle, bad flags),
- * -EFAULT, -EMFILE, -ENOMEM.
+ * -EFAULT, -EMFILE, -ENFILE, -ENOMEM.
  */
 static int wsem_ioctl_reopen(struct file *file, u64 __user *uflags)
 {
 	struct wsem *sem = wsem_handle_sem(file->private_data);
+	struct wsem_handle *h;
 	struct file *nfile;
 	u64 flags;
 	int fd;
@@ -173,17 +187,25 @@ static int wsem_ioctl_reopen(struct file *file, u64 __user *uflags)
 	if (flags & ~WSEM_REOPEN_CLOEXEC)
 		return -EINVAL;
 
+	h = wsem_handle_alloc();
+	if (!h)
+		return -ENOMEM;
 	fd = get_unused_fd_flags(flags & WSEM_REOPEN_CLOEXEC ? O_CLOEXEC : 0);
 	if (fd < 0)
-		return fd;
-	nfile = dentry_open(&file->f_path, file->f_flags & O_ACCMODE,
-			    current_cred());
+		goto err_free;
+	nfile = anon_inode_getfile("[wsem]", &wsem_fops, h,
+				   file->f_flags & O_ACCMODE);
 	if (IS_ERR(nfile)) {
 		put_unused_fd(fd);
-		return PTR_ERR(nfile);
+		fd = PTR_ERR(nfile);
+		goto err_free;
 	}
-	wsem_bind(nfile->private_data, sem);	/* fresh: cannot be bound */
+	wsem_bind(h, sem);	/* fresh: cannot be bound */
 	fd_install(fd, nfile);
+	return fd;
+
+err_free:
+	kfree(h);
 	return fd;
 }
 
@@ -402,16 +424,59 @@ static long wsem_file_ioctl(struct file *file, unsigned int cmd,
 	}
 }
 
+/*
+ * /dev/wsem gives an unbound handle; a wsemfs file (a regular file) one
+ * bound to its semaphore, as long as that still has its name.
+ */
 static int wsem_file_open(struct inode *inode, struct file *file)
 {
+	struct wsem *sem = inode->i_private;
 	struct wsem_handle *h;
 
-	h = kzalloc(sizeof(*h), GFP_KERNEL_ACCOUNT);
+	if (S_ISREG(inode->i_mode) && !READ_ONCE(sem->linked))
+		return -ENOENT;
+	h = wsem_handle_alloc();
 	if (!h)
 		return -ENOMEM;
-	init_waitqueue_head(&h->wqh);
 	file->private_data = h;
-	return nonseekable_open(inode, file);
+	if (!S_ISREG(inode->i_mode))
+		return nonseekable_open(inode, file);
+	wsem_bind(h, sem);	/* fresh: cannot be bound */
+	return 0;
+}
+
+/**
+ * wsem_file_read() - the state of the bound semaphore as text
+ * @file: the handle's file
+ * @buf: user buffer
+ * @count: its size
+ * @ppos: position in the text
+ *
+ * One "key: value" line per field of struct wsem_stat, so that cat(1) of a
+ * wsemfs file shows the state.  Each read describes the state anew.
+ *
+ * Context: Process context.
+ * Return: bytes read, 0 at the end, -EINVAL for an unbound handle, -EFAULT.
+ */
+static ssize_t wsem_file_read(struct file *file, char __user *buf,
+			      size_t count, loff_t *ppos)
+{
+	struct wsem_handle *h = file->private_data;
+	struct wsem *sem = wsem_handle_sem(h);
+	struct wsem_stat st = { 0 };
+	char text[384];
+	int len;
+
+	if (!sem)
+		return -EINVAL;
+	wsem_fill_stat(sem, h, &st);
+	len = scnprintf(text, sizeof(text),
+			"name: %s\ncapacity: %llu\nused: %llu\navailable: %llu\n"
+			"held: %llu\nwaiters: %llu\nqueued_weight: %llu\n"
+			"uid: %u\ngid: %u\nmode: %04o\n",
+			st.name, st.capacity, st.used, st.available, st.held,
+			st.waiters, st.queued_weight, st.uid, st.gid, st.mode);
+	return simple_read_from_buffer(buf, count, ppos, text, len);
 }
 
 static int wsem_file_release(struct inode *inode, struct file *file)
@@ -466,9 +531,12 @@ static void wsem_file_fdinfo(struct seq_file *m, struct file *file)
 	seq_printf(m, "wsem-waiters:\t%llu\n", st.waiters);
 }
 
-static const struct file_operations wsem_fops = {
+/* The handles' file operations: /dev/wsem, wsemfs files, REOPEN's. */
+const struct file_operations wsem_fops = {
 	.owner		= THIS_MODULE,
 	.open		= wsem_file_open,
+	.read		= wsem_file_read,
+	.llseek		= default_llseek,
 	.release	= wsem_file_release,
 	.poll		= wsem_file_poll,
 	.unlocked_ioctl	= wsem_file_ioctl,
@@ -497,11 +565,16 @@ static int __init wsem_init(void)
 	ret = wsem_ns_init();
 	if (ret)
 		return ret;
-	ret = misc_register(&wsem_dev);
+	ret = wsem_fs_init();
 	if (ret)
 		goto err_ns_exit;
+	ret = misc_register(&wsem_dev);
+	if (ret)
+		goto err_fs_exit;
 	return 0;
 
+err_fs_exit:
+	wsem_fs_exit();
 err_ns_exit:
 	wsem_ns_exit();
 	return ret;
@@ -510,6 +583,7 @@ err_ns_exit:
 static void __exit wsem_exit(void)
 {
 	misc_deregister(&wsem_dev);
+	wsem_fs_exit();
 	wsem_ns_exit();
 	wsem_sem_exit();
 }

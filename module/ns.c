@@ -119,7 +119,13 @@ static void wsem_ns_free(struct kref *ref)
 	kfree_rcu(wns, rcu);
 }
 
-static void wsem_ns_put(struct wsem_ns *wns)
+/**
+ * wsem_ns_put() - drop a reference to a namespace's wsem state
+ * @wns: the namespace
+ *
+ * Context: Any process context; takes no lock.
+ */
+void wsem_ns_put(struct wsem_ns *wns)
 {
 	kref_put(&wns->ref, wsem_ns_free);
 }
@@ -172,12 +178,15 @@ static struct wsem_ns *wsem_ns_register(struct wsem_ns *wns)
 	return IS_ERR(old) ? ERR_PTR(-ENOMEM) : old;
 }
 
-/*
- * The caller's namespace with a reference for the caller (wsem_ns_put()),
- * created if @create; NULL if it has no wsem state and !@create, or an
- * ERR_PTR().
+/**
+ * wsem_ns_get() - the wsem state of the caller's IPC namespace
+ * @create: register it if it has none yet
+ *
+ * Context: Process context, may sleep.
+ * Return: the namespace with a reference for the caller (wsem_ns_put()),
+ * NULL if it has no wsem state and !@create, or an ERR_PTR().
  */
-static struct wsem_ns *wsem_ns_get(bool create)
+struct wsem_ns *wsem_ns_get(bool create)
 {
 	struct ipc_namespace *ipc_ns = current->nsproxy->ipc_ns;
 	struct wsem_ns *wns;
@@ -444,6 +453,115 @@ int wsem_ns_unlink(const char *name)
 		wsem_put(sem);
 	wsem_ns_put(wns);
 	return ret;
+}
+
+/**
+ * wsem_ns_find_get() - look a name up in a namespace
+ * @wns: the namespace
+ * @name: NUL-terminated, of any length and bytes
+ *
+ * Context: Process context; takes @wns->lock.
+ * Return: the semaphore with a reference for the caller, or NULL.
+ */
+struct wsem *wsem_ns_find_get(struct wsem_ns *wns, const char *name)
+{
+	struct wsem *sem;
+
+	mutex_lock(&wns->lock);
+	sem = wsem_ns_find(wns, name);
+	if (sem)
+		kref_get(&sem->ref);
+	mutex_unlock(&wns->lock);
+	return sem;
+}
+
+/**
+ * wsem_ns_unlink_sem() - take a semaphore's name away, if it still has it
+ * @wns: the namespace that the caller found it in
+ * @sem: the semaphore; the caller decided it may
+ *
+ * Context: Process context; takes @wns->lock.
+ * Return: 0, or -ENOENT if it has no name in @wns any more.
+ */
+int wsem_ns_unlink_sem(struct wsem_ns *wns, struct wsem *sem)
+{
+	bool linked;
+
+	mutex_lock(&wns->lock);
+	linked = sem->wns == wns && sem->linked;
+	if (linked)
+		wsem_ns_unlink_one(wns, sem);
+	mutex_unlock(&wns->lock);
+	if (!linked)
+		return -ENOENT;
+	wsem_put(sem);		/* the name's; the caller has its own */
+	return 0;
+}
+
+/**
+ * wsem_ns_set_owner() - give a semaphore a new owner and mode
+ * @wns: its namespace
+ * @sem: the semaphore; the caller checked that this may be done
+ * @uid: the new owner
+ * @gid: the new group
+ * @mode: the new permission bits
+ *
+ * Under @wns->lock, so that an open by name checks either the old or the
+ * new ones; readers without that lock see each field old or new.
+ *
+ * Context: Process context; takes @wns->lock.
+ */
+void wsem_ns_set_owner(struct wsem_ns *wns, struct wsem *sem, kuid_t uid,
+		       kgid_t gid, umode_t mode)
+{
+	mutex_lock(&wns->lock);
+	WRITE_ONCE(sem->uid, uid);
+	WRITE_ONCE(sem->gid, gid);
+	WRITE_ONCE(sem->mode, mode);
+	mutex_unlock(&wns->lock);
+}
+
+/**
+ * wsem_ns_name_at() - the @pos-th name of a namespace, in name order
+ * @wns: the namespace
+ * @pos: from 0
+ * @name: set to the name
+ * @id: set to its semaphore's id
+ *
+ * A directory listing calls it for each position in turn: names coming and
+ * going meanwhile may be missed or seen twice, as in any directory.
+ *
+ * Context: Process context; takes @wns->lock.
+ * Return: 0, or -ENOENT past the last name.
+ */
+int wsem_ns_name_at(struct wsem_ns *wns, loff_t pos, char *name, int *id)
+{
+	struct rb_node *node = NULL;
+	struct wsem *sem;
+	int ret = -ENOENT;
+
+	mutex_lock(&wns->lock);
+	if (pos >= 0 && pos < wns->nr_names) {
+		for (node = rb_first(&wns->names); pos--; )
+			node = rb_next(node);
+		sem = rb_entry(node, struct wsem, node);
+		memcpy(name, sem->name, WSEM_NAME_MAX);
+		*id = sem->id;
+		ret = 0;
+	}
+	mutex_unlock(&wns->lock);
+	return ret;
+}
+
+/**
+ * wsem_ns_is_current() - is @wns the caller's IPC namespace?
+ * @wns: a namespace
+ *
+ * Return: true if the caller's IPC namespace is @wns's.
+ */
+bool wsem_ns_is_current(const struct wsem_ns *wns)
+{
+	return wns->mq_mnt == current->nsproxy->ipc_ns->mq_mnt;
 }
 
 /* Describe into @st, up to @count, the names of @wns the caller may read. */

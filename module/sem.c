@@ -543,7 +543,7 @@ int wsem_set_capacity(struct wsem *sem, u64 capacity)
 
 /**
  * wsem_fill_stat() - describe a semaphore as its caller sees it
- * @sem: the semaphore
+ * @sem: the semaphore, charged to a namespace
  * @h: the handle whose weight is reported as held, or NULL
  * @st: filled in, apart from @st->size
  *
@@ -553,10 +553,11 @@ void wsem_fill_stat(struct wsem *sem, struct wsem_handle *h,
 		    struct wsem_stat *st)
 {
 	struct user_namespace *ns = current_user_ns();
+	bool here = wsem_ns_is_current(sem->wns);
 
-	st->uid = from_kuid_munged(ns, sem->uid);
-	st->gid = from_kgid_munged(ns, sem->gid);
-	st->mode = sem->mode;
+	st->uid = from_kuid_munged(ns, READ_ONCE(sem->uid));
+	st->gid = from_kgid_munged(ns, READ_ONCE(sem->gid));
+	st->mode = READ_ONCE(sem->mode);
 
 	spin_lock(&sem->lock);
 	st->capacity = sem->capacity;
@@ -566,7 +567,8 @@ void wsem_fill_stat(struct wsem *sem, struct wsem_handle *h,
 	st->waiters = sem->nr_waiters;
 	/* Past 2^64 - 1 the sum is reported as U64_MAX, never wrapped. */
 	st->queued_weight = sem->queued_carry ? U64_MAX : sem->queued_weight;
-	if (sem->linked)
+	/* Names are for their namespace: none leaks to a container. */
+	if (sem->linked && here)
 		memcpy(st->name, sem->name, sizeof(st->name));
 	spin_unlock(&sem->lock);
 }
@@ -611,11 +613,11 @@ __poll_t wsem_poll(struct wsem *sem, struct file *file, poll_table *wait)
  */
 bool wsem_may(const struct wsem *sem, int mask, bool audit)
 {
-	umode_t mode = sem->mode;
+	umode_t mode = READ_ONCE(sem->mode);
 
-	if (uid_eq(current_euid(), sem->uid))
+	if (uid_eq(current_euid(), READ_ONCE(sem->uid)))
 		mode >>= 6;
-	else if (in_egroup_p(sem->gid))
+	else if (in_egroup_p(READ_ONCE(sem->gid)))
 		mode >>= 3;
 	if (!(mask & ~mode & 0007))
 		return true;
@@ -633,7 +635,7 @@ bool wsem_may(const struct wsem *sem, int mask, bool audit)
  */
 bool wsem_is_owner(const struct wsem *sem)
 {
-	return uid_eq(current_euid(), sem->uid) ||
+	return uid_eq(current_euid(), READ_ONCE(sem->uid)) ||
 	       ns_capable(sem->user_ns, CAP_IPC_OWNER);
 }
 

@@ -50,13 +50,15 @@ struct wsem_user;
  * @quota: the per-user count of @wns charged for it
  * @user_ns: where CAP_IPC_OWNER is checked (holds a reference, so the user
  *	namespace of its creator's IPC namespace lives as long as it does)
- * @id: a number no other live semaphore has, for fdinfo
+ * @id: a number no other live semaphore has, for fdinfo and wsemfs
  * @uid: owner
  * @gid: group
  * @mode: permission bits
  * @name: NUL-terminated name, empty for an anonymous semaphore
  *
- * Everything after @ref is set at creation and never changes.
+ * Everything after @ref is set at creation and never changes, but for
+ * @uid, @gid and @mode: wsemfs changes them (chown, chmod) under the
+ * namespace's lock, and readers without it use READ_ONCE().
  */
 struct wsem {
 	spinlock_t lock;	/* see the kernel-doc above */
@@ -103,6 +105,8 @@ static inline struct wsem *wsem_handle_sem(struct wsem_handle *h)
 	return smp_load_acquire(&h->sem);
 }
 
+extern const struct file_operations wsem_fops;
+
 /* sem.c: the semaphore itself */
 struct wsem *wsem_alloc(u64 capacity, umode_t mode, const char *name);
 void wsem_put(struct wsem *sem);
@@ -128,6 +132,18 @@ int wsem_ns_list(struct wsem_stat **stats, u32 count, u64 *total);
 void wsem_ns_uncharge(struct wsem *sem);
 int wsem_ns_init(void);
 void wsem_ns_exit(void);
+struct wsem_ns *wsem_ns_get(bool create);
+void wsem_ns_put(struct wsem_ns *wns);
+struct wsem *wsem_ns_find_get(struct wsem_ns *wns, const char *name);
+int wsem_ns_unlink_sem(struct wsem_ns *wns, struct wsem *sem);
+void wsem_ns_set_owner(struct wsem_ns *wns, struct wsem *sem, kuid_t uid,
+		       kgid_t gid, umode_t mode);
+int wsem_ns_name_at(struct wsem_ns *wns, loff_t pos, char *name, int *id);
+bool wsem_ns_is_current(const struct wsem_ns *wns);
+
+/* fs.c: wsemfs */
+int wsem_fs_init(void);
+void wsem_fs_exit(void);
 
 extern unsigned int max_sems_per_ns;
 extern unsigned int max_sems_per_user;

@@ -1097,6 +1097,8 @@ struct keeper {
 	int sock;		/* handle out */
 	int go[2];		/* EOF on go[0]: exit */
 	int nsfd;		/* for the joiner: the namespace to join */
+	int fd;			/* the test's handle, inherited by the joiner */
+	char mnt[64];		/* where the joiner mounts the namespace's wsemfs */
 };
 
 static int keeper_main(void *p)
@@ -1114,15 +1116,23 @@ static int keeper_main(void *p)
 	return 0;
 }
 
+static int name_of(int fd, char *name);
+
 static int joiner_main(void *p)
 {
 	struct keeper *k = p;
 	int fd;
 
+	char name[WSEM_NAME_MAX];
+
 	CHILD_CHECK(!setns(k->nsfd, CLONE_NEWIPC), 1);
 	CHILD_CHECK(wsem_list(NULL, 0) == 1, 2);
 	fd = wsem_open(k->name, O_CLOEXEC, 0, 0);
 	CHILD_CHECK(fd >= 0 && !close(fd), 3);
+	/* The name shows in its own namespace only. */
+	CHILD_CHECK(!name_of(k->fd, name) && !strcmp(name, k->name), 4);
+	/* A mount to watch the names by; it keeps the namespace not alive. */
+	CHILD_CHECK(!mount("wsem", k->mnt, "wsem", 0, NULL), 5);
 	return 0;
 }
 
@@ -1152,12 +1162,14 @@ static int name_of(int fd, char *name)
 /*
  * A namespace with no process left but an nsfs file open is alive: its
  * names stay and a process joining it sees them.  When the file closes,
- * the names go within seconds, and a new namespace sees none.
+ * the names go within seconds (a wsemfs mount of it shows them go; names
+ * do not show outside their namespace), and a new namespace sees none.
  */
 TEST_F(limits, nsfs_reference_keeps_names)
 {
 	struct keeper k;
-	char path[64], name[WSEM_NAME_MAX];
+	char path[128], name[WSEM_NAME_MAX];
+	struct stat sb;
 	int sk[2], fd;
 	int64_t end;
 	pid_t pid;
@@ -1165,6 +1177,8 @@ TEST_F(limits, nsfs_reference_keeps_names)
 	if (!self->ready)
 		return;
 	snprintf(k.name, sizeof(k.name), "kept.%d", getpid());
+	snprintf(k.mnt, sizeof(k.mnt), "/tmp/wsem-kept.%d", getpid());
+	ASSERT_EQ(0, mkdir(k.mnt, 0700));
 	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sk));
 	ASSERT_EQ(0, pipe2(k.go, O_CLOEXEC));
 	k.sock = sk[1];
@@ -1181,7 +1195,8 @@ TEST_F(limits, nsfs_reference_keeps_names)
 	/* No process in it, but alive: the reaper (1 s) must leave it. */
 	usleep(2500000);
 	ASSERT_EQ(0, name_of(fd, name));
-	EXPECT_STREQ(k.name, name);
+	EXPECT_STREQ("", name);
+	k.fd = fd;
 	pid = run(joiner_main, &k);
 	ASSERT_LT(0, pid);
 	EXPECT_EQ(0, wait_exit(pid)) {
@@ -1190,15 +1205,16 @@ TEST_F(limits, nsfs_reference_keeps_names)
 	}
 
 	/* The last reference goes: so do the names, within seconds. */
+	snprintf(path, sizeof(path), "%s/%s", k.mnt, k.name);
+	EXPECT_EQ(0, stat(path, &sb));
 	EXPECT_EQ(0, close(k.nsfd));
 	end = now_ns() + 5 * NSEC;
-	do {
-		ASSERT_EQ(0, name_of(fd, name));
-		if (!name[0])
-			break;
+	while (!stat(path, &sb) && now_ns() < end)
 		usleep(50000);
-	} while (now_ns() < end);
-	EXPECT_STREQ("", name);
+	EXPECT_EQ(-1, stat(path, &sb));
+	EXPECT_EQ(ENOENT, errno);
+	EXPECT_EQ(0, umount(k.mnt));
+	EXPECT_EQ(0, rmdir(k.mnt));
 	pid = run(newcomer_main, &k);
 	ASSERT_LT(0, pid);
 	EXPECT_EQ(0, wait_exit(pid));

@@ -10,6 +10,10 @@
  * one job (create or open the test's name, maybe take weight and pass its
  * handle out with SCM_RIGHTS), reports on a pipe and then either exits at
  * once (its namespace dies) or lingers until the test lets it go.
+ *
+ * A name shows only inside its own namespace (a handle passed out tells
+ * nothing of it), so the test watches a dying namespace's names through a
+ * wsemfs mount of it, which the child makes and which keeps nothing alive.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -22,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -46,6 +51,7 @@ struct ns_job {
 	uint64_t acquire;	/* weight to take once it has a handle, or 0 */
 	bool send;		/* pass the handle to the test (SCM_RIGHTS) */
 	bool linger;		/* stay until the test lets it go */
+	bool mount;		/* mount its namespace's wsemfs on the test's dir */
 };
 
 /* What a namespace child reports. */
@@ -59,6 +65,7 @@ struct ns_report {
 	int64_t total;		/* what wsem_list() said exists, or -1 */
 	int listed;		/* 1 if the test's name was in that list */
 	struct wsem_stat st;	/* stat of its handle, if it has one */
+	int mount_err;		/* errno of a failed mount, or 0 */
 };
 
 FIXTURE(ns) {
@@ -76,6 +83,10 @@ FIXTURE(ns) {
 	int go[MAX_KIDS];
 	/* our end of each child's socketpair for SCM_RIGHTS */
 	int sock[MAX_KIDS];
+	/* a directory where a child mounts its namespace's wsemfs */
+	char mnt[64];
+	/* the test's name in it */
+	char path[128];
 	/* setup done: false after a SKIP, so body and teardown do nothing */
 	bool ready;
 };
@@ -120,8 +131,8 @@ static int recv_fd_wait(int sock)
 }
 
 static void __attribute__((noreturn))
-ns_child_main(const char *name, const struct ns_job *job, int out, int go,
-	      int sock)
+ns_child_main(const char *name, const char *mnt, const struct ns_job *job,
+	      int out, int go, int sock)
 {
 	struct ns_report r;
 	char byte;
@@ -149,6 +160,8 @@ ns_child_main(const char *name, const struct ns_job *job, int out, int go,
 		wsem_stat(fd, &r.st);
 	if (fd >= 0 && job->send)
 		r.send_ret = send_fd(sock, fd, 0);
+	if (job->mount && mount("wsem", mnt, "wsem", 0, NULL))
+		r.mount_err = errno;
 	r.total = list_names(name, &r.listed);
 report:
 	if (write(out, &r, sizeof(r)) != sizeof(r))
@@ -178,7 +191,8 @@ static pid_t spawn_ns_child(FIXTURE_DATA(ns) *self, int slot,
 		for (i = 3; i < 1024; i++)
 			if (i != res[1] && i != go[0] && i != sk[1])
 				close(i);
-		ns_child_main(self->name, job, res[1], go[0], sk[1]);
+		ns_child_main(self->name, self->mnt, job, res[1], go[0],
+			      sk[1]);
 	}
 	close(res[1]);
 	close(go[0]);
@@ -224,17 +238,17 @@ static int run_ns_job(FIXTURE_DATA(ns) *self, int slot,
 	return end_ns_child(self, slot);
 }
 
-/* Poll until @fd's stat name is ""; 0, or -1 after VANISH_NS. */
-static int wait_nameless(int fd)
+/*
+ * Poll until the test's name is gone from the wsemfs mount of a dead
+ * namespace; 0, or -1 after VANISH_NS.
+ */
+static int wait_nameless(FIXTURE_DATA(ns) *self)
 {
 	int64_t end = now_ns() + VANISH_NS;
-	struct wsem_stat st;
+	struct stat st;
 
 	do {
-		memset(&st, 0, sizeof(st));
-		if (wsem_stat(fd, &st))
-			return -1;
-		if (!st.name[0])
+		if (stat(self->path, &st) && errno == ENOENT)
 			return 0;
 		usleep(20000);
 	} while (now_ns() < end);
@@ -248,6 +262,10 @@ FIXTURE_SETUP(ns)
 		SKIP(return, "/dev/wsem is missing (module not loaded)");
 	snprintf(self->name, sizeof(self->name), "ns.%s.%d",
 		 _metadata->name, getpid());
+	snprintf(self->mnt, sizeof(self->mnt), "/tmp/wsem-ns.%d", getpid());
+	snprintf(self->path, sizeof(self->path), "%s/%s", self->mnt,
+		 self->name);
+	ASSERT_EQ(0, mkdir(self->mnt, 0700));
 	self->ready = true;
 }
 
@@ -273,6 +291,8 @@ FIXTURE_TEARDOWN(ns)
 		EXPECT_EQ(0, close(self->fd));
 	if (self->created)
 		EXPECT_EQ(0, wsem_unlink(self->name));
+	umount2(self->mnt, MNT_DETACH);
+	EXPECT_EQ(0, rmdir(self->mnt));
 }
 
 /* A name created in a new namespace is invisible from the parent's. */
@@ -383,7 +403,8 @@ TEST_F(ns, same_name_in_two_namespaces)
  */
 TEST_F(ns, dead_ns_handle_keeps_working)
 {
-	struct ns_job job = { .create = 2, .acquire = 1, .send = true };
+	struct ns_job job = { .create = 2, .acquire = 1, .send = true,
+			      .mount = true };
 	struct ns_report r;
 	struct wsem_stat st;
 	int round;
@@ -401,7 +422,7 @@ TEST_F(ns, dead_ns_handle_keeps_working)
 
 	for (round = 0; round < 2; round++) {
 		if (round == 1)
-			EXPECT_EQ(0, wait_nameless(self->fd));
+			EXPECT_EQ(0, wait_nameless(self));
 		/* The weight the child took is held by the shared handle. */
 		ASSERT_EQ(0, wsem_stat(self->fd, &st));
 		EXPECT_EQ(2, st.capacity);
@@ -421,9 +442,11 @@ TEST_F(ns, dead_ns_handle_keeps_working)
 /* When its namespace dies, a semaphore's name goes within seconds. */
 TEST_F(ns, dead_ns_name_vanishes)
 {
-	struct ns_job job = { .create = 2, .send = true };
+	struct ns_job job = { .create = 2, .send = true, .mount = true,
+			      .linger = true };
 	struct ns_report r;
 	struct wsem_stat st;
+	struct stat sb;
 
 	if (!self->ready)
 		return;
@@ -432,15 +455,23 @@ TEST_F(ns, dead_ns_name_vanishes)
 	ASSERT_EQ(0, r.unshare_err);
 	ASSERT_LE(0, r.ret);
 	ASSERT_EQ(0, r.send_ret);
+	ASSERT_EQ(0, r.mount_err);
+	/* Named in its namespace, nameless outside, a file in its wsemfs. */
+	EXPECT_STREQ(self->name, r.st.name);
 	self->fd = recv_fd_wait(self->sock[0]);
 	ASSERT_LE(0, self->fd);
 	ASSERT_EQ(0, wsem_stat(self->fd, &st));
-	EXPECT_STREQ(self->name, st.name);
+	EXPECT_STREQ("", st.name);
+	EXPECT_EQ(0, stat(self->path, &sb));
 	ASSERT_EQ(0, end_ns_child(self, 0));
-	EXPECT_EQ(0, wait_nameless(self->fd)) {
-		TH_LOG("still named \"%s\" 5 s after its namespace died",
-		       self->name);
+	EXPECT_EQ(0, wait_nameless(self)) {
+		TH_LOG("%s still there 5 s after its namespace died",
+		       self->path);
 	}
+	/* The handle goes on; the file opens no more. */
+	EXPECT_EQ(0, wsem_acquire(self->fd, 2));
+	EXPECT_EQ(-1, open(self->path, O_RDWR));
+	EXPECT_EQ(ENOENT, errno);
 }
 
 /*
@@ -450,7 +481,7 @@ TEST_F(ns, dead_ns_name_vanishes)
  */
 TEST_F(ns, new_ns_does_not_see_dead_ns_name)
 {
-	struct ns_job create = { .create = 2, .send = true };
+	struct ns_job create = { .create = 2, .send = true, .mount = true };
 	struct ns_job open = { .create = 0 };
 	struct ns_report r;
 	int round;
@@ -468,7 +499,7 @@ TEST_F(ns, new_ns_does_not_see_dead_ns_name)
 
 	for (round = 0; round < 2; round++) {
 		if (round == 1)
-			EXPECT_EQ(0, wait_nameless(self->fd));
+			EXPECT_EQ(0, wait_nameless(self));
 		ASSERT_EQ(0, run_ns_job(self, 1, &open, &r));
 		ASSERT_EQ(0, r.unshare_err);
 		EXPECT_EQ(-1, r.ret);

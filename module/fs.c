@@ -1,0 +1,344 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * wsemfs: the named semaphores of an IPC namespace as files.
+ *
+ *	mount -t wsem none /sys/fs/wsem/
+ *	wsem run /sys/fs/wsem/gpu --weight 2 -- job	# or bind-mount the file
+ *
+ * One superblock per IPC namespace (keyed by its struct wsem_ns, which it
+ * holds: that keeps no IPC namespace alive), as mqueue does.  Nothing of
+ * the directory is kept: a lookup finds the name in the namespace and
+ * makes an inode for it, whose i_private holds the semaphore; readdir
+ * walks the names.  Dentries are dropped as soon as they are unused, and
+ * one whose semaphore lost its name (unlink by any path, or the death of
+ * the namespace) fails revalidation, so the directory always shows the
+ * names as they are.  A file that is still pinned (bind-mounted elsewhere)
+ * opens no more once its semaphore has lost its name.
+ *
+ * Opening a file is opening a handle bound to its semaphore: the handles'
+ * file operations are main.c's.  The VFS checks the file's mode on open,
+ * unlink (sticky directory), chmod and chown; the semaphore's owner and
+ * mode are the inode's, copied to the semaphore under the namespace's lock
+ * so that the ioctl path sees them at once.
+ */
+#include <linux/fs.h>
+#include <linux/fs_context.h>
+#include <linux/kobject.h>
+#include <linux/nsproxy.h>
+#include <linux/ipc_namespace.h>
+#include <linux/pagemap.h>
+#include <linux/sysfs.h>
+#include <linux/user_namespace.h>
+
+#include "wsem.h"
+
+#define WSEMFS_MAGIC	0x7773656d	/* "wsem" */
+#define WSEMFS_ROOT_INO	1
+
+/* The mount's id mapping, as the target kernel types it (see Kbuild). */
+#ifdef WSEM_HAVE_MNT_IDMAP
+#define WSEMFS_IDMAP	struct mnt_idmap
+#else
+#define WSEMFS_IDMAP	struct user_namespace
+#endif
+
+static const struct inode_operations wsemfs_dir_iops;
+static const struct inode_operations wsemfs_file_iops;
+static const struct file_operations wsemfs_dir_fops;
+
+static void wsemfs_init_times(struct inode *inode)
+{
+#ifdef WSEM_HAVE_INODE_INIT_TS
+	simple_inode_init_ts(inode);
+#else
+	struct timespec64 now = current_time(inode);
+
+	inode->i_atime = now;
+	inode->i_mtime = now;
+	inode->i_ctime = now;
+#endif
+}
+
+/* The inode of @sem's file; takes over the caller's reference to @sem. */
+static struct inode *wsemfs_sem_inode(struct super_block *sb,
+				      struct wsem *sem)
+{
+	struct inode *inode = new_inode(sb);
+
+	if (!inode) {
+		wsem_put(sem);
+		return NULL;
+	}
+	inode->i_ino = WSEMFS_ROOT_INO + 1 + sem->id;
+	inode->i_mode = S_IFREG | READ_ONCE(sem->mode);
+	inode->i_uid = READ_ONCE(sem->uid);
+	inode->i_gid = READ_ONCE(sem->gid);
+	inode->i_op = &wsemfs_file_iops;
+	inode->i_fop = &wsem_fops;
+	inode->i_private = sem;
+	wsemfs_init_times(inode);
+	return inode;
+}
+
+static struct dentry *wsemfs_lookup(struct inode *dir, struct dentry *dentry,
+				    unsigned int flags)
+{
+	struct inode *inode = NULL;
+	struct wsem *sem;
+
+	if (dentry->d_name.len >= WSEM_NAME_MAX)
+		return ERR_PTR(-ENAMETOOLONG);
+	sem = wsem_ns_find_get(dir->i_sb->s_fs_info, dentry->d_name.name);
+	if (sem) {
+		inode = wsemfs_sem_inode(dir->i_sb, sem);
+		if (!inode)
+			return ERR_PTR(-ENOMEM);
+	}
+	return d_splice_alias(inode, dentry);
+}
+
+/* A name is still there while its semaphore is linked; a miss never is. */
+static int wsemfs_d_revalidate(struct dentry *dentry, unsigned int flags)
+{
+	struct inode *inode = d_inode_rcu(dentry);
+
+	if (!inode)
+		return 0;
+	if (S_ISDIR(inode->i_mode))
+		return 1;
+	return READ_ONCE(((struct wsem *)inode->i_private)->linked);
+}
+
+static const struct dentry_operations wsemfs_dops = {
+	.d_revalidate	= wsemfs_d_revalidate,
+	.d_delete	= always_delete_dentry,
+};
+
+static int wsemfs_unlink(struct inode *dir, struct dentry *dentry)
+{
+	return wsem_ns_unlink_sem(dir->i_sb->s_fs_info,
+				  d_inode(dentry)->i_private);
+}
+
+/*
+ * Creating needs a capacity, which no file system call carries: every way
+ * to make something here fails with EPERM (wsem_open(), wsem create).
+ */
+static int wsemfs_create(WSEMFS_IDMAP *idmap, struct inode *dir,
+			 struct dentry *dentry, umode_t mode, bool excl)
+{
+	return -EPERM;
+}
+
+static int wsemfs_mkdir(WSEMFS_IDMAP *idmap, struct inode *dir,
+			struct dentry *dentry, umode_t mode)
+{
+	return -EPERM;
+}
+
+static int wsemfs_mknod(WSEMFS_IDMAP *idmap, struct inode *dir,
+			struct dentry *dentry, umode_t mode, dev_t dev)
+{
+	return -EPERM;
+}
+
+static int wsemfs_symlink(WSEMFS_IDMAP *idmap, struct inode *dir,
+			  struct dentry *dentry, const char *target)
+{
+	return -EPERM;
+}
+
+static int wsemfs_link(struct dentry *old, struct inode *dir,
+		       struct dentry *dentry)
+{
+	return -EPERM;
+}
+
+static int wsemfs_rename(WSEMFS_IDMAP *idmap, struct inode *old_dir,
+			 struct dentry *old, struct inode *new_dir,
+			 struct dentry *new, unsigned int flags)
+{
+	return -EPERM;
+}
+
+static const struct inode_operations wsemfs_dir_iops = {
+	.lookup		= wsemfs_lookup,
+	.unlink		= wsemfs_unlink,
+	.create		= wsemfs_create,
+	.mkdir		= wsemfs_mkdir,
+	.mknod		= wsemfs_mknod,
+	.symlink	= wsemfs_symlink,
+	.link		= wsemfs_link,
+	.rename		= wsemfs_rename,
+};
+
+/*
+ * chmod and chown, checked by the VFS (the owner, CAP_FOWNER, CAP_CHOWN,
+ * through the mount's id mapping); the new owner and mode go to the
+ * semaphore.  A semaphore has no size and no set-id bits.
+ */
+static int wsemfs_setattr(WSEMFS_IDMAP *idmap, struct dentry *dentry,
+			  struct iattr *attr)
+{
+	struct inode *inode = d_inode(dentry);
+	int ret;
+
+	if (attr->ia_valid & ATTR_SIZE)
+		return -EINVAL;
+	ret = setattr_prepare(idmap, dentry, attr);
+	if (ret)
+		return ret;
+	if (attr->ia_valid & ATTR_MODE)
+		attr->ia_mode = S_IFREG | (attr->ia_mode & 0777);
+	setattr_copy(idmap, inode, attr);
+	wsem_ns_set_owner(dentry->d_sb->s_fs_info, inode->i_private,
+			  inode->i_uid, inode->i_gid, inode->i_mode & 0777);
+	return 0;
+}
+
+static const struct inode_operations wsemfs_file_iops = {
+	.setattr	= wsemfs_setattr,
+};
+
+/* Positions: 0 and 1 are the dots, 2 + n the n-th name in name order. */
+static int wsemfs_readdir(struct file *file, struct dir_context *ctx)
+{
+	struct wsem_ns *wns = file_inode(file)->i_sb->s_fs_info;
+	char name[WSEM_NAME_MAX];
+	int id;
+
+	if (!dir_emit_dots(file, ctx))
+		return 0;
+	while (!wsem_ns_name_at(wns, ctx->pos - 2, name, &id)) {
+		if (!dir_emit(ctx, name, strlen(name),
+			      WSEMFS_ROOT_INO + 1 + id, DT_REG))
+			break;
+		ctx->pos++;
+	}
+	return 0;
+}
+
+static const struct file_operations wsemfs_dir_fops = {
+	.read		= generic_read_dir,
+	.iterate_shared	= wsemfs_readdir,
+	.llseek		= generic_file_llseek,
+};
+
+static void wsemfs_evict_inode(struct inode *inode)
+{
+	truncate_inode_pages_final(&inode->i_data);
+	clear_inode(inode);
+	if (S_ISREG(inode->i_mode))
+		wsem_put(inode->i_private);
+}
+
+static const struct super_operations wsemfs_sops = {
+	.statfs		= simple_statfs,
+	.drop_inode	= generic_delete_inode,
+	.evict_inode	= wsemfs_evict_inode,
+};
+
+static int wsemfs_fill_super(struct super_block *sb, struct fs_context *fc)
+{
+	struct inode *root;
+
+	sb->s_blocksize = PAGE_SIZE;
+	sb->s_blocksize_bits = PAGE_SHIFT;
+	sb->s_magic = WSEMFS_MAGIC;
+	sb->s_op = &wsemfs_sops;
+	sb->s_d_op = &wsemfs_dops;
+	sb->s_time_gran = 1;
+
+	root = new_inode(sb);
+	if (!root)
+		return -ENOMEM;
+	root->i_ino = WSEMFS_ROOT_INO;
+	/* Sticky and open to all, as /dev/shm: unlinking is the owner's. */
+	root->i_mode = S_IFDIR | S_ISVTX | 0777;
+	root->i_uid = current_fsuid();
+	root->i_gid = current_fsgid();
+	root->i_op = &wsemfs_dir_iops;
+	root->i_fop = &wsemfs_dir_fops;
+	set_nlink(root, 2);
+	wsemfs_init_times(root);
+	sb->s_root = d_make_root(root);
+	return sb->s_root ? 0 : -ENOMEM;
+}
+
+static int wsemfs_get_tree(struct fs_context *fc)
+{
+	return get_tree_keyed(fc, wsemfs_fill_super, fc->s_fs_info);
+}
+
+/* A superblock that already existed left us our namespace reference. */
+static void wsemfs_free_fc(struct fs_context *fc)
+{
+	if (fc->s_fs_info)
+		wsem_ns_put(fc->s_fs_info);
+}
+
+static const struct fs_context_operations wsemfs_context_ops = {
+	.get_tree	= wsemfs_get_tree,
+	.free		= wsemfs_free_fc,
+};
+
+/*
+ * The mounter's IPC namespace; mounting needs CAP_SYS_ADMIN over the user
+ * namespace that owns it, so a container's root may mount its own.
+ */
+static int wsemfs_init_fs_context(struct fs_context *fc)
+{
+	struct wsem_ns *wns = wsem_ns_get(true);
+
+	if (IS_ERR(wns))
+		return PTR_ERR(wns);
+	fc->s_fs_info = wns;
+	put_user_ns(fc->user_ns);
+	fc->user_ns = get_user_ns(current->nsproxy->ipc_ns->user_ns);
+	fc->ops = &wsemfs_context_ops;
+	return 0;
+}
+
+static void wsemfs_kill_sb(struct super_block *sb)
+{
+	struct wsem_ns *wns = sb->s_fs_info;
+
+	kill_anon_super(sb);
+	if (wns)
+		wsem_ns_put(wns);
+}
+
+static struct file_system_type wsemfs_type = {
+	.owner			= THIS_MODULE,
+	.name			= "wsem",
+	.init_fs_context	= wsemfs_init_fs_context,
+	.kill_sb		= wsemfs_kill_sb,
+	.fs_flags		= FS_USERNS_MOUNT | FS_ALLOW_IDMAP,
+};
+
+/**
+ * wsem_fs_init() - register the file system and /sys/fs/wsem
+ *
+ * Return: 0 or a negative errno.
+ */
+int wsem_fs_init(void)
+{
+	int ret;
+
+	ret = sysfs_create_mount_point(fs_kobj, "wsem");
+	if (ret)
+		return ret;
+	ret = register_filesystem(&wsemfs_type);
+	if (ret)
+		sysfs_remove_mount_point(fs_kobj, "wsem");
+	return ret;
+}
+
+/**
+ * wsem_fs_exit() - unregister them; nothing is mounted any more
+ */
+void wsem_fs_exit(void)
+{
+	unregister_filesystem(&wsemfs_type);
+	sysfs_remove_mount_point(fs_kobj, "wsem");
+}
