@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # Pack the guest's initramfs (cpio newc, gzip): busybox-static with its
-# applets in /bin, the module, the wsem CLI, the selftests and /init.
+# applets in /bin, the module, the wsem CLI, bwrap, the selftests and /init.
 #
 # usage: mkinitramfs.sh -k KO -o OUT [-m check|cmd|shell] [-c CMDFILE]
 #                       [-t TEST_TIMEOUT]
@@ -66,6 +66,13 @@ elif [ -f "$ROOT/userlib/wsem" ]; then
 	add_elf "$ROOT/userlib/wsem" "$stage/bin/wsem"
 else
 	log "mkinitramfs: no userlib/wsem-static: the guest has no wsem CLI"
+fi
+# bubblewrap, a real container tool for container_test (deps.sh installs it).
+bwrap=$(command -v bwrap || true)
+if [ -n "$bwrap" ]; then
+	add_elf "$bwrap" "$stage/bin/bwrap"
+else
+	log "mkinitramfs: no bwrap (bubblewrap): container_test skips it"
 fi
 # WSEM_VM_BINS: more programs for the guest's /bin (make bench uses it).
 for f in ${WSEM_VM_BINS:-}; do
