@@ -116,13 +116,23 @@ static int line_get(const char *text, const char *key, char *val, size_t len)
 	return -1;
 }
 
-/* The whole read(2) text of @fd from offset 0 (pread), NUL-terminated. */
+/*
+ * The whole read(2) text of @fd, NUL-terminated: from offset 0 (pread) on
+ * a wsemfs file; a /dev/wsem handle is not seekable, so from where it is.
+ */
 static ssize_t read_text(int fd, char *buf, size_t len)
 {
+	bool seekable = true;
 	ssize_t n, got = 0;
 
 	do {
-		n = pread(fd, buf + got, len - 1 - got, got);
+		n = -1;
+		if (seekable)
+			n = pread(fd, buf + got, len - 1 - got, got);
+		if (n < 0 && errno == ESPIPE) {
+			seekable = false;
+			n = read(fd, buf + got, len - 1 - got);
+		}
 		if (n < 0)
 			return -1;
 		got += n;
