@@ -32,7 +32,6 @@
 
 #include "wsem.h"
 
-#define WSEMFS_MAGIC	0x7773656d	/* "wsem" */
 #define WSEMFS_ROOT_INO	1
 
 /* The mount's id mapping, as the target kernel types it (see Kbuild). */
@@ -244,7 +243,7 @@ static int wsemfs_fill_super(struct super_block *sb, struct fs_context *fc)
 
 	sb->s_blocksize = PAGE_SIZE;
 	sb->s_blocksize_bits = PAGE_SHIFT;
-	sb->s_magic = WSEMFS_MAGIC;
+	sb->s_magic = WSEM_FS_MAGIC;
 	sb->s_op = &wsemfs_sops;
 	sb->s_d_op = &wsemfs_dops;
 	sb->s_time_gran = 1;

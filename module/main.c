@@ -529,6 +529,7 @@ static void wsem_file_fdinfo(struct seq_file *m, struct file *file)
 	seq_printf(m, "wsem-used:\t%llu\n", st.used);
 	seq_printf(m, "wsem-held:\t%llu\n", st.held);
 	seq_printf(m, "wsem-waiters:\t%llu\n", st.waiters);
+	seq_printf(m, "wsem-ipc-ns:\t%u\n", wsem_ns_inum(sem->wns));
 }
 
 /* The handles' file operations: /dev/wsem, wsemfs files, REOPEN's. */

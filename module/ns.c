@@ -66,6 +66,7 @@ struct wsem_user {
  *	protected by wsem_ns_lock
  * @mq_mnt: the namespace's mqueue mount, pinned while registered
  * @ipc_ns: the namespace's address, never dereferenced
+ * @inum: the namespace's inode number in nsfs, as /proc/PID/ns/ipc shows it
  * @lock: protects @names, @nr_names and @users, and charging
  * @names: linked semaphores, by name
  * @nr_names: number of nodes in @names
@@ -80,6 +81,7 @@ struct wsem_ns {
 	struct list_head node;
 	struct vfsmount *mq_mnt;
 	const struct ipc_namespace *ipc_ns;
+	unsigned int inum;
 	struct mutex lock;	/* see the kernel-doc above */
 	struct rb_root names;
 	unsigned int nr_names;
@@ -202,6 +204,7 @@ struct wsem_ns *wsem_ns_get(bool create)
 	wns->names = RB_ROOT;
 	wns->users = RB_ROOT;
 	wns->ipc_ns = ipc_ns;
+	wns->inum = ipc_ns->ns.inum;
 	wns->mq_mnt = mntget(ipc_ns->mq_mnt);
 	kref_init(&wns->ref);		/* the registry's */
 	kref_get(&wns->ref);		/* the caller's */
@@ -551,6 +554,17 @@ int wsem_ns_name_at(struct wsem_ns *wns, loff_t pos, char *name, int *id)
 	}
 	mutex_unlock(&wns->lock);
 	return ret;
+}
+
+/**
+ * wsem_ns_inum() - which IPC namespace @wns is, for user space
+ * @wns: a namespace
+ *
+ * Return: its nsfs inode number (the N of "ipc:[N]").
+ */
+unsigned int wsem_ns_inum(const struct wsem_ns *wns)
+{
+	return wns->inum;
 }
 
 /**

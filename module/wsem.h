@@ -140,6 +140,7 @@ void wsem_ns_set_owner(struct wsem_ns *wns, struct wsem *sem, kuid_t uid,
 		       kgid_t gid, umode_t mode);
 int wsem_ns_name_at(struct wsem_ns *wns, loff_t pos, char *name, int *id);
 bool wsem_ns_is_current(const struct wsem_ns *wns);
+unsigned int wsem_ns_inum(const struct wsem_ns *wns);
 
 /* fs.c: wsemfs */
 int wsem_fs_init(void);

@@ -23,6 +23,12 @@
 #include <linux/ioctl.h>
 #include <linux/types.h>
 
+/*
+ * statfs(2)'s f_type of wsemfs ("mount -t wsem"), where each named
+ * semaphore of an IPC namespace is a file; open(2) of one gives a handle.
+ */
+#define WSEM_FS_MAGIC		0x7773656d	/* "wsem" */
+
 /* A name is 1..63 bytes of [A-Za-z0-9._-], NUL-terminated in this buffer. */
 #define WSEM_NAME_MAX		64
 /* Capacities run from 1 to 2^62. */

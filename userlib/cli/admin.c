@@ -57,6 +57,10 @@ int cli_create(const struct cli_verb *verb, int argc, char **argv)
 		return ret;
 	if (cli_opt(create_opts, "exclusive")->seen)
 		oflag |= O_EXCL;
+	if (cli_is_path(p.pos[0]))
+		return cli_fail_msg(p.pos[0], "a semaphore is created by NAME, "
+				    "in the IPC namespace it is for",
+				    CLI_EXIT_USAGE);
 	fd = wsem_open(p.pos[0], oflag, mode, capacity);
 	if (fd < 0)
 		return cli_fail(p.pos[0], errno);
@@ -84,27 +88,40 @@ int cli_rm(const struct cli_verb *verb, int argc, char **argv)
 	return CLI_EXIT_OK;
 }
 
+static struct cli_opt resize_opts[] = {
+	{ .name = "fd", .has_arg = true },
+	{ .name = NULL },
+};
+
+/* NAME or a path is opened; --fd N is used as it is. */
 int cli_resize(const struct cli_verb *verb, int argc, char **argv)
 {
 	struct cli_parse p = {
 		.synopsis = verb->synopsis,
-		.opts = no_opts,
+		.opts = resize_opts,
 		.max_pos = 2,
 	};
+	const char *what;
 	uint64_t capacity;
-	int fd, ret;
+	int fd, own = -1, ret;
 
 	ret = cli_parse(&p, argc, argv);
 	if (!ret)
-		ret = operand_u64(verb, "CAPACITY", p.pos[1], &capacity);
+		ret = cli_fd_option(verb->synopsis, resize_opts, &fd);
+	if (!ret)
+		ret = operand_u64(verb, "CAPACITY", p.pos[fd < 0], &capacity);
 	if (ret)
 		return ret;
-	fd = wsem_open(p.pos[0], O_CLOEXEC, 0, 0);
-	if (fd < 0)
-		return cli_fail(p.pos[0], errno);
+	what = fd < 0 ? p.pos[0] : "--fd";
+	if (fd < 0) {
+		fd = own = wsem_open(p.pos[0], O_CLOEXEC, 0, 0);
+		if (fd < 0)
+			return cli_fail(what, errno);
+	}
 	ret = wsem_set_capacity(fd, capacity);
 	if (ret)
-		ret = cli_fail(p.pos[0], errno);
-	close(fd);
+		ret = cli_fail(what, errno);
+	if (own >= 0)
+		close(own);
 	return ret;
 }

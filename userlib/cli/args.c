@@ -3,7 +3,8 @@
  * Splitting a verb's arguments into long options, operands and COMMAND.
  *
  * Options are long only ("--weight 2" or "--weight=2") and may come before,
- * between or after the operands.  "--" ends the options.  For a verb that
+ * between or after the operands.  Where a verb has an "fd" option, --fd N
+ * takes the place of its first operand, NAME.  "--" ends the options.  For a verb that
  * ends with COMMAND, the first word after "--", or the first word once all
  * operands are there, starts COMMAND; nothing after it is ours.
  */
@@ -71,6 +72,23 @@ static int take_pos(struct cli_parse *p, char **argv, int i)
 	return 0;
 }
 
+/*
+ * As many operands as the verb takes; a verb with an "fd" option takes
+ * --fd N instead of its first operand, NAME.
+ */
+static int check_count(struct cli_parse *p)
+{
+	struct cli_opt *fd = cli_opt(p->opts, "fd");
+	int need = p->max_pos - (fd && fd->seen);
+
+	if (fd && fd->seen && p->npos > need)
+		return cli_usage(p->synopsis,
+				 "NAME and --fd N exclude each other");
+	if (p->npos < need)
+		return cli_usage(p->synopsis, NULL);
+	return 0;
+}
+
 /**
  * cli_parse() - split argv (argv[0] is the verb) as @p describes
  * @p: the verb's options and operand count; receives operands and COMMAND
@@ -100,7 +118,5 @@ int cli_parse(struct cli_parse *p, int argc, char **argv)
 	}
 	if (p->command && (!p->cmd || !p->cmd[0]))
 		return cli_usage(p->synopsis, "no COMMAND given");
-	if (p->npos < p->max_pos)
-		return cli_usage(p->synopsis, NULL);
-	return 0;
+	return check_count(p);
 }

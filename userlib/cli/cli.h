@@ -59,6 +59,15 @@ bool cli_parse_u64(const char *s, uint64_t *v);
 bool cli_parse_mode(const char *s, mode_t *mode);
 bool cli_parse_seconds(const char *s, int64_t *ns);
 
+/* target.c */
+bool cli_is_path(const char *name);
+int cli_fd_option(const char *synopsis, const struct cli_opt *o, int *fd);
+int cli_open_path_ro(const char *path);
+unsigned long cli_own_ipc_ns(void);
+unsigned long cli_fd_ipc_ns(int fd);
+bool cli_ipc_ns_is_initial(unsigned long ns);
+const char *cli_ipc_ns_text(unsigned long ns);
+
 /* report.c */
 int cli_fail(const char *what, int err);
 int cli_fail_msg(const char *what, const char *msg, int status);
@@ -70,6 +79,7 @@ void cli_print_table(const struct wsem_stat *st, size_t n);
 void cli_print_stat(const struct wsem_stat *st);
 void cli_print_json_list(const struct wsem_stat *st, size_t n);
 void cli_print_json_stat(const struct wsem_stat *st);
+void cli_print_json_stat_ns(const struct wsem_stat *st, unsigned long ns);
 
 /* The verbs */
 int cli_create(const struct cli_verb *verb, int argc, char **argv);

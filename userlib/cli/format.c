@@ -88,7 +88,7 @@ static void json_string(const char *s)
 	putchar('"');
 }
 
-void cli_print_json_stat(const struct wsem_stat *st)
+static void json_fields(const struct wsem_stat *st)
 {
 	fputs("{\"name\":", stdout);
 	json_string(stat_name(st));
@@ -96,8 +96,21 @@ void cli_print_json_stat(const struct wsem_stat *st)
 	       ",\"held\":%llu,\"waiters\":%llu,\"queued_weight\":%llu",
 	       st->capacity, st->used, st->available, st->held, st->waiters,
 	       st->queued_weight);
-	printf(",\"uid\":%u,\"gid\":%u,\"mode\":\"%04o\"}", st->uid, st->gid,
+	printf(",\"uid\":%u,\"gid\":%u,\"mode\":\"%04o\"", st->uid, st->gid,
 	       st->mode);
+}
+
+void cli_print_json_stat(const struct wsem_stat *st)
+{
+	json_fields(st);
+	putchar('}');
+}
+
+/* stat --json: the fields, and "ipc_ns", the N of ipc:[N] (0: unknown). */
+void cli_print_json_stat_ns(const struct wsem_stat *st, unsigned long ns)
+{
+	json_fields(st);
+	printf(",\"ipc_ns\":%lu}", ns);
 }
 
 /* ls --json: an array, one object per line. */

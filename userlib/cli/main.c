@@ -19,12 +19,13 @@
 static const struct cli_verb verbs[] = {
 	{ "create", "create NAME CAPACITY [--mode MODE] [--exclusive]",
 	  cli_create },
-	{ "rm", "rm NAME", cli_rm },
+	{ "rm", "rm NAME|PATH", cli_rm },
 	{ "ls", "ls [--json]", cli_ls },
-	{ "stat", "stat NAME [--json]", cli_stat },
-	{ "resize", "resize NAME CAPACITY", cli_resize },
-	{ "run", "run NAME [--weight W] [--timeout SECONDS | --nonblock] "
-		 "[--create CAPACITY] -- COMMAND [ARG...]", cli_run },
+	{ "stat", "stat NAME|PATH|--fd N [--json]", cli_stat },
+	{ "resize", "resize NAME|PATH|--fd N CAPACITY", cli_resize },
+	{ "run", "run NAME|PATH|--fd N [--weight W] "
+		 "[--timeout SECONDS | --nonblock] [--create CAPACITY] "
+		 "-- COMMAND [ARG...]", cli_run },
 };
 
 #define NR_VERBS	(sizeof(verbs) / sizeof(verbs[0]))

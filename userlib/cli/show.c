@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -95,26 +96,67 @@ static int find_stat(const char *name, struct wsem_stat *out)
 	return i < n ? 0 : -1;
 }
 
+static struct cli_opt stat_opts[] = {
+	{ .name = "json" },
+	{ .name = "fd", .has_arg = true },
+	{ .name = NULL },
+};
+
+/*
+ * The state of what stat was asked about, and the IPC namespace it lives
+ * in; 0 or an exit status.  A NAME goes through the list (read permission
+ * is enough), a path through a read-only open of the file.
+ */
+static int stat_target(const char *name, int fd, struct wsem_stat *st,
+		       unsigned long *ns)
+{
+	int pfd, ret = 0;
+
+	if (fd >= 0) {
+		*ns = cli_fd_ipc_ns(fd);
+		return wsem_stat(fd, st) ? cli_fail("--fd", errno) : 0;
+	}
+	if (cli_is_path(name)) {
+		pfd = cli_open_path_ro(name);
+		if (pfd < 0)
+			return cli_fail(name, errno);
+		if (wsem_stat(pfd, st))
+			ret = cli_fail(name, errno);
+		*ns = cli_fd_ipc_ns(pfd);
+		close(pfd);
+		return ret;
+	}
+	if (find_stat(name, st))
+		return cli_fail(name, errno);
+	stat_inherited(name, st);
+	*ns = cli_own_ipc_ns();
+	return 0;
+}
+
 int cli_stat(const struct cli_verb *verb, int argc, char **argv)
 {
 	struct cli_parse p = {
 		.synopsis = verb->synopsis,
-		.opts = show_opts,
+		.opts = stat_opts,
 		.max_pos = 1,
 	};
 	struct wsem_stat st;
-	int ret = cli_parse(&p, argc, argv);
+	unsigned long ns = 0;
+	int fd, ret = cli_parse(&p, argc, argv);
 
+	if (!ret)
+		ret = cli_fd_option(verb->synopsis, cli_opt(stat_opts, "fd"),
+				    &fd);
+	if (!ret)
+		ret = stat_target(p.pos[0], fd, &st, &ns);
 	if (ret)
 		return ret;
-	if (find_stat(p.pos[0], &st))
-		return cli_fail(p.pos[0], errno);
-	stat_inherited(p.pos[0], &st);
-	if (cli_opt(show_opts, "json")->seen) {
-		cli_print_json_stat(&st);
+	if (cli_opt(stat_opts, "json")->seen) {
+		cli_print_json_stat_ns(&st, ns);
 		putchar('\n');
 	} else {
 		cli_print_stat(&st);
+		printf("%-14s %s\n", "ipc_ns:", cli_ipc_ns_text(ns));
 	}
 	return CLI_EXIT_OK;
 }

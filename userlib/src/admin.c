@@ -2,7 +2,9 @@
 /*
  * Owner operations: change the capacity, remove a name.
  */
+#include <string.h>
 #include <sys/ioctl.h>
+#include <unistd.h>
 
 #include "wsem.h"
 #include "internal.h"
@@ -23,17 +25,21 @@ int wsem_set_capacity(int fd, uint64_t capacity)
 
 /**
  * wsem_unlink() - remove a name from the caller's IPC namespace
- * @name: the name
+ * @name: the name, or the path of a wsemfs file (anything with a '/'),
+ *	which is then unlink(2)ed, with the file system's rules
  *
  * Handles already bound to it keep working until they are closed.
  *
- * Return: 0, or -1 with errno (ENOENT, EPERM, EINVAL).
+ * Return: 0, or -1 with errno (ENOENT, EPERM, EINVAL; for a path also
+ * what unlink(2) says, as EBUSY for a bind-mounted file).
  */
 int wsem_unlink(const char *name)
 {
 	struct wsem_unlink_args args = { .size = sizeof(args) };
 	int fd, ret;
 
+	if (name && strchr(name, '/'))
+		return libwsem_check_path(name) ? -1 : unlink(name);
 	if (libwsem_name_copy(args.name, name))
 		return -1;
 	fd = libwsem_dev_open(1);

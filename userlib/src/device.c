@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -39,6 +40,22 @@ int libwsem_name_copy(char dst[WSEM_NAME_MAX], const char *name)
 		return libwsem_einval();
 	memcpy(dst, name, len);
 	dst[len] = '\0';
+	return 0;
+}
+
+/*
+ * Is @path a file of wsemfs?  0, or -1 with errno: what statfs(2) says, or
+ * EINVAL for any other file, which the library must not open or remove
+ * as if it were a semaphore.
+ */
+int libwsem_check_path(const char *path)
+{
+	struct statfs sf;
+
+	if (statfs(path, &sf))
+		return -1;
+	if (sf.f_type != WSEM_FS_MAGIC)
+		return libwsem_einval();
 	return 0;
 }
 

@@ -15,6 +15,7 @@ LIBWSEM_HIDDEN int libwsem_dev_open(int cloexec);
 LIBWSEM_HIDDEN void libwsem_close_keep_errno(int fd);
 LIBWSEM_HIDDEN int libwsem_name_copy(char dst[WSEM_NAME_MAX],
 				     const char *name);
+LIBWSEM_HIDDEN int libwsem_check_path(const char *path);
 LIBWSEM_HIDDEN int libwsem_einval(void);
 
 #endif /* LIBWSEM_INTERNAL_H */

@@ -4,6 +4,7 @@
  * semaphore, or reopen an existing one.
  */
 #include <fcntl.h>
+#include <string.h>
 #include <sys/ioctl.h>
 
 #include "wsem.h"
@@ -23,10 +24,22 @@ static int bind_new_handle(struct wsem_open_args *args, int cloexec)
 	return fd;
 }
 
+/*
+ * A wsemfs file (a bind-mounted one, say): opening it is opening a handle
+ * bound to its semaphore.  Files are not created there, so no O_CREAT.
+ */
+static int open_path(const char *path, int oflag)
+{
+	if (oflag & (O_CREAT | O_EXCL) || libwsem_check_path(path))
+		return libwsem_einval();
+	return open(path, O_RDWR | O_NOCTTY | (oflag & O_CLOEXEC));
+}
+
 /**
  * wsem_open() - open, or create, a named semaphore
- * @name: 1..63 bytes of [A-Za-z0-9._-]
- * @oflag: O_CREAT, O_EXCL, O_CLOEXEC
+ * @name: 1..63 bytes of [A-Za-z0-9._-], or a path to a wsemfs file
+ *	(anything with a '/')
+ * @oflag: O_CREAT, O_EXCL, O_CLOEXEC (a path takes O_CLOEXEC only)
  * @mode: permission bits for O_CREAT, masked by the umask
  * @capacity: capacity for O_CREAT (1..2^62); an existing one keeps its own
  *
@@ -38,6 +51,8 @@ int wsem_open(const char *name, int oflag, mode_t mode, uint64_t capacity)
 
 	if (oflag & ~(O_CREAT | O_EXCL | O_CLOEXEC))
 		return libwsem_einval();
+	if (name && strchr(name, '/'))
+		return open_path(name, oflag);
 	if (libwsem_name_copy(args.name, name))
 		return -1;
 	if (oflag & O_CREAT) {
