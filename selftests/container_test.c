@@ -252,7 +252,7 @@ ct_init(const char *root, const struct ct_spec *spec, int report, int go)
 		ct_fail(report, "chdir to the root");
 	if (mkdir("run", 0755) || mkdir("proc", 0555) ||
 	    mkdir("dev", 0755) || mkdir("tmp", 01777) ||
-	    mkdir("oldroot", 0700))
+	    mkdir("bin", 0755) || mkdir("oldroot", 0700))
 		ct_fail(report, "mkdir in the root");
 	for (i = 0; i < MAX_BINDS && spec->binds[i].src; i++) {
 		const struct ct_bind *b = &spec->binds[i];
@@ -686,6 +686,78 @@ TEST_F(container, three_containers_served_in_fifo_order)
 	ASSERT_EQ(0, wsem_stat(self->fd, &st));
 	EXPECT_EQ(0, st.used);
 	EXPECT_EQ(0, st.waiters);
+}
+
+/* Wait until the host semaphore has @n used; 0, or -1 after 10 s. */
+static int wait_used(int fd, uint64_t n)
+{
+	int64_t end = now_ns() + 10 * NSEC;
+	struct wsem_stat st;
+
+	do {
+		if (wsem_stat(fd, &st))
+			return -1;
+		if (st.used == n)
+			return 0;
+		usleep(1000);
+	} while (now_ns() < end);
+	return -1;
+}
+
+/*
+ * Job: become "wsem run /run/gpu --weight W -- busybox cat" with "go" as
+ * its stdin: the lease lasts until the test closes "go".  @arg is W, a
+ * string.
+ */
+static void job_wsem_run(const void *arg, int report, int go)
+{
+	if (dup2(go, 0) < 0)
+		ct_fail(report, "dup2");
+	execl("/bin/wsem", "wsem", "run", "/run/gpu", "--weight",
+	      (const char *)arg, "--", "/bin/busybox", "cat", (char *)NULL);
+	ct_fail(report, "exec /bin/wsem");
+}
+
+/*
+ * The way a user gates jobs in a container: "wsem run /run/gpu" (the
+ * static wsem and busybox bound in, nothing else).  Two containers: the
+ * second waits while the first's job runs, and runs when it ends.
+ */
+TEST_F(container, wsem_run_in_containers)
+{
+	struct ct_spec spec = {
+		.binds = {
+			{ .src = self->path, .dst = "/run/gpu" },
+			{ .src = "/bin/wsem", .dst = "/bin/wsem" },
+			{ .src = "/bin/busybox", .dst = "/bin/busybox" },
+		},
+		.job = job_wsem_run,
+	};
+	struct wsem_stat st;
+	struct ct_report r;
+
+	if (!self->ready)
+		return;
+	if (access("/bin/wsem", X_OK) || access("/bin/busybox", X_OK))
+		SKIP(return, "no /bin/wsem or /bin/busybox");
+	spec.arg = "2";
+	ASSERT_STARTED(ct_start(self, 0, &spec, &r), r);
+	ASSERT_EQ(0, wait_used(self->fd, 2)) {
+		if (!ct_read(self, 0, &r))
+			TH_LOG("container: %s: %s", r.what, strerror(r.err));
+	}
+	spec.arg = "1";
+	ASSERT_STARTED(ct_start(self, 1, &spec, &r), r);
+	ASSERT_EQ(0, wait_waiters(self->fd, 1));
+	ASSERT_EQ(0, wsem_stat(self->fd, &st));
+	EXPECT_EQ(2, st.used);
+	EXPECT_EQ(0, ct_end(self, 0));	/* cat's, through wsem run */
+	ASSERT_EQ(0, wait_used(self->fd, 1));
+	ASSERT_EQ(0, wsem_stat(self->fd, &st));
+	EXPECT_EQ(0, st.waiters);
+	EXPECT_EQ(0, ct_end(self, 1));
+	ASSERT_EQ(0, wsem_stat(self->fd, &st));
+	EXPECT_EQ(0, st.used);
 }
 
 /* Job: /dev/wsem (bound in) is refused; /run/gpu works. */

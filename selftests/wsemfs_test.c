@@ -46,7 +46,7 @@
 #define OWNER_UID	1234	/* a user that owns a semaphore */
 #define OWNER_GID	2345
 #define NSEC		1000000000LL
-#define VANISH_NS	(5 * NSEC)	/* bound for a dead namespace's names */
+#define VANISH_NS	(5 * NSEC)	/* bound for a dead namespace's end */
 #define REPORT_WAIT_MS	10000	/* bound for a child to report */
 #define TEXT_MAX	1024	/* the read(2) text fits easily */
 #define RACE_WORKERS	6	/* processes of the race test */
@@ -54,7 +54,7 @@
 
 /* What a child saw. */
 struct outcome {
-	int setup_err;		/* errno of a failed uid switch or unshare */
+	int setup_err;		/* errno of a failed setuid or unshare */
 	int ret;		/* return value of the operation under test */
 	int err;		/* errno right after it */
 	int ret2;		/* return value of a second operation */
