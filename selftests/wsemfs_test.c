@@ -711,6 +711,53 @@ TEST_F(wsemfs, chmod_is_seen_by_every_path)
 	EXPECT_EQ(0, st.mode & ~0777);
 }
 
+static void open_write_only(FIXTURE_DATA(wsemfs) *self, void *arg UNUSED,
+			    struct outcome *o)
+{
+	int fd = open(self->path, O_WRONLY | O_CLOEXEC);
+
+	o->ret = fd;
+	o->err = errno;
+	if (fd < 0)
+		return;
+	o->ret2 = wsem_tryacquire(fd, 1);
+	o->err2 = errno;
+	close(fd);
+}
+
+/*
+ * Taking weight needs read and write permission, as by name: a user whose
+ * class has only "w" (mode 0602) gets no handle that acquires, whatever
+ * the open mode.
+ */
+TEST_F(wsemfs, write_only_mode_bits_acquire_nothing)
+{
+	struct wsem_stat st;
+	struct outcome o;
+
+	if (!self->ready)
+		return;
+	ASSERT_EQ(0, create_main(self, 0602));
+	ASSERT_EQ(0, run_child(self, NOBODY, NOBODY, 0, open_by_name, NULL,
+			       &o));
+	ASSERT_EQ(0, o.setup_err);
+	EXPECT_EQ(-1, o.ret);
+	EXPECT_EQ(EACCES, o.err);
+	EXPECT_EQ(-1, o.ret2);
+	EXPECT_EQ(EACCES, o.err2);
+	ASSERT_EQ(0, run_child(self, NOBODY, NOBODY, 0, open_write_only, NULL,
+			       &o));
+	if (o.ret >= 0) {
+		EXPECT_EQ(-1, o.ret2) {
+			TH_LOG("an O_WRONLY open acquired with mode 0602");
+		}
+	} else {
+		EXPECT_EQ(EACCES, o.err);
+	}
+	ASSERT_EQ(0, wsem_stat(self->fd, &st));
+	EXPECT_EQ(0, st.used);
+}
+
 static void chmod_path(FIXTURE_DATA(wsemfs) *self, void *arg UNUSED,
 		       struct outcome *o)
 {
