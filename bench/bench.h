@@ -140,6 +140,7 @@ void json_num(const char *key, double val);
 void json_int(const char *key, long long val);
 void json_bool(const char *key, bool val);
 void json_null(const char *key);
+void metric(const char *key, const char *label, double val);
 uint64_t run_ns(double seconds);
 double ratio(double peer, double wsem);
 
