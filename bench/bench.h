@@ -147,6 +147,7 @@ double ratio(double peer, double wsem);
 /* The scenarios */
 void scenario_uncontended(void);
 void scenario_handoff(void);
+void scenario_massgrant(void);
 void scenario_contention(void);
 void scenario_fairness(void);
 void scenario_scale(void);
