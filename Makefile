@@ -26,7 +26,11 @@
 # make bench        wsem next to sem_t, SysV semop, eventfd and flock, every
 #                   scenario in one VM boot (KVER=... picks the kernel,
 #                   default 6.12); prints the table, writes bench/results.{txt,
-#                   json,dat,png}; about 5 minutes on 2 CPUs
+#                   json,dat,png}; about 5 minutes on 2 CPUs; with
+#                   BEFORE=<git rev> also builds that revision's module
+#                   and runs uncontended, hand-off and mass grant with it,
+#                   then with this tree's, in the same boot: a before /
+#                   after table in build/bench-ba/last/compare.txt
 # make bench-host   the same program on this machine (needs /dev/wsem, or root
 #                   and a built ./wsem.ko); results in build/bench-host/
 # make lint         W=1 -Werror, sparse, kernel-doc, checkpatch, uapi header
@@ -121,7 +125,7 @@ bench-bin:
 
 bench: bench-bin
 	@bash $(VM)/deps.sh
-	@bash bench/run.sh vm $(KVER)
+	@$(if $(BEFORE),WSEM_BENCH_BEFORE='$(BEFORE)') bash bench/run.sh vm $(KVER)
 
 bench-host: bench-bin
 	@bash bench/run.sh host

@@ -140,12 +140,14 @@ void json_num(const char *key, double val);
 void json_int(const char *key, long long val);
 void json_bool(const char *key, bool val);
 void json_null(const char *key);
+void metric(const char *key, const char *label, double val);
 uint64_t run_ns(double seconds);
 double ratio(double peer, double wsem);
 
 /* The scenarios */
 void scenario_uncontended(void);
 void scenario_handoff(void);
+void scenario_massgrant(void);
 void scenario_contention(void);
 void scenario_fairness(void);
 void scenario_scale(void);

@@ -5,8 +5,8 @@
  *	wsem-bench [-o DIR] [-t SCALE] [-s SCENARIO,...] [-q]
  *
  * Runs the scenarios (uncontended, handoff, contention, fairness, scale,
- * memory) in that order, writes DIR/results.json and DIR/results.dat and
- * prints the table on stdout.  -t multiplies every measuring time.  Needs
+ * memory, massgrant) in that order, writes DIR/results.json,
+ * DIR/results.dat and DIR/metrics.txt and prints the table on stdout.  -t multiplies every measuring time.  Needs
  * /dev/wsem; the memory scenario and 10,000 threads need root.
  */
 #define _GNU_SOURCE
@@ -31,6 +31,7 @@ static const struct {
 	{ "fairness", scenario_fairness },
 	{ "scale", scenario_scale },
 	{ "memory", scenario_memory },
+	{ "massgrant", scenario_massgrant },
 };
 
 static bool wanted(const char *name)

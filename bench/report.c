@@ -2,8 +2,10 @@
 /*
  * Where results go: a table (kept until the end, then printed on stdout),
  * OUTDIR/results.json and OUTDIR/results.dat (gnuplot data blocks, each
- * starting with a "# name" line that plot.gp selects with index "name").
- * Progress goes to stderr.
+ * starting with a "# name" line that plot.gp selects with index "name")
+ * and OUTDIR/metrics.txt: one "key<TAB>value<TAB>label" line per headline
+ * figure, which run.sh joins across two runs (before/after).  Progress
+ * goes to stderr.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -23,6 +25,7 @@ static size_t table_len;
 static FILE *table_f;
 static FILE *json_f;
 static FILE *plot_f;
+static FILE *metric_f;
 
 /* JSON nesting: whether the current level has an element yet. */
 static bool json_has[16];
@@ -48,6 +51,7 @@ void report_open(const char *outdir)
 	table_f = open_memstream(&table_buf, &table_len);
 	json_f = open_out(outdir, "results.json");
 	plot_f = open_out(outdir, "results.dat");
+	metric_f = open_out(outdir, "metrics.txt");
 	if (!table_f)
 		exit(1);
 	fputc('{', json_f);
@@ -60,6 +64,7 @@ void report_close(void)
 	fputs("\n}\n", json_f);
 	fclose(json_f);
 	fclose(plot_f);
+	fclose(metric_f);
 	fclose(table_f);
 	fwrite(table_buf, 1, table_len, stdout);
 	fflush(stdout);
@@ -95,6 +100,12 @@ void plot(const char *fmt, ...)
 	va_start(ap, fmt);
 	vfprintf(plot_f, fmt, ap);
 	va_end(ap);
+}
+
+/* A headline figure @val under @key (no blanks), described by @label. */
+void metric(const char *key, const char *label, double val)
+{
+	fprintf(metric_f, "%s\t%.6g\t%s\n", key, val, label);
 }
 
 /* A comma and a new line before every element but the first of a level. */

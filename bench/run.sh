@@ -12,6 +12,16 @@
 #                           loaded for the run); results into build/bench-host/
 # WSEM_BENCH_ARGS adds options for wsem-bench (e.g. "-t 0.5" halves the
 # measuring times).  The binary must be built already (make bench does).
+#
+# Before/after (vm only): with WSEM_BENCH_BEFORE=REV (make bench BEFORE=REV)
+# the module of git revision REV is built too, for the same kernel, and
+# both go into the one VM; there the chosen scenarios (by default
+# WSEM_BENCH_BA_SCENARIOS="uncontended,handoff,massgrant"; a -s in
+# WSEM_BENCH_ARGS wins) run with REV's module loaded, then, after rmmod and
+# insmod, with the working tree's.  WSEM_BENCH_PASSES=N (default 1) repeats
+# that pair N times and takes each figure's median.  WSEM_BENCH_BEFORE_KO=KO
+# takes a built module instead of REV.  The tables and the before/after
+# comparison go to build/bench-ba/ (bench/results.* are left alone).
 set -u -o pipefail
 
 BENCH=$(cd "$(dirname "$0")" && pwd)
@@ -47,8 +57,11 @@ draw() {
 		log "bench: no gnuplot (apt-get install gnuplot-nox): no plot"
 		return 0
 	fi
-	gnuplot -e "datafile='$1/results.dat'; outfile='$1/results.png'; title='$2'" \
-		"$BENCH/plot.gp" || die "gnuplot failed"
+	if ! gnuplot -e "datafile='$1/results.dat'; outfile='$1/results.png'; title='$2'" \
+		"$BENCH/plot.gp"; then
+		log "bench: gnuplot failed (not every scenario ran?): no plot"
+		return 0
+	fi
 	log "bench: plot in $1/results.png"
 }
 
@@ -111,6 +124,162 @@ exit \$st"
 	log "bench: results in $out/results.{txt,json,dat,png}"
 }
 
+# The Debian kernel that selftests/vm/run.sh boots for $kver.
+guest_kernel() {
+	# shellcheck disable=SC2016 # expanded by the inner shell
+	bash -c '. "$0"; if [ -n "$1" ]; then resolve_kernel "$1"; else default_kernel; fi' \
+		"$ROOT/selftests/vm/lib.sh" "$kver"
+}
+
+# before_module KVER DIR: DIR/wsem-before.ko for KVER, built from the git
+# revision WSEM_BENCH_BEFORE (with KVER's headers, as build_module builds
+# the working tree's) or copied from WSEM_BENCH_BEFORE_KO; sets before_name.
+before_module() {
+	local k=$1 dir=$2 rev src magic
+	if [ -n "${WSEM_BENCH_BEFORE_KO:-}" ]; then
+		[ -f "$WSEM_BENCH_BEFORE_KO" ] || die "no $WSEM_BENCH_BEFORE_KO"
+		magic=$(modinfo -F vermagic "$WSEM_BENCH_BEFORE_KO" 2>/dev/null)
+		case $magic in
+		"$k "*) ;;
+		*) die "$WSEM_BENCH_BEFORE_KO is built for '${magic%% *}', not $k" ;;
+		esac
+		cp "$WSEM_BENCH_BEFORE_KO" "$dir/wsem-before.ko"
+		before_name=$WSEM_BENCH_BEFORE_KO
+		return 0
+	fi
+	rev=$(git -C "$ROOT" rev-parse --verify -q "$WSEM_BENCH_BEFORE^{commit}") ||
+		die "no git revision $WSEM_BENCH_BEFORE"
+	src=$ROOT/build/bench-ba/src-$k-$rev
+	if [ ! -f "$src/wsem.ko" ]; then
+		log "bench: building wsem.ko of $WSEM_BENCH_BEFORE ($rev) for $k"
+		rm -rf "$src"
+		mkdir -p "$src"
+		git -C "$ROOT" archive "$rev" Kbuild module uapi | tar -x -C "$src" ||
+			die "git archive $rev failed"
+		make -s -C "/lib/modules/$k/build" M="$src" modules >&2 ||
+			die "building the module of $rev failed"
+	fi
+	cp "$src/wsem.ko" "$dir/wsem-before.ko"
+	before_name="$WSEM_BENCH_BEFORE ($(git -C "$ROOT" log -1 --format='%h %s' "$rev"))"
+}
+
+# The guest's script for before/after: $passes times the "before" module,
+# then the working tree's, each run into /tmp/bench/SIDE.PASS/; then every
+# file between markers.
+ba_guest_cmd() {
+	local scen=${WSEM_BENCH_BA_SCENARIOS:-uncontended,handoff,massgrant}
+	cat <<GUEST
+st=0
+p=1
+while [ \$p -le $passes ]; do
+	for side in before after; do
+		ko=/lib/modules/wsem.ko
+		[ \$side = before ] && ko=/bin/wsem-before.ko
+		rmmod wsem
+		insmod \$ko || { echo "# bench: insmod \$ko failed"; exit 1; }
+		d=/tmp/bench/\$side.\$p
+		mkdir -p \$d
+		echo "# bench: pass \$p of $passes, \$side: \$ko"
+		wsem-bench -o \$d -s $scen ${WSEM_BENCH_ARGS:-} >\$d/results.txt || st=\$?
+	done
+	p=\$((p + 1))
+done
+for f in /tmp/bench/*/*; do
+	echo "@@bench-file \${f#/tmp/bench/}"; cat \$f; echo '@@bench-end'
+done
+exit \$st
+GUEST
+}
+
+# compare DIR: each metric's median over the passes, before and after.
+compare() {
+	awk -F '\t' '
+	function med(k, s,   n, i, j, t, a) {
+		n = cnt[k, s]
+		if (!n)
+			return ""
+		for (i = 1; i <= n; i++)
+			a[i] = val[k, s, i]
+		for (i = 2; i <= n; i++)
+			for (j = i; j > 1 && a[j - 1] > a[j]; j--) {
+				t = a[j]; a[j] = a[j - 1]; a[j - 1] = t
+			}
+		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+	}
+	function fmt(v) {
+		if (v == "")
+			return "-"
+		if (v >= 100 || v <= -100)
+			return sprintf("%.0f", v)
+		return sprintf("%.3g", v)
+	}
+	FNR == 1 { side = FILENAME ~ /\/before\.[0-9]+\/metrics\.txt$/ ? "b" : "a" }
+	$2 !~ /^-?[0-9.]+([eE][-+]?[0-9]+)?$/ { next }
+	{
+		if (!($1 in label)) { order[++n] = $1; label[$1] = $3 }
+		val[$1, side, ++cnt[$1, side]] = $2 + 0
+	}
+	END {
+		printf "%-58s %10s %10s %8s\n", "", "before", "after", "a / b"
+		for (i = 1; i <= n; i++) {
+			k = order[i]; b = med(k, "b"); a = med(k, "a")
+			r = "-"
+			if (b != "" && a != "" && b != 0)
+				r = sprintf("%.2f", a / b)
+			printf "%-58s %10s %10s %8s\n", label[k], fmt(b), fmt(a), r
+		}
+	}' "$1"/before.*/metrics.txt "$1"/after.*/metrics.txt
+}
+
+run_ba() {
+	local out=$ROOT/build/bench-ba/last k st p side after_rev before_name=
+	passes=${WSEM_BENCH_PASSES:-1}
+	k=$(guest_kernel)
+	[ -n "$k" ] || die "no installed kernel matches '${kver:-the default}'"
+	rm -rf "$out"
+	mkdir -p "$out"
+	before_module "$k" "$out"
+	CONSOLE=$(mktemp)
+	trap 'rm -f "$CONSOLE"' EXIT
+	wait_quiet
+	WSEM_VM_BINS="$BIN $out/wsem-before.ko" "$ROOT/selftests/vm/run.sh" \
+		-k "$k" -T $((600 + 900 * passes)) -m cmd -c "$(ba_guest_cmd)" |
+		tee "$CONSOLE" | grep --line-buffered '^# '
+	st=${PIPESTATUS[0]}
+	[ "$st" -eq 0 ] || die "the benchmark failed in the VM (status $st)"
+	for p in $(seq 1 "$passes"); do
+		for side in before after; do
+			mkdir -p "$out/$side.$p"
+		done
+	done
+	awk -v dir="$out" '
+		/^@@bench-file / { f = dir "/" $2; printf "" > f; on = 1; next }
+		/^@@bench-end$/ { on = 0; close(f); next }
+		on && !/^\[ *[0-9]+\.[0-9]+\]/ { print > f }
+	' "$CONSOLE"
+	for p in $(seq 1 "$passes"); do
+		for side in before after; do
+			[ -s "$out/$side.$p/metrics.txt" ] ||
+				die "no $side.$p/metrics.txt came out of the VM"
+		done
+	done
+	after_rev=$(git -C "$ROOT" log -1 --format='%h %s' HEAD)
+	git -C "$ROOT" diff --quiet HEAD -- Kbuild module uapi ||
+		after_rev="$after_rev, with uncommitted changes"
+	{
+		sed -n 1p "$out/after.1/results.txt"
+		echo "before: $before_name"
+		echo "after:  the working tree, $after_rev"
+		echo "median of $passes pass(es), each before then after in one boot"
+		echo
+		compare "$out"
+	} >"$out/compare.txt"
+	cat "$out/after.$passes/results.txt"
+	echo
+	cat "$out/compare.txt"
+	log "bench: before/after in $out/: compare.txt, {before,after}.N/results.*"
+}
+
 run_host() {
 	local out=$ROOT/build/bench-host loaded=
 	if [ ! -e /dev/wsem ]; then
@@ -132,7 +301,13 @@ run_host() {
 }
 
 case $mode in
-vm) run_vm ;;
+vm)
+	if [ -n "${WSEM_BENCH_BEFORE:-}${WSEM_BENCH_BEFORE_KO:-}" ]; then
+		run_ba
+	else
+		run_vm
+	fi
+	;;
 host) run_host ;;
 *) die "usage: run.sh vm [KVER] | run.sh host" ;;
 esac

@@ -23,6 +23,25 @@
  * A hand-off is a grant to the other process than the last holder; its
  * latency runs from the holder's call to release (or post) to the other's
  * return from acquire (or wait).
+ *
+ * The same variants then run in two more placements, where nobody looks
+ * at the other's state and both run under the normal scheduler:
+ *
+ *   unpinned  both processes free-running on all CPUs, as two real
+ *             processes sharing a lock would.  The scheduler often puts
+ *             them on one CPU (wake-affine), where a woken holder
+ *             preempts the releaser before it queues again, and a lock
+ *             loop then runs alone for a time slice: "alt" (grants that
+ *             changed hands) and "same CPU" (hand-offs where the releaser
+ *             and the grantee ran on one CPU) show it.
+ *   spread    one process pinned on each of two CPUs, normal scheduling:
+ *             every hand-off crosses CPUs, so a grant is a remote wake-up
+ *             while the releaser goes on to its next acquire, and a woken
+ *             waiter that has to retake a lock the releaser holds stalls.
+ *
+ * These rates depend on how the emulator runs its vCPUs and vary more:
+ * each round's ratio of wsem to the sem_t ping-pong (both measured in that
+ * round) is reported too, with the median and range over the rounds.
  */
 #define _GNU_SOURCE
 #include <sched.h>
@@ -34,11 +53,31 @@
 
 #include "bench.h"
 
-#define SECONDS		1.5	/* per variant, over all rounds */
-#define ROUNDS		3
+#define MAX_ROUNDS	5
+#define MAX_VARIANTS	8
 #define MAX_SAMPLES	(1u << 16)
 
 enum kind { LOCK, PP_PSEM, PP_SYSV, PP_EFD };
+
+enum placement { PINNED, UNPINNED, SPREAD, NPLACEMENTS };
+
+static const struct place {
+	const char *name;	/* metric keys */
+	const char *key;	/* JSON and plot block */
+	const char *label;
+	int rounds;
+	double seconds;		/* per variant, over all rounds */
+} places[NPLACEMENTS] = {
+	[PINNED] = { "pinned", "handoff",
+		     "pinned: both on one CPU, SCHED_BATCH, strict turns",
+		     3, 1.5 },
+	[UNPINNED] = { "unpinned", "handoff_unpinned",
+		       "unpinned: free-running, normal scheduling, all CPUs",
+		       5, 2.0 },
+	[SPREAD] = { "spread", "handoff_spread",
+		     "spread: one process pinned on each of two CPUs, "
+		     "normal scheduling", 5, 2.0 },
+};
 
 struct variant {
 	const char *name;
@@ -53,7 +92,10 @@ struct ho {
 	_Atomic int phase;		/* 0 warm-up, 1 measure, 2 stop */
 	_Atomic int last;		/* last holder, or -1 */
 	_Atomic uint64_t last_post;
+	_Atomic int post_cpu;		/* where the last release ran */
+	enum placement place;
 	uint64_t handoffs[2];
+	uint64_t same_cpu[2];		/* hand-offs within one CPU */
 	uint64_t grants[2];
 	int failed;
 	pid_t pid[2];
@@ -101,6 +143,15 @@ static int post_other(struct ho *x, struct bhandle *h, int me)
 	return -1;
 }
 
+/* Pinned: wait until the other process sleeps in its acquire (or wait). */
+static void wait_asleep(struct ho *x, int *statfd, int me)
+{
+	if (*statfd < 0)
+		*statfd = open_task_stat(x->pid[!me]);
+	while (task_state(*statfd) != 'S' && atomic_load(&x->phase) < 2)
+		sched_yield();
+}
+
 static void worker(void *arg, int me)
 {
 	struct ho *x = arg;
@@ -108,9 +159,10 @@ static void worker(void *arg, int me)
 	int phase, other = -1;
 	uint64_t t;
 
-	pin_cpu(0);
-	if (batch_sched())
+	if (x->place == PINNED && batch_sched())
 		goto fail;
+	if (x->place != UNPINNED)
+		pin_cpu(x->place == SPREAD ? me : 0);
 	if (x->v->kind == LOCK && x->v->peer->attach(&x->sem, &h))
 		goto fail;
 	futex_wait_for(&x->go, 0);
@@ -125,21 +177,23 @@ static void worker(void *arg, int me)
 			x->grants[me]++;
 			if (atomic_load(&x->last) != me) {
 				x->handoffs[me]++;
+				x->same_cpu[me] += sched_getcpu() ==
+						   atomic_load(&x->post_cpu);
 				samples_add(x->lat[me],
 					    t - atomic_load(&x->last_post));
 			}
 		}
 		atomic_store(&x->last, me);
-		if (other < 0)
-			other = open_task_stat(x->pid[!me]);
-		while (task_state(other) != 'S' && atomic_load(&x->phase) < 2)
-			sched_yield();
+		if (x->place == PINNED)
+			wait_asleep(x, &other, me);
+		atomic_store(&x->post_cpu, sched_getcpu());
 		atomic_store(&x->last_post, now_ns());
 		if (post_other(x, &h, me))
 			goto fail;
 	}
 	post_other(x, &h, me);
-	close(other);
+	if (other >= 0)
+		close(other);
 	if (x->v->kind == LOCK)
 		x->v->peer->detach(&h);
 	return;
@@ -189,13 +243,15 @@ static void teardown(struct ho *x)
 /* Accumulated over the rounds. */
 struct result {
 	double rate, median, p99;
-	uint64_t handoffs, grants, ns;
+	uint64_t handoffs, grants, same_cpu, ns;
+	double round_rate[MAX_ROUNDS];
 	struct samples *lat;
 	bool failed;
 };
 
-/* One run of @v for @ns nanoseconds, added to @res. */
-static int run(const struct variant *v, struct result *res, uint64_t ns)
+/* One run of @v for @ns nanoseconds, added to @res as round @round. */
+static int run(const struct variant *v, enum placement place,
+	       struct result *res, int round, uint64_t ns)
 {
 	size_t lsize = sizeof(struct samples) + MAX_SAMPLES * sizeof(uint64_t);
 	struct ho *x = shared_alloc(sizeof(*x));
@@ -204,6 +260,7 @@ static int run(const struct variant *v, struct result *res, uint64_t ns)
 	int i, ret;
 
 	x->v = v;
+	x->place = place;
 	atomic_store(&x->last, -1);
 	for (i = 0; i < 2; i++)
 		x->lat[i] = samples_new(MAX_SAMPLES, true);
@@ -228,7 +285,11 @@ static int run(const struct variant *v, struct result *res, uint64_t ns)
 	teardown(x);
 	res->handoffs += x->handoffs[0] + x->handoffs[1];
 	res->grants += x->grants[0] + x->grants[1];
+	res->same_cpu += x->same_cpu[0] + x->same_cpu[1];
 	res->ns += t1 - t0;
+	if (round >= 0 && round < MAX_ROUNDS)
+		res->round_rate[round] = (double)(x->handoffs[0] +
+			x->handoffs[1]) * NSEC_PER_SEC / (double)(t1 - t0);
 	for (i = 0; i < 2; i++)
 		samples_merge(res->lat, x->lat[i]);
 out:
@@ -238,20 +299,21 @@ out:
 	return ret;
 }
 
-void scenario_handoff(void)
+/* The variants: wsem first, the sem_t ping-pong second; their number. */
+static int variants(struct variant *vs)
 {
 	static const char *const lock_peers[] = { "sysv", "flock" };
-	struct variant vs[8] = {
+	static const struct variant fixed[] = {
 		{ "wsem", "wsem (capacity 1, lock loop)", LOCK, &peer_wsem },
 		{ "sem_t-pingpong", "sem_t ping-pong", PP_PSEM, NULL },
 		{ "sysv-pingpong", "SysV ping-pong (2 sems)", PP_SYSV, NULL },
 		{ "eventfd-pingpong", "eventfd ping-pong (2 fds)", PP_EFD,
 		  NULL },
 	};
-	struct result res[8], warm = { 0 };
 	const struct peer *const *p;
-	int n = 4, i, j, k;
+	int n = 4, j;
 
+	memcpy(vs, fixed, sizeof(fixed));
 	for (j = 0; j < 2; j++) {
 		for (p = peers; *p; p++) {
 			if (strcmp((*p)->name, lock_peers[j]))
@@ -264,19 +326,30 @@ void scenario_handoff(void)
 			n++;
 		}
 	}
-	/*
-	 * The variants take turns in ROUNDS rounds, after one run that only
-	 * warms up (whatever ran first was often slower).
-	 */
-	memset(res, 0, sizeof(res));
+	return n;
+}
+
+/*
+ * The @n variants take turns in the rounds of @place, after one run that
+ * only warms up (whatever ran first was often slower).
+ */
+static void measure(const struct variant *vs, int n, enum placement place,
+		    struct result *res)
+{
+	const struct place *pl = &places[place];
+	uint64_t slice = run_ns(pl->seconds / pl->rounds);
+	struct result warm = { 0 };
+	int i, k;
+
+	memset(res, 0, sizeof(*res) * (size_t)n);
 	warm.lat = samples_new(MAX_SAMPLES, false);
-	run(&vs[0], &warm, run_ns(SECONDS / ROUNDS));
+	run(&vs[0], place, &warm, -1, slice);
 	samples_free(warm.lat);
 	for (i = 0; i < n; i++)
 		res[i].lat = samples_new(MAX_SAMPLES, false);
-	for (k = 0; k < ROUNDS; k++) {
+	for (k = 0; k < pl->rounds; k++) {
 		for (i = 0; i < n; i++) {
-			if (run(&vs[i], &res[i], run_ns(SECONDS / ROUNDS)))
+			if (run(&vs[i], place, &res[i], k, slice))
 				res[i].failed = true;
 		}
 	}
@@ -287,46 +360,164 @@ void scenario_handoff(void)
 				  (double)r->ns : 0;
 		r->median = samples_pct(r->lat, 50);
 		r->p99 = samples_pct(r->lat, 99);
-		progress("handoff: %-16s %.0f hand-offs/s, median %.0f ns%s",
-			 vs[i].name, r->rate, r->median,
+		progress("handoff %-8s %-16s %.0f hand-offs/s, median %.0f ns%s",
+			 pl->name, vs[i].name, r->rate, r->median,
 			 r->failed ? " (failed)" : "");
 	}
+}
 
-	table("\n2. Strict hand-off between two processes (one CPU, "
-	      "SCHED_BATCH)\n");
-	table("   hand-offs/s; latency = release -> other's grant, ns; "
-	      "ratio = peer / wsem (rate)\n");
-	table("   %-28s %10s %10s %10s %8s %9s\n", "", "handoff/s", "median",
-	      "p99", "ratio", "alternate");
-	plot("# handoff\n");
-	json_begin("handoff");
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * wsem's rate over the sem_t ping-pong's, round by round: the median and
+ * range in @q[0..2]; the ratio of the totals is returned.
+ */
+static double wsem_per_psem(const struct result *res, int rounds, double *q)
+{
+	double r[MAX_ROUNDS];
+	int k;
+
+	for (k = 0; k < rounds; k++)
+		r[k] = ratio(res[0].round_rate[k], res[1].round_rate[k]);
+	qsort(r, (size_t)rounds, sizeof(r[0]), cmp_double);
+	q[0] = rounds % 2 ? r[rounds / 2] :
+			    (r[rounds / 2 - 1] + r[rounds / 2]) / 2;
+	q[1] = r[0];
+	q[2] = r[rounds - 1];
+	return ratio(res[0].rate, res[1].rate);
+}
+
+static double pct(uint64_t part, uint64_t whole)
+{
+	return whole ? 100.0 * (double)part / (double)whole : 0;
+}
+
+static void print_json(const struct variant *vs, const struct result *res,
+		       int n, enum placement place, const double *q,
+		       double total)
+{
+	int i;
+
+	json_begin(places[place].key);
 	json_str("unit", "hand-offs per second; latency ns");
-	json_str("placement", "both processes on one CPU, SCHED_BATCH");
+	json_str("placement", places[place].label);
+	json_num("wsem_per_sem_t_pingpong", total);
+	json_num("wsem_per_sem_t_pingpong_round_median", q[0]);
+	json_num("wsem_per_sem_t_pingpong_round_min", q[1]);
+	json_num("wsem_per_sem_t_pingpong_round_max", q[2]);
 	json_begin_array("rows");
 	for (i = 0; i < n; i++) {
-		struct result *r = &res[i];
-		double q = ratio(r->rate, res[0].rate);
-		double alt = r->grants ? (double)r->handoffs / r->grants : 0;
+		const struct result *r = &res[i];
 
-		table("   %-28s %10.0f %10.0f %10.0f %8.2f %8.0f%%%s\n",
-		      vs[i].label, r->rate, r->median, r->p99, q, 100 * alt,
-		      r->failed ? "  (failed)" : "");
-		plot("%d \"%s\" %.1f %.1f %.1f %.4f\n", i, vs[i].name,
-		     r->rate, r->median, r->p99, q);
 		json_begin(NULL);
 		json_str("peer", vs[i].name);
 		json_num("handoffs_per_s", r->rate);
 		json_num("median_ns", r->median);
 		json_num("p99_ns", r->p99);
-		json_num("ratio_to_wsem", q);
+		json_num("ratio_to_wsem", ratio(r->rate, res[0].rate));
 		json_int("handoffs", (long long)r->handoffs);
 		json_int("grants", (long long)r->grants);
+		json_int("same_cpu_handoffs", (long long)r->same_cpu);
 		json_bool("ok", !r->failed);
 		json_end();
 	}
 	json_end_array();
 	json_end();
+}
+
+/* The plot data: the pinned block is plot.gp's "handoff". */
+static void print_plot(const struct variant *vs, const struct result *res,
+		       int n, enum placement place)
+{
+	int i;
+
+	plot("# %s\n", place == PINNED ? "handoff" : places[place].name);
+	for (i = 0; i < n; i++) {
+		const struct result *r = &res[i];
+
+		plot("%d \"%s\" %.1f %.1f %.1f %.4f\n", i, vs[i].name,
+		     r->rate, r->median, r->p99, ratio(r->rate, res[0].rate));
+	}
 	plot("\n\n");
-	for (i = 0; i < n; i++)
-		samples_free(res[i].lat);
+}
+
+static void print_table(const struct variant *vs, const struct result *res,
+			int n, enum placement place)
+{
+	int i;
+
+	table("   %s\n", places[place].label);
+	for (i = 0; i < n; i++) {
+		const struct result *r = &res[i];
+
+		table("   %-28s %10.0f %10.0f %10.0f %7.2f %6.0f%% %6.0f%%%s\n",
+		      vs[i].label, r->rate, r->median, r->p99,
+		      ratio(r->rate, res[0].rate), pct(r->handoffs, r->grants),
+		      pct(r->same_cpu, r->handoffs),
+		      r->failed ? "  (failed)" : "");
+	}
+}
+
+static void headline(const struct result *res, enum placement place,
+		     double total)
+{
+	const char *name = places[place].name;
+	char key[64], label[96];
+
+	snprintf(key, sizeof(key), "handoff.%s.wsem", name);
+	snprintf(label, sizeof(label), "hand-off %s: wsem hand-offs/s", name);
+	metric(key, label, res[0].rate);
+	snprintf(key, sizeof(key), "handoff.%s.sem_t", name);
+	snprintf(label, sizeof(label), "hand-off %s: sem_t ping-pong "
+		 "hand-offs/s", name);
+	metric(key, label, res[1].rate);
+	snprintf(key, sizeof(key), "handoff.%s.ratio", name);
+	snprintf(label, sizeof(label), "hand-off %s: wsem / sem_t ping-pong",
+		 name);
+	metric(key, label, total);
+	snprintf(key, sizeof(key), "handoff.%s.latency", name);
+	snprintf(label, sizeof(label), "hand-off %s: wsem latency, median ns",
+		 name);
+	metric(key, label, res[0].median);
+}
+
+void scenario_handoff(void)
+{
+	struct variant vs[MAX_VARIANTS];
+	struct result res[NPLACEMENTS][MAX_VARIANTS];
+	double q[NPLACEMENTS][3], total[NPLACEMENTS];
+	int n = variants(vs), i, p;
+
+	for (p = 0; p < NPLACEMENTS; p++) {
+		measure(vs, n, p, res[p]);
+		total[p] = wsem_per_psem(res[p], places[p].rounds, q[p]);
+	}
+	table("\n2. Strict hand-off between two processes, in three "
+	      "placements\n");
+	table("   hand-offs/s; latency = release -> other's grant, ns; ratio = "
+	      "peer / wsem (rate);\n   alt = grants that changed hands; "
+	      "same CPU = hand-offs within one CPU\n");
+	table("   %-28s %10s %10s %10s %7s %7s %7s\n", "", "handoff/s",
+	      "median", "p99", "ratio", "alt", "sameCPU");
+	for (p = 0; p < NPLACEMENTS; p++)
+		print_table(vs, res[p], n, p);
+	table("   wsem / sem_t ping-pong, side by side: %10s %10s %10s %10s\n",
+	      "all rounds", "round med", "round min", "round max");
+	for (p = 0; p < NPLACEMENTS; p++)
+		table("   %-38s %10.2f %10.2f %10.2f %10.2f\n", places[p].name,
+		      total[p], q[p][0], q[p][1], q[p][2]);
+	for (p = 0; p < NPLACEMENTS; p++) {
+		print_plot(vs, res[p], n, p);
+		print_json(vs, res[p], n, p, q[p], total[p]);
+		headline(res[p], p, total[p]);
+	}
+	for (p = 0; p < NPLACEMENTS; p++) {
+		for (i = 0; i < n; i++)
+			samples_free(res[p][i].lat);
+	}
 }

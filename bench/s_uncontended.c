@@ -104,6 +104,24 @@ static void print_rows(struct row *rows, int n, const struct row *wsem)
 	plot("\n\n");
 }
 
+/* wsem's figure and its ratios to the kernel peers, for before/after. */
+static void headline(const struct row *rows, int n, const struct row *wsem)
+{
+	char key[64], label[96];
+	int i;
+
+	metric("uncontended.wsem", "uncontended: wsem pair, median ns",
+	       wsem->median);
+	for (i = 0; i < n; i++) {
+		if (!rows[i].peer || rows[i].peer == &peer_wsem)
+			continue;
+		snprintf(key, sizeof(key), "uncontended.per_%s", rows[i].name);
+		snprintf(label, sizeof(label), "uncontended: wsem / %s",
+			 rows[i].name);
+		metric(key, label, ratio(wsem->median, rows[i].median));
+	}
+}
+
 void scenario_uncontended(void)
 {
 	struct row rows[8] = {
@@ -153,6 +171,7 @@ void scenario_uncontended(void)
 		}
 	}
 	print_rows(rows, n, wsem);
+	headline(rows, n, wsem);
 	for (i = 0; i < n; i++)
 		samples_free(rows[i].s);
 }
