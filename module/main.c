@@ -371,8 +371,10 @@ static int wsem_ioctl_list(void __user *uarg)
 }
 
 /*
- * Acquire, release and resize change the semaphore: like write(2), they
- * need a handle open for writing.
+ * Acquire, release and resize change the semaphore: they need a handle
+ * open for reading and writing (O_RDWR), as opening by name needs read and
+ * write permission.  A read-only handle watches; a write-only one, which a
+ * wsemfs file of mode -w- could give, does nothing more.
  */
 static bool wsem_cmd_writes(unsigned int cmd)
 {
@@ -389,7 +391,7 @@ static bool wsem_cmd_writes(unsigned int cmd)
  *
  * Context: Process context, may sleep.
  * Return: as the command's function; -EBADF for acquire, release and
- * resize through a handle not open for writing; -ENOTTY for an unknown
+ * resize through a handle not open for both reading and writing; -ENOTTY for an unknown
  * command.
  */
 static long wsem_file_ioctl(struct file *file, unsigned int cmd,
@@ -399,7 +401,9 @@ static long wsem_file_ioctl(struct file *file, unsigned int cmd,
 	void __user *uarg = (void __user *)arg;
 
 	cmd = WSEM_CMD(cmd);
-	if (wsem_cmd_writes(cmd) && !(file->f_mode & FMODE_WRITE))
+	if (wsem_cmd_writes(cmd) &&
+	    (file->f_mode & (FMODE_READ | FMODE_WRITE)) !=
+	    (FMODE_READ | FMODE_WRITE))
 		return -EBADF;
 
 	switch (cmd) {

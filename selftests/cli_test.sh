@@ -99,7 +99,10 @@ now_cs() {
 JSON_OBJ='\{"name":"[A-Za-z0-9._-]*","capacity":[0-9]+,"used":[0-9]+,'
 JSON_OBJ="$JSON_OBJ"'"available":[0-9]+,"held":[0-9]+,"waiters":[0-9]+,'
 JSON_OBJ="$JSON_OBJ"'"queued_weight":[0-9]+,"uid":[0-9]+,"gid":[0-9]+,'
-JSON_OBJ="$JSON_OBJ"'"mode":"0[0-7]{3}"\}'
+JSON_OBJ="$JSON_OBJ"'"mode":"0[0-7]{3}"'
+# stat --json adds the IPC namespace's number
+JSON_STAT="$JSON_OBJ"',"ipc_ns":[0-9]+\}'
+JSON_OBJ="$JSON_OBJ"'\}'
 
 # ---- create, ls, stat, resize, rm ------------------------------------------
 
@@ -142,8 +145,9 @@ t_create_invalid() {
 	err_is "wsem: $P-z: Invalid argument"
 	expect 1 wsem create "$P-z" 4611686018427387905
 	err_is "wsem: $P-z: Invalid argument"
-	expect 1 wsem create "$P/z" 1
-	err_is "wsem: $P/z: Invalid argument"
+	# a path names a wsemfs file, and those are not created
+	expect 2 wsem create "$P/z" 1
+	err_is "wsem: $P/z: a semaphore is created by NAME, in the IPC namespace it is for"
 	long=$(printf '%.64s' "$P-$(printf '%064d' 0)")
 	expect 1 wsem create "$long" 1
 	err_is "wsem: $long: Invalid argument"
@@ -254,7 +258,9 @@ t_stat_table() {
 	    "mode: 0640"; do
 		grep -Eq "^${kv%% *} +${kv#* }\$" "$T/out"
 	done
-	[ "$(wc -l <"$T/out")" -eq 10 ]
+	grep -Eq '^ipc_ns: +ipc:\[[0-9]+\] \(this namespace, the host.s\)$' \
+		"$T/out"
+	[ "$(wc -l <"$T/out")" -eq 11 ]
 	# values aligned in one column
 	[ "$(awk '{ print index($0, $2) }' "$T/out" | sort -u | wc -l)" -eq 1 ]
 }
@@ -263,9 +269,10 @@ t_stat_json() {
 	wsem create "$P-sj" 6 --mode 0604
 	expect 0 wsem stat "$P-sj" --json
 	[ "$(wc -l <"$T/out")" -eq 1 ]
-	grep -Eq "^$JSON_OBJ\$" "$T/out"
+	# the fields of struct wsem_stat, then the IPC namespace's number
+	grep -Eq "^$JSON_STAT\$" "$T/out"
 	grep -q "^{\"name\":\"$P-sj\",\"capacity\":6,\"used\":0," "$T/out"
-	grep -q '"mode":"0604"}$' "$T/out"
+	grep -Eq '"mode":"0604","ipc_ns":[0-9]+}$' "$T/out"
 	expect 0 wsem stat --json "$P-sj"	# options go anywhere
 }
 
