@@ -21,6 +21,7 @@
 #include <wsem.h>
 
 #include "kselftest_harness.h"
+#include "util.h"
 
 #define DEV "/dev/wsem"
 #define CAP 10
@@ -196,14 +197,6 @@ static int spawn_queued(FIXTURE_DATA(acq) *self, uint64_t weight, int pos)
 	if (id < 0 || wait_waiters(self->fd, pos))
 		return -1;
 	return id;
-}
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
 TEST_F(acq, weight_zero_einval)

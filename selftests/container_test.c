@@ -53,7 +53,6 @@
 #define OVERFLOW_ID	65534	/* an id that a user namespace lacks */
 #define MAX_CTS		3	/* containers per test */
 #define MAX_BINDS	4	/* bind mounts per container */
-#define NSEC		1000000000LL
 #define REPORT_WAIT_MS	10000	/* bound for a container to report */
 #define TEXT_MAX	1024
 #define CGROUP2_MAGIC	0x63677270
@@ -126,40 +125,6 @@ FIXTURE(container) {
 	/* setup done: false after a SKIP, so body and teardown do nothing */
 	bool ready;
 };
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * NSEC + ts.tv_nsec;
-}
-
-/* The value of "@key:" in "key: value" lines, blanks trimmed; 0 or -1. */
-static int line_get(const char *text, const char *key, char *val, size_t len)
-{
-	size_t klen = strlen(key), n;
-	const char *p = text, *end;
-
-	while (p && *p) {
-		if (!strncmp(p, key, klen) && p[klen] == ':') {
-			p += klen + 1;
-			while (*p == ' ' || *p == '\t')
-				p++;
-			end = strchrnul(p, '\n');
-			n = end - p;
-			if (n >= len)
-				n = len - 1;
-			memcpy(val, p, n);
-			val[n] = 0;
-			return 0;
-		}
-		p = strchr(p, '\n');
-		if (p)
-			p++;
-	}
-	return -1;
-}
 
 /*
  * What a handle tells about its name from here: stat into @st, fdinfo's

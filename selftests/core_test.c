@@ -82,22 +82,6 @@ static int open_raw(const char *name, int acc, uint64_t flags, uint64_t cap)
 	return fd;
 }
 
-/* "wsem-KEY:" of @fd's fdinfo as a number, or -1. */
-static long long fdinfo_num(int fd, const char *key)
-{
-	char path[64], buf[1024], *p;
-	size_t klen = strlen(key);
-
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-	if (read_file(path, buf, sizeof(buf)))
-		return -1;
-	for (p = buf; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
-		if (!strncmp(p, key, klen) && p[klen] == ':')
-			return strtoll(p + klen + 1, NULL, 10);
-	}
-	return -1;
-}
-
 FIXTURE(core) {
 	/* a named semaphore of capacity 2 made by the setup, unlinked after */
 	char name[WSEM_NAME_MAX];

@@ -35,7 +35,6 @@
 
 #define CAP		4	/* capacity of the fixture's semaphore */
 #define MAX_KIDS	3	/* helpers per test */
-#define NSEC		1000000000LL
 #define WAIT_NS		(5 * NSEC)	/* bound for anything to show up */
 #define REPLY_WAIT_MS	10000		/* bound for a helper to answer */
 #define LIMIT_PARAM	"/sys/module/wsem/parameters/max_sems_per_ns"
@@ -84,14 +83,6 @@ FIXTURE(life) {
 	/* setup done: false after a SKIP, so body and teardown do nothing */
 	bool ready;
 };
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * NSEC + ts.tv_nsec;
-}
 
 /* Poll until @fd's semaphore has @n waiters; 0, or -1 after WAIT_NS. */
 static int wait_for_waiters(int fd, uint64_t n)

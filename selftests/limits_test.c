@@ -57,7 +57,6 @@
 #include "util.h"
 
 #define NOBODY		65534
-#define NSEC		1000000000LL
 #define MSEC		1000000LL
 #define LIMIT_PARAM	"/sys/module/wsem/parameters/max_sems_per_ns"
 #define USER_PARAM	"/sys/module/wsem/parameters/max_sems_per_user"
@@ -67,14 +66,6 @@
 #define MEMCG_MAX_ANON	4000		/* ... and of the anonymous one */
 #define CHARGE_SEMS	800		/* named semaphores of the charge test */
 #define CHARGE_ANON	100		/* ... and anonymous ones */
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * NSEC + ts.tv_nsec;
-}
 
 static long long read_ll(const char *path)
 {

@@ -40,7 +40,6 @@
 #include "util.h"
 
 #define MAX_KIDS	2		/* namespace children per test */
-#define NSEC		1000000000LL
 #define VANISH_NS	(5 * NSEC)	/* bound for a dead namespace's names */
 #define REPORT_WAIT_MS	10000		/* bound for a child to report */
 #define REUSE_ROUNDS	20
@@ -90,14 +89,6 @@ FIXTURE(ns) {
 	/* setup done: false after a SKIP, so body and teardown do nothing */
 	bool ready;
 };
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * NSEC + ts.tv_nsec;
-}
 
 /* How many semaphores the caller's namespace lists; *@has: @name among them. */
 static int64_t list_names(const char *name, int *has)

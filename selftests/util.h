@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Helpers that more than one selftest needs: passing a descriptor over a
- * unix socket, one-line files in /proc, /sys and cgroupfs, a seeded random
- * generator, and numbers from the environment.  All static inline, so a
+ * unix socket, one-line files in /proc, /sys and cgroupfs, "key: value"
+ * text (fdinfo, a wsemfs handle's read), the monotonic clock, a seeded
+ * random generator, and numbers from the environment.  All static inline, so a
  * test that uses some of them builds without warnings about the others.
  */
 #ifndef WSEM_SELFTEST_UTIL_H
@@ -12,9 +13,11 @@
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Send @fd over the unix socket @sock (never SIGPIPE); 0, or -1 and errno. */
@@ -92,6 +95,65 @@ static inline int read_file(const char *path, char *buf, size_t len)
 		return -1;
 	buf[n] = 0;
 	return 0;
+}
+
+/* The value of "@key:" in "key: value" lines, blanks trimmed; 0 or -1. */
+static inline int line_get(const char *text, const char *key, char *val,
+			   size_t len)
+{
+	size_t klen = strlen(key), n;
+	const char *p = text, *end;
+
+	while (p && *p) {
+		if (!strncmp(p, key, klen) && p[klen] == ':') {
+			p += klen + 1;
+			while (*p == ' ' || *p == '\t')
+				p++;
+			end = strchrnul(p, '\n');
+			n = end - p;
+			if (n >= len)
+				n = len - 1;
+			memcpy(val, p, n);
+			val[n] = 0;
+			return 0;
+		}
+		p = strchr(p, '\n');
+		if (p)
+			p++;
+	}
+	return -1;
+}
+
+/* The value of "@key:" in @fd's /proc/self/fdinfo; 0 or -1. */
+static inline int fdinfo_get(int fd, const char *key, char *val, size_t len)
+{
+	char path[64], buf[2048];
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	if (read_file(path, buf, sizeof(buf)))
+		return -1;
+	return line_get(buf, key, val, len);
+}
+
+/* ... as a number, or -1. */
+static inline long long fdinfo_num(int fd, const char *key)
+{
+	char val[32];
+
+	if (fdinfo_get(fd, key, val, sizeof(val)))
+		return -1;
+	return strtoll(val, NULL, 10);
+}
+
+#define NSEC		1000000000LL
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+static inline int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * NSEC + ts.tv_nsec;
 }
 
 /* splitmix64: small, fast, and the same everywhere for one seed. */

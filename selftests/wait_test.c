@@ -28,10 +28,10 @@
 #include <wsem.h>
 
 #include "kselftest_harness.h"
+#include "util.h"
 
 #define CAP		4		/* capacity of every test's semaphore */
 #define MAX_KIDS	4		/* waiter processes per test */
-#define NSEC		1000000000LL
 #define MSEC		1000000LL
 #define QUEUE_WAIT_NS	(5 * NSEC)	/* bound for a waiter to show up */
 #define REPORT_WAIT_MS	10000		/* bound for a waiter to report */
@@ -71,14 +71,6 @@ FIXTURE(wait) {
 static void on_signal(int sig)
 {
 	(void)sig;
-}
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * NSEC + ts.tv_nsec;
 }
 
 /* Poll until @fd's semaphore has @n waiters; 0, or -1 after QUEUE_WAIT_NS. */
