@@ -27,6 +27,7 @@
 #include <linux/nsproxy.h>
 #include <linux/ipc_namespace.h>
 #include <linux/pagemap.h>
+#include <linux/seq_file.h>
 #include <linux/sysfs.h>
 #include <linux/user_namespace.h>
 
@@ -108,9 +109,43 @@ static int wsemfs_d_revalidate(struct dentry *dentry, unsigned int flags)
 	return READ_ONCE(((struct wsem *)inode->i_private)->linked);
 }
 
+/*
+ * How a file is named to a reader who cannot see its path: in the caller's
+ * IPC namespace by its name, elsewhere by the id fdinfo shows as wsem-id.
+ * A handle or a bind mount given to a container must not tell it the
+ * host's names (SPEC.md), nor where the host mounted them.
+ */
+static int wsemfs_show_name(struct dentry *dentry, char *buf, size_t len)
+{
+	struct wsem *sem = d_inode(dentry)->i_private;
+
+	if (wsem_ns_is_current(dentry->d_sb->s_fs_info))
+		return snprintf(buf, len, "%s", dentry->d_name.name);
+	return snprintf(buf, len, "[%d]", sem->id);
+}
+
+/*
+ * readlink(2) of /proc/PID/fd/N (lsof, ls -l): "wsem:NAME" or "wsem:[ID]",
+ * never the path of a mount the reader may not see.  The root directory
+ * keeps its path (d_path() asks only for other dentries).  Names never
+ * change, so d_name is stable here.
+ */
+static char *wsemfs_d_dname(struct dentry *dentry, char *buf, int buflen)
+{
+	char text[sizeof("wsem:") + WSEM_NAME_MAX + 16];
+	int n;
+
+	memcpy(text, "wsem:", 5);
+	n = 5 + wsemfs_show_name(dentry, text + 5, sizeof(text) - 5);
+	if (n >= buflen)
+		return ERR_PTR(-ENAMETOOLONG);
+	return memcpy(buf + buflen - n - 1, text, n + 1);
+}
+
 static const struct dentry_operations wsemfs_dops = {
 	.d_revalidate	= wsemfs_d_revalidate,
 	.d_delete	= always_delete_dentry,
+	.d_dname	= wsemfs_d_dname,
 };
 
 static int wsemfs_unlink(struct inode *dir, struct dentry *dentry)
@@ -231,8 +266,23 @@ static void wsemfs_evict_inode(struct inode *inode)
 		wsem_put(inode->i_private);
 }
 
+/* The root of a mount in /proc/PID/mountinfo: a bind-mounted file's too. */
+static int wsemfs_show_path(struct seq_file *m, struct dentry *root)
+{
+	char name[WSEM_NAME_MAX + 16];
+
+	if (IS_ROOT(root)) {
+		seq_putc(m, '/');
+		return 0;
+	}
+	wsemfs_show_name(root, name, sizeof(name));
+	seq_printf(m, "/%s", name);
+	return 0;
+}
+
 static const struct super_operations wsemfs_sops = {
 	.statfs		= simple_statfs,
+	.show_path	= wsemfs_show_path,
 	.drop_inode	= generic_delete_inode,
 	.evict_inode	= wsemfs_evict_inode,
 };

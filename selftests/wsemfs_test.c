@@ -45,7 +45,6 @@
 #define NOBODY		65534	/* a user that owns nothing */
 #define OWNER_UID	1234	/* a user that owns a semaphore */
 #define OWNER_GID	2345
-#define NSEC		1000000000LL
 #define VANISH_NS	(5 * NSEC)	/* bound for a dead namespace's end */
 #define REPORT_WAIT_MS	10000	/* bound for a child to report */
 #define TEXT_MAX	1024	/* the read(2) text fits easily */
@@ -64,6 +63,7 @@ struct outcome {
 	char fdinfo_name[WSEM_NAME_MAX + 8];	/* "wsem-name:" of fdinfo */
 	char text_name[WSEM_NAME_MAX + 8];	/* "name:" of the read text */
 	char link[160];		/* readlink of its /proc/self/fd/N */
+	char mroot[160];	/* mountinfo's root of a bind-mounted file */
 };
 
 FIXTURE(wsemfs) {
@@ -82,40 +82,6 @@ FIXTURE(wsemfs) {
 	/* setup done: false after a SKIP, so body and teardown do nothing */
 	bool ready;
 };
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * NSEC + ts.tv_nsec;
-}
-
-/* The value of "@key:" in text of "key: value" lines, blanks trimmed. */
-static int line_get(const char *text, const char *key, char *val, size_t len)
-{
-	size_t klen = strlen(key), n;
-	const char *p = text, *end;
-
-	while (p && *p) {
-		if (!strncmp(p, key, klen) && p[klen] == ':') {
-			p += klen + 1;
-			while (*p == ' ' || *p == '\t')
-				p++;
-			end = strchrnul(p, '\n');
-			n = end - p;
-			if (n >= len)
-				n = len - 1;
-			memcpy(val, p, n);
-			val[n] = 0;
-			return 0;
-		}
-		p = strchr(p, '\n');
-		if (p)
-			p++;
-	}
-	return -1;
-}
 
 /*
  * The whole read(2) text of @fd, NUL-terminated: from offset 0 (pread) on
@@ -145,12 +111,7 @@ static ssize_t read_text(int fd, char *buf, size_t len)
 /* "wsem-name:" of @fd's fdinfo as the caller sees it; 0 or -1. */
 static int fdinfo_name(int fd, char *val, size_t len)
 {
-	char path[64], buf[2048];
-
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-	if (read_file(path, buf, sizeof(buf)))
-		return -1;
-	return line_get(buf, "wsem-name", val, len);
+	return fdinfo_get(fd, "wsem-name", val, len);
 }
 
 /*
@@ -1101,6 +1062,43 @@ TEST_F(wsemfs, rmmod_refused_while_mounted)
 	EXPECT_EQ(0, access("/dev/wsem", F_OK));
 }
 
+/*
+ * The root field of /proc/self/mountinfo (the fourth) for the mount at
+ * @point, into @buf; 0, or -1 if there is none.
+ */
+static int mount_root(const char *point, char *buf, size_t len)
+{
+	char line[512], root[256], at[256];
+	int ret = -1;
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+
+	if (!f)
+		return -1;
+	while (ret && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%*s %*s %*s %255s %255s", root, at) == 2 &&
+		    !strcmp(at, point)) {
+			snprintf(buf, len, "%s", root);
+			ret = 0;
+		}
+	}
+	fclose(f);
+	return ret;
+}
+
+/* The readlink(2) of @fd's /proc/self/fd entry, into @buf; 0 or -1. */
+static int fd_link(int fd, char *buf, size_t len)
+{
+	char path[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, buf, len - 1);
+	if (n < 0)
+		return -1;
+	buf[n] = 0;
+	return 0;
+}
+
 /* In another IPC namespace: stat, fdinfo and the text of a passed handle. */
 static void look_at_passed(FIXTURE_DATA(wsemfs) *self, void *arg,
 			   struct outcome *o)
@@ -1123,6 +1121,9 @@ static void look_at_passed(FIXTURE_DATA(wsemfs) *self, void *arg,
 	snprintf(text, sizeof(text), "/proc/self/fd/%d", fd);
 	if (readlink(text, o->link, sizeof(o->link) - 1) < 0)
 		snprintf(o->link, sizeof(o->link), "?");
+	if (self->extra[0][0] &&
+	    mount_root(self->extra[0], o->mroot, sizeof(o->mroot)))
+		snprintf(o->mroot, sizeof(o->mroot), "?");
 	/* A file of the host's mount, opened from here: the same. */
 	fd = open(self->path, O_RDWR | O_CLOEXEC);
 	o->count = -1;
@@ -1141,7 +1142,7 @@ static void look_at_passed(FIXTURE_DATA(wsemfs) *self, void *arg,
  */
 TEST_F(wsemfs, name_hidden_from_other_namespaces)
 {
-	char text[TEXT_MAX], val[WSEM_NAME_MAX + 8];
+	char text[TEXT_MAX], val[WSEM_NAME_MAX + 8], link[160], hidden[32];
 	struct wsem_stat st;
 	struct outcome o;
 	int sk[2], fd;
@@ -1149,6 +1150,14 @@ TEST_F(wsemfs, name_hidden_from_other_namespaces)
 	if (!self->ready)
 		return;
 	ASSERT_EQ(0, create_main(self, 0600));
+	/* A bind mount of the file, as a container would have. */
+	snprintf(self->extra[0], sizeof(self->extra[0]), "/tmp/%s.bind",
+		 self->name);
+	fd = open(self->extra[0], O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC,
+		  0600);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(0, close(fd));
+	ASSERT_EQ(0, mount(self->path, self->extra[0], NULL, MS_BIND, NULL));
 	fd = open(self->path, O_RDONLY | O_CLOEXEC);
 	ASSERT_LE(0, fd);
 	/* Here, everything names it. */
@@ -1159,6 +1168,15 @@ TEST_F(wsemfs, name_hidden_from_other_namespaces)
 	ASSERT_LT(0, read_text(fd, text, sizeof(text)));
 	ASSERT_EQ(0, line_get(text, "name", val, sizeof(val)));
 	EXPECT_STREQ(self->name, val);
+	ASSERT_EQ(0, fd_link(fd, link, sizeof(link)));
+	snprintf(val, sizeof(val), "wsem:%s", self->name);
+	EXPECT_STREQ(val, link);
+	ASSERT_EQ(0, mount_root(self->extra[0], link, sizeof(link)));
+	snprintf(val, sizeof(val), "/%s", self->name);
+	EXPECT_STREQ(val, link);
+	/* Elsewhere it is the number fdinfo shows as wsem-id. */
+	ASSERT_LE(0, fdinfo_num(fd, "wsem-id"));
+	snprintf(hidden, sizeof(hidden), "[%lld]", fdinfo_num(fd, "wsem-id"));
 
 	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sk));
 	ASSERT_EQ(0, send_fd(sk[0], fd, 0));
@@ -1173,8 +1191,11 @@ TEST_F(wsemfs, name_hidden_from_other_namespaces)
 	EXPECT_STREQ("", o.fdinfo_name);
 	EXPECT_STREQ("", o.text_name);
 	EXPECT_EQ(0, o.count);
-	/* Not in the contract (a path, not the name): shown for the record. */
-	TH_LOG("/proc/self/fd of the passed file there: %s", o.link);
+	/* Nor /proc/self/fd (lsof) or mountinfo: no name, no host path. */
+	snprintf(val, sizeof(val), "wsem:%s", hidden);
+	EXPECT_STREQ(val, o.link);
+	snprintf(val, sizeof(val), "/%s", hidden);
+	EXPECT_STREQ(val, o.mroot);
 	/* The /dev/wsem handle, too. */
 	ASSERT_EQ(0, run_child(self, -1, -1, CLONE_NEWIPC, look_at_passed,
 			       &sk[1], &o));
