@@ -22,6 +22,17 @@
  * be read-only too.  Some fresh handles join the worker's epoll set before
  * anything binds them, and the chaos thread drains that set now and then.
  *
+ * The chaos thread also goes through wsemfs (issue 11): it opens the
+ * files of the fuzz's namespace with random flags (the handles join the
+ * pool), reads their text, chmods, chowns, unlinks, renames, links and
+ * truncates them, lists the directory, mounts and unmounts it (and
+ * bind-mounts single files) while the others open through those mounts,
+ * and forks children that make an IPC namespace of their own, mount it,
+ * pass its handles to the workers and die, so that namespaces die under
+ * opens.  Every result of those calls must be one the VFS or the spec
+ * allows.  The mount points are directories of a read-only tmpfs in a
+ * mount namespace of the test's own: an unmounted point creates nothing.
+ *
  * Everything runs in an IPC namespace and a PID namespace of the test's
  * own: the names cannot meet another test's, and a stale PID can only ever
  * name another fuzz process.  The namespace's init respawns killed workers
@@ -56,12 +67,17 @@
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/xattr.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <dirent.h>
 #include <unistd.h>
 
 #include <wsem.h>
@@ -78,7 +94,6 @@
 #define CHAOS_EVERY	16		/* requests per chaos action, about */
 #define CHAOS_WAIT	(10 * MSEC)	/* ... or this long at most */
 #define KILL_EVERY	2500		/* requests per SIGKILL, about */
-#define NSEC		1000000000LL
 #define MSEC		1000000LL
 #define PAGE		4096
 #define NOBODY		65534
@@ -87,6 +102,9 @@
 #define MAX_NOTES	16		/* violations described in full */
 #define NOTE_LEN	200
 #define STAT_SIZE	sizeof(struct wsem_stat)
+#define NMNT		4		/* wsemfs mount points */
+#define NBIND		2		/* file bind-mount targets */
+#define NNSNAMES	3		/* names a dying namespace makes */
 
 /* The base semaphores: the workers find them by name. */
 static const struct {
@@ -118,10 +136,19 @@ struct shared {
 	uint64_t granted;		/* acquires granted */
 	uint64_t interrupted;		/* acquires ended by EINTR */
 	uint64_t readonly;		/* read-only handles bound and checked */
+	uint64_t fs_calls;		/* wsemfs path and mount calls */
+	uint64_t fs_opened;		/* ... handles opened by path */
+	uint64_t fs_read;		/* ... texts read and checked */
+	uint64_t mounts;		/* ... successful mounts */
+	uint64_t umounts;		/* ... and unmounts */
+	uint64_t ns_deaths;		/* namespaces made to die */
 	uint64_t violations;		/* results against the contract */
 	uint32_t stop;			/* set by the namespace's init */
 	uint32_t nnotes;
 	int pids[NWORKERS];		/* workers, PIDs of our PID namespace */
+	char top[64];			/* the read-only tmpfs */
+	char mnt[NMNT][80];		/* top/mN: wsemfs mount points */
+	char bind[NBIND][80];		/* top/bN: files to bind-mount onto */
 	char notes[MAX_NOTES][NOTE_LEN];
 	int64_t start_ns, end_ns;
 };
@@ -129,14 +156,6 @@ struct shared {
 static struct shared *sh;
 /* The mailboxes: workers send to box[i][1], worker i reads box[i][0]. */
 static int box[NWORKERS][2];
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * NSEC + ts.tv_nsec;
-}
 
 static uint64_t add(uint64_t *p, uint64_t n)
 {
@@ -510,6 +529,7 @@ struct step {
 	int fd;
 	bool fresh;			/* fd is a new, unbound handle */
 	bool rdonly;			/* ... opened O_RDONLY */
+	bool bypath;			/* fd was opened through wsemfs */
 	uint64_t usize;			/* the struct's size field */
 	bool bad_tail;			/* a non-zero byte past our struct */
 	union {
@@ -922,7 +942,15 @@ static void fuzz_one(struct rng *r, struct arena *a)
 
 	memset(buf, 0, 256);
 	/* The handle: one of ours, a fresh one, or no handle at all. */
-	if (chance(r, 12)) {
+	if (chance(r, 2)) {
+		/* Opened through a mount, racing with the mounts (chaos). */
+		snprintf(buf, sizeof(buf), "%s/%s", sh->mnt[below(r, NMNT)],
+			 base[below(r, NBASE)].name);
+		s.fd = open(buf, O_RDWR | O_CLOEXEC);
+		s.bypath = s.fd >= 0;
+		if (s.bypath)
+			add(&sh->fs_opened, 1);
+	} else if (chance(r, 12)) {
 		s.rdonly = chance(r, 20);
 		s.fd = open("/dev/wsem", (s.rdonly ? O_RDONLY : O_RDWR) |
 			    O_CLOEXEC);
@@ -1015,6 +1043,8 @@ static void fuzz_one(struct rng *r, struct arena *a)
 			add(&sh->interrupted, 1);
 		check_err(&s, err);
 	}
+	if (s.bypath)
+		pool_put(r, s.fd);
 	if (s.fresh) {
 		if (ret == 0 && s.q == R_OPEN && s.rdonly)
 			check_readonly(s.fd);
@@ -1133,6 +1163,376 @@ static void __attribute__((noreturn)) fork_child(struct rng *r)
 static pthread_t op_thread[OP_THREADS];
 static unsigned int children;	/* forked by this worker, not reaped */
 
+/* ---------------------------------------------------------------- */
+/* Chaos through wsemfs: paths, mounts and dying namespaces          */
+
+enum fs_call {
+	F_OPEN, F_READ, F_CHMOD, F_CHOWN, F_UNLINK, F_RENAME, F_LINK,
+	F_MKDIR, F_TRUNCATE, F_XATTR, F_UTIMES, F_READDIR, F_MOUNT,
+	F_UMOUNT, F_BIND, F_COUNT
+};
+
+static const char *const fs_name[F_COUNT] = {
+	"open", "read", "chmod", "chown", "unlink", "rename", "link",
+	"mkdir", "truncate", "setxattr", "utimensat", "getdents", "mount",
+	"umount", "bind mount",
+};
+
+/*
+ * errnos a call on the mounts may fail with.  Besides what the files allow
+ * (ENOENT for a name that is gone, EACCES by the mode, EPERM for what only
+ * the owner or root may do and for every way to create), an unmounted
+ * point is a directory of a read-only file system (EROFS, or ENOENT).
+ */
+static bool fs_allowed(enum fs_call c, int err)
+{
+	if (err == ENOENT || err == EACCES || err == EPERM || err == EROFS ||
+	    err == ENAMETOOLONG)
+		return true;
+	switch (c) {
+	case F_OPEN:
+		return err == EISDIR || err == ENOTDIR || err == EEXIST ||
+		       err == EINVAL || err == ELOOP || err == EMFILE;
+	case F_READ:
+		return err == EINVAL || err == EBADF || err == EISDIR ||
+		       err == ESPIPE;
+	case F_UNLINK:
+		return err == EISDIR || err == EBUSY;
+	case F_RENAME:
+	case F_LINK:
+		return err == EXDEV || err == EEXIST || err == EBUSY ||
+		       err == EISDIR || err == ENOTDIR || err == EINVAL ||
+		       err == ENOTEMPTY;
+	case F_MKDIR:
+		return err == EEXIST;
+	case F_TRUNCATE:
+		return err == EINVAL || err == EISDIR;
+	case F_XATTR:
+		return err == EOPNOTSUPP;
+	case F_READDIR:
+		return err == ENOTDIR;
+	case F_MOUNT:
+	case F_BIND:
+		return err == EINVAL || err == EBUSY || err == ENOTDIR;
+	case F_UMOUNT:
+		return err == EINVAL || err == EBUSY;
+	default:
+		return false;
+	}
+}
+
+/* Account for one call on the mounts and check how it failed. */
+static int fs_check(enum fs_call c, int ret, const char *path)
+{
+	int err = errno;
+
+	add(&sh->fs_calls, 1);
+	if (ret < 0 && !fs_allowed(c, err))
+		violation("wsemfs %s %s: unexpected %s", fs_name[c], path,
+			  strerror(err));
+	errno = err;
+	return ret;
+}
+
+/* A path under the mounts: a name there, the directory, or junk. */
+static void fs_path(struct rng *r, char *path, size_t len)
+{
+	char name[WSEM_NAME_MAX + 1];
+	const char *dir = sh->mnt[below(r, NMNT)];
+
+	if (chance(r, 8)) {
+		snprintf(path, len, "%s", sh->bind[below(r, NBIND)]);
+		return;
+	}
+	switch (below(r, 10)) {
+	case 0:
+		snprintf(path, len, "%s", dir);
+		return;
+	case 1:
+		snprintf(path, len, "%s/nd.%u", dir,
+			 (unsigned int)below(r, NNSNAMES));
+		return;
+	case 2:
+		snprintf(path, len, "%s/%s", dir, chance(r, 50) ? ".." : ".");
+		return;
+	case 3 ... 5:
+		snprintf(path, len, "%s/%s", dir, base[below(r, NBASE)].name);
+		return;
+	default:
+		pick_name(r, name);
+		name[WSEM_NAME_MAX] = 0;
+		snprintf(path, len, "%s/%s", dir, name);
+	}
+}
+
+/* The text a handle reads must be "key: value" lines of printable bytes. */
+static void check_text(const char *buf, ssize_t n, bool whole)
+{
+	ssize_t i;
+
+	for (i = 0; i < n; i++) {
+		if (buf[i] != '\n' && (buf[i] < ' ' || buf[i] > '~')) {
+			violation("wsemfs text: byte %#x at %zd",
+				  (unsigned char)buf[i], i);
+			return;
+		}
+	}
+	if (whole && (strncmp(buf, "name:", 5) || !strstr(buf, "\ncapacity: ")
+		      || buf[n - 1] != '\n'))
+		violation("wsemfs text: \"%.40s\"...", buf);
+	add(&sh->fs_read, 1);
+}
+
+/* read(2) or pread(2) of a pooled handle, at any place, of any size. */
+static void fs_read(struct rng *r)
+{
+	char buf[PAGE];
+	size_t len = chance(r, 50) ? sizeof(buf) : below(r, 64);
+	off_t off = chance(r, 70) ? 0 : (off_t)below(r, 400);
+	int fd = pool_get(r);
+	ssize_t n;
+
+	if (fd < 0)
+		return;
+	if (chance(r, 20))
+		off = (off_t)(rnd(r) >> 2);
+	n = pread(fd, buf, len, off);
+	if (n < 0 && errno == ESPIPE) {
+		off = -1;		/* read(2) goes on where it was */
+		n = read(fd, buf, len);
+	}
+	if (n < 0 && errno == EBADF)
+		return;			/* stale, or not readable */
+	if (fs_check(F_READ, n, "(handle)") < 0 || !n)
+		return;
+	if (n > (ssize_t)len)
+		violation("wsemfs read %zd of %zu bytes", n, len);
+	else
+		check_text(buf, n, !off && len == sizeof(buf));
+}
+
+/*
+ * Open a path with random flags.  A handle joins the pool (a read-only one
+ * checked first); the directory is listed; anything else (the tmpfs under
+ * an unmounted point) is closed.
+ */
+static void fs_open(struct rng *r)
+{
+	static const int acc[] = { O_RDONLY, O_WRONLY, O_RDWR, O_RDWR };
+	int flags = acc[below(r, 4)] | O_CLOEXEC, fd;
+	char path[160];
+	struct statfs sfs;
+	struct stat st;
+
+	fs_path(r, path, sizeof(path));
+	if (chance(r, 10))
+		flags |= O_CREAT | (chance(r, 50) ? O_EXCL : 0);
+	if (chance(r, 5))
+		flags |= O_TRUNC;
+	if (chance(r, 5))
+		flags |= O_PATH;
+	if (chance(r, 5))
+		flags |= O_DIRECTORY;
+	if (chance(r, 10))
+		flags |= O_NONBLOCK | O_APPEND | O_NOFOLLOW;
+	fd = fs_check(F_OPEN, open(path, flags, 0666), path);
+	if (fd < 0)
+		return;
+	/* Directories stay out of the pool: their ioctls are not ours. */
+	if (fstatfs(fd, &sfs) || sfs.f_type != WSEM_FS_MAGIC ||
+	    fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return;
+	}
+	add(&sh->fs_opened, 1);
+	if (!(flags & O_PATH) && (flags & O_ACCMODE) == O_RDONLY &&
+	    !(flags & O_DIRECTORY) && !wsem_stat(fd, &(struct wsem_stat){0}))
+		check_readonly(fd);
+	pool_put(r, fd);
+}
+
+/* List a mount's directory: every entry a valid name, or a dot. */
+static void fs_readdir(struct rng *r)
+{
+	char path[160], buf[PAGE];
+	const char *dir = sh->mnt[below(r, NMNT)];
+	long n, off;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s", dir);
+	fd = fs_check(F_OPEN, open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC),
+		      path);
+	if (fd < 0)
+		return;
+	while ((n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
+		for (off = 0; off < n;) {
+			struct dirent64 *d = (struct dirent64 *)(buf + off);
+
+			if (strcmp(d->d_name, ".") && strcmp(d->d_name, "..") &&
+			    !spec_name(d->d_name))
+				violation("wsemfs getdents: bad name");
+			off += d->d_reclen;
+		}
+	}
+	fs_check(F_READDIR, n, path);
+	close(fd);
+}
+
+/* chmod, chown, unlink, rename, link, mkdir, truncate, xattr, utimes. */
+static void fs_meta(struct rng *r)
+{
+	static const uid_t ids[] = { 0, NOBODY, 1000, (uid_t)-1 };
+	char path[160], path2[160];
+	enum fs_call c = F_CHMOD + below(r, F_UTIMES - F_CHMOD + 1);
+	int ret;
+
+	fs_path(r, path, sizeof(path));
+	fs_path(r, path2, sizeof(path2));
+	switch (c) {
+	case F_CHMOD:
+		ret = chmod(path, chance(r, 80) ? (mode_t)below(r, 01000) :
+			    (mode_t)rnd(r) & 07777);
+		break;
+	case F_CHOWN:
+		ret = lchown(path, ids[below(r, 4)], ids[below(r, 4)]);
+		break;
+	case F_UNLINK:
+		ret = unlink(path);
+		break;
+	case F_RENAME:
+		ret = rename(path, path2);
+		break;
+	case F_LINK:
+		ret = chance(r, 50) ? link(path, path2) : symlink(path, path2);
+		if (ret < 0 && errno == EEXIST)
+			ret = 0;
+		break;
+	case F_MKDIR:
+		ret = chance(r, 50) ? mkdir(path, 0755) :
+		      mknod(path, S_IFREG | 0600, 0);
+		break;
+	case F_TRUNCATE:
+		ret = truncate(path, (off_t)below(r, 100));
+		break;
+	case F_XATTR:
+		ret = setxattr(path, "user.wsem", "1", 1, 0);
+		break;
+	default:
+		ret = utimensat(AT_FDCWD, path, NULL, 0);
+		break;
+	}
+	fs_check(c, ret, path);
+}
+
+/* Unmount a point (or a bound file), or mount wsemfs there, or a file. */
+static void fs_mount(struct rng *r)
+{
+	static const char *const data[] = { NULL, "", "mode=0777", "x=1" };
+	static const unsigned long mflags[] = {
+		0, MS_RDONLY, MS_NOSUID | MS_NODEV | MS_NOEXEC,
+	};
+	const char *point = sh->mnt[below(r, NMNT)];
+	char src[160];
+	int ret;
+
+	switch (below(r, 4)) {
+	case 0:
+		if (chance(r, 30))
+			point = sh->bind[below(r, NBIND)];
+		ret = fs_check(F_UMOUNT, umount2(point, MNT_DETACH), point);
+		if (!ret)
+			add(&sh->umounts, 1);
+		return;
+	case 1:
+	case 2:
+		ret = fs_check(F_MOUNT, mount("wsem", point, "wsem",
+					      mflags[below(r, 3)],
+					      data[below(r, 4)]), point);
+		break;
+	default:
+		fs_path(r, src, sizeof(src));
+		point = sh->bind[below(r, NBIND)];
+		ret = fs_check(F_BIND, mount(src, point, NULL, MS_BIND, NULL),
+			       point);
+		break;
+	}
+	if (!ret)
+		add(&sh->mounts, 1);
+}
+
+/*
+ * A child makes an IPC namespace of its own, names in it, mounts it on a
+ * point, takes weight, gives handles to the workers and dies (or is
+ * killed): the namespace dies under whoever opens through that mount.
+ */
+static void __attribute__((noreturn)) ns_child(struct rng *r)
+{
+	char path[160];
+	const char *point = sh->mnt[below(r, NMNT)];
+	unsigned int i;
+	int fd;
+
+	alarm(1);
+	if (unshare(CLONE_NEWIPC))
+		_exit(errno == EPERM ? 0 : 1);
+	add(&sh->ns_deaths, 1);
+	if (chance(r, 70) && !mount("wsem", point, "wsem", 0, NULL))
+		add(&sh->mounts, 1);
+	for (i = 0; i < NNSNAMES; i++) {
+		snprintf(path, sizeof(path), "nd.%u", i);
+		fd = wsem_open(path, O_CREAT, 0666, 1 + below(r, 4));
+		if (fd < 0)
+			continue;
+		if (chance(r, 50))
+			wsem_tryacquire(fd, 1);
+		send_fd(box[below(r, NWORKERS)][1], fd, MSG_DONTWAIT);
+		snprintf(path, sizeof(path), "%s/nd.%u", point, i);
+		fd = open(path, O_RDWR | O_CLOEXEC);
+		if (fd >= 0 && chance(r, 50))
+			send_fd(box[below(r, NWORKERS)][1], fd, MSG_DONTWAIT);
+		if (chance(r, 20))
+			usleep(below(r, 2000));
+	}
+	if (chance(r, 30) && !umount2(point, MNT_DETACH))
+		add(&sh->umounts, 1);
+	if (chance(r, 50))
+		raise(SIGKILL);
+	_exit(0);
+}
+
+/* One action through wsemfs. */
+static void fs_chaos(struct rng *r)
+{
+	unsigned int k = below(r, 100);
+	pid_t pid;
+
+	if (k < 35) {
+		fs_open(r);
+	} else if (k < 55) {
+		fs_read(r);
+	} else if (k < 62) {
+		fs_readdir(r);
+	} else if (k < 82) {
+		fs_meta(r);
+	} else if (k < 95) {
+		fs_mount(r);
+	} else {
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			children--;
+		if (children >= MAX_CHILDREN)
+			return;
+		pid = fork();
+		if (pid == 0) {
+			struct rng cr = { .s = rnd(r) ^ 0x2545f4914f6cdd1dULL };
+
+			ns_child(&cr);
+		}
+		if (pid > 0)
+			children++;
+	}
+}
+
+
 static void chaos_one(struct rng *r)
 {
 	int fd, nfd, target;
@@ -1195,6 +1595,9 @@ static void chaos_one(struct rng *r)
 
 			epoll_wait(epfd, ev, 8, 0);
 		}
+		break;
+	case 85 ... 94:
+		fs_chaos(r);
 		break;
 	default:
 		/* Interrupt our own sleepers. */
@@ -1355,6 +1758,44 @@ static uint64_t drain_boxes(void)
 	return n;
 }
 
+/*
+ * In a mount namespace of our own: a tmpfs with NMNT mount points and
+ * NBIND files, made read-only, and the fuzz's wsemfs on two of the points.
+ * 0, or -1 and errno.
+ */
+static int make_mounts(void)
+{
+	unsigned int i;
+	int fd;
+
+	if (unshare(CLONE_NEWNS) ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+		return -1;
+	snprintf(sh->top, sizeof(sh->top), "/tmp/wsem-fuzz.%d", getpid());
+	if (mkdir(sh->top, 0755) ||
+	    mount("tmpfs", sh->top, "tmpfs", 0, "size=64k,mode=0755"))
+		return -1;
+	for (i = 0; i < NMNT; i++) {
+		snprintf(sh->mnt[i], sizeof(sh->mnt[i]), "%s/m%u", sh->top, i);
+		if (mkdir(sh->mnt[i], 0755))
+			return -1;
+	}
+	for (i = 0; i < NBIND; i++) {
+		snprintf(sh->bind[i], sizeof(sh->bind[i]), "%s/b%u", sh->top,
+			 i);
+		fd = open(sh->bind[i], O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+		if (fd < 0 || close(fd))
+			return -1;
+	}
+	if (mount(NULL, sh->top, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY,
+		  NULL))
+		return -1;
+	for (i = 0; i < 2; i++)
+		if (mount("wsem", sh->mnt[i], "wsem", 0, NULL))
+			return -1;
+	return 0;
+}
+
 FIXTURE(fuzz) {
 	/* handles on the base semaphores, kept by the test, never fuzzed */
 	int witness[NBASE];
@@ -1386,6 +1827,9 @@ FIXTURE_SETUP(fuzz)
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
 		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, sh);
+	ASSERT_EQ(0, make_mounts()) {
+		TH_LOG("wsemfs mount points: %s", strerror(errno));
+	}
 	for (i = 0; i < NWORKERS; i++)
 		ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0,
 					box[i]));
@@ -1395,6 +1839,11 @@ FIXTURE_SETUP(fuzz)
 FIXTURE_TEARDOWN(fuzz)
 {
 	unsigned int i;
+
+	if (sh != MAP_FAILED && sh && sh->top[0]) {
+		EXPECT_EQ(0, umount2(sh->top, MNT_DETACH));
+		EXPECT_EQ(0, rmdir(sh->top));
+	}
 
 	for (i = 0; i < NBASE; i++)
 		if (self->witness[i] >= 0)
@@ -1468,6 +1917,18 @@ TEST_F_TIMEOUT(fuzz, ioctls, 1800)
 	TH_LOG("%llu read-only handles bound and checked",
 	       (unsigned long long)sh->readonly);
 	EXPECT_LT(0, sh->readonly);
+	TH_LOG("wsemfs: %llu calls, %llu handles opened by path, %llu texts "
+	       "read, %llu mounts, %llu unmounts, %llu namespaces died",
+	       (unsigned long long)sh->fs_calls,
+	       (unsigned long long)sh->fs_opened,
+	       (unsigned long long)sh->fs_read, (unsigned long long)sh->mounts,
+	       (unsigned long long)sh->umounts,
+	       (unsigned long long)sh->ns_deaths);
+	EXPECT_LT(0, sh->fs_opened);
+	EXPECT_LT(0, sh->fs_read);
+	EXPECT_LT(0, sh->mounts);
+	EXPECT_LT(0, sh->umounts);
+	EXPECT_LT(0, sh->ns_deaths);
 
 	/* Nothing held and nobody waiting, wherever we can look. */
 	total = wsem_list(list, 64);

@@ -39,6 +39,10 @@
  * weight while A waits has barged).  The check never relies on the order
  * in which processes are scheduled or return from their calls.
  *
+ * Beside the storm, a churn process races wsemfs against it: mounts,
+ * unmounts, bind mounts, opens, unlinks and dying namespaces (see churn()),
+ * while half of the workers' lives open their handles through a mount.
+ *
  * Environment: WSEM_STORM_SECONDS (default 12), WSEM_STORM_SEED.
  */
 #define _GNU_SOURCE
@@ -54,6 +58,8 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -69,7 +75,6 @@
 #define RING		32		/* grants a worker keeps for the monitor */
 #define NHIST		8		/* full snapshots kept per semaphore */
 #define HIST_SPACING	64		/* epochs between them, at least */
-#define NSEC		1000000000LL
 #define MSEC		1000000LL
 #define DEF_SECONDS	12
 #define MAX_NOTES	16
@@ -139,18 +144,16 @@ struct storm {
 	uint32_t nnotes;
 	char notes[MAX_NOTES][NOTE_LEN];
 	char names[NSEM][WSEM_NAME_MAX];
+	/* wsemfs: a tmpfs with the points m0 (workers), m1 and m2 (churn) */
+	char top[64];
+	char mnt[3][80];
+	int32_t churn_pid;
+	uint64_t churn_life, path_workers;
+	uint64_t churn_mounts, churn_reads, churn_unlinks, churn_deaths;
 	struct slot slot[NPROC];
 };
 
 static struct storm *sm;
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * NSEC + ts.tv_nsec;
-}
 
 #define LD(p)		__atomic_load_n(p, __ATOMIC_SEQ_CST)
 #define ST(p, v)	__atomic_store_n(p, v, __ATOMIC_SEQ_CST)
@@ -367,14 +370,22 @@ static void job(struct rng *r, int *fd)
 static void __attribute__((noreturn)) worker(unsigned int i)
 {
 	struct rng r;
+	char path[160];
 	int fd[NSEM];
 	unsigned int s;
+	bool bypath;
 
 	me = &sm->slot[i];
 	r.s = sm->seed ^ (i + 1) * 0xd1b54a32d192ed03ULL ^
 	      LD(&me->life) * 0xabc98388fb8fac03ULL;
+	/* Every other life opens through the mount, churned beside it. */
+	bypath = LD(&me->life) & 1;
+	if (bypath)
+		INC(&sm->path_workers);
 	for (s = 0; s < NSEM; s++) {
-		fd[s] = wsem_open(sm->names[s], O_CLOEXEC, 0, 0);
+		snprintf(path, sizeof(path), "%s/%s", sm->mnt[0], sm->names[s]);
+		fd[s] = bypath ? open(path, O_RDWR | O_CLOEXEC) :
+			wsem_open(sm->names[s], O_CLOEXEC, 0, 0);
 		if (fd[s] < 0) {
 			violation("worker open %s: %s", sm->names[s],
 				  strerror(errno));
@@ -386,6 +397,134 @@ static void __attribute__((noreturn)) worker(unsigned int i)
 		ST(&me->sigs, sigs);
 		if (chance(&r, 30))
 			usleep(below(&r, 500));
+	}
+	_exit(0);
+}
+
+/* ---------------------------------------------------------------- */
+/* wsemfs churn beside the storm                                     */
+
+/*
+ * One process (SIGKILLed and restarted by the controller now and then)
+ * mounts and unmounts the storm's namespace on a second point, opens its
+ * files there and through bind mounts, reads them, makes and unlinks
+ * names of its own, and forks children whose IPC namespaces die with a
+ * mount of their own on a third point, all while the workers, half of
+ * which opened their handles through the first mount, are killed.  It
+ * takes no weight on the storm's semaphores (the monitor counts every
+ * holder); what the workers hold must add up all the same.
+ */
+static void churn_open(struct rng *r, const char *path)
+{
+	char text[512];
+	ssize_t n;
+	int fd;
+
+	fd = open(path, (chance(r, 50) ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno != ENOENT)
+			violation("churn open %s: %s", path, strerror(errno));
+		return;
+	}
+	n = read(fd, text, sizeof(text) - 1);
+	if (n <= 0 || strncmp(text, "name: ", 6))
+		violation("churn read %s: %zd", path, n);
+	else
+		INC(&sm->churn_reads);
+	close(fd);
+}
+
+static void churn_names(struct rng *r, const char *dir)
+{
+	char name[WSEM_NAME_MAX], path[160];
+	int fd;
+
+	snprintf(name, sizeof(name), "churn.%u", (unsigned int)below(r, 4));
+	fd = wsem_open(name, O_CREAT | O_CLOEXEC, 0600, 1 + below(r, 8));
+	if (fd >= 0)
+		close(fd);
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (chance(r, 50) ? unlink(path) : wsem_unlink(name)) {
+		if (errno != ENOENT)
+			violation("churn unlink %s: %s", name, strerror(errno));
+	} else {
+		INC(&sm->churn_unlinks);
+	}
+}
+
+/* A child whose IPC namespace dies, mounted on @point, under opens. */
+static void churn_ns_death(struct rng *r, const char *point)
+{
+	char path[160];
+	pid_t pid = fork();
+	int fd;
+
+	if (pid) {
+		if (pid > 0 && waitpid(pid, NULL, 0) == pid)
+			INC(&sm->churn_deaths);
+		/*
+		 * ... and open through the mount it left, as its namespace
+		 * goes (names go at once, or when the reaper sees it dead).
+		 */
+		snprintf(path, sizeof(path), "%s/nd", point);
+		fd = open(path, O_RDWR | O_CLOEXEC);
+		if (fd >= 0)
+			close(fd);
+		umount2(point, MNT_DETACH);
+		return;
+	}
+	if (unshare(CLONE_NEWIPC) || mount("wsem", point, "wsem", 0, NULL))
+		_exit(1);
+	fd = wsem_open("nd", O_CREAT | O_CLOEXEC, 0600, 2);
+	if (fd < 0 || wsem_acquire(fd, 1 + below(r, 2)))
+		_exit(1);
+	snprintf(path, sizeof(path), "%s/nd", point);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd >= 0)
+		wsem_tryacquire(fd, 1);	/* capacity 2: may be full */
+	if (chance(r, 50))
+		raise(SIGKILL);
+	_exit(0);
+}
+
+static void __attribute__((noreturn)) churn(uint64_t life)
+{
+	struct rng r = { .s = sm->seed ^ life * 0x9fb21c651e98df25ULL };
+	char bind[160], src[160];
+	unsigned int s;
+
+	snprintf(bind, sizeof(bind), "%s/b", sm->top);
+	while (!LD(&sm->stop)) {
+		s = below(&r, NSEM);
+		switch (below(&r, 6)) {
+		case 0:
+			if (!mount("wsem", sm->mnt[1], "wsem", 0, NULL))
+				INC(&sm->churn_mounts);
+			break;
+		case 1:
+			umount2(sm->mnt[1], MNT_DETACH);
+			break;
+		case 2:
+			snprintf(src, sizeof(src), "%s/%s",
+				 sm->mnt[chance(&r, 50)], sm->names[s]);
+			churn_open(&r, src);
+			break;
+		case 3:
+			snprintf(src, sizeof(src), "%s/%s", sm->mnt[0],
+				 sm->names[s]);
+			if (!mount(src, bind, NULL, MS_BIND, NULL)) {
+				churn_open(&r, bind);
+				umount2(bind, MNT_DETACH);
+			}
+			break;
+		case 4:
+			churn_names(&r, sm->mnt[0]);
+			break;
+		default:
+			churn_ns_death(&r, sm->mnt[2]);
+		}
+		if (chance(&r, 50))
+			usleep(below(&r, 1000));
 	}
 	_exit(0);
 }
@@ -656,6 +795,46 @@ static pid_t spawn(unsigned int i)
 	return pid;
 }
 
+static pid_t spawn_churn(void)
+{
+	uint64_t life = INC(&sm->churn_life);
+	pid_t pid = fork();
+
+	if (pid == 0)
+		churn(life);
+	ST(&sm->churn_pid, pid);
+	return pid;
+}
+
+/*
+ * The storm's mount points: in a mount namespace of our own, a tmpfs with
+ * m0 (the storm's wsemfs), m1, m2 and a file b; 0, or -1 and errno.
+ */
+static int make_mounts(void)
+{
+	unsigned int i;
+	char path[96];
+	int fd;
+
+	if (unshare(CLONE_NEWNS) ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+		return -1;
+	snprintf(sm->top, sizeof(sm->top), "/tmp/wsem-storm.%d", getpid());
+	if (mkdir(sm->top, 0700) ||
+	    mount("tmpfs", sm->top, "tmpfs", 0, "size=64k,mode=0700"))
+		return -1;
+	for (i = 0; i < 3; i++) {
+		snprintf(sm->mnt[i], sizeof(sm->mnt[i]), "%s/m%u", sm->top, i);
+		if (mkdir(sm->mnt[i], 0700))
+			return -1;
+	}
+	snprintf(path, sizeof(path), "%s/b", sm->top);
+	fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+	if (fd < 0 || close(fd))
+		return -1;
+	return mount("wsem", sm->mnt[0], "wsem", 0, NULL);
+}
+
 static int slot_of(pid_t pid)
 {
 	unsigned int i;
@@ -686,6 +865,9 @@ FIXTURE_SETUP(storm)
 					cap[s]);
 		ASSERT_LE(0, self->fd[s]);
 	}
+	ASSERT_EQ(0, make_mounts()) {
+		TH_LOG("wsemfs mount points: %s", strerror(errno));
+	}
 	self->ready = true;
 }
 
@@ -707,9 +889,15 @@ FIXTURE_TEARDOWN(storm)
 			waitpid(pid, NULL, 0);
 		}
 	}
+	if (LD(&sm->churn_pid) > 0) {
+		kill(sm->churn_pid, SIGKILL);
+		waitpid(sm->churn_pid, NULL, 0);
+	}
 	for (s = 0; s < NSEM; s++)
 		if (self->fd[s] >= 0)
 			EXPECT_EQ(0, close(self->fd[s]));
+	EXPECT_EQ(0, umount2(sm->top, MNT_DETACH));
+	EXPECT_EQ(0, rmdir(sm->top));
 }
 
 /* Workers the controller saw stopped and has not continued yet. */
@@ -732,6 +920,17 @@ static void reap(int64_t *cont_at, struct sent *n, bool respawn,
 	pid_t pid;
 
 	while ((pid = waitpid(-1, &status, WNOHANG | WUNTRACED)) > 0) {
+		if (pid == LD(&sm->churn_pid)) {
+			if (!(WIFSIGNALED(status) &&
+			      WTERMSIG(status) == SIGKILL) &&
+			    !(WIFEXITED(status) && !WEXITSTATUS(status)))
+				violation("churn ended with status %#x",
+					  status);
+			ST(&sm->churn_pid, 0);
+			if (respawn)
+				spawn_churn();
+			continue;
+		}
 		i = slot_of(pid);
 		if (i < 0)
 			continue;
@@ -835,12 +1034,16 @@ TEST_F_TIMEOUT(storm, kill_stop_signal, 900)
 		monitor();
 	for (i = 0; i < NPROC; i++)
 		ASSERT_LT(0, spawn(i));
+	ASSERT_LT(0, spawn_churn());
 
 	end = now_ns() + (int64_t)seconds * NSEC;
 	while (now_ns() < end) {
 		reap(cont_at, &n, true, &r);
 		cont(cont_at, &n, false);
 		usleep(500 + below(&r, 2000));
+		pid = LD(&sm->churn_pid);
+		if (pid > 0 && !below(&r, 200))
+			kill(pid, SIGKILL);	/* mid-mount, mid-open */
 		i = below(&r, NPROC);
 		pid = LD(&sm->slot[i].pid);
 		if (pid <= 0 || LD(&sm->slot[i].killing))
@@ -875,7 +1078,8 @@ TEST_F_TIMEOUT(storm, kill_stop_signal, 900)
 	do {
 		reap(cont_at, &n, false, &r);
 		cont(cont_at, &n, true);
-		for (alive = 0, i = 0; i < NPROC; i++)
+		alive = LD(&sm->churn_pid) > 0;
+		for (i = 0; i < NPROC; i++)
 			alive += LD(&sm->slot[i].pid) > 0;
 		if (alive)
 			usleep(10000);
@@ -928,6 +1132,19 @@ TEST_F_TIMEOUT(storm, kill_stop_signal, 900)
 	EXPECT_EQ(0, sm->violations) {
 		TH_LOG("seed %#llx", (unsigned long long)sm->seed);
 	}
+	TH_LOG("wsemfs: %llu worker lives opened by path; churn: %llu lives, "
+	       "%llu mounts, %llu texts read, %llu unlinks, %llu namespaces "
+	       "died", (unsigned long long)sm->path_workers,
+	       (unsigned long long)sm->churn_life,
+	       (unsigned long long)sm->churn_mounts,
+	       (unsigned long long)sm->churn_reads,
+	       (unsigned long long)sm->churn_unlinks,
+	       (unsigned long long)sm->churn_deaths);
+	EXPECT_LT(0, sm->path_workers);
+	EXPECT_LT(0, sm->churn_mounts);
+	EXPECT_LT(0, sm->churn_reads);
+	EXPECT_LT(0, sm->churn_unlinks);
+	EXPECT_LT(0, sm->churn_deaths);
 	EXPECT_LT(0, n.killed);
 	/* The FIFO check must have had something to check. */
 	EXPECT_LT(0, sm->checked);
