@@ -200,6 +200,8 @@ static int wsem_ioctl_reopen(struct file *file, u64 __user *uflags)
 		fd = PTR_ERR(nfile);
 		goto err_free;
 	}
+	/* As for an opened handle: the text can be re-read (kvm's stats fd). */
+	nfile->f_mode |= FMODE_PREAD;
 	wsem_bind(h, sem);	/* fresh: cannot be bound */
 	fd_install(fd, nfile);
 	return fd;
@@ -430,7 +432,8 @@ static long wsem_file_ioctl(struct file *file, unsigned int cmd,
 
 /*
  * /dev/wsem gives an unbound handle; a wsemfs file (a regular file) one
- * bound to its semaphore, as long as that still has its name.
+ * bound to its semaphore, as long as that still has its name.  Both can
+ * pread(2) and seek, so that a monitor re-reads the text of one handle.
  */
 static int wsem_file_open(struct inode *inode, struct file *file)
 {
@@ -443,9 +446,8 @@ static int wsem_file_open(struct inode *inode, struct file *file)
 	if (!h)
 		return -ENOMEM;
 	file->private_data = h;
-	if (!S_ISREG(inode->i_mode))
-		return nonseekable_open(inode, file);
-	wsem_bind(h, sem);	/* fresh: cannot be bound */
+	if (S_ISREG(inode->i_mode))
+		wsem_bind(h, sem);	/* fresh: cannot be bound */
 	return 0;
 }
 

@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <linux/io_uring.h>
 #include <poll.h>
+#include <sched.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -26,6 +27,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -486,6 +488,69 @@ TEST_F(core, one_release_grants_many)
 	ASSERT_EQ(0, wsem_stat(anon, &st));
 	EXPECT_EQ(0, st.used);
 	EXPECT_EQ(0, close(anon));
+}
+
+/* ---------------------------------------------------------------- */
+/* The text of a handle                                              */
+
+/*
+ * Every kind of handle (of /dev/wsem, a reopen, a wsemfs file) reads its
+ * text at any offset and again from the start, with the state of the
+ * moment: a monitor keeps one handle and re-reads it.
+ */
+TEST_F(core, text_rereads_on_every_kind_of_handle)
+{
+	char a[512], b[512], val[32], dir[] = "/tmp/wsem-core.XXXXXX";
+	char path[96];
+	int fds[3], i;
+	ssize_t n;
+
+	if (self->fd < 0)
+		return;
+	fds[0] = self->fd;
+	fds[1] = wsem_reopen(self->fd, O_CLOEXEC);
+	ASSERT_LE(0, fds[1]);
+	ASSERT_NE(NULL, mkdtemp(dir));
+	fds[2] = -1;
+	/* A mount namespace of our own: the mount goes when we do. */
+	if (!unshare(CLONE_NEWNS) &&
+	    !mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) &&
+	    !mount("wsem", dir, "wsem", 0, NULL)) {
+		snprintf(path, sizeof(path), "%s/%s", dir, self->name);
+		fds[2] = open(path, O_RDONLY | O_CLOEXEC);
+		EXPECT_LE(0, fds[2]);
+	}
+	for (i = 0; i < 3; i++) {
+		if (fds[i] < 0)
+			continue;
+		memset(a, 0, sizeof(a));
+		memset(b, 0, sizeof(b));
+		n = pread(fds[i], a, sizeof(a) - 1, 0);
+		ASSERT_LT(0, n) {
+			TH_LOG("handle %d: pread: %s", i, strerror(errno));
+		}
+		EXPECT_EQ(0, line_get(a, "used", val, sizeof(val)));
+		EXPECT_STREQ("0", val);
+		/* The same again, from an offset, with read(2) after lseek. */
+		EXPECT_EQ(n - 6, pread(fds[i], b, sizeof(b) - 1, 6));
+		EXPECT_STREQ(a + 6, b);
+		ASSERT_EQ(0, wsem_acquire(self->fd, 1));
+		EXPECT_EQ(0, lseek(fds[i], 0, SEEK_SET)) {
+			TH_LOG("handle %d: lseek: %s", i, strerror(errno));
+		}
+		memset(b, 0, sizeof(b));
+		EXPECT_LT(0, read(fds[i], b, sizeof(b) - 1));
+		EXPECT_EQ(0, line_get(b, "used", val, sizeof(val)));
+		EXPECT_STREQ("1", val);
+		/* ... and at the end, nothing. */
+		EXPECT_EQ(0, read(fds[i], b, sizeof(b) - 1));
+		ASSERT_EQ(0, wsem_release(self->fd, 1));
+	}
+	EXPECT_EQ(0, close(fds[1]));
+	if (fds[2] >= 0)
+		EXPECT_EQ(0, close(fds[2]));
+	umount2(dir, MNT_DETACH);
+	EXPECT_EQ(0, rmdir(dir));
 }
 
 TEST_HARNESS_MAIN
