@@ -152,5 +152,6 @@ void scenario_contention(void);
 void scenario_fairness(void);
 void scenario_scale(void);
 void scenario_memory(void);
+void scenario_namespaces(void);
 
 #endif /* WSEM_BENCH_H */

@@ -5,7 +5,7 @@
  *	wsem-bench [-o DIR] [-t SCALE] [-s SCENARIO,...] [-q]
  *
  * Runs the scenarios (uncontended, handoff, contention, fairness, scale,
- * memory, massgrant) in that order, writes DIR/results.json,
+ * memory, massgrant, namespaces) in that order, writes DIR/results.json,
  * DIR/results.dat and DIR/metrics.txt and prints the table on stdout.  -t multiplies every measuring time.  Needs
  * /dev/wsem; the memory scenario and 10,000 threads need root.
  */
@@ -32,6 +32,7 @@ static const struct {
 	{ "scale", scenario_scale },
 	{ "memory", scenario_memory },
 	{ "massgrant", scenario_massgrant },
+	{ "namespaces", scenario_namespaces },
 };
 
 static bool wanted(const char *name)

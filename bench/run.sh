@@ -16,7 +16,7 @@
 # Before/after (vm only): with WSEM_BENCH_BEFORE=REV (make bench BEFORE=REV)
 # the module of git revision REV is built too, for the same kernel, and
 # both go into the one VM; there the chosen scenarios (by default
-# WSEM_BENCH_BA_SCENARIOS="uncontended,handoff,massgrant"; a -s in
+# WSEM_BENCH_BA_SCENARIOS="uncontended,handoff,massgrant,namespaces"; a -s in
 # WSEM_BENCH_ARGS wins) run with REV's module loaded, then, after rmmod and
 # insmod, with the working tree's.  WSEM_BENCH_PASSES=N (default 1) repeats
 # that pair N times and takes each figure's median.  WSEM_BENCH_BEFORE_KO=KO
@@ -167,7 +167,7 @@ before_module() {
 # then the working tree's, each run into /tmp/bench/SIDE.PASS/; then every
 # file between markers.
 ba_guest_cmd() {
-	local scen=${WSEM_BENCH_BA_SCENARIOS:-uncontended,handoff,massgrant}
+	local scen=${WSEM_BENCH_BA_SCENARIOS:-uncontended,handoff,massgrant,namespaces}
 	cat <<GUEST
 st=0
 p=1
