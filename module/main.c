@@ -153,8 +153,10 @@ static struct wsem_handle *wsem_handle_alloc(void)
 {
 	struct wsem_handle *h = kzalloc(sizeof(*h), GFP_KERNEL_ACCOUNT);
 
-	if (h)
+	if (h) {
+		INIT_LIST_HEAD(&h->hold_node);
 		init_waitqueue_head(&h->wqh);
+	}
 	return h;
 }
 
@@ -372,6 +374,63 @@ static int wsem_ioctl_list(void __user *uarg)
 	return ret;
 }
 
+/**
+ * wsem_ioctl_holders() - WSEM_IOC_HOLDERS: who holds, who waits
+ * @file: the bound handle's file
+ * @uarg: struct wsem_holders_args
+ *
+ * Needs a handle open for reading, as stat by name needs read permission.
+ * Entries are written at @entry_size strides: a longer one gets a zero
+ * tail, a shorter one what fits.
+ *
+ * Context: Process context.
+ * Return: 0; -EINVAL (unbound handle, short structs, flags); -EACCES (a
+ * handle not open for reading); -E2BIG, -EFAULT, -ENOMEM.
+ */
+static int wsem_ioctl_holders(struct file *file, void __user *uarg)
+{
+	struct wsem_holders_args __user *uargs = uarg;
+	struct wsem_handle *h = file->private_data;
+	struct wsem *sem = wsem_handle_sem(h);
+	struct wsem_holders_args args;
+	struct wsem_holder *out;
+	void __user *uent;
+	size_t n1;
+	int i, n, ret;
+
+	if (!sem)
+		return -EINVAL;
+	if (!(file->f_mode & FMODE_READ))
+		return -EACCES;
+	ret = wsem_copy_args(&args, sizeof(args), WSEM_HOLDERS_SIZE_VER0, uarg);
+	if (ret)
+		return ret;
+	if (args.flags || (args.count &&
+			   args.entry_size < WSEM_HOLDER_SIZE_VER0))
+		return -EINVAL;
+	if (args.entry_size > PAGE_SIZE)
+		return -E2BIG;
+
+	n = wsem_holders(sem, args.count, &out, &args.holders, &args.waiters);
+	if (n < 0)
+		return n;
+	uent = u64_to_user_ptr(args.entries);
+	n1 = min_t(size_t, args.entry_size, sizeof(*out));
+	for (i = 0; i < n && !ret; i++) {
+		void __user *p = uent + (u64)i * args.entry_size;
+
+		if (copy_to_user(p, &out[i], n1) ||
+		    (args.entry_size > n1 &&
+		     clear_user(p + n1, args.entry_size - n1)))
+			ret = -EFAULT;
+	}
+	kvfree(out);
+	if (!ret && (put_user(args.holders, &uargs->holders) ||
+		     put_user(args.waiters, &uargs->waiters)))
+		ret = -EFAULT;
+	return ret;
+}
+
 /*
  * Acquire, release and resize change the semaphore: they need a handle
  * open for reading and writing (O_RDWR), as opening by name needs read and
@@ -425,6 +484,8 @@ static long wsem_file_ioctl(struct file *file, unsigned int cmd,
 		return wsem_ioctl_unlink(uarg);
 	case WSEM_CMD(WSEM_IOC_LIST):
 		return wsem_ioctl_list(uarg);
+	case WSEM_CMD(WSEM_IOC_HOLDERS):
+		return wsem_ioctl_holders(file, uarg);
 	default:
 		return -ENOTTY;
 	}
@@ -451,6 +512,58 @@ static int wsem_file_open(struct inode *inode, struct file *file)
 	return 0;
 }
 
+/* At most this many holders and waiters are listed in the text. */
+#define WSEM_TEXT_WHO	64
+
+/* The text of wsem_file_read(), into a kvmalloc()ed buffer; its length. */
+static ssize_t wsem_text(struct wsem *sem, struct wsem_handle *h, char **text)
+{
+	struct wsem_holder *who;
+	struct wsem_stat st = { 0 };
+	u32 holders, waiters;
+	size_t size, len;
+	char *buf;
+	int i, n;
+
+	wsem_fill_stat(sem, h, &st);
+	n = wsem_holders(sem, WSEM_TEXT_WHO, &who, &holders, &waiters);
+	if (n < 0)
+		return n;
+	size = 768 + (size_t)n * (WSEM_CGROUP_MAX + 128);
+	buf = kvmalloc(size, GFP_KERNEL);
+	if (!buf) {
+		kvfree(who);
+		return -ENOMEM;
+	}
+	len = scnprintf(buf, size,
+			"name: %s\ncapacity: %llu\nused: %llu\navailable: %llu\n"
+			"held: %llu\nwaiters: %llu\nqueued_weight: %llu\n"
+			"uid: %u\ngid: %u\nmode: %04o\n"
+			"grants_at_once: %llu\ngrants_waited: %llu\n"
+			"timeouts: %llu\ninterrupts: %llu\nshrunk: %llu\n"
+			"wait_ns_total: %llu\nwait_ns_max: %llu\n"
+			"queue_max: %llu\nholders: %u\n",
+			st.name, st.capacity, st.used, st.available, st.held,
+			st.waiters, st.queued_weight, st.uid, st.gid, st.mode,
+			st.grants_at_once, st.grants_waited, st.timeouts,
+			st.interrupts, st.shrunk, st.wait_ns_total,
+			st.wait_ns_max, st.queue_max, holders);
+	for (i = 0; i < n; i++) {
+		struct wsem_holder *w = &who[i];
+
+		len += scnprintf(buf + len, size - len,
+				 "%s: pid %d weight %llu %s_ns %llu comm %s cgroup %s\n",
+				 w->flags & WSEM_HOLDER_WAITING ? "waiter" :
+				 "holder", w->pid, w->weight,
+				 w->flags & WSEM_HOLDER_WAITING ? "waiting" :
+				 "held", w->age_ns, w->comm,
+				 w->cgroup[0] ? w->cgroup : "-");
+	}
+	kvfree(who);
+	*text = buf;
+	return len;
+}
+
 /**
  * wsem_file_read() - the state of the bound semaphore as text
  * @file: the handle's file
@@ -459,30 +572,32 @@ static int wsem_file_open(struct inode *inode, struct file *file)
  * @ppos: position in the text
  *
  * One "key: value" line per field of struct wsem_stat, so that cat(1) of a
- * wsemfs file shows the state.  Each read describes the state anew.
+ * wsemfs file shows the state, then the number of holders and a line per
+ * holder and per waiter in queue order (the first WSEM_TEXT_WHO of them):
+ * "holder: pid P weight W held_ns N comm C cgroup G" or "waiter: ...
+ * waiting_ns N ...", as WSEM_IOC_HOLDERS gives them.  Each read describes
+ * the state anew.
  *
  * Context: Process context.
- * Return: bytes read, 0 at the end, -EINVAL for an unbound handle, -EFAULT.
+ * Return: bytes read, 0 at the end, -EINVAL for an unbound handle, -EFAULT,
+ * -ENOMEM.
  */
 static ssize_t wsem_file_read(struct file *file, char __user *buf,
 			      size_t count, loff_t *ppos)
 {
 	struct wsem_handle *h = file->private_data;
 	struct wsem *sem = wsem_handle_sem(h);
-	struct wsem_stat st = { 0 };
-	char text[384];
-	int len;
+	ssize_t len, ret;
+	char *text;
 
 	if (!sem)
 		return -EINVAL;
-	wsem_fill_stat(sem, h, &st);
-	len = scnprintf(text, sizeof(text),
-			"name: %s\ncapacity: %llu\nused: %llu\navailable: %llu\n"
-			"held: %llu\nwaiters: %llu\nqueued_weight: %llu\n"
-			"uid: %u\ngid: %u\nmode: %04o\n",
-			st.name, st.capacity, st.used, st.available, st.held,
-			st.waiters, st.queued_weight, st.uid, st.gid, st.mode);
-	return simple_read_from_buffer(buf, count, ppos, text, len);
+	len = wsem_text(sem, h, &text);
+	if (len < 0)
+		return len;
+	ret = simple_read_from_buffer(buf, count, ppos, text, len);
+	kvfree(text);
+	return ret;
 }
 
 static int wsem_file_release(struct inode *inode, struct file *file)
@@ -491,6 +606,7 @@ static int wsem_file_release(struct inode *inode, struct file *file)
 
 	if (h->sem)
 		wsem_unbind(h);
+	wsem_handle_forget(h);
 	kfree(h);
 	return 0;
 }
@@ -565,9 +681,14 @@ static int __init wsem_init(void)
 	BUILD_BUG_ON(sizeof(struct wsem_open_args) != WSEM_OPEN_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct wsem_acquire_args) !=
 		     WSEM_ACQUIRE_SIZE_VER0);
-	BUILD_BUG_ON(sizeof(struct wsem_stat) != WSEM_STAT_SIZE_VER0);
+	BUILD_BUG_ON(offsetof(struct wsem_stat, grants_at_once) !=
+		     WSEM_STAT_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct wsem_stat) != WSEM_STAT_SIZE_VER1);
 	BUILD_BUG_ON(sizeof(struct wsem_list_args) != WSEM_LIST_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct wsem_unlink_args) != WSEM_UNLINK_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct wsem_holder) != WSEM_HOLDER_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct wsem_holders_args) !=
+		     WSEM_HOLDERS_SIZE_VER0);
 
 	ret = wsem_ns_init();
 	if (ret)

@@ -31,8 +31,15 @@
  * races with a signal wins.  A sleeper that leaves without a grant (signal,
  * timeout) runs the grant walk again, since the waiters behind it may fit
  * now.
+ *
+ * Who holds and who waits: a handle that comes to hold weight joins
+ * sem->holders and notes the acquirer (pid, command, cgroup, when); a
+ * waiter notes when it queued.  The statistics are counters under
+ * sem->lock.  Nothing of this allocates, and an acquirer that is the
+ * handle's last one takes no reference on anything.
  */
 #include <linux/capability.h>
+#include <linux/cgroup.h>
 #include <linux/cred.h>
 #include <linux/hrtimer.h>
 #include <linux/idr.h>
@@ -40,6 +47,8 @@
 #include <linux/ktime.h>
 #include <linux/nsproxy.h>
 #include <linux/overflow.h>
+#include <linux/pid.h>
+#include <linux/pid_namespace.h>
 #include <linux/poll.h>
 #include <linux/sched.h>
 #include <linux/sched/debug.h>
@@ -47,9 +56,13 @@
 #include <linux/sched/task.h>
 #include <linux/slab.h>
 #include <linux/string.h>
+#include <linux/timekeeping.h>
 #include <linux/user_namespace.h>
 
 #include "wsem.h"
+
+#define CREATE_TRACE_POINTS
+#include "wsem_trace.h"
 
 /* struct wsem_waiter.status until it is told how its wait ended */
 #define WSEM_WAITING	1	/* in the queue */
@@ -61,6 +74,7 @@
  * @task: the sleeper
  * @handle: where a granted weight is accounted
  * @weight: what it waits for
+ * @since: when it queued, ktime_get_ns()
  * @result: how the wait ended, 0 (granted) or a negative errno; set with
  *	WSEM_HANDING
  * @status: WSEM_WAITING, WSEM_HANDING, then @result; the last store is the
@@ -74,6 +88,7 @@ struct wsem_waiter {
 	struct task_struct *task;
 	struct wsem_handle *handle;
 	u64 weight;
+	u64 since;
 	int result;
 	int status;
 };
@@ -123,19 +138,97 @@ static bool wsem_fits(const struct wsem *sem, u64 weight)
 	       weight <= sem->capacity - sem->used;
 }
 
-static void wsem_take(struct wsem *sem, struct wsem_handle *h, u64 weight)
+/*
+ * Note @task as the last acquirer through @h.  References are taken only
+ * when the process or the cgroup differs from the last one's.
+ */
+static void wsem_note_holder(struct wsem_handle *h, struct task_struct *task)
+{
+	struct pid *pid = task_tgid(task);
+#ifdef CONFIG_CGROUPS
+	struct cgroup *cgrp;
+#endif
+
+	h->since = ktime_get_coarse_ns();
+	/* A racing prctl(PR_SET_NAME) tears the name at worst. */
+	memcpy(h->comm, task->comm, sizeof(h->comm));
+	h->comm[sizeof(h->comm) - 1] = '\0';
+	if (unlikely(pid != h->pid)) {
+		put_pid(h->pid);
+		h->pid = get_pid(pid);
+	}
+#ifdef CONFIG_CGROUPS
+	rcu_read_lock();
+	cgrp = task_dfl_cgroup(task);
+	if (unlikely(cgrp != h->cgrp) && cgroup_tryget(cgrp)) {
+		if (h->cgrp)
+			cgroup_put(h->cgrp);
+		h->cgrp = cgrp;
+	}
+	rcu_read_unlock();
+#endif
+}
+
+/* @task, acquiring through @h, is granted @weight. */
+static void wsem_take(struct wsem *sem, struct wsem_handle *h, u64 weight,
+		      struct task_struct *task)
 {
 	sem->used += weight;
+	if (!h->held) {
+		list_add_tail(&h->hold_node, &sem->holders);
+		sem->nr_holders++;
+	}
 	h->held += weight;
+	wsem_note_holder(h, task);
+}
+
+/* @h gives back @weight of what it holds. */
+static void wsem_give(struct wsem *sem, struct wsem_handle *h, u64 weight)
+{
+	sem->used -= weight;
+	h->held -= weight;
+	if (!h->held && weight) {
+		list_del_init(&h->hold_node);
+		sem->nr_holders--;
+	}
 }
 
 static void wsem_enqueue(struct wsem *sem, struct wsem_waiter *w)
 {
 	list_add_tail(&w->node, &sem->waiters);
 	sem->nr_waiters++;
+	if (sem->nr_waiters > sem->stats.queue_max)
+		sem->stats.queue_max = sem->nr_waiters;
 	if (check_add_overflow(sem->queued_weight, w->weight,
 			       &sem->queued_weight))
 		sem->queued_carry++;
+	trace_wsem_queue(sem->id, w->task->pid, w->weight, sem->nr_waiters);
+}
+
+/* Count a wait that ended at @now with @result. */
+static void wsem_count_wait(struct wsem *sem, struct wsem_waiter *w,
+			    int result, u64 now)
+{
+	u64 waited = now > w->since ? now - w->since : 0;
+
+	sem->stats.wait_ns_total += waited;
+	if (waited > sem->stats.wait_ns_max)
+		sem->stats.wait_ns_max = waited;
+	switch (result) {
+	case 0:
+		sem->stats.grants_waited++;
+		trace_wsem_grant(sem->id, w->task->pid, w->weight, waited);
+		return;
+	case -EINVAL:
+		sem->stats.shrunk++;
+		break;
+	case -ETIMEDOUT:
+		sem->stats.timeouts++;
+		break;
+	default:
+		sem->stats.interrupts++;
+	}
+	trace_wsem_wait_end(sem->id, w->task->pid, w->weight, result, waited);
 }
 
 static void wsem_dequeue(struct wsem *sem, struct wsem_waiter *w)
@@ -147,15 +240,16 @@ static void wsem_dequeue(struct wsem *sem, struct wsem_waiter *w)
 	sem->queued_weight -= w->weight;
 }
 
-/* End @w's wait with @result: 0 (granted) or a negative errno. */
+/* End @w's wait at @now with @result: 0 (granted) or a negative errno. */
 static void wsem_finish(struct wsem *sem, struct wsem_waiter *w, int result,
-			struct wsem_wake *wake)
+			u64 now, struct wsem_wake *wake)
 {
 	lockdep_assert_held(&sem->lock);
 
 	wsem_dequeue(sem, w);
+	wsem_count_wait(sem, w, result, now);
 	if (!result)
-		wsem_take(sem, w->handle, w->weight);
+		wsem_take(sem, w->handle, w->weight, w->task);
 	w->result = result;
 	WRITE_ONCE(w->status, WSEM_HANDING);
 	list_add_tail(&w->node, &wake->waiters);
@@ -165,13 +259,16 @@ static void wsem_finish(struct wsem *sem, struct wsem_waiter *w, int result,
 static void wsem_grant(struct wsem *sem, struct wsem_wake *wake)
 {
 	struct wsem_waiter *w, *next;
+	u64 now = 0;
 
 	lockdep_assert_held(&sem->lock);
 
 	list_for_each_entry_safe(w, next, &sem->waiters, node) {
 		if (!wsem_fits(sem, w->weight))
 			break;
-		wsem_finish(sem, w, 0, wake);
+		if (!now)
+			now = ktime_get_ns();
+		wsem_finish(sem, w, 0, now, wake);
 	}
 }
 
@@ -225,6 +322,7 @@ struct wsem *wsem_alloc(u64 capacity, umode_t mode, const char *name)
 	spin_lock_init(&sem->lock);
 	sem->capacity = capacity;
 	INIT_LIST_HEAD(&sem->waiters);
+	INIT_LIST_HEAD(&sem->holders);
 	init_waitqueue_head(&sem->pollers);
 	RB_CLEAR_NODE(&sem->node);
 	kref_init(&sem->ref);
@@ -327,16 +425,32 @@ void wsem_unbind(struct wsem_handle *h)
 		remove_wait_queue(&sem->pollers, &h->relay);
 	wsem_wake_init(&wake);
 	spin_lock(&sem->lock);
-	sem->used -= h->held;
-	h->held = 0;
+	if (h->held)
+		trace_wsem_release(sem->id, h->held, sem->used - h->held);
+	wsem_give(sem, h, h->held);
 	wsem_settle(sem, &wake);
 	spin_unlock(&sem->lock);
 	wsem_wake_up(&wake);
 	wsem_put(sem);
 }
 
-/* Leave the queue unless granted meanwhile; true if it left. */
-static bool wsem_leave(struct wsem *sem, struct wsem_waiter *w)
+/**
+ * wsem_handle_forget() - drop what a closed handle noted of its acquirers
+ * @h: the handle, unbound or past wsem_unbind()
+ *
+ * Context: Process context.
+ */
+void wsem_handle_forget(struct wsem_handle *h)
+{
+	put_pid(h->pid);
+#ifdef CONFIG_CGROUPS
+	if (h->cgrp)
+		cgroup_put(h->cgrp);
+#endif
+}
+
+/* Leave the queue for @why unless granted meanwhile; true if it left. */
+static bool wsem_leave(struct wsem *sem, struct wsem_waiter *w, int why)
 {
 	struct wsem_wake wake;
 	bool left = false;
@@ -345,6 +459,7 @@ static bool wsem_leave(struct wsem *sem, struct wsem_waiter *w)
 	spin_lock(&sem->lock);
 	if (w->status == WSEM_WAITING) {
 		wsem_dequeue(sem, w);
+		wsem_count_wait(sem, w, why, ktime_get_ns());
 		/* The waiters behind may fit now. */
 		wsem_settle(sem, &wake);
 		left = true;
@@ -408,6 +523,7 @@ static int __sched wsem_wait(struct wsem *sem, struct wsem_handle *h,
 		.task = current,
 		.handle = h,
 		.weight = weight,
+		.since = ktime_get_ns(),
 		.status = WSEM_WAITING,
 	};
 	bool timed_out = false, notify = false;
@@ -425,7 +541,7 @@ static int __sched wsem_wait(struct wsem *sem, struct wsem_handle *h,
 		ret = wsem_wait_check(timed_out, &notify);
 		if (ret) {
 			__set_current_state(TASK_RUNNING);
-			if (wsem_leave(sem, &w))
+			if (wsem_leave(sem, &w, ret))
 				goto out;
 			break;		/* granted meanwhile: the grant wins */
 		}
@@ -463,18 +579,22 @@ int wsem_acquire(struct wsem_handle *h, u64 weight, u64 flags,
 	int ret = 0;
 
 	spin_lock(&sem->lock);
-	if (!weight || weight > sem->capacity)
+	if (!weight || weight > sem->capacity) {
 		ret = -EINVAL;
-	else if (list_empty(&sem->waiters) && wsem_fits(sem, weight))
-		wsem_take(sem, h, weight);
-	else if (flags & WSEM_ACQUIRE_TRY)
+	} else if (list_empty(&sem->waiters) && wsem_fits(sem, weight)) {
+		wsem_take(sem, h, weight, current);
+		sem->stats.grants_at_once++;
+		trace_wsem_grant(sem->id, current->pid, weight, 0);
+	} else if (flags & WSEM_ACQUIRE_TRY) {
 		ret = -EAGAIN;
-	else if (!(flags & WSEM_ACQUIRE_DEADLINE))
+	} else if (!(flags & WSEM_ACQUIRE_DEADLINE)) {
 		return wsem_wait(sem, h, weight, NULL);
-	else if (ktime_compare(deadline, ktime_get()) <= 0)
+	} else if (ktime_compare(deadline, ktime_get()) <= 0) {
+		sem->stats.timeouts++;
 		ret = -ETIMEDOUT;
-	else
+	} else {
 		return wsem_wait(sem, h, weight, &deadline);
+	}
 	spin_unlock(&sem->lock);
 	return ret;
 }
@@ -499,8 +619,8 @@ int wsem_release(struct wsem_handle *h, u64 weight)
 	if (!weight || weight > h->held) {
 		ret = -EINVAL;
 	} else {
-		h->held -= weight;
-		sem->used -= weight;
+		wsem_give(sem, h, weight);
+		trace_wsem_release(sem->id, weight, sem->used);
 		wsem_settle(sem, &wake);
 	}
 	spin_unlock(&sem->lock);
@@ -524,16 +644,21 @@ int wsem_set_capacity(struct wsem *sem, u64 capacity)
 {
 	struct wsem_waiter *w, *next;
 	struct wsem_wake wake;
+	u64 now = 0;
 
 	if (!capacity || capacity > WSEM_CAPACITY_MAX)
 		return -EINVAL;
 
 	wsem_wake_init(&wake);
 	spin_lock(&sem->lock);
+	trace_wsem_capacity(sem->id, sem->capacity, capacity);
 	sem->capacity = capacity;
 	list_for_each_entry_safe(w, next, &sem->waiters, node) {
-		if (w->weight > capacity)
-			wsem_finish(sem, w, -EINVAL, &wake);
+		if (w->weight <= capacity)
+			continue;
+		if (!now)
+			now = ktime_get_ns();
+		wsem_finish(sem, w, -EINVAL, now, &wake);
 	}
 	wsem_settle(sem, &wake);
 	spin_unlock(&sem->lock);
@@ -567,10 +692,165 @@ void wsem_fill_stat(struct wsem *sem, struct wsem_handle *h,
 	st->waiters = sem->nr_waiters;
 	/* Past 2^64 - 1 the sum is reported as U64_MAX, never wrapped. */
 	st->queued_weight = sem->queued_carry ? U64_MAX : sem->queued_weight;
+	st->grants_at_once = sem->stats.grants_at_once;
+	st->grants_waited = sem->stats.grants_waited;
+	st->timeouts = sem->stats.timeouts;
+	st->interrupts = sem->stats.interrupts;
+	st->shrunk = sem->stats.shrunk;
+	st->wait_ns_total = sem->stats.wait_ns_total;
+	st->wait_ns_max = sem->stats.wait_ns_max;
+	st->queue_max = sem->stats.queue_max;
 	/* Names are for their namespace: none leaks to a container. */
 	if (sem->linked && here)
 		memcpy(st->name, sem->name, sizeof(st->name));
 	spin_unlock(&sem->lock);
+}
+
+/* One holder or waiter, as wsem_holders() takes it under the lock. */
+struct wsem_who {
+	struct pid *pid;		/* a holder's, with a reference */
+	struct task_struct *task;	/* a waiter, with a reference */
+	struct cgroup *cgrp;		/* a holder's, with a reference */
+	u64 weight;
+	u64 age_ns;
+	char comm[TASK_COMM_LEN];
+};
+
+/* Fill @out from @who for the caller, and drop @who's references. */
+static void wsem_describe(struct wsem_who *who, struct wsem_holder *out)
+{
+	struct pid_namespace *pidns = task_active_pid_ns(current);
+	struct cgroup *cgrp = who->cgrp;
+
+	out->weight = who->weight;
+	out->age_ns = who->age_ns;
+	if (who->task) {
+		out->flags = WSEM_HOLDER_WAITING;
+		out->pid = task_tgid_nr_ns(who->task, pidns);
+		__get_task_comm(out->comm, sizeof(out->comm), who->task);
+#ifdef CONFIG_CGROUPS
+		rcu_read_lock();
+		cgrp = task_dfl_cgroup(who->task);
+		if (!cgroup_tryget(cgrp))
+			cgrp = NULL;
+		rcu_read_unlock();
+#endif
+		put_task_struct(who->task);
+	} else {
+		/* A process that is gone has no pid any more. */
+		rcu_read_lock();
+		if (who->pid && pid_has_task(who->pid, PIDTYPE_TGID))
+			out->pid = pid_nr_ns(who->pid, pidns);
+		rcu_read_unlock();
+		memcpy(out->comm, who->comm, sizeof(out->comm));
+		put_pid(who->pid);
+	}
+#ifdef CONFIG_CGROUPS
+	if (cgrp) {
+		/* Cut to fit, NUL-terminated, or empty on an error. */
+		if (cgroup_path_ns(cgrp, out->cgroup, sizeof(out->cgroup),
+				   current->nsproxy->cgroup_ns) < 0)
+			out->cgroup[0] = '\0';
+		cgroup_put(cgrp);
+	}
+#endif
+}
+
+/**
+ * wsem_holders() - who holds weight, and who waits, in queue order
+ * @sem: the semaphore
+ * @count: at most this many entries
+ * @out: set to a kvmalloc()ed array of the entries written (kvfree() it),
+ *	or NULL if none were
+ * @holders: set to the number of handles holding weight
+ * @waiters: set to the number of waiters (at most U32_MAX)
+ *
+ * A snapshot under @sem->lock, with references on the processes; pids,
+ * commands and cgroup paths are read after the lock is dropped, as the
+ * caller sees them (its PID and cgroup namespaces).
+ *
+ * Context: Process context, may sleep.
+ * Return: the number of entries in *@out, or -ENOMEM.
+ */
+int wsem_holders(struct wsem *sem, u32 count, struct wsem_holder **out,
+		 u32 *holders, u32 *waiters)
+{
+	struct wsem_handle *h;
+	struct wsem_waiter *w;
+	struct wsem_who *who;
+	u64 now, coarse;
+	u32 n = 0, i, room;
+
+	*out = NULL;
+	/*
+	 * Room for what is there now and some more; if even more came
+	 * meanwhile, and the caller has room for it, try again: whoever is
+	 * counted is written, as far as @count goes.
+	 */
+	for (;;) {
+		room = min_t(u64, count, READ_ONCE(sem->nr_holders) +
+			     READ_ONCE(sem->nr_waiters) + 16);
+		who = kvcalloc(room, sizeof(*who), GFP_KERNEL);
+		if (room && !who)
+			return -ENOMEM;
+		spin_lock(&sem->lock);
+		if (room == count ||
+		    sem->nr_holders + sem->nr_waiters <= room)
+			break;
+		spin_unlock(&sem->lock);
+		kvfree(who);
+	}
+	count = room;
+	now = ktime_get_ns();
+	coarse = ktime_get_coarse_ns();
+	*holders = sem->nr_holders;
+	*waiters = min_t(u64, sem->nr_waiters, U32_MAX);
+	list_for_each_entry(h, &sem->holders, hold_node) {
+		if (n == count)
+			break;
+		who[n].pid = get_pid(h->pid);
+#ifdef CONFIG_CGROUPS
+		who[n].cgrp = h->cgrp;
+		if (h->cgrp)
+			cgroup_get(h->cgrp);
+#endif
+		memcpy(who[n].comm, h->comm, sizeof(who[n].comm));
+		who[n].weight = h->held;
+		who[n].age_ns = coarse > h->since ? coarse - h->since : 0;
+		n++;
+	}
+	list_for_each_entry(w, &sem->waiters, node) {
+		if (n == count)
+			break;
+		get_task_struct(w->task);
+		who[n].task = w->task;
+		who[n].weight = w->weight;
+		who[n].age_ns = now > w->since ? now - w->since : 0;
+		n++;
+	}
+	spin_unlock(&sem->lock);
+
+	if (n) {
+		*out = kvcalloc(n, sizeof(**out), GFP_KERNEL);
+		for (i = 0; i < n; i++) {
+			if (*out) {
+				wsem_describe(&who[i], &(*out)[i]);
+				continue;
+			}
+			/* No room to say it: just let go. */
+			if (who[i].task)
+				put_task_struct(who[i].task);
+			put_pid(who[i].pid);
+#ifdef CONFIG_CGROUPS
+			if (who[i].cgrp)
+				cgroup_put(who[i].cgrp);
+#endif
+		}
+	}
+	kvfree(who);
+	if (n && !*out)
+		return -ENOMEM;
+	return n;
 }
 
 /**

@@ -19,6 +19,7 @@
 #include <linux/list.h>
 #include <linux/poll.h>
 #include <linux/rbtree.h>
+#include <linux/sched.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
 #include <linux/uidgid.h>
@@ -40,6 +41,10 @@ struct wsem_user;
  * @waiters: struct wsem_waiter, in arrival order; only the head may be granted
  * @linked: @name is in its namespace; written under the namespace's lock
  *	and @lock
+ * @holders: struct wsem_handle (hold_node) holding weight, in the order
+ *	they came to hold some
+ * @nr_holders: length of @holders
+ * @stats: counters since creation, reported by stat (struct wsem_stat)
  * @pollers: poll() and epoll waiting for weight to become free; woken,
  *	after @lock is dropped, by whoever makes a try-acquire of 1 succeed
  *	(see wsem_settle())
@@ -69,6 +74,18 @@ struct wsem {
 	u64 nr_waiters;
 	struct list_head waiters;
 	bool linked;
+	struct list_head holders;
+	u32 nr_holders;
+	struct {
+		u64 grants_at_once;
+		u64 grants_waited;
+		u64 timeouts;
+		u64 interrupts;
+		u64 shrunk;
+		u64 wait_ns_total;
+		u64 wait_ns_max;
+		u64 queue_max;
+	} stats;
 	wait_queue_head_t pollers;
 
 	struct rb_node node;
@@ -88,6 +105,12 @@ struct wsem {
  * @sem: the bound semaphore; set once with cmpxchg_release() (wsem_bind()),
  *	read with wsem_handle_sem()
  * @held: weight this handle holds; protected by @sem->lock
+ * @hold_node: in @sem->holders while @held is not 0; protected by @sem->lock
+ * @pid: the thread group that last acquired through the handle (holds a
+ *	reference), or NULL; protected by @sem->lock, like the three below
+ * @cgrp: its cgroup v2 then (holds a reference), or NULL
+ * @comm: its command name then
+ * @since: when that grant happened, ktime_get_coarse_ns()
  * @wqh: poll() and epoll on the handle before it was bound; its waiters
  *	hear the semaphore's wake-ups through @relay
  * @relay: on @sem->pollers from binding on, if @wqh had waiters then
@@ -95,6 +118,11 @@ struct wsem {
 struct wsem_handle {
 	struct wsem *sem;
 	u64 held;
+	struct list_head hold_node;
+	struct pid *pid;
+	struct cgroup *cgrp;
+	char comm[TASK_COMM_LEN];
+	u64 since;
 	wait_queue_head_t wqh;
 	wait_queue_entry_t relay;
 };
@@ -118,6 +146,9 @@ int wsem_release(struct wsem_handle *h, u64 weight);
 int wsem_set_capacity(struct wsem *sem, u64 capacity);
 void wsem_fill_stat(struct wsem *sem, struct wsem_handle *h,
 		    struct wsem_stat *st);
+int wsem_holders(struct wsem *sem, u32 count, struct wsem_holder **out,
+		 u32 *holders, u32 *waiters);
+void wsem_handle_forget(struct wsem_handle *h);
 __poll_t wsem_poll(struct wsem *sem, struct file *file, poll_table *wait);
 bool wsem_may(const struct wsem *sem, int mask, bool audit);
 bool wsem_is_owner(const struct wsem *sem);

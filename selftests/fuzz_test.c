@@ -448,12 +448,12 @@ static void pool_close(struct rng *r)
 
 enum req {
 	R_OPEN, R_REOPEN, R_ACQUIRE, R_RELEASE, R_SETCAP, R_STAT, R_UNLINK,
-	R_LIST, R_UNKNOWN, R_GENERIC, R_COUNT
+	R_LIST, R_HOLDERS, R_UNKNOWN, R_GENERIC, R_COUNT
 };
 
 static const char *const req_name[R_COUNT] = {
 	"OPEN", "REOPEN", "ACQUIRE", "RELEASE", "SET_CAPACITY", "STAT",
-	"UNLINK", "LIST", "unknown", "generic",
+	"UNLINK", "LIST", "HOLDERS", "unknown", "generic",
 };
 
 /* errnos each request may fail with (besides EBADF for a stale fd) */
@@ -482,6 +482,10 @@ static bool allowed(enum req q, int err)
 	case R_LIST:
 		return err == EINVAL || err == EFAULT || err == E2BIG ||
 		       err == ENOMEM;
+	case R_HOLDERS:
+		/* EACCES: a write-only handle (of a wsemfs file) */
+		return err == EINVAL || err == EFAULT || err == E2BIG ||
+		       err == ENOMEM || err == EACCES;
 	case R_UNKNOWN:
 		return err == ENOTTY;
 	case R_GENERIC:
@@ -537,6 +541,7 @@ struct step {
 		struct wsem_acquire_args acq;
 		struct wsem_list_args list;
 		struct wsem_unlink_args unlink;
+		struct wsem_holders_args who;
 		uint64_t val;
 	} a;
 	char *out;			/* the argument, where the kernel wrote */
@@ -548,6 +553,7 @@ static const uint64_t ver0[R_COUNT] = {
 	[R_STAT] = WSEM_STAT_SIZE_VER0,
 	[R_UNLINK] = WSEM_UNLINK_SIZE_VER0,
 	[R_LIST] = WSEM_LIST_SIZE_VER0,
+	[R_HOLDERS] = WSEM_HOLDERS_SIZE_VER0,
 };
 
 /*
@@ -559,7 +565,7 @@ static int expected_err(const struct step *s, int *alt)
 {
 	bool bound_first = s->q == R_ACQUIRE || s->q == R_STAT ||
 			   s->q == R_REOPEN || s->q == R_RELEASE ||
-			   s->q == R_SETCAP;
+			   s->q == R_SETCAP || s->q == R_HOLDERS;
 	bool has_size = ver0[s->q] != 0;
 
 	*alt = bound_first ? EINVAL : 0;
@@ -596,6 +602,8 @@ static void check_err(const struct step *s, int err)
 			violation("%s on a fresh handle: EBADF", req_name[s->q]);
 		return;
 	}
+	if (s->q == R_HOLDERS && err == EACCES)
+		return;		/* a write-only handle: before the args */
 	if (!allowed(s->q, err)) {
 		violation("%s cmd %#x ptr kind %d: unexpected %s",
 			  req_name[s->q], s->cmd, s->kind, strerror(err));
@@ -628,6 +636,41 @@ static void check_err(const struct step *s, int err)
 		   (err == EINTR && s->a.acq.flags & WSEM_ACQUIRE_TRY)) {
 		violation("ACQUIRE flags %llx: %s",
 			  (unsigned long long)s->a.acq.flags, strerror(err));
+	}
+}
+
+/* A successful HOLDERS: counts that make sense, entries clean. */
+static void check_holders(const struct step *s)
+{
+	struct wsem_holders_args ha;
+	struct wsem_holder e;
+	uint64_t i, n;
+
+	memcpy(&ha, s->out, sizeof(ha));
+	if (ha.count && ha.entry_size < WSEM_HOLDER_SIZE_VER0)
+		violation("HOLDERS with entry_size %u succeeded",
+			  ha.entry_size);
+	if (ha.holders > 10000 || ha.waiters > 10000)
+		violation("HOLDERS: %u holders, %u waiters", ha.holders,
+			  ha.waiters);
+	n = ha.count < ha.holders + (uint64_t)ha.waiters ? ha.count :
+	    ha.holders + (uint64_t)ha.waiters;
+	if (ha.entry_size < sizeof(e))
+		return;
+	for (i = 0; i < n && i < 8; i++) {
+		memcpy(&e, (char *)(uintptr_t)ha.entries + i * ha.entry_size,
+		       sizeof(e));
+		if (e.__pad || e.flags & ~WSEM_HOLDER_WAITING || e.pid < 0 ||
+		    !memchr(e.comm, 0, sizeof(e.comm)) ||
+		    !memchr(e.cgroup, 0, sizeof(e.cgroup)) || !e.weight ||
+		    e.weight > WSEM_CAPACITY_MAX)
+			violation("HOLDERS entry: pid %d weight %llu flags %llx",
+				  e.pid, (unsigned long long)e.weight,
+				  (unsigned long long)e.flags);
+		/* Ages come in ns since a grant or queueing: not eons. */
+		if (e.age_ns > 3600ULL * NSEC)
+			violation("HOLDERS entry aged %llu ns",
+				  (unsigned long long)e.age_ns);
 	}
 }
 
@@ -702,11 +745,13 @@ static void check_ok(const struct step *s, long ret)
 		break;
 	case R_STAT:
 		memcpy(&st, s->out, sizeof(st));
-		if (st.size != STAT_SIZE)
+		if (st.size != (s->usize < STAT_SIZE ? s->usize : STAT_SIZE))
 			violation("STAT of size %llu wrote size %llu",
 				  (unsigned long long)s->usize,
 				  (unsigned long long)st.size);
 		check_stat(&st, "STAT");
+		if (s->usize < STAT_SIZE)
+			break;		/* an old caller: the rest is ours */
 		for (i = STAT_SIZE; i < s->usize; i++) {
 			if (s->out[i]) {
 				violation("STAT left byte %llu of %llu set",
@@ -739,6 +784,9 @@ static void check_ok(const struct step *s, long ret)
 			prev = st;
 		}
 		break;
+	case R_HOLDERS:
+		check_holders(s);
+		break;
 	default:
 		break;
 	}
@@ -753,11 +801,11 @@ static unsigned int with_size(unsigned int cmd, unsigned int size)
 /* Command numbers near ours that must all be ENOTTY. */
 static unsigned int unknown_cmd(struct rng *r)
 {
-	static const unsigned int nrs[] = { 0, 9, 10, 15, 16, 0x7f, 0xff };
+	static const unsigned int nrs[] = { 0, 10, 11, 15, 16, 0x7f, 0xff };
 	static const unsigned int ours[] = {
 		WSEM_IOC_OPEN, WSEM_IOC_REOPEN, WSEM_IOC_ACQUIRE,
 		WSEM_IOC_RELEASE, WSEM_IOC_SET_CAPACITY, WSEM_IOC_STAT,
-		WSEM_IOC_UNLINK, WSEM_IOC_LIST,
+		WSEM_IOC_UNLINK, WSEM_IOC_LIST, WSEM_IOC_HOLDERS,
 	};
 	unsigned int dir, size = below(r, 1u << _IOC_SIZEBITS), c;
 
@@ -774,7 +822,7 @@ static unsigned int unknown_cmd(struct rng *r)
 			    1 + below(r, 8), size);
 	default:
 		/* our command with the wrong direction */
-		c = ours[below(r, 8)];
+		c = ours[below(r, ARRAY_SIZE(ours))];
 		do
 			dir = below(r, 4);
 		while (dir == _IOC_DIR(c));
@@ -861,6 +909,42 @@ static void build_acquire(struct rng *r, struct step *s, char *buf,
 	}
 	memcpy(buf, q, sizeof(*q));
 	s->bad_tail = tail(r, buf, sizeof(*q), q->size, len);
+}
+
+static void build_holders(struct rng *r, struct step *s, struct arena *a,
+			  char *buf, size_t *len)
+{
+	static const uint32_t counts[] = { 0, 1, 2, 8, UINT32_MAX };
+	static const uint32_t sizes[] = {
+		0, WSEM_HOLDER_SIZE_VER0 - 1, WSEM_HOLDER_SIZE_VER0 + 8, PAGE,
+		PAGE + 1,
+	};
+	struct wsem_holders_args *h = &s->a.who;
+
+	s->cmd = WSEM_IOC_HOLDERS;
+	h->size = s->usize = pick_size(r, WSEM_HOLDERS_SIZE_VER0);
+	h->flags = chance(r, 95) ? 0 : rnd(r);
+	h->count = chance(r, 90) ? counts[below(r, ARRAY_SIZE(counts))] :
+		   (uint32_t)rnd(r);
+	h->entry_size = chance(r, 60) ? WSEM_HOLDER_SIZE_VER0 :
+			sizes[below(r, ARRAY_SIZE(sizes))];
+	/* As LIST's array: the arena's second page, or worse. */
+	switch (below(r, 10)) {
+	case 0:
+		h->entries = (uintptr_t)a->ro;
+		break;
+	case 1:
+		h->entries = 0;
+		break;
+	case 2:
+		h->entries = (uintptr_t)a->none;
+		break;
+	default:
+		h->entries = (uintptr_t)(a->rw + PAGE);
+	}
+	h->holders = h->waiters = 0x5a5a5a5a;
+	memcpy(buf, h, sizeof(*h));
+	s->bad_tail = tail(r, buf, sizeof(*h), h->size, len);
 }
 
 static void build_list(struct rng *r, struct step *s, struct arena *a,
@@ -1004,10 +1088,13 @@ static void fuzz_one(struct rng *r, struct arena *a)
 		pick_name(r, s.a.unlink.name);
 		memcpy(buf, &s.a.unlink, sizeof(s.a.unlink));
 		s.bad_tail = tail(r, buf, sizeof(s.a.unlink), s.usize, &len);
-	} else if (k < 88) {
+	} else if (k < 85) {
 		s.q = R_LIST;
 		build_list(r, &s, a, buf, &len);
-	} else if (k < 95) {
+	} else if (k < 90) {
+		s.q = R_HOLDERS;
+		build_holders(r, &s, a, buf, &len);
+	} else if (k < 96) {
 		s.q = R_UNKNOWN;
 		s.cmd = unknown_cmd(r);
 		len = 64;

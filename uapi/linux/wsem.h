@@ -96,6 +96,17 @@ struct wsem_acquire_args {
  * @mode: permission bits
  * @__pad: zero
  * @name: the name, or empty for an anonymous or unlinked semaphore
+ * @grants_at_once: acquires granted without waiting, since creation
+ * @grants_waited: acquires granted after waiting in the queue
+ * @timeouts: acquires that failed with ETIMEDOUT
+ * @interrupts: waits that a signal or a stop ended (EINTR, or restarted)
+ * @shrunk: waits that a capacity below their weight ended (EINVAL)
+ * @wait_ns_total: time spent in the queue by every wait, however it ended
+ * @wait_ns_max: the longest of those waits
+ * @queue_max: the longest the queue has been
+ *
+ * The statistics (from @grants_at_once on) came with size
+ * WSEM_STAT_SIZE_VER1; a caller of size WSEM_STAT_SIZE_VER0 gets the rest.
  */
 struct wsem_stat {
 	__u64 size;
@@ -110,9 +121,18 @@ struct wsem_stat {
 	__u32 mode;
 	__u32 __pad;
 	char name[WSEM_NAME_MAX];
+	__u64 grants_at_once;
+	__u64 grants_waited;
+	__u64 timeouts;
+	__u64 interrupts;
+	__u64 shrunk;
+	__u64 wait_ns_total;
+	__u64 wait_ns_max;
+	__u64 queue_max;
 };
 
 #define WSEM_STAT_SIZE_VER0	136
+#define WSEM_STAT_SIZE_VER1	200
 
 /**
  * struct wsem_list_args - list the caller's namespace (WSEM_IOC_LIST)
@@ -147,6 +167,60 @@ struct wsem_unlink_args {
 
 #define WSEM_UNLINK_SIZE_VER0	80
 
+/* Room for a cgroup path in struct wsem_holder; longer ones are cut. */
+#define WSEM_CGROUP_MAX		256
+
+/* struct wsem_holder.flags */
+#define WSEM_HOLDER_WAITING	_BITULL(0)	/* a waiter, not a holder */
+
+/**
+ * struct wsem_holder - who holds or waits (WSEM_IOC_HOLDERS)
+ * @weight: the weight held (by one handle) or waited for
+ * @age_ns: how long ago the handle's last grant happened, or how long the
+ *	waiter has been queued
+ * @flags: WSEM_HOLDER_WAITING for a waiter
+ * @pid: the process (thread group) that last acquired through the handle,
+ *	or that waits, in the caller's PID namespace; 0 where not visible
+ * @__pad: zero
+ * @comm: its command name, NUL-terminated
+ * @cgroup: its cgroup v2 path relative to the caller's cgroup namespace,
+ *	NUL-terminated, cut to fit; empty if unknown
+ */
+struct wsem_holder {
+	__u64 weight;
+	__u64 age_ns;
+	__u64 flags;
+	__s32 pid;
+	__u32 __pad;
+	char comm[16];
+	char cgroup[WSEM_CGROUP_MAX];
+};
+
+#define WSEM_HOLDER_SIZE_VER0	304
+
+/**
+ * struct wsem_holders_args - the holders, then the waiters in queue order
+ * @size: sizeof(struct wsem_holders_args)
+ * @flags: zero
+ * @entries: user pointer to an array of @count entries of @entry_size bytes
+ * @count: number of entries @entries has room for
+ * @entry_size: the caller's sizeof(struct wsem_holder)
+ * @holders: out: handles holding weight
+ * @waiters: out: waiters queued; the first min(@count, @holders +
+ *	@waiters) entries were written, holders first
+ */
+struct wsem_holders_args {
+	__u64 size;
+	__u64 flags;
+	__u64 entries;
+	__u32 count;
+	__u32 entry_size;
+	__u32 holders;
+	__u32 waiters;
+};
+
+#define WSEM_HOLDERS_SIZE_VER0	40
+
 /* WSEM_IOC_REOPEN flags */
 #define WSEM_REOPEN_CLOEXEC	_BITULL(0)
 
@@ -164,5 +238,7 @@ struct wsem_unlink_args {
 #define WSEM_IOC_STAT		_IOWR(WSEM_IOC_MAGIC, 0x06, struct wsem_stat)
 #define WSEM_IOC_UNLINK		_IOW(WSEM_IOC_MAGIC, 0x07, struct wsem_unlink_args)
 #define WSEM_IOC_LIST		_IOWR(WSEM_IOC_MAGIC, 0x08, struct wsem_list_args)
+/* Needs a handle open for reading; 0 or -1 with EACCES, EINVAL, EFAULT. */
+#define WSEM_IOC_HOLDERS	_IOWR(WSEM_IOC_MAGIC, 0x09, struct wsem_holders_args)
 
 #endif /* _UAPI_LINUX_WSEM_H */

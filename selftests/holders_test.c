@@ -1,0 +1,687 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Who holds, who waits, and since when (issue 12): WSEM_IOC_HOLDERS, the
+ * statistics of stat, the holder lines of the text and the tracepoints.
+ *
+ * Processes here name themselves (PR_SET_NAME) so that the command each
+ * entry reports is checked, and report their pids through pipes; they
+ * queue in a known order, waiting for the kernel's waiter count between
+ * two arrivals.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <wsem.h>
+
+#include "kselftest_harness.h"
+#include "util.h"
+
+#define CAP		4
+#define MAX_WHO		16
+#define NOBODY		65534
+#define CGROOT		"/sys/fs/cgroup"
+#define CGROUP2_MAGIC	0x63677270
+#define TRACEFS		"/sys/kernel/tracing"
+#define TRACEFS_MAGIC	0x74726163
+
+/* WSEM_IOC_HOLDERS on @fd into @who (room for @n); the ioctl's result. */
+static int holders(int fd, struct wsem_holder *who, unsigned int n,
+		   struct wsem_holders_args *a)
+{
+	memset(a, 0, sizeof(*a));
+	memset(who, 0xa5, n * sizeof(*who));
+	a->size = sizeof(*a);
+	a->entries = (uintptr_t)who;
+	a->count = n;
+	a->entry_size = sizeof(*who);
+	return ioctl(fd, WSEM_IOC_HOLDERS, a);
+}
+
+static int waiters_now(int fd)
+{
+	struct wsem_stat st;
+
+	return wsem_stat(fd, &st) ? -1 : (int)st.waiters;
+}
+
+/* Wait (10 s at most) until @fd's semaphore has @n waiters; 0 or -1. */
+static int wait_waiters(int fd, int n)
+{
+	int64_t end = now_ns() + 10 * NSEC;
+
+	do {
+		if (waiters_now(fd) == n)
+			return 0;
+		usleep(1000);
+	} while (now_ns() < end);
+	return -1;
+}
+
+/*
+ * A child named @comm that acquires @weight through its own handle on
+ * @name (or through @fd if >= 0), writes one byte to @ready after the
+ * grant and holds until killed.
+ */
+static pid_t holder(const char *name, int fd, uint64_t weight,
+		    const char *comm, int ready)
+{
+	pid_t pid = fork();
+
+	if (pid)
+		return pid;
+	prctl(PR_SET_NAME, comm);
+	if (fd < 0)
+		fd = wsem_open(name, 0, 0, 0);
+	if (fd < 0 || wsem_acquire(fd, weight))
+		_exit(1);
+	if (ready >= 0 && write(ready, "g", 1) != 1)
+		_exit(1);
+	for (;;)
+		pause();
+}
+
+static void reap(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+FIXTURE(who) {
+	char name[WSEM_NAME_MAX];
+	int fd;			/* the test's handle: capacity CAP */
+	int pipe[2];
+};
+
+FIXTURE_SETUP(who)
+{
+	self->fd = -1;
+	if (access("/dev/wsem", F_OK))
+		SKIP(return, "/dev/wsem is missing (module not loaded)");
+	snprintf(self->name, sizeof(self->name), "who.%d", getpid());
+	self->fd = wsem_open(self->name, O_CREAT | O_EXCL, 0666, CAP);
+	ASSERT_LE(0, self->fd);
+	ASSERT_EQ(0, pipe2(self->pipe, O_CLOEXEC));
+}
+
+FIXTURE_TEARDOWN(who)
+{
+	if (self->fd < 0)
+		return;
+	EXPECT_EQ(0, close(self->fd));
+	EXPECT_EQ(0, wsem_unlink(self->name));
+}
+
+/* Read a grant byte from a holder child; 0 or -1. */
+static int granted(int rfd)
+{
+	char c;
+
+	return read(rfd, &c, 1) == 1 ? 0 : -1;
+}
+
+/*
+ * Holders first, in the order they came to hold, with the last acquirer's
+ * pid and command; then the waiters in queue order; a killed waiter
+ * leaves the list and the one behind it moves up.
+ */
+TEST_F(who, holders_then_waiters_in_order)
+{
+	struct wsem_holder who[MAX_WHO];
+	struct wsem_holders_args a;
+	pid_t h1, w1, w2;
+	int i;
+
+	if (self->fd < 0)
+		return;
+	prctl(PR_SET_NAME, "who-test");
+	ASSERT_EQ(0, wsem_acquire(self->fd, 1));
+	h1 = holder(self->name, -1, 2, "who-h1", self->pipe[1]);
+	ASSERT_EQ(0, granted(self->pipe[0]));
+	w1 = holder(self->name, -1, 3, "who-w1", -1);
+	ASSERT_EQ(0, wait_waiters(self->fd, 1));
+	usleep(20000);
+	w2 = holder(self->name, -1, 2, "who-w2", -1);
+	ASSERT_EQ(0, wait_waiters(self->fd, 2));
+
+	ASSERT_EQ(0, holders(self->fd, who, MAX_WHO, &a));
+	EXPECT_EQ(2, a.holders);
+	EXPECT_EQ(2, a.waiters);
+	EXPECT_EQ(getpid(), who[0].pid);
+	EXPECT_EQ(1, who[0].weight);
+	EXPECT_STREQ("who-test", who[0].comm);
+	EXPECT_EQ(0, who[0].flags);
+	EXPECT_EQ(h1, who[1].pid);
+	EXPECT_EQ(2, who[1].weight);
+	EXPECT_STREQ("who-h1", who[1].comm);
+	EXPECT_EQ(w1, who[2].pid);
+	EXPECT_EQ(3, who[2].weight);
+	EXPECT_STREQ("who-w1", who[2].comm);
+	EXPECT_EQ(WSEM_HOLDER_WAITING, who[2].flags);
+	EXPECT_EQ(w2, who[3].pid);
+	EXPECT_EQ(2, who[3].weight);
+	EXPECT_STREQ("who-w2", who[3].comm);
+	EXPECT_EQ(WSEM_HOLDER_WAITING, who[3].flags);
+	/* The first waiter has waited longer, by the 20 ms at least. */
+	EXPECT_LE(who[3].age_ns + 20 * 1000000ULL, who[2].age_ns);
+	for (i = 0; i < 4; i++)
+		EXPECT_EQ(0, who[i].__pad);
+	/* Entries past the ones written are left alone. */
+	EXPECT_EQ(0xa5a5a5a5a5a5a5a5ULL, who[4].weight);
+
+	/* Kill the first waiter: the second moves up. */
+	reap(w1);
+	ASSERT_EQ(0, wait_waiters(self->fd, 1));
+	ASSERT_EQ(0, holders(self->fd, who, MAX_WHO, &a));
+	EXPECT_EQ(2, a.holders);
+	EXPECT_EQ(1, a.waiters);
+	EXPECT_EQ(w2, who[2].pid);
+	EXPECT_EQ(WSEM_HOLDER_WAITING, who[2].flags);
+	/* 1 + 2 + 2 > 4: w2 waits until h1 goes, then holds. */
+	reap(h1);
+	ASSERT_EQ(0, wait_waiters(self->fd, 0));
+	ASSERT_EQ(0, holders(self->fd, who, MAX_WHO, &a));
+	EXPECT_EQ(2, a.holders);
+	EXPECT_EQ(w2, who[1].pid);
+	EXPECT_EQ(0, who[1].flags);
+	reap(w2);
+	ASSERT_EQ(0, holders(self->fd, who, MAX_WHO, &a));
+	EXPECT_EQ(1, a.holders);
+	EXPECT_EQ(0, a.waiters);
+	EXPECT_EQ(0, wsem_release(self->fd, 1));
+	ASSERT_EQ(0, holders(self->fd, who, MAX_WHO, &a));
+	EXPECT_EQ(0, a.holders);
+}
+
+/*
+ * One handle is one holder, whoever acquires through it: a forked child
+ * and a process that received it over SCM_RIGHTS become its last acquirer;
+ * dup() is the same handle; a reopen is another.
+ */
+TEST_F(who, one_holder_per_handle_across_fork_dup_pass_reopen)
+{
+	struct wsem_holder who[MAX_WHO];
+	struct wsem_holders_args a;
+	int sk[2], dupfd, re, status;
+	pid_t pid;
+
+	if (self->fd < 0)
+		return;
+	ASSERT_EQ(0, wsem_acquire(self->fd, 1));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		prctl(PR_SET_NAME, "who-fork");
+		_exit(wsem_acquire(self->fd, 1) ? 1 : 0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_EQ(0, status);
+	ASSERT_EQ(0, holders(self->fd, who, MAX_WHO, &a));
+	EXPECT_EQ(1, a.holders);
+	EXPECT_EQ(2, who[0].weight);
+	/* The child is gone: not visible, 0. */
+	EXPECT_EQ(0, who[0].pid);
+	EXPECT_STREQ("who-fork", who[0].comm);
+
+	dupfd = dup(self->fd);
+	ASSERT_LE(0, dupfd);
+	ASSERT_EQ(0, wsem_acquire(dupfd, 1));
+	ASSERT_EQ(0, holders(self->fd, who, MAX_WHO, &a));
+	EXPECT_EQ(1, a.holders);
+	EXPECT_EQ(3, who[0].weight);
+	EXPECT_EQ(getpid(), who[0].pid);
+
+	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sk));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		int fd = recv_fd(sk[1]);
+
+		prctl(PR_SET_NAME, "who-pass");
+		if (fd < 0 || wsem_release(fd, 3) || wsem_acquire(fd, 1))
+			_exit(1);
+		if (write(sk[1], "x", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	ASSERT_EQ(0, send_fd(sk[0], self->fd, 0));
+	ASSERT_EQ(1, read(sk[0], &status, 1));
+	ASSERT_EQ(0, holders(self->fd, who, MAX_WHO, &a));
+	EXPECT_EQ(1, a.holders);
+	EXPECT_EQ(1, who[0].weight);
+	EXPECT_EQ(pid, who[0].pid);
+	EXPECT_STREQ("who-pass", who[0].comm);
+
+	re = wsem_reopen(self->fd, O_CLOEXEC);
+	ASSERT_LE(0, re);
+	ASSERT_EQ(0, wsem_acquire(re, 2));
+	ASSERT_EQ(0, holders(self->fd, who, MAX_WHO, &a));
+	EXPECT_EQ(2, a.holders);
+	EXPECT_EQ(pid, who[0].pid);
+	EXPECT_EQ(getpid(), who[1].pid);
+	EXPECT_EQ(2, who[1].weight);
+	EXPECT_EQ(0, close(re));
+	ASSERT_EQ(0, holders(self->fd, who, MAX_WHO, &a));
+	EXPECT_EQ(1, a.holders);
+	reap(pid);
+	EXPECT_EQ(0, wsem_release(self->fd, 1));
+	EXPECT_EQ(0, close(dupfd));
+	EXPECT_EQ(0, close(sk[0]));
+	EXPECT_EQ(0, close(sk[1]));
+}
+
+/* From a child PID namespace: the host's pids are 0, its own are its. */
+TEST_F(who, pids_as_the_caller_sees_them)
+{
+	struct wsem_holder who[MAX_WHO];
+	struct wsem_holders_args a;
+	int p[2], status;
+	pid_t h1, outer;
+	int32_t got[4];
+
+	if (self->fd < 0)
+		return;
+	ASSERT_EQ(0, wsem_acquire(self->fd, 1));
+	ASSERT_EQ(0, pipe(p));
+	outer = fork();
+	ASSERT_LE(0, outer);
+	if (outer == 0) {
+		pid_t inner;
+
+		if (unshare(CLONE_NEWPID))
+			_exit(1);
+		inner = fork();
+		if (inner < 0)
+			_exit(1);
+		if (inner == 0) {
+			/* PID 1 of the new namespace: looks, holds, looks. */
+			if (holders(self->fd, who, MAX_WHO, &a))
+				_exit(1);
+			got[3] = who[0].pid;
+			if (wsem_acquire(self->fd, 1) ||
+			    holders(self->fd, who, MAX_WHO, &a))
+				_exit(1);
+			got[0] = a.holders;
+			got[1] = who[0].pid;
+			got[2] = getpid();
+			if (write(p[1], got, sizeof(got)) != sizeof(got))
+				_exit(1);
+			pause();
+			_exit(0);
+		}
+		waitpid(inner, &status, 0);
+		_exit(0);
+	}
+	ASSERT_EQ(sizeof(got), read(p[0], got, sizeof(got)));
+	EXPECT_EQ(1, got[0]);		/* one handle, last acquirer inner */
+	EXPECT_EQ(1, got[2]);		/* the inner child is PID 1 ... */
+	EXPECT_EQ(1, got[1]);		/* ... and sees itself as 1 */
+	EXPECT_EQ(0, got[3]);		/* the host's process: invisible */
+	/* The host sees the inner child under its host pid. */
+	ASSERT_EQ(0, holders(self->fd, who, MAX_WHO, &a));
+	h1 = who[0].pid;
+	EXPECT_LT(outer, h1);
+	EXPECT_EQ(2, who[0].weight);
+	EXPECT_EQ(0, wsem_release(self->fd, 2));
+	kill(outer, SIGKILL);
+	kill(h1, SIGKILL);
+	waitpid(outer, NULL, 0);
+	close(p[0]);
+	close(p[1]);
+}
+
+/* Cgroup paths, from the host and from inside a cgroup namespace. */
+TEST_F(who, cgroups_as_the_caller_sees_them)
+{
+	struct wsem_holder who[MAX_WHO];
+	struct wsem_holders_args a;
+	char cg[128], procs[160], pid_s[16], seen[2][WSEM_CGROUP_MAX];
+	struct statfs sfs;
+	int p[2], q[2];
+	pid_t pid;
+
+	if (self->fd < 0)
+		return;
+	if (statfs(CGROOT, &sfs) || sfs.f_type != CGROUP2_MAGIC)
+		SKIP(return, "%s is not a cgroup2 mount", CGROOT);
+	snprintf(cg, sizeof(cg), "%s/who%d", CGROOT, getpid());
+	ASSERT_EQ(0, mkdir(cg, 0755));
+	ASSERT_EQ(0, pipe(p));
+	ASSERT_EQ(0, pipe(q));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		char c;
+
+		/* Wait to be moved, then hold, look from a cgroup ns. */
+		if (read(p[0], &c, 1) != 1 || wsem_acquire(self->fd, 1) ||
+		    unshare(CLONE_NEWCGROUP) ||
+		    holders(self->fd, who, MAX_WHO, &a) || a.holders != 1)
+			_exit(1);
+		memcpy(seen[0], who[0].cgroup, sizeof(seen[0]));
+		if (write(q[1], seen[0], sizeof(seen[0])) != sizeof(seen[0]))
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg);
+	snprintf(pid_s, sizeof(pid_s), "%d", pid);
+	ASSERT_EQ(0, write_file(procs, pid_s));
+	ASSERT_EQ(1, write(p[1], "m", 1));
+	ASSERT_EQ(sizeof(seen[1]), read(q[0], seen[1], sizeof(seen[1])));
+	ASSERT_EQ(0, holders(self->fd, who, MAX_WHO, &a));
+	ASSERT_EQ(1, a.holders);
+	snprintf(procs, sizeof(procs), "/who%d", getpid());
+	EXPECT_STREQ(procs, who[0].cgroup);
+	/* Inside its own cgroup namespace, its cgroup is the root. */
+	EXPECT_STREQ("/", seen[1]);
+	reap(pid);
+	close(p[0]);
+	close(p[1]);
+	close(q[0]);
+	close(q[1]);
+	EXPECT_EQ(0, rmdir(cg));
+}
+
+/*
+ * HOLDERS needs a handle open for reading: a write-only handle of a wsemfs
+ * file (mode -w- for others) gets EACCES; a user without read permission
+ * has no handle in the first place.
+ */
+TEST_F(who, holders_need_read_permission)
+{
+	struct wsem_holder who[MAX_WHO];
+	struct wsem_holders_args a;
+	char dir[] = "/tmp/wsem-who.XXXXXX", path[128];
+	int status;
+	pid_t pid;
+
+	if (self->fd < 0)
+		return;
+	ASSERT_NE(NULL, mkdtemp(dir));
+	ASSERT_EQ(0, chmod(dir, 0755));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		int fd, e1, e2;
+
+		if (unshare(CLONE_NEWNS) ||
+		    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+		    mount("wsem", dir, "wsem", 0, NULL))
+			_exit(10);
+		snprintf(path, sizeof(path), "%s/%s", dir, self->name);
+		if (chmod(path, 0622))
+			_exit(11);
+		if (setgid(NOBODY) || setuid(NOBODY))
+			_exit(12);
+		fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (fd < 0)
+			_exit(13);
+		e1 = holders(fd, who, MAX_WHO, &a) ? errno : 0;
+		/* ... and by name: no read permission, no handle. */
+		e2 = wsem_open(self->name, 0, 0, 0) < 0 ? errno : 0;
+		_exit(e1 == EACCES && e2 == EACCES ? 0 : 20);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	EXPECT_EQ(0, rmdir(dir));
+}
+
+/* Sizes: short entries, longer ones with a zero tail, bad arguments. */
+TEST_F(who, entry_sizes_and_bad_arguments)
+{
+	struct wsem_holders_args a;
+	unsigned char buf[2 * 512];
+	size_t i;
+
+	if (self->fd < 0)
+		return;
+	ASSERT_EQ(0, wsem_acquire(self->fd, 1));
+	memset(buf, 0xa5, sizeof(buf));
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.entries = (uintptr_t)buf;
+	a.count = 2;
+	a.entry_size = 512;
+	ASSERT_EQ(0, ioctl(self->fd, WSEM_IOC_HOLDERS, &a));
+	EXPECT_EQ(1, a.holders);
+	for (i = sizeof(struct wsem_holder); i < 512; i++)
+		ASSERT_EQ(0, buf[i]);
+	EXPECT_EQ(0xa5, buf[512]);	/* the second entry: untouched */
+
+	/* Short entries or struct, flags, an unbound handle. */
+	a.entry_size = WSEM_HOLDER_SIZE_VER0 - 8;
+	EXPECT_EQ(-1, ioctl(self->fd, WSEM_IOC_HOLDERS, &a));
+	EXPECT_EQ(EINVAL, errno);
+	a.entry_size = WSEM_HOLDER_SIZE_VER0;
+	a.flags = 1;
+	EXPECT_EQ(-1, ioctl(self->fd, WSEM_IOC_HOLDERS, &a));
+	EXPECT_EQ(EINVAL, errno);
+	a.flags = 0;
+	a.size = 16;
+	EXPECT_EQ(-1, ioctl(self->fd, WSEM_IOC_HOLDERS, &a));
+	EXPECT_EQ(EINVAL, errno);
+	a.size = sizeof(a);
+	a.entries = 8;
+	EXPECT_EQ(-1, ioctl(self->fd, WSEM_IOC_HOLDERS, &a));
+	EXPECT_EQ(EFAULT, errno);
+	/* Counting only: no room, the totals still come back. */
+	a.count = 0;
+	a.holders = 77;
+	EXPECT_EQ(0, ioctl(self->fd, WSEM_IOC_HOLDERS, &a));
+	EXPECT_EQ(1, a.holders);
+	EXPECT_EQ(0, wsem_release(self->fd, 1));
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
+}
+
+/* The statistics of a scripted run, exactly. */
+TEST_F(who, statistics_exact)
+{
+	struct wsem_stat st;
+	pid_t w;
+	int status;
+
+	if (self->fd < 0)
+		return;
+	ASSERT_EQ(0, wsem_acquire(self->fd, CAP));		/* at once */
+	EXPECT_EQ(-1, wsem_tryacquire(self->fd, 1));		/* nothing */
+	EXPECT_EQ(-1, wsem_acquire_timeout(self->fd, 1, 30000000));
+	EXPECT_EQ(ETIMEDOUT, errno);				/* timeout */
+	/* A waiter for 2, granted after 50 ms. */
+	w = fork();
+	ASSERT_LE(0, w);
+	if (w == 0)
+		_exit(wsem_acquire(self->fd, 2) ? 1 : 0);
+	ASSERT_EQ(0, wait_waiters(self->fd, 1));
+	usleep(50000);
+	ASSERT_EQ(0, wsem_release(self->fd, 2));
+	ASSERT_EQ(w, waitpid(w, &status, 0));
+	EXPECT_EQ(0, status);
+	/* A waiter for 3 that a shrink to 2 ends, one a signal ends. */
+	w = fork();
+	ASSERT_LE(0, w);
+	if (w == 0)
+		_exit(wsem_acquire(self->fd, 3) ? errno : 0);
+	ASSERT_EQ(0, wait_waiters(self->fd, 1));
+	ASSERT_EQ(0, wsem_set_capacity(self->fd, 2));
+	ASSERT_EQ(w, waitpid(w, &status, 0));
+	EXPECT_EQ(EINVAL, WEXITSTATUS(status));
+	w = fork();
+	ASSERT_LE(0, w);
+	if (w == 0) {
+		struct sigaction sa = { .sa_handler = on_signal };
+
+		sigaction(SIGUSR1, &sa, NULL);
+		_exit(wsem_acquire(self->fd, 1) ? errno : 0);
+	}
+	ASSERT_EQ(0, wait_waiters(self->fd, 1));
+	kill(w, SIGUSR1);
+	ASSERT_EQ(w, waitpid(w, &status, 0));
+	EXPECT_EQ(EINTR, WEXITSTATUS(status));
+
+	ASSERT_EQ(0, wsem_stat(self->fd, &st));
+	EXPECT_EQ(1, st.grants_at_once);
+	EXPECT_EQ(1, st.grants_waited);
+	EXPECT_EQ(1, st.timeouts);
+	EXPECT_EQ(1, st.interrupts);
+	EXPECT_EQ(1, st.shrunk);
+	EXPECT_EQ(1, st.queue_max);
+	EXPECT_LE(50000000ULL, st.wait_ns_max);
+	EXPECT_LE(st.wait_ns_max + 30000000ULL, st.wait_ns_total);
+	EXPECT_EQ(0, wsem_release(self->fd, CAP));
+	EXPECT_EQ(0, wsem_set_capacity(self->fd, CAP));
+}
+
+/* An old caller of stat (size VER0) gets VER0 bytes, nothing beyond. */
+TEST_F(who, old_size_stat_gets_the_old_struct)
+{
+	unsigned char buf[WSEM_STAT_SIZE_VER1 + 16];
+	struct wsem_stat *st = (struct wsem_stat *)buf;
+	size_t i;
+
+	if (self->fd < 0)
+		return;
+	memset(buf, 0xa5, sizeof(buf));
+	st->size = WSEM_STAT_SIZE_VER0;
+	ASSERT_EQ(0, ioctl(self->fd, WSEM_IOC_STAT, st));
+	EXPECT_EQ(WSEM_STAT_SIZE_VER0, st->size);
+	EXPECT_EQ(CAP, st->capacity);
+	for (i = WSEM_STAT_SIZE_VER0; i < sizeof(buf); i++)
+		ASSERT_EQ(0xa5, buf[i]);
+}
+
+/* The text of a handle lists the holders and the waiters. */
+TEST_F(who, text_lists_holders_and_waiters)
+{
+	char text[4096], want[128];
+	pid_t w;
+	ssize_t n;
+
+	if (self->fd < 0)
+		return;
+	ASSERT_EQ(0, wsem_acquire(self->fd, CAP));
+	w = holder(self->name, -1, 2, "who-tw", -1);
+	ASSERT_EQ(0, wait_waiters(self->fd, 1));
+	n = pread(self->fd, text, sizeof(text) - 1, 0);
+	ASSERT_LT(0, n);
+	text[n] = 0;
+	snprintf(want, sizeof(want), "holders: 1\nholder: pid %d weight %d ",
+		 getpid(), CAP);
+	EXPECT_NE(NULL, strstr(text, want)) {
+		TH_LOG("%s", text);
+	}
+	snprintf(want, sizeof(want), "\nwaiter: pid %d weight 2 waiting_ns ",
+		 w);
+	EXPECT_NE(NULL, strstr(text, want));
+	EXPECT_NE(NULL, strstr(text, " comm who-tw "));
+	EXPECT_NE(NULL, strstr(text, "\ngrants_at_once: 1\n"));
+	reap(w);
+	EXPECT_EQ(0, wsem_release(self->fd, CAP));
+}
+
+/* Tracefs: ensure it is mounted; 0 or -1. */
+static int tracefs(void)
+{
+	struct statfs sfs;
+
+	if (!statfs(TRACEFS, &sfs) && sfs.f_type == TRACEFS_MAGIC)
+		return 0;
+	return mount("tracefs", TRACEFS, "tracefs", 0, NULL);
+}
+
+/*
+ * The tracepoints, enabled through tracefs, against a scripted run: a
+ * grant at once, a queued waiter granted on release, a timeout and a
+ * capacity change, each event with this semaphore's id.
+ */
+TEST_F(who, tracepoints_follow_a_scripted_run)
+{
+	char path[160], line[512], want[160];
+	static const char *const ev[] = {
+		"wsem_queue", "wsem_grant", "wsem_release", "wsem_wait_end",
+		"wsem_capacity",
+	};
+	unsigned int i, seen[5] = { 0 };
+	long long id;
+	bool waited = false;
+	FILE *f;
+	pid_t w;
+	int status;
+
+	if (self->fd < 0)
+		return;
+	if (tracefs() || access(TRACEFS "/events/wsem/enable", W_OK))
+		SKIP(return, "no tracefs with wsem's events");
+	id = fdinfo_num(self->fd, "wsem-id");
+	ASSERT_LE(0, id);
+	ASSERT_EQ(0, write_file(TRACEFS "/tracing_on", "0"));
+	ASSERT_EQ(0, write_file(TRACEFS "/trace", ""));
+	ASSERT_EQ(0, write_file(TRACEFS "/events/wsem/enable", "1"));
+	ASSERT_EQ(0, write_file(TRACEFS "/tracing_on", "1"));
+
+	ASSERT_EQ(0, wsem_acquire(self->fd, CAP));
+	w = fork();
+	ASSERT_LE(0, w);
+	if (w == 0)
+		_exit(wsem_acquire(self->fd, 1) ? 1 : 0);
+	ASSERT_EQ(0, wait_waiters(self->fd, 1));
+	usleep(10000);
+	ASSERT_EQ(0, wsem_release(self->fd, 1));
+	ASSERT_EQ(w, waitpid(w, &status, 0));
+	EXPECT_EQ(-1, wsem_acquire_timeout(self->fd, 2, 1000000));
+	EXPECT_EQ(0, wsem_set_capacity(self->fd, CAP + 1));
+	EXPECT_EQ(0, wsem_release(self->fd, CAP - 1));
+
+	ASSERT_EQ(0, write_file(TRACEFS "/tracing_on", "0"));
+	EXPECT_EQ(0, write_file(TRACEFS "/events/wsem/enable", "0"));
+	f = fopen(TRACEFS "/trace", "re");
+	ASSERT_NE(NULL, f);
+	snprintf(want, sizeof(want), "id=%lld ", id);
+	while (fgets(line, sizeof(line), f)) {
+		if (!strstr(line, want))
+			continue;
+		for (i = 0; i < 5; i++) {
+			snprintf(path, sizeof(path), " %s: ", ev[i]);
+			if (strstr(line, path))
+				seen[i]++;
+		}
+		snprintf(path, sizeof(path), "pid=%d weight=1 wait_ns=", w);
+		if (strstr(line, " wsem_grant: ") && strstr(line, path) &&
+		    !strstr(line, "wait_ns=0\n"))
+			waited = true;
+		if (strstr(line, " wsem_wait_end: "))
+			EXPECT_NE(NULL, strstr(line, "error=-110 "));
+		if (strstr(line, " wsem_capacity: "))
+			EXPECT_NE(NULL, strstr(line, "old=4 capacity=5"));
+	}
+	fclose(f);
+	EXPECT_EQ(2, seen[0]);		/* the waiter, the timed acquire */
+	EXPECT_EQ(2, seen[1]);		/* at once, and the hand-off */
+	EXPECT_EQ(2, seen[2]);		/* release 1, release 3 */
+	EXPECT_EQ(1, seen[3]);		/* the timeout */
+	EXPECT_EQ(1, seen[4]);
+	EXPECT_TRUE(waited);
+	ASSERT_EQ(0, write_file(TRACEFS "/trace", ""));
+}
+
+TEST_HARNESS_MAIN
