@@ -906,6 +906,7 @@ static bool stopped[NPROC];
 /* Signals the controller sent, by kind. */
 struct sent {
 	uint64_t kill, stop, cont, usr1, usr2, killed;
+	uint64_t killed_in_acquire;	/* killed inside an acquire call */
 };
 
 /*
@@ -942,6 +943,10 @@ static void reap(int64_t *cont_at, struct sent *n, bool respawn,
 		if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL &&
 		    LD(&sm->slot[i].killing)) {
 			n->killed++;
+			/* A grant it got may not have been counted. */
+			if (LD(&sm->slot[i].kind) != K_NONE &&
+			    LD(&sm->slot[i].kind) != K_REL)
+				n->killed_in_acquire++;
 		} else if (!WIFEXITED(status) || WEXITSTATUS(status) ||
 			   !LD(&sm->stop)) {
 			violation("worker %d ended with status %#x", i, status);
@@ -1006,7 +1011,7 @@ TEST_F_TIMEOUT(storm, kill_stop_signal, 900)
 	uint64_t seconds, calls[K_REL] = { 0 }, granted = 0, eagain = 0;
 	uint64_t etimedout = 0, eintr = 0;
 	struct sent n = { 0 };
-	struct wsem_stat st;
+	struct wsem_stat st, tot;
 	struct rng r;
 	unsigned int i, s, alive;
 	pid_t pid;
@@ -1148,6 +1153,35 @@ TEST_F_TIMEOUT(storm, kill_stop_signal, 900)
 	EXPECT_LT(0, n.killed);
 	/* The FIFO check must have had something to check. */
 	EXPECT_LT(0, sm->checked);
+
+	/*
+	 * The module's statistics against the workers' counts: exact but
+	 * for the calls a SIGKILL cut short, whose result nobody counted.
+	 * Interruptions include the waits a stop restarted.
+	 */
+	memset(&tot, 0, sizeof(tot));
+	for (s = 0; s < NSEM; s++) {
+		memset(&st, 0, sizeof(st));
+		ASSERT_EQ(0, wsem_stat(self->fd[s], &st));
+		tot.grants_at_once += st.grants_at_once;
+		tot.grants_waited += st.grants_waited;
+		tot.timeouts += st.timeouts;
+		tot.interrupts += st.interrupts;
+	}
+	TH_LOG("module: %llu grants at once, %llu after waiting, %llu "
+	       "timeouts, %llu interruptions; %llu workers killed in an "
+	       "acquire", (unsigned long long)tot.grants_at_once,
+	       (unsigned long long)tot.grants_waited,
+	       (unsigned long long)tot.timeouts,
+	       (unsigned long long)tot.interrupts,
+	       (unsigned long long)n.killed_in_acquire);
+	EXPECT_LE(granted, tot.grants_at_once + tot.grants_waited);
+	EXPECT_GE(granted + n.killed_in_acquire,
+		  tot.grants_at_once + tot.grants_waited);
+	EXPECT_LE(etimedout, tot.timeouts);
+	EXPECT_GE(etimedout + n.killed_in_acquire, tot.timeouts);
+	EXPECT_LE(eintr, tot.interrupts);
+	EXPECT_LT(0, tot.grants_waited);
 
 	/* Afterwards nothing is held, nobody waits, all of it is free. */
 	for (s = 0; s < NSEM; s++) {
