@@ -28,6 +28,7 @@
 #include <linux/ipc_namespace.h>
 #include <linux/pagemap.h>
 #include <linux/seq_file.h>
+#include <linux/slab.h>
 #include <linux/sysfs.h>
 #include <linux/user_namespace.h>
 
@@ -234,21 +235,38 @@ static const struct inode_operations wsemfs_file_iops = {
 	.setattr	= wsemfs_setattr,
 };
 
+/* Names copied per visit of the namespace: a walk to the position each. */
+#define WSEMFS_BATCH	16
+
+struct wsemfs_batch {
+	char names[WSEMFS_BATCH][WSEM_NAME_MAX];
+	int ids[WSEMFS_BATCH];
+};
+
 /* Positions: 0 and 1 are the dots, 2 + n the n-th name in name order. */
 static int wsemfs_readdir(struct file *file, struct dir_context *ctx)
 {
 	struct wsem_ns *wns = file_inode(file)->i_sb->s_fs_info;
-	char name[WSEM_NAME_MAX];
-	int id;
+	struct wsemfs_batch *b;
+	int i, n;
 
 	if (!dir_emit_dots(file, ctx))
 		return 0;
-	while (!wsem_ns_name_at(wns, ctx->pos - 2, name, &id)) {
-		if (!dir_emit(ctx, name, strlen(name),
-			      WSEMFS_ROOT_INO + 1 + id, DT_REG))
-			break;
-		ctx->pos++;
-	}
+	b = kmalloc(sizeof(*b), GFP_KERNEL);
+	if (!b)
+		return -ENOMEM;
+	do {
+		n = wsem_ns_names_at(wns, ctx->pos - 2, b->names[0], b->ids,
+				     WSEMFS_BATCH);
+		for (i = 0; i < n; i++) {
+			if (!dir_emit(ctx, b->names[i], strlen(b->names[i]),
+				      WSEMFS_ROOT_INO + 1 + b->ids[i], DT_REG))
+				goto out;
+			ctx->pos++;
+		}
+	} while (n == WSEMFS_BATCH);
+out:
+	kfree(b);
 	return 0;
 }
 

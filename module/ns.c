@@ -525,35 +525,38 @@ void wsem_ns_set_owner(struct wsem_ns *wns, struct wsem *sem, kuid_t uid,
 }
 
 /**
- * wsem_ns_name_at() - the @pos-th name of a namespace, in name order
+ * wsem_ns_names_at() - names of a namespace from the @pos-th, in name order
  * @wns: the namespace
  * @pos: from 0
- * @name: set to the name
- * @id: set to its semaphore's id
+ * @names: room for @max names, WSEM_NAME_MAX bytes each
+ * @ids: room for their semaphores' ids
+ * @max: at most this many
  *
- * A directory listing calls it for each position in turn: names coming and
- * going meanwhile may be missed or seen twice, as in any directory.
+ * A directory listing calls it batch after batch: names coming and going
+ * meanwhile may be missed or seen twice, as in any directory.
  *
  * Context: Process context; takes @wns->lock.
- * Return: 0, or -ENOENT past the last name.
+ * Return: how many names were copied; 0 past the last one.
  */
-int wsem_ns_name_at(struct wsem_ns *wns, loff_t pos, char *name, int *id)
+int wsem_ns_names_at(struct wsem_ns *wns, loff_t pos, char *names, int *ids,
+		     int max)
 {
-	struct rb_node *node = NULL;
+	struct rb_node *node;
 	struct wsem *sem;
-	int ret = -ENOENT;
+	int n = 0;
 
 	mutex_lock(&wns->lock);
 	if (pos >= 0 && pos < wns->nr_names) {
 		for (node = rb_first(&wns->names); pos--; )
 			node = rb_next(node);
-		sem = rb_entry(node, struct wsem, node);
-		memcpy(name, sem->name, WSEM_NAME_MAX);
-		*id = sem->id;
-		ret = 0;
+		for (; node && n < max; node = rb_next(node), n++) {
+			sem = rb_entry(node, struct wsem, node);
+			memcpy(names + n * WSEM_NAME_MAX, sem->name, WSEM_NAME_MAX);
+			ids[n] = sem->id;
+		}
 	}
 	mutex_unlock(&wns->lock);
-	return ret;
+	return n;
 }
 
 /**

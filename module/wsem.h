@@ -169,7 +169,8 @@ struct wsem *wsem_ns_find_get(struct wsem_ns *wns, const char *name);
 int wsem_ns_unlink_sem(struct wsem_ns *wns, struct wsem *sem);
 void wsem_ns_set_owner(struct wsem_ns *wns, struct wsem *sem, kuid_t uid,
 		       kgid_t gid, umode_t mode);
-int wsem_ns_name_at(struct wsem_ns *wns, loff_t pos, char *name, int *id);
+int wsem_ns_names_at(struct wsem_ns *wns, loff_t pos, char *names, int *ids,
+		     int max);
 bool wsem_ns_is_current(const struct wsem_ns *wns);
 unsigned int wsem_ns_inum(const struct wsem_ns *wns);
 

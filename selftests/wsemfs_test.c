@@ -893,6 +893,77 @@ TEST_F(wsemfs, bind_mounted_file_after_unlink)
 	EXPECT_EQ(0, close(fd3));
 }
 
+/*
+ * In a fresh IPC namespace, list NAMES names through getdents64 with a
+ * buffer of @bufsize bytes; the child's exit status says what was wrong.
+ */
+#define NAMES	40
+static int list_in_batches(size_t bufsize)
+{
+	char dir[] = "/tmp/wsem-ls.XXXXXX", name[WSEM_NAME_MAX], buf[4096];
+	char prev[256] = "";
+	int i, fd, seen = 0, dots = 0;
+	long n, off;
+
+	if (unshare(CLONE_NEWIPC | CLONE_NEWNS) ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+	    !mkdtemp(dir) || mount("wsem", dir, "wsem", 0, NULL))
+		return 10;
+	for (i = 0; i < NAMES; i++) {
+		snprintf(name, sizeof(name), "ls.%02d", i);
+		if (wsem_open(name, O_CREAT | O_EXCL, 0600, 1) < 0)
+			return 11;
+	}
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return 12;
+	while ((n = syscall(SYS_getdents64, fd, buf, bufsize)) > 0) {
+		for (off = 0; off < n;) {
+			struct dirent64 *d = (struct dirent64 *)(buf + off);
+
+			off += d->d_reclen;
+			if (!strcmp(d->d_name, ".") || !strcmp(d->d_name, "..")) {
+				dots++;
+				continue;
+			}
+			/* In name order, each once. */
+			if (strcmp(prev, d->d_name) >= 0)
+				return 13;
+			snprintf(prev, sizeof(prev), "%s", d->d_name);
+			seen++;
+		}
+	}
+	if (n < 0)
+		return 14;
+	return seen == NAMES && dots == 2 ? 0 : 15;
+}
+
+/*
+ * A directory of many names lists each once, in order, whatever the size
+ * of the caller's buffer (the kernel copies names in batches).
+ */
+TEST_F(wsemfs, readdir_lists_every_name_once)
+{
+	static const size_t sizes[] = { 4096, 200, 64 };
+	int status;
+	unsigned int i;
+	pid_t pid;
+
+	if (!self->ready)
+		return;
+	for (i = 0; i < ARRAY_SIZE(sizes); i++) {
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (pid == 0)
+			_exit(list_in_batches(sizes[i]));
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		EXPECT_EQ(0, status) {
+			TH_LOG("buffer of %zu bytes: status %d", sizes[i],
+			       WEXITSTATUS(status));
+		}
+	}
+}
+
 /* WSEM_IOC_REOPEN of a wsemfs handle works, even after the unlink. */
 TEST_F(wsemfs, reopen_of_a_file_handle)
 {
