@@ -111,10 +111,12 @@ static int wsemfs_d_revalidate(struct dentry *dentry, unsigned int flags)
 }
 
 /*
- * How a file is named to a reader who cannot see its path: in the caller's
- * IPC namespace by its name, elsewhere by the id fdinfo shows as wsem-id.
- * A handle or a bind mount given to a container must not tell it the
- * host's names (SPEC.md), nor where the host mounted them.
+ * How a file is named where its path is not the point: in the caller's IPC
+ * namespace by its name, elsewhere by the id fdinfo shows as wsem-id.  A
+ * bind mount given to a container does not tell it the host's names
+ * (SPEC.md) through the root field of its mountinfo.  There is no d_dname:
+ * readlink of /proc/PID/fd must stay a path, since container tools
+ * (bubblewrap) find their bind mounts through it.
  */
 static int wsemfs_show_name(struct dentry *dentry, char *buf, size_t len)
 {
@@ -125,28 +127,9 @@ static int wsemfs_show_name(struct dentry *dentry, char *buf, size_t len)
 	return snprintf(buf, len, "[%d]", sem->id);
 }
 
-/*
- * readlink(2) of /proc/PID/fd/N (lsof, ls -l): "wsem:NAME" or "wsem:[ID]",
- * never the path of a mount the reader may not see.  The root directory
- * keeps its path (d_path() asks only for other dentries).  Names never
- * change, so d_name is stable here.
- */
-static char *wsemfs_d_dname(struct dentry *dentry, char *buf, int buflen)
-{
-	char text[sizeof("wsem:") + WSEM_NAME_MAX + 16];
-	int n;
-
-	memcpy(text, "wsem:", 5);
-	n = 5 + wsemfs_show_name(dentry, text + 5, sizeof(text) - 5);
-	if (n >= buflen)
-		return ERR_PTR(-ENAMETOOLONG);
-	return memcpy(buf + buflen - n - 1, text, n + 1);
-}
-
 static const struct dentry_operations wsemfs_dops = {
 	.d_revalidate	= wsemfs_d_revalidate,
 	.d_delete	= always_delete_dentry,
-	.d_dname	= wsemfs_d_dname,
 };
 
 static int wsemfs_unlink(struct inode *dir, struct dentry *dentry)
