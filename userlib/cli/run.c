@@ -92,12 +92,12 @@ static void note_namespace(const struct run_req *req)
  */
 static int open_inherited(const struct run_req *req)
 {
-	int oflag = req->create ? O_CREAT : 0;
+	int oflag = WSEM_INHERIT | (req->create ? O_CREAT : 0);
 	int fd, nfd, err;
 
 	note_namespace(req);
 	if (req->fd >= 0)
-		fd = wsem_reopen(req->fd, 0);
+		fd = wsem_reopen(req->fd, WSEM_INHERIT);
 	else
 		fd = wsem_open(req->name, oflag, 0600, req->capacity);
 	if (fd < 0 || fd > STDERR_FILENO)
