@@ -31,7 +31,7 @@ check() {
 	fi
 }
 
-echo "1..7"
+echo "1..8"
 
 D=$T/dest
 check "make install DESTDIR=... PREFIX=/usr" \
@@ -57,6 +57,8 @@ PROG
 check "#include <wsem.h> builds against the installed tree (-I only)" \
 	cc -Wall -Werror -I"$D/usr/include" -o "$T/prog" "$T/prog.c" \
 		"$D/usr/lib/libwsem.a"
+check "bash completion installed in DATADIR/bash-completion/completions" \
+	test -s "$D/usr/share/bash-completion/completions/wsem"
 check "#include <wsem.h> builds with pkg-config --cflags --libs wsem" \
 	eval "PKG_CONFIG_PATH='$D/usr/lib/pkgconfig' \
 	      PKG_CONFIG_SYSROOT_DIR='$D' pkg-config --cflags --libs wsem \
