@@ -296,11 +296,23 @@ static void child(pid_t parent, const sigset_t *oldmask,
 	_exit(exec_command(req->cmd));
 }
 
-/* COMMAND's exit status, or 128 + the signal that killed it. */
-static int wait_child(pid_t pid)
+/*
+ * COMMAND's exit status, or 128 + the signal that killed it.  COMMAND is
+ * waited for without reaping it first (WNOWAIT): until it is reaped its
+ * pid is no one else's, so forward() cannot signal a stranger; then the
+ * forwarded signals are blocked, forward() is disarmed, and it is reaped.
+ */
+static int wait_child(pid_t pid, const sigset_t *fwd)
 {
+	siginfo_t si;
 	int status;
 
+	while (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) < 0) {
+		if (errno != EINTR)
+			return cli_fail_nodev("waitid", errno);
+	}
+	sigprocmask(SIG_BLOCK, fwd, NULL);
+	child_pid = 0;
 	while (waitpid(pid, &status, 0) < 0) {
 		if (errno != EINTR)
 			return cli_fail_nodev("waitpid", errno);
@@ -332,7 +344,7 @@ static int supervise(const struct run_req *req)
 	}
 	child_pid = pid;
 	sigprocmask(SIG_SETMASK, &old, NULL);
-	return wait_child(pid);
+	return wait_child(pid, &all);
 }
 
 int cli_run(const struct cli_verb *verb, int argc, char **argv)
