@@ -19,7 +19,8 @@
 # make demo         the main job: a VM in which wsem gates real weighted
 #                   jobs, one of them killed mid-way; prints a timeline
 # make install      wsem.ko (modules_install, when KDIR exists), libwsem,
-#                   wsem.h, wsem.pc, the CLI, man pages, the udev rule;
+#                   wsem.h, wsem.pc, the CLI, man pages, bash completion,
+#                   the udev rule;
 #                   DESTDIR and PREFIX (default /usr/local) are honoured
 # make vm           a shell in a VM with wsem.ko loaded (KVER=... picks the
 #                   kernel); with CMD='...' runs it there and returns its status

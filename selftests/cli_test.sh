@@ -48,7 +48,50 @@ err_is() {
 
 # usage_err: the last expect wrote one "wsem: usage: ..." line.
 usage_err() {
-	[ "$(wc -l <"$T/err")" -eq 1 ] && grep -q '^wsem: usage: ' "$T/err"
+	if [ "$(wc -l <"$T/err")" -eq 1 ] && grep -q '^wsem: usage: ' "$T/err"
+	then
+		return 0
+	fi
+	echo "stderr is not one 'wsem: usage: ...' line but:"
+	cat "$T/err"
+	return 1
+}
+
+# quiet: the last expect printed nothing, on stdout or stderr.
+quiet() {
+	[ ! -s "$T/out" ] || { echo "stdout:"; cat "$T/out"; return 1; }
+	[ ! -s "$T/err" ] || { echo "stderr:"; cat "$T/err"; return 1; }
+}
+
+# within LO HI VALUE: LO <= VALUE < HI.
+within() {
+	[ "$3" -ge "$1" ] || { echo "$3 < $1"; return 1; }
+	[ "$3" -lt "$2" ] || { echo "$3 >= $2"; return 1; }
+}
+
+# child_of PID: the pid of PID's (first) child, or nothing.
+child_of() {
+	for c_stat in /proc/[0-9]*/stat; do
+		read -r c_pid _ _ c_ppid _ <"$c_stat" 2>/dev/null ||
+			continue
+		[ "$c_ppid" = "$1" ] && { echo "$c_pid"; return 0; }
+	done
+	return 0
+}
+
+# gone PID: PID has exited (no process, or a zombie nobody reaped yet).
+gone() {
+	st=$(sed -n 's/^State:[[:space:]]*\([A-Z]\).*/\1/p' \
+		"/proc/$1/status" 2>/dev/null)
+	[ -z "$st" ] || [ "$st" = Z ]
+}
+
+# no_handle PID: PID has no descriptor on a wsem handle.
+no_handle() {
+	if grep -l '^wsem-held:' /proc/"$1"/fdinfo/* 2>/dev/null; then
+		echo "process $1 holds a wsem handle"
+		return 1
+	fi
 }
 
 # jget NAME KEY: the value of KEY in "wsem stat NAME --json" (quotes off).
@@ -108,7 +151,7 @@ JSON_OBJ="$JSON_OBJ"'\}'
 
 t_create() {
 	expect 0 wsem create "$P-a" 4
-	[ ! -s "$T/out" ] && [ ! -s "$T/err" ]
+	quiet
 	is capacity "$P-a" 4
 	is used "$P-a" 0
 	is available "$P-a" 4
@@ -133,11 +176,23 @@ t_create_mode() {
 
 t_create_existing() {
 	expect 0 wsem create "$P-e" 4
-	expect 0 wsem create "$P-e" 9
+	# the same capacity: what was asked for is there
+	expect 0 wsem create "$P-e" 4
+	quiet
+	# another: say so, and fail unless --exist-ok
+	expect 1 wsem create "$P-e" 9
+	err_is "wsem: $P-e: exists with capacity 4, not 9 (--exist-ok accepts it, wsem resize changes it)"
+	is capacity "$P-e" 4
+	expect 0 wsem create "$P-e" 9 --exist-ok
+	err_is "wsem: note: $P-e exists with capacity 4, left as it is"
 	is capacity "$P-e" 4
 	expect 1 wsem create "$P-e" 4 --exclusive
 	err_is "wsem: $P-e: File exists"
-	expect 0 wsem create "$P-x" 1 --exclusive
+	expect 0 wsem create "$P-x" 1 -x
+	expect 1 wsem create "$P-x" 1 -x
+	err_is "wsem: $P-x: File exists"
+	expect 2 wsem create "$P-x" 1 --exclusive --exist-ok
+	usage_err
 }
 
 t_create_invalid() {
@@ -176,6 +231,8 @@ t_usage() {
 	create $P-u 4 --mode
 	create $P-u 4 --exclusive=yes
 	create $P-u 4 --bogus
+	create $P-u 4 -q
+	create $P-u 4 --exclusive --exist-ok
 	create $P-u 4 extra
 	rm
 	rm $P-u extra
@@ -198,10 +255,45 @@ t_usage() {
 	run $P-u --timeout . -- true
 	run $P-u --timeout 9999999999999 -- true
 	run $P-u --timeout 1 --nonblock -- true
+	run $P-u -t 1 -n -- true
+	run $P-u --timeout 5x -- true
+	run $P-u --timeout 1ms -- true
+	run $P-u --timeout s -- true
+	run $P-u --timeout -5m -- true
+	run $P-u --timeout 99999999999d -- true
+	run $P-u -t -- true
+	run $P-u -w -- true
+	run $P-u -q -- true
+	run $P-u -E 256 -n -- true
+	run $P-u -E x -n -- true
+	run $P-u --mode 0644 -- true
+	run $P-u -c 2 -m 0800 -- true
 	run $P-u --create x -- true
 	EOF
-	expect 0 wsem --help
-	grep -q 'wsem run NAME' "$T/out"
+	expect 3 wsem stat "$P-u"		# nothing was created
+}
+
+# --help and -h: the synopsis and options on stdout, exit 0, nothing done.
+t_help() {
+	for args in "--help" "-h" "help"; do
+		expect 0 wsem "$args"
+		grep -q '^  wsem run NAME' "$T/out"
+		[ ! -s "$T/err" ]
+	done
+	for verb in create rm ls stat resize run; do
+		expect 0 wsem "$verb" --help
+		grep -q "^Usage: wsem $verb" "$T/out"
+		grep -q -- '-h, --help' "$T/out"
+		[ ! -s "$T/err" ]
+		expect 0 wsem help "$verb"
+		grep -q "^Usage: wsem $verb" "$T/out"
+	done
+	expect 0 wsem run "$P-hp" -w 2 -h -- touch "$T/hp-ran"
+	grep -q -- '-w, --weight W' "$T/out"
+	grep -q -- '-E, --conflict-exit-code N' "$T/out"
+	[ ! -e "$T/hp-ran" ]
+	expect 0 wsem create "$P-hp" 3 --help
+	expect 3 wsem stat "$P-hp"
 	expect 3 wsem stat "$P-u"		# nothing was created
 }
 
@@ -232,7 +324,8 @@ t_ls_json() {
 	wsem create "$P-j1" 3
 	wsem create "$P-j2" 5 --mode 0640
 	expect 0 wsem ls --json
-	[ "$(head -n 1 "$T/out")" = "[" ] && [ "$(tail -n 1 "$T/out")" = "]" ]
+	[ "$(head -n 1 "$T/out")" = "[" ]
+	[ "$(tail -n 1 "$T/out")" = "]" ]
 	n=$(($(wc -l <"$T/out") - 2))
 	# every object on its own line, commas between them
 	[ "$(grep -Ec "^  $JSON_OBJ,?\$" "$T/out")" -eq "$n" ]
@@ -290,7 +383,7 @@ t_resize() {
 t_rm() {
 	wsem create "$P-rm" 2
 	expect 0 wsem rm "$P-rm"
-	[ ! -s "$T/out" ] && [ ! -s "$T/err" ]
+	quiet
 	expect 3 wsem stat "$P-rm"
 	expect 3 wsem rm "$P-rm"
 	err_is "wsem: $P-rm: No such file or directory"
@@ -345,10 +438,12 @@ t_permissions() {
 # ---- wsem run ----------------------------------------------------------------
 
 t_run_env() {
-	# --create makes it (mode 0600), WSEM_FD is the inherited handle
-	expect 0 wsem run "$P-env" --create 3 --weight 2 -- \
-		sh -c 'echo "fd=$WSEM_FD"; cat /proc/self/fdinfo/$WSEM_FD'
-	grep -Eq '^fd=([3-9]|[1-9][0-9]+)$' "$T/out"
+	# --create makes it (mode 0600); with --inherit, WSEM_FD is the
+	# inherited handle
+	expect 0 wsem run "$P-env" --create 3 --weight 2 --inherit -- \
+		sh -c 'echo "fd=$WSEM_FD name=$WSEM_NAME"
+			cat /proc/self/fdinfo/$WSEM_FD'
+	grep -Eq "^fd=([3-9]|[1-9][0-9]+) name=$P-env\$" "$T/out"
 	grep -Eq "^wsem-name:[[:space:]]+$P-env\$" "$T/out"
 	grep -Eq '^wsem-held:[[:space:]]+2$' "$T/out"
 	grep -Eq '^wsem-capacity:[[:space:]]+3$' "$T/out"
@@ -359,8 +454,52 @@ t_run_env() {
 	expect 0 wsem run "$P-env" echo --weight 2 -- x
 	[ "$(cat "$T/out")" = "--weight 2 -- x" ]
 	# stdin closed: the handle still stays off fd 0
-	expect 0 wsem run "$P-env" -- sh -c 'echo $WSEM_FD' <&-
+	expect 0 wsem run "$P-env" --inherit -- sh -c 'echo $WSEM_FD' <&-
 	[ "$(cat "$T/out")" -gt 2 ]
+	# supervised (the default): COMMAND gets no handle and no WSEM_FD
+	expect 0 wsem run "$P-env" -w 2 -- sh -c 'echo "fd=${WSEM_FD-none}"
+		grep -l "^wsem-held:" /proc/self/fdinfo/* 2>/dev/null
+		wsem stat '"$P-env"' --json'
+	[ "$(head -n 1 "$T/out")" = "fd=none" ]
+	[ "$(wc -l <"$T/out")" -eq 2 ]
+	grep -q '"used":2,' "$T/out"
+}
+
+# Short options, and options after NAME but before "--" are wsem's.
+t_run_short_options() {
+	wsem create "$P-so" 4
+	expect 0 wsem run "$P-so" -w 3 -- wsem stat "$P-so" --json
+	grep -q '"used":3,' "$T/out"
+	expect 0 wsem run "$P-so" -w2 -n -- wsem stat "$P-so" --json
+	grep -q '"used":2,' "$T/out"
+	expect 0 wsem run -t 1m -w 4 "$P-so" -- wsem stat "$P-so" --json
+	grep -q '"used":4,' "$T/out"
+	expect 0 wsem run "$P-so" --weight=1 -nw 3 -- wsem stat "$P-so" --json
+	grep -q '"used":3,' "$T/out"
+	# the first word that is not an option starts COMMAND
+	expect 0 wsem run "$P-so" echo -w 2 -- x
+	[ "$(cat "$T/out")" = "-w 2 -- x" ]
+	umask 0
+	expect 0 wsem create "$P-so2" 2 -m 0640
+	is mode "$P-so2" 0640
+	is used "$P-so" 0
+}
+
+# --create takes --mode, so a limit made by run is usable by others.
+t_run_create_mode() {
+	umask 022
+	expect 0 wsem run "$P-cm" --create 2 --mode 0666 -- true
+	is mode "$P-cm" 0644			# masked, as open(2)
+	umask 0
+	expect 0 wsem run "$P-cm2" -c 2 -m 0666 -w 2 -- true
+	is mode "$P-cm2" 0666
+	is capacity "$P-cm2" 2
+	if [ "$(su -s /bin/sh -c 'id -u' nobody 2>/dev/null)" = 65534 ]; then
+		expect 0 su -s /bin/sh -c "$WSEM run $P-cm2 -w 2 -- true" nobody
+	fi
+	# without --create, the default mode, 0600 & ~umask
+	expect 0 wsem run "$P-cm3" -c 1 -- true
+	is mode "$P-cm3" 0600
 }
 
 t_run_status() {
@@ -397,11 +536,11 @@ t_run_invalid() {
 	expect 3 wsem stat "$P-iv2"
 }
 
-# COMMAND replaces wsem: there is no wsem process left to kill, and killing
-# COMMAND gives the weight back.
+# --inherit: COMMAND replaces wsem: there is no wsem process left to kill,
+# and killing COMMAND gives the weight back.
 t_run_exec_in_place() {
 	wsem create "$P-k" 4
-	bg wsem run "$P-k" --weight 3 -- sleep 60
+	bg wsem run "$P-k" --weight 3 --inherit -- sleep 60
 	eventually is used "$P-k" 3
 	eventually grep -qx sleep "/proc/$BG/comm"
 	for c in /proc/[0-9]*/comm; do
@@ -456,7 +595,8 @@ t_run_kill_grants() {
 # in used.
 t_run_held_visible() {
 	wsem create "$P-h" 4
-	bg wsem run "$P-h" --weight 3 -- sh -c "wsem stat $P-h --json >$T/h.json
+	bg wsem run "$P-h" --weight 3 --inherit -- \
+		sh -c "wsem stat $P-h --json >$T/h.json
 		wsem stat $P-h >$T/h.txt; sleep 60"
 	eventually test -s "$T/h.txt"
 	grep -q '"held":3,' "$T/h.json"
@@ -469,16 +609,136 @@ t_run_held_visible() {
 	eventually is used "$P-h" 0
 }
 
-# The lease lives as long as a descendant keeps the handle.
+# --inherit: the lease lives as long as a descendant keeps the handle (the
+# descendant here runs until the test kills it).
 t_run_descendant() {
 	wsem create "$P-d" 2
-	expect 0 wsem run "$P-d" --weight 2 -- sh -c 'sleep 3 & exit 0'
+	expect 0 wsem run "$P-d" --weight 2 --inherit -- \
+		sh -c "sleep 60 & echo \$! >$T/d.pid; exit 0"
 	is used "$P-d" 2
+	kill -KILL "$(cat "$T/d.pid")"
 	eventually is used "$P-d" 0
 	# ... and a command may give it back early by closing it
-	expect 0 wsem run "$P-d" --weight 2 -- sh -c \
-		'eval "exec $WSEM_FD>&-"; sleep 3 & exit 0'
+	expect 0 wsem run "$P-d" --weight 2 --inherit -- sh -c \
+		"eval \"exec \$WSEM_FD>&-\"; sleep 60 & echo \$! >$T/d.pid"
 	is used "$P-d" 0
+	kill -KILL "$(cat "$T/d.pid")"
+	# supervised (the default): what COMMAND leaves behind holds nothing
+	expect 0 wsem run "$P-d" --weight 2 -- \
+		sh -c "sleep 60 & echo \$! >$T/d.pid; exit 0"
+	is used "$P-d" 0
+	kill -0 "$(cat "$T/d.pid")"		# still running, without it
+	no_handle "$(cat "$T/d.pid")"
+	kill -KILL "$(cat "$T/d.pid")"
+}
+
+# Supervised: wsem stays COMMAND's parent, COMMAND holds no handle, a
+# signal to wsem goes on to COMMAND, and wsem exits with COMMAND's status.
+t_run_supervised() {
+	wsem create "$P-sv" 4
+	bg wsem run "$P-sv" -w 3 -- sh -c \
+		"trap 'echo hup >$T/sv-sig; exit 5' HUP
+		 touch $T/sv-ready; while :; do sleep 0.1; done"
+	eventually test -e "$T/sv-ready"
+	grep -qx wsem "/proc/$BG/comm"
+	c=$(child_of "$BG")
+	[ -n "$c" ]
+	no_handle "$c"
+	if tr '\0' '\n' <"/proc/$c/environ" | grep -q '^WSEM_FD='; then
+		echo "COMMAND has WSEM_FD"
+		exit 1
+	fi
+	is used "$P-sv" 3
+	kill -HUP "$BG"
+	REAPED=0
+	wait "$BG" || REAPED=$?
+	[ "$REAPED" -eq 5 ]
+	[ "$(cat "$T/sv-sig")" = hup ]
+	is used "$P-sv" 0
+	# SIGTERM and SIGUSR1 go on too; COMMAND killed by one: 128 + it.
+	# (SIGINT is ignored in a background job; so it stays for COMMAND.)
+	for sig in TERM USR1; do
+		bg wsem run "$P-sv" -w 2 -- sleep 60
+		eventually is used "$P-sv" 2
+		eventually test -n "$(child_of "$BG")"
+		c=$(child_of "$BG")
+		eventually grep -qx sleep "/proc/$c/comm"
+		kill -$sig "$BG"
+		REAPED=0
+		wait "$BG" || REAPED=$?
+		[ "$REAPED" -eq $((128 + $(kill -l $sig))) ]
+		eventually gone "$c"
+		is used "$P-sv" 0
+	done
+}
+
+# Killing a supervising wsem, even with SIGKILL, kills COMMAND (its
+# PR_SET_PDEATHSIG): COMMAND never runs without its lease.
+t_run_pdeathsig() {
+	wsem create "$P-pd" 4
+	bg wsem run "$P-pd" -w 4 -- sleep 60
+	eventually is used "$P-pd" 4
+	eventually test -n "$(child_of "$BG")"
+	c=$(child_of "$BG")
+	eventually grep -qx sleep "/proc/$c/comm"
+	reap "$BG"
+	[ "$REAPED" -eq 137 ]
+	eventually gone "$c"
+	eventually is used "$P-pd" 0
+}
+
+# Inside another IPC namespace the name is not found, yet stat and resize
+# of NAME reach the inherited handle ($WSEM_FD, $WSEM_NAME).
+t_run_inherited_other_ns() {
+	wsem create "$P-ns" 4
+	expect 0 wsem run "$P-ns" -w 3 --inherit -- unshare -i sh -c \
+		"wsem stat $P-ns --json; wsem resize $P-ns 6; wsem ls"
+	grep -q '"capacity":4,"used":3,"available":1,"held":3,' "$T/out"
+	if grep -q "^$P-ns " "$T/out"; then
+		echo "$P-ns is listed in a new IPC namespace"
+		exit 1
+	fi
+	is capacity "$P-ns" 6
+	is used "$P-ns" 0
+	# a nested run of NAME reopens the inherited handle: a lease of its own
+	expect 0 wsem run "$P-ns" -w 1 --inherit -- unshare -i \
+		wsem run "$P-ns" -w 2 -- cat /proc/self/status
+	is used "$P-ns" 0
+}
+
+# A one-line error that blames the device when the device is the problem.
+t_device_errors() {
+	majmin=$(stat -c '%t %T' /dev/wsem)
+	maj=$((0x${majmin% *}))
+	min=$((0x${majmin#* }))
+	mknod "$T/dev0600" c "$maj" "$min"
+	chmod 0600 "$T/dev0600"
+	: >"$T/notdev"
+	chmod 0666 "$T/notdev"
+	# no module (no /dev/wsem): a hint
+	expect 1 unshare -m sh -c "mount --make-rprivate / 2>/dev/null
+		mount -t tmpfs none /dev && exec $WSEM ls"
+	err_is "wsem: /dev/wsem: No such file or directory (is the module loaded? modprobe wsem)"
+	expect 1 unshare -m sh -c "mount --make-rprivate / 2>/dev/null
+		mount -t tmpfs none /dev && exec $WSEM run $P-dv -c 1 -- true"
+	err_is "wsem: /dev/wsem: No such file or directory (is the module loaded? modprobe wsem)"
+	# some other file at /dev/wsem
+	expect 1 unshare -m sh -c "mount --make-rprivate / 2>/dev/null
+		mount --bind $T/notdev /dev/wsem && exec $WSEM stat $P-dv"
+	err_is "wsem: /dev/wsem is not a wsem device"
+	if [ "$(su -s /bin/sh -c 'id -u' nobody 2>/dev/null)" != 65534 ]; then
+		return 0
+	fi
+	# a /dev/wsem the user may not open: the device, not the semaphore
+	wsem create "$P-dv" 2 --mode 0666
+	expect 1 unshare -m sh -c "mount --make-rprivate / 2>/dev/null
+		mount --bind $T/dev0600 /dev/wsem &&
+		exec su -s /bin/sh -c '$WSEM run $P-dv -- true' nobody"
+	err_is "wsem: /dev/wsem: Permission denied"
+	expect 1 unshare -m sh -c "mount --make-rprivate / 2>/dev/null
+		mount --bind $T/dev0600 /dev/wsem &&
+		exec su -s /bin/sh -c '$WSEM ls' nobody"
+	err_is "wsem: /dev/wsem: Permission denied"
 }
 
 t_run_timeout() {
@@ -489,16 +749,48 @@ t_run_timeout() {
 	expect 124 wsem run "$P-t" --weight 2 --timeout 0.5 -- touch "$T/t-ran"
 	end=$(now_cs)
 	err_is "wsem: $P-t: timed out"
-	[ $((end - start)) -ge 45 ] && [ $((end - start)) -lt 1000 ]
-	expect 124 wsem run "$P-t" --weight 2 --timeout 0 -- touch "$T/t-ran"
+	within 45 1000 $((end - start))
+	# units, as timeout(1): 0.005m is 0.3 s
+	start=$(now_cs)
+	expect 124 wsem run "$P-t" -w 2 -t 0.005m -- touch "$T/t-ran"
+	end=$(now_cs)
 	err_is "wsem: $P-t: timed out"
+	within 27 1000 $((end - start))
+	# --timeout 0 is --nonblock: the same status and line
+	expect 75 wsem run "$P-t" --weight 2 --timeout 0 -- touch "$T/t-ran"
+	err_is "wsem: $P-t: would block"
+	expect 75 wsem run "$P-t" --weight 2 -t 0s -- touch "$T/t-ran"
+	err_is "wsem: $P-t: would block"
 	[ ! -e "$T/t-ran" ]
 	is waiters "$P-t" 0
 	# what fits is granted at once, timeout or not
 	expect 0 wsem run "$P-t" --weight 1 --timeout 0 -- true
 	expect 0 wsem run "$P-t" --weight 1 --timeout=2.5 -- true
+	expect 0 wsem run "$P-t" -w 1 -t 1.5s -- true
+	expect 0 wsem run "$P-t" -w 1 -t 2h -- true
+	expect 0 wsem run "$P-t" -w 1 -t 1d -- true
 	reap "$BG"
 	eventually is used "$P-t" 0
+}
+
+# -E N: the status of a conflict (would block, timed out), as flock(1)'s.
+t_run_conflict_exit_code() {
+	wsem create "$P-E" 2
+	bg wsem run "$P-E" -w 2 -- sleep 60
+	eventually is used "$P-E" 2
+	expect 9 wsem run "$P-E" -n -E 9 -- touch "$T/E-ran"
+	err_is "wsem: $P-E: would block"
+	expect 0 wsem run "$P-E" --nonblock --conflict-exit-code 0 -- true
+	err_is "wsem: $P-E: would block"
+	expect 200 wsem run "$P-E" -t 0.1 -E 200 -- touch "$T/E-ran"
+	err_is "wsem: $P-E: timed out"
+	expect 42 wsem run "$P-E" -t 0 -E 42 -- touch "$T/E-ran"
+	err_is "wsem: $P-E: would block"
+	[ ! -e "$T/E-ran" ]
+	# COMMAND's own status is untouched
+	reap "$BG"
+	eventually is used "$P-E" 0
+	expect 3 wsem run "$P-E" -n -E 9 -- sh -c 'exit 3'
 }
 
 t_run_nonblock() {
@@ -523,7 +815,8 @@ t_run_nonblock() {
 
 # The job that runs under "wsem run" in t_run_concurrency: it adds its weight
 # to a shared running total (under a mkdir lock) when it starts and takes it
-# off before it ends, recording any moment the total is above the capacity.
+# off before it ends, recording any moment the total is above the capacity,
+# and records when the kernel shows weight held beside its own.
 cat >"$T/job.sh" <<'EOF'
 # job.sh DIR NAME WEIGHT ID
 d=$1 name=$2 w=$3 id=$4
@@ -539,11 +832,14 @@ echo "+$w $id $total" >>"$d/log"
 [ "$total" -le "$(cat "$d/max")" ] || echo "$total" >"$d/max"
 unlock
 
-grep -q "^wsem-held:[[:space:]]*$w\$" "/proc/self/fdinfo/$WSEM_FD" ||
-	bad "fdinfo of WSEM_FD does not say held $w"
+if [ -n "${WSEM_FD:-}" ]; then
+	grep -q "^wsem-held:[[:space:]]*$w\$" "/proc/self/fdinfo/$WSEM_FD" ||
+		bad "fdinfo of WSEM_FD does not say held $w"
+fi
+# The kernel's word on overlap: weight held beside ours, while we hold.
 used=$(wsem stat "$name" --json | sed -n 's/.*"used":\([0-9]*\).*/\1/p')
 [ "$used" -ge "$w" ] && [ "$used" -le 4 ] || bad "used is $used"
-sleep 0.4
+[ "$used" -gt "$w" ] && echo "$id $w $used" >>"$d/overlaps"
 
 lock
 total=$(($(cat "$d/total") - w))
@@ -552,19 +848,33 @@ echo "-$w $id $total" >>"$d/log"
 unlock
 EOF
 
+# The queue order is made known: a gate holds all 4 while the jobs queue one
+# by one (each waits until the kernel counts it), weights 2 3 1 2 3 1 ...
+# Then, whatever the timing, 3 and 1 are granted together when a 2 ends,
+# and the first of them to look sees the other's weight held.  Odd jobs
+# run supervised, even ones with --inherit.
 t_run_concurrency() {
 	d=$T/conc
 	mkdir "$d"
 	echo 0 >"$d/total"
 	echo 0 >"$d/max"
 	wsem create "$P-c" 4
+	mkfifo "$d/gate"
+	bg wsem run "$P-c" -w 4 -- sh -c "read x <$d/gate"
+	gate=$BG
+	eventually is used "$P-c" 4
 	pids=
 	for i in 1 2 3 4 5 6 7 8 9 10 11 12; do
 		w=$((i % 3 + 1))
-		bg wsem run "$P-c" --weight $w -- \
+		mode=
+		[ $((i % 2)) -eq 0 ] && mode=--inherit
+		bg wsem run "$P-c" --weight $w $mode -- \
 			sh "$T/job.sh" "$d" "$P-c" $w $i
 		pids="$pids $BG"
+		eventually is waiters "$P-c" $i
 	done
+	echo go >"$d/gate"
+	wait "$gate"
 	for p in $pids; do
 		wait "$p"
 	done
@@ -572,11 +882,14 @@ t_run_concurrency() {
 	[ ! -e "$d/violations" ] || { cat "$d/violations"; false; }
 	[ "$(cat "$d/total")" -eq 0 ]
 	[ "$(wc -l <"$d/log")" -eq 24 ]
-	# the log's order tells the same: never above 4, and jobs did overlap
-	awk '{ t += $1; if (t > 4) bad = 1; if (t > max) max = t }
-	     END { exit bad || max < 2 || t != 0 }' "$d/log"
+	# the log's order tells the same: never above 4
+	awk '{ t += $1; if (t > 4) bad = 1 } END { exit bad || t != 0 }' \
+		"$d/log"
 	max=$(cat "$d/max")
-	[ "$max" -ge 2 ] && [ "$max" -le 4 ]
+	within 1 5 "$max"
+	# jobs did run side by side, as the kernel saw it
+	cat "$d/overlaps"
+	[ "$(wc -l <"$d/overlaps")" -ge 1 ]
 	is used "$P-c" 0
 	is waiters "$P-c" 0
 }
@@ -586,9 +899,10 @@ t_run_concurrency() {
 TESTS="
 t_create create makes a semaphore: capacity, used 0, mode 0600, owner
 t_create_mode create --mode is masked by the umask
-t_create_existing create keeps an existing semaphore; --exclusive fails
+t_create_existing create: same capacity is fine, another fails unless --exist-ok
 t_create_invalid create rejects bad capacities and names with exit 1
 t_usage usage errors exit 2 with one wsem: usage: line
+t_help wsem -h, --help, help VERB and VERB --help print help and exit 0
 t_not_found stat, rm, resize, run of a missing name exit 3
 t_ls_table ls prints an aligned table with a header, in name order
 t_ls_json ls --json is an array of objects keyed by struct wsem_stat
@@ -598,16 +912,23 @@ t_stat_json stat --json is one object keyed by struct wsem_stat
 t_resize resize changes the capacity; 0 is refused
 t_rm rm removes the name; again exits 3
 t_permissions another user: stat/ls with read only, resize/run/rm refused
-t_run_env run exports WSEM_FD, the inherited handle holding the weight
+t_run_env run --inherit exports WSEM_FD; supervised COMMAND has no handle
+t_run_short_options run -w -n -t ..., options after NAME before --
+t_run_create_mode run --create takes --mode
 t_run_status run exits with COMMAND's status, or its signal
 t_run_exec_fail run: COMMAND not found 127, not executable 126
 t_run_invalid run: bad weight or capacity exits 1
-t_run_exec_in_place run becomes COMMAND; killing it gives the lease back
+t_run_exec_in_place run --inherit becomes COMMAND; killing it frees the lease
 t_run_kill_waiting killing a waiting run leaves the queue, COMMAND never runs
 t_run_kill_grants killing the holder lets the queued run start
 t_run_held_visible a job's held weight shows in wsem stat while it runs
-t_run_descendant the lease lasts while a descendant keeps the handle
-t_run_timeout run --timeout exits 124 with one line
+t_run_descendant --inherit: a descendant keeps the lease; supervised: not
+t_run_supervised run waits for COMMAND, forwards signals, exits with its status
+t_run_pdeathsig SIGKILL to a supervising wsem kills COMMAND too
+t_run_inherited_other_ns stat/resize/run NAME use WSEM_FD in another IPC namespace
+t_device_errors /dev/wsem missing, not wsem, not permitted: one line naming it
+t_run_timeout run --timeout exits 124 with one line; --timeout 0 is --nonblock
+t_run_conflict_exit_code run -E N: the status of would block and timed out
 t_run_nonblock run --nonblock exits 75 with one line, no barging
 t_run_concurrency 12 jobs of weights 1-3 under capacity 4 never exceed it
 "

@@ -175,7 +175,8 @@ TEST_F(open, cloexec)
 	self->fd = wsem_open(self->name, O_CREAT | O_CLOEXEC, 0600, 1);
 	ASSERT_LE(0, self->fd);
 	EXPECT_EQ(FD_CLOEXEC, fcntl(self->fd, F_GETFD) & FD_CLOEXEC);
-	self->fd2 = wsem_open(self->name, 0, 0, 0);
+	/* close-on-exec is the library's default; WSEM_INHERIT clears it */
+	self->fd2 = wsem_open(self->name, WSEM_INHERIT, 0, 0);
 	ASSERT_LE(0, self->fd2);
 	EXPECT_EQ(0, fcntl(self->fd2, F_GETFD) & FD_CLOEXEC);
 }
@@ -472,7 +473,7 @@ TEST_F(open, reopen_cloexec)
 	ASSERT_LE(0, self->fd2);
 	EXPECT_EQ(FD_CLOEXEC, fcntl(self->fd2, F_GETFD) & FD_CLOEXEC);
 	EXPECT_EQ(0, close(self->fd2));
-	self->fd2 = wsem_reopen(self->fd, 0);
+	self->fd2 = wsem_reopen(self->fd, WSEM_INHERIT);
 	ASSERT_LE(0, self->fd2);
 	EXPECT_EQ(0, fcntl(self->fd2, F_GETFD) & FD_CLOEXEC);
 }

@@ -67,7 +67,7 @@ t_run_path() {
 
 # The reopen is the job's own: it holds, the inherited handle does not.
 t_run_fd() {
-	wsem run --fd 8 --weight 2 -- \
+	wsem run --fd 8 --weight 2 --inherit -- \
 		sh -c 'wsem stat --fd "$WSEM_FD" --json' >"$T/r" &&
 	[ "$(key "$T/r" held)" = 2 ] && json_is held 0 --fd 8 &&
 	json_is used 0 "$N"

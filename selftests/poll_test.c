@@ -9,14 +9,20 @@
  * the last waiter leaves the queue.  An unbound handle reports POLLERR.
  *
  * Every test owns an anonymous semaphore; its handles come from REOPEN.
- * Helpers run in threads, each with a handle of its own.
+ * Helpers run in threads, each with a handle of its own.  Where a test is
+ * about waking a poller, the helper first waits until the poller sleeps in
+ * poll() or epoll_wait() (its /proc wchan names a poll function), so that
+ * the wake-up path is what runs, never an early return.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <time.h>
 #include <unistd.h>
@@ -64,16 +70,51 @@ static int wait_waiters(int fd, uint64_t n)
 	return -1;
 }
 
-/* A thread's job: after @delay_ms, do @op on @fd; the outcome in @ret/@err. */
+/*
+ * Wait until thread @tid of this process sleeps in poll(2), select(2) or
+ * epoll_wait(2): its wchan is a function of theirs (do_sys_poll, ep_poll,
+ * ...).  0, or -1 after LONG_MS.
+ */
+static int wait_asleep_in_poll(pid_t tid)
+{
+	int64_t end = now_ms() + LONG_MS;
+	char path[64], buf[128];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/wchan", (int)tid);
+	do {
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return -1;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n > 0) {
+			buf[n] = '\0';
+			if (strstr(buf, "poll") || strstr(buf, "select"))
+				return 0;
+		}
+		usleep(1000);
+	} while (now_ms() < end);
+	return -1;
+}
+
+/*
+ * A thread's job: once thread @poller (if not 0) sleeps in poll, do @op on
+ * @fd; the outcome in @ret/@err, and whether the poller was seen asleep.
+ */
 struct job {
 	int fd;
-	int delay_ms;
-	enum { RELEASE, GROW, CLOSE, ACQUIRE_TIMEOUT, POLL } op;
+	pid_t poller;		/* wait until it sleeps in poll; 0: at once */
+	enum { RELEASE, GROW, CLOSE, ACQUIRE_TIMEOUT, POLL, SIGNAL } op;
 	uint64_t arg;		/* weight, capacity, or poll timeout */
 	int64_t timeout_ns;	/* for ACQUIRE_TIMEOUT */
+	pthread_t target;	/* for SIGNAL: gets SIGUSR1 */
 	int ret;
 	int err;
+	int asleep;		/* 0: the poller was seen asleep, -1: not */
 	int done;		/* set once the job has returned */
+	pid_t tid;		/* the job's thread */
 	pthread_t t;
 };
 
@@ -81,7 +122,9 @@ static void *run_job(void *p)
 {
 	struct job *j = p;
 
-	usleep(j->delay_ms * 1000);
+	__atomic_store_n(&j->tid, gettid(), __ATOMIC_SEQ_CST);
+	if (j->poller)
+		j->asleep = wait_asleep_in_poll(j->poller);
 	switch (j->op) {
 	case RELEASE:
 		j->ret = wsem_release(j->fd, j->arg);
@@ -98,6 +141,9 @@ static void *run_job(void *p)
 	case POLL:
 		j->ret = poll_in(j->fd, (int)j->arg);
 		break;
+	case SIGNAL:
+		j->ret = pthread_kill(j->target, SIGUSR1) ? -1 : 0;
+		break;
 	}
 	j->err = j->ret < 0 ? errno : 0;
 	__atomic_store_n(&j->done, 1, __ATOMIC_SEQ_CST);
@@ -107,6 +153,23 @@ static void *run_job(void *p)
 static int start(struct job *j)
 {
 	return pthread_create(&j->t, NULL, run_job, j);
+}
+
+/* The thread id of a started job, once it has one; 0 after LONG_MS. */
+static pid_t job_tid(struct job *j)
+{
+	int64_t end = now_ms() + LONG_MS;
+	pid_t tid;
+
+	while (!(tid = __atomic_load_n(&j->tid, __ATOMIC_SEQ_CST)) &&
+	       now_ms() < end)
+		usleep(1000);
+	return tid;
+}
+
+static void on_sigusr1(int sig)
+{
+	(void)sig;
 }
 
 FIXTURE(poll) {
@@ -155,10 +218,13 @@ TEST_F(poll, readable_while_weight_is_free)
 	EXPECT_EQ(POLLIN, poll_in(self->other, 0));
 }
 
-/* A sleeping poll() wakes on a release, a grow and a close. */
+/*
+ * A sleeping poll() wakes on a release, a grow and a close: each done by a
+ * thread once it sees this one asleep in poll().
+ */
 TEST_F(poll, release_grow_and_close_wake_a_poller)
 {
-	struct job j = { .fd = self->fd, .delay_ms = 50 };
+	struct job j = { .fd = self->fd, .poller = gettid() };
 	int64_t t0;
 	int fd2;
 
@@ -172,6 +238,7 @@ TEST_F(poll, release_grow_and_close_wake_a_poller)
 	EXPECT_GT(LONG_MS, now_ms() - t0);
 	pthread_join(j.t, NULL);
 	ASSERT_EQ(0, j.ret);
+	EXPECT_EQ(0, j.asleep);		/* the wake-up, not an early return */
 
 	ASSERT_EQ(0, wsem_acquire(self->fd, 1));
 	j.op = GROW;
@@ -180,6 +247,7 @@ TEST_F(poll, release_grow_and_close_wake_a_poller)
 	EXPECT_EQ(POLLIN, poll_in(self->other, LONG_MS));
 	pthread_join(j.t, NULL);
 	ASSERT_EQ(0, j.ret);
+	EXPECT_EQ(0, j.asleep);
 
 	/* A third handle takes the rest; closing it gives it back. */
 	fd2 = wsem_reopen(self->fd, O_CLOEXEC);
@@ -192,22 +260,26 @@ TEST_F(poll, release_grow_and_close_wake_a_poller)
 	EXPECT_EQ(POLLIN, poll_in(self->other, LONG_MS));
 	pthread_join(j.t, NULL);
 	ASSERT_EQ(0, j.ret);
+	EXPECT_EQ(0, j.asleep);
 }
 
 /*
  * Free weight behind a queued waiter is not readable: a try-acquire would
- * fail.  When the waiter leaves (here by its timeout), an epoll waiter
- * wakes.
+ * fail.  When the waiter leaves (here by a signal, sent once this thread
+ * sleeps in epoll_wait()), the epoll waiter wakes.
  */
 TEST_F(poll, queued_waiter_hides_free_weight_until_it_leaves)
 {
 	struct job w = {
-		.delay_ms = 0, .op = ACQUIRE_TIMEOUT, .arg = 2,
-		.timeout_ns = 300 * NSEC_PER_MSEC,
+		.op = ACQUIRE_TIMEOUT, .arg = 2,
+		.timeout_ns = 2 * LONG_MS * NSEC_PER_MSEC,
 	};
+	struct job k = { .poller = gettid(), .op = SIGNAL };
+	struct sigaction sa = { .sa_handler = on_sigusr1 };	/* no restart */
 	struct epoll_event ev = { .events = EPOLLIN };
 	int ep;
 
+	ASSERT_EQ(0, sigaction(SIGUSR1, &sa, NULL));
 	w.fd = wsem_reopen(self->fd, O_CLOEXEC);
 	ASSERT_LE(0, w.fd);
 	ASSERT_EQ(0, wsem_acquire(self->fd, CAP - 1));
@@ -218,11 +290,16 @@ TEST_F(poll, queued_waiter_hides_free_weight_until_it_leaves)
 	ep = epoll_create1(EPOLL_CLOEXEC);
 	ASSERT_LE(0, ep);
 	ASSERT_EQ(0, epoll_ctl(ep, EPOLL_CTL_ADD, self->other, &ev));
+	k.target = w.t;
+	ASSERT_EQ(0, start(&k));
 	EXPECT_EQ(1, epoll_wait(ep, &ev, 1, LONG_MS));
 	EXPECT_EQ(EPOLLIN, ev.events & (EPOLLIN | EPOLLERR));
+	pthread_join(k.t, NULL);
+	EXPECT_EQ(0, k.asleep);		/* it woke us, we did not find it */
+	EXPECT_EQ(0, k.ret);
 	pthread_join(w.t, NULL);
 	EXPECT_EQ(-1, w.ret);
-	EXPECT_EQ(ETIMEDOUT, w.err);
+	EXPECT_EQ(EINTR, w.err);
 	EXPECT_EQ(POLLIN, poll_in(self->other, 0));
 	EXPECT_EQ(0, close(ep));
 	EXPECT_EQ(0, close(w.fd));
@@ -235,10 +312,11 @@ TEST_F(poll, queued_waiter_hides_free_weight_until_it_leaves)
 TEST_F(poll, a_grant_to_a_waiter_does_not_wake_pollers)
 {
 	struct job w = {
-		.delay_ms = 0, .op = ACQUIRE_TIMEOUT, .arg = CAP,
+		.op = ACQUIRE_TIMEOUT, .arg = CAP,
 		.timeout_ns = LONG_MS * NSEC_PER_MSEC,
 	};
 	struct job p = { .fd = self->other, .op = POLL, .arg = LONG_MS };
+	pid_t ptid;
 
 	w.fd = wsem_reopen(self->fd, O_CLOEXEC);
 	ASSERT_LE(0, w.fd);
@@ -246,9 +324,12 @@ TEST_F(poll, a_grant_to_a_waiter_does_not_wake_pollers)
 	ASSERT_EQ(0, start(&w));
 	ASSERT_EQ(0, wait_waiters(self->fd, 1));
 	ASSERT_EQ(0, start(&p));
+	ptid = job_tid(&p);
+	ASSERT_NE(0, ptid);
+	/* The poller sleeps before the release, or the test shows nothing. */
+	ASSERT_EQ(0, wait_asleep_in_poll(ptid));
 
 	/* The waiter gets all of it: not readable, before or after. */
-	usleep(SHORT_MS * 1000);
 	ASSERT_EQ(0, wsem_release(self->fd, 1));
 	pthread_join(w.t, NULL);
 	ASSERT_EQ(0, w.ret);

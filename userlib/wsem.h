@@ -8,7 +8,7 @@
  * 0 (or a new descriptor) on success and -1 with errno set on failure, as
  * sem_wait(3) and semop(2) do.
  *
- *	int fd = wsem_open("jobs", O_CREAT | O_CLOEXEC, 0600, 8);
+ *	int fd = wsem_open("jobs", O_CREAT, 0600, 8);
  *	if (fd < 0 || wsem_acquire(fd, 3) < 0)
  *		err(1, "jobs");
  *	do_work();
@@ -27,7 +27,17 @@
 extern "C" {
 #endif
 
-/* Handles: oflag takes O_CREAT, O_EXCL and O_CLOEXEC from <fcntl.h>. */
+/*
+ * Handles: oflag takes O_CREAT and O_EXCL from <fcntl.h> (wsem_open() only),
+ * O_CLOEXEC, and WSEM_INHERIT.  Every handle the library returns is
+ * close-on-exec, as if O_CLOEXEC were given, so that weight never leaks
+ * into a program that system(3), popen(3) or exec starts; WSEM_INHERIT
+ * asks for a handle that survives execve(2) instead (it and O_CLOEXEC
+ * together are EINVAL).  The kernel ABI is untouched: this is the
+ * library's choice of open(2) and reopen flags.
+ */
+#define WSEM_INHERIT	0x40000000
+
 int wsem_open(const char *name, int oflag, mode_t mode, uint64_t capacity);
 int wsem_open_anon(uint64_t capacity, int oflag);
 int wsem_reopen(int fd, int oflag);

@@ -22,6 +22,22 @@ fi
 build_userspace
 
 inputs=(label=- "$tapf")
+
+# The host-side tests (install layout, the summary's TAP plans, the shell
+# completion), each framed as a program so that summary.awk checks its
+# exit status and plan as it does in a guest.
+stage "host tests"
+for t in "$ROOT"/selftests/host/*_test.sh; do
+	[ -f "$t" ] || continue
+	name=${t##*/}
+	hs=$(date +%s)
+	{
+		echo "# wsem-vm: begin $name"
+		bash "$t" 2>&1
+		echo "# wsem-vm: end $name exit=$? time=$(($(date +%s) - hs))"
+	} | tee "$out/host-$name.tap"
+	inputs+=(label=host "$out/host-$name.tap")
+done
 if [ -z "${NO_LINT:-}" ]; then
 	stage "lint"
 	bash "$VMDIR/lint.sh"

@@ -24,13 +24,13 @@ used() { state | cut -d' ' -f1; }
 waiting() { state | cut -d' ' -f2; }
 
 # job N W SECONDS: one unit of work under `wsem run`; it logs its own view.
-# The lease is the handle $WSEM_FD: a child that must not hold it closes it
-# (here `sleep`), so killing the job returns the weight at once.
+# wsem supervises it (the default): the lease ends when the job's shell
+# ends, so killing the job returns the weight at once, whatever it started.
 job() {
 	wsem run build --weight "$2" -- sh -c '
 		echo "$(cut -d" " -f1 /proc/uptime) start '"$1 $2"'" >>'"$LOG"'
 		echo $$ >/tmp/job'"$1"'.pid
-		eval "sleep '"$3"' $WSEM_FD>&-"
+		sleep '"$3"'
 		echo "$(cut -d" " -f1 /proc/uptime) end '"$1 $2"'" >>'"$LOG"'
 	'
 	echo "$(now) exit $1 $2 $?" >>"$LOG"

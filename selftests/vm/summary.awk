@@ -14,6 +14,11 @@
 # reporting a failing case counts as one failure, one that reported no case
 # at all counts as one result by its exit status.  A VM log without
 # "# wsem-vm: done" means the guest hung or died: one failure.
+#
+# TAP plans: a program's top-level "1..N" (or a plain TAP file's, outside
+# any program) must match the number of top-level results it reported; a
+# program that stopped half-way, or reported more than it planned, counts
+# as one failure even with exit status 0.
 
 function fail(name) {
 	failed++
@@ -37,6 +42,13 @@ function result(ok, skip, name) {
 	}
 }
 
+# "planned N results, reported M" if a plan was seen and not kept, else "".
+function plan_broken(plan, seen) {
+	if (plan < 0 || seen == plan)
+		return ""
+	return "planned " plan " results, reported " seen
+}
+
 # End of one input file: what it left unfinished.
 function endfile() {
 	if (file == "")
@@ -45,6 +57,9 @@ function endfile() {
 		fail(prefix cur " (the guest hung or died while it ran)")
 	if (isvm && !done)
 		fail(prefix "the guest did not finish (hang, panic or timeout)")
+	why = plan_broken(fplan, ftop)
+	if (why != "")
+		fail(prefix "TAP plan: " why)
 	cur = ""
 }
 
@@ -57,6 +72,8 @@ FNR == 1 {
 	isvm = 0
 	done = 0
 	cur = ""
+	fplan = -1
+	ftop = 0
 }
 
 {
@@ -69,7 +86,8 @@ FNR == 1 {
 
 /^# wsem-vm: begin / {
 	cur = $4
-	bpass = bfail = bskip = 0
+	bpass = bfail = bskip = btop = 0
+	bplan = -1
 	next
 }
 
@@ -86,7 +104,10 @@ FNR == 1 {
 		why = "exit status " exitst
 	name = cur
 	cur = ""
-	if (exitst != "0" && bfail == 0) {
+	short = plan_broken(bplan, btop)
+	if (exitst == "0" && bfail == 0 && short != "") {
+		fail(prefix name " (TAP plan: " short ")")
+	} else if (exitst != "0" && bfail == 0) {
 		if (exitst == "4" && bpass + bskip == 0)
 			skipped++
 		else
@@ -97,7 +118,25 @@ FNR == 1 {
 	next
 }
 
+# A plan: "1..N", maybe "1..0 # SKIP why".  Nested ones ("# 1..N") belong
+# to nested results, which the plan does not count.
+/^1\.\.[0-9]+( |$)/ {
+	np = $1
+	sub(/^1\.\./, "", np)
+	if (cur != "")
+		bplan = np + 0
+	else
+		fplan = np + 0
+	next
+}
+
 /^(# )*(not )?ok( [0-9]+)?( |$)/ {
+	if ($0 !~ /^# /) {
+		if (cur != "")
+			btop++
+		else
+			ftop++
+	}
 	line = $0
 	sub(/^(# )*/, "", line)
 	ok = (line !~ /^not /)

@@ -4,11 +4,11 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #include "cli.h"
-
-#define CLI_DEFAULT_MODE	0600
 
 /* Parse operand @s as a number called @what, or print a usage message. */
 static int operand_u64(const struct cli_verb *verb, const char *what,
@@ -20,8 +20,12 @@ static int operand_u64(const struct cli_verb *verb, const char *what,
 }
 
 static struct cli_opt create_opts[] = {
-	{ .name = "mode", .has_arg = true },
-	{ .name = "exclusive" },
+	{ .name = "mode", .short_name = 'm', .arg = "MODE",
+	  .help = "permission bits, octal (default 0600, & ~umask)" },
+	{ .name = "exclusive", .short_name = 'x',
+	  .help = "fail if NAME exists" },
+	{ .name = "exist-ok",
+	  .help = "accept an existing NAME whatever its capacity" },
 	{ .name = NULL },
 };
 
@@ -35,37 +39,94 @@ static int create_mode(const struct cli_verb *verb, mode_t *mode)
 	return cli_usage(verb->synopsis, "invalid MODE '%s'", o->value);
 }
 
-/* An existing semaphore is left as it is, unless --exclusive. */
+/*
+ * @name exists: compare its capacity with the one asked for.  The same is
+ * success; another is an error unless --exist-ok, which still says so.
+ * -1 with errno when it cannot be opened (ENOENT: removed meanwhile).
+ */
+static int check_existing(const char *name, uint64_t capacity)
+{
+	struct wsem_stat st;
+	char msg[128];
+	int fd = wsem_open(name, 0, 0, 0);
+
+	if (fd < 0)
+		return -1;
+	if (wsem_stat(fd, &st)) {
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	if (st.capacity == capacity)
+		return CLI_EXIT_OK;
+	if (cli_opt(create_opts, "exist-ok")->seen) {
+		fprintf(stderr, "wsem: note: %s exists with capacity %" PRIu64
+			", left as it is\n", name, (uint64_t)st.capacity);
+		return CLI_EXIT_OK;
+	}
+	snprintf(msg, sizeof(msg), "exists with capacity %" PRIu64 ", not %"
+		 PRIu64 " (--exist-ok accepts it, wsem resize changes it)",
+		 (uint64_t)st.capacity, capacity);
+	return cli_fail_msg(name, msg, CLI_EXIT_ERROR);
+}
+
+/*
+ * Create @name, or find it there: O_EXCL tells which.  A semaphore removed
+ * between the two steps is created again (a few times at most).
+ */
+static int create_or_check(const char *name, mode_t mode, uint64_t capacity)
+{
+	bool exclusive = cli_opt(create_opts, "exclusive")->seen;
+	int fd, ret, tries;
+
+	for (tries = 0; tries < 3; tries++) {
+		fd = wsem_open(name, O_CREAT | O_EXCL, mode, capacity);
+		if (fd >= 0) {
+			close(fd);
+			return CLI_EXIT_OK;
+		}
+		if (errno != EEXIST || exclusive)
+			return cli_fail(name, errno);
+		ret = check_existing(name, capacity);
+		if (ret >= 0)
+			return ret;
+		if (errno != ENOENT)
+			return cli_fail(name, errno);
+	}
+	return cli_fail(name, EAGAIN);
+}
+
+/*
+ * An existing semaphore of the same capacity is success; of another
+ * capacity an error, unless --exist-ok; with --exclusive any is.
+ */
 int cli_create(const struct cli_verb *verb, int argc, char **argv)
 {
 	struct cli_parse p = {
-		.synopsis = verb->synopsis,
+		.verb = verb,
 		.opts = create_opts,
 		.max_pos = 2,
 	};
-	int oflag = O_CREAT | O_CLOEXEC;
 	uint64_t capacity;
 	mode_t mode;
-	int fd, ret;
+	int ret;
 
 	ret = cli_parse(&p, argc, argv);
 	if (!ret)
 		ret = operand_u64(verb, "CAPACITY", p.pos[1], &capacity);
 	if (!ret)
 		ret = create_mode(verb, &mode);
+	if (!ret && cli_opt(create_opts, "exclusive")->seen &&
+	    cli_opt(create_opts, "exist-ok")->seen)
+		ret = cli_usage(verb->synopsis,
+				"--exclusive and --exist-ok exclude each other");
 	if (ret)
 		return ret;
-	if (cli_opt(create_opts, "exclusive")->seen)
-		oflag |= O_EXCL;
 	if (cli_is_path(p.pos[0]))
 		return cli_fail_msg(p.pos[0], "a semaphore is created by NAME, "
 				    "in the IPC namespace it is for",
 				    CLI_EXIT_USAGE);
-	fd = wsem_open(p.pos[0], oflag, mode, capacity);
-	if (fd < 0)
-		return cli_fail(p.pos[0], errno);
-	close(fd);
-	return CLI_EXIT_OK;
+	return create_or_check(p.pos[0], mode, capacity);
 }
 
 static struct cli_opt no_opts[] = {
@@ -75,7 +136,7 @@ static struct cli_opt no_opts[] = {
 int cli_rm(const struct cli_verb *verb, int argc, char **argv)
 {
 	struct cli_parse p = {
-		.synopsis = verb->synopsis,
+		.verb = verb,
 		.opts = no_opts,
 		.max_pos = 1,
 	};
@@ -84,20 +145,24 @@ int cli_rm(const struct cli_verb *verb, int argc, char **argv)
 	if (ret)
 		return ret;
 	if (wsem_unlink(p.pos[0]))
-		return cli_fail(p.pos[0], errno);
+		return cli_is_path(p.pos[0]) ? cli_fail_nodev(p.pos[0], errno) :
+					       cli_fail(p.pos[0], errno);
 	return CLI_EXIT_OK;
 }
 
 static struct cli_opt resize_opts[] = {
-	{ .name = "fd", .has_arg = true },
+	{ .name = "fd", .arg = "N", .help = "the inherited handle N" },
 	{ .name = NULL },
 };
 
-/* NAME or a path is opened; --fd N is used as it is. */
+/*
+ * --fd N, or the inherited $WSEM_FD when it is bound to NAME, is used as
+ * it is; otherwise NAME or a path is opened.
+ */
 int cli_resize(const struct cli_verb *verb, int argc, char **argv)
 {
 	struct cli_parse p = {
-		.synopsis = verb->synopsis,
+		.verb = verb,
 		.opts = resize_opts,
 		.max_pos = 2,
 	};
@@ -113,14 +178,17 @@ int cli_resize(const struct cli_verb *verb, int argc, char **argv)
 	if (ret)
 		return ret;
 	what = fd < 0 ? p.pos[0] : "--fd";
+	if (fd < 0)
+		fd = cli_inherited_fd(p.pos[0]);
 	if (fd < 0) {
-		fd = own = wsem_open(p.pos[0], O_CLOEXEC, 0, 0);
+		fd = own = wsem_open(p.pos[0], 0, 0, 0);
 		if (fd < 0)
-			return cli_fail(what, errno);
+			return cli_fail_target(what, errno);
 	}
 	ret = wsem_set_capacity(fd, capacity);
 	if (ret)
-		ret = cli_fail(what, errno);
+		ret = own >= 0 ? cli_fail_target(what, errno) :
+				 cli_fail_nodev(what, errno);
 	if (own >= 0)
 		close(own);
 	return ret;

@@ -1,13 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Splitting a verb's arguments into long options, operands and COMMAND.
+ * Splitting a verb's arguments into options, operands and COMMAND.
  *
- * Options are long only ("--weight 2" or "--weight=2") and may come before,
- * between or after the operands.  Where a verb has an "fd" option, --fd N
- * takes the place of its first operand, NAME.  "--" ends the options.  For a verb that
- * ends with COMMAND, the first word after "--", or the first word once all
- * operands are there, starts COMMAND; nothing after it is ours.
+ * Options come long ("--weight 2", "--weight=2") or short ("-w 2", "-w2",
+ * "-nc 4" for flags together), before, between or after the operands.
+ * Where a verb has an "fd" option, --fd N takes the place of its first
+ * operand, NAME.  "--" ends the options.  For a verb that ends with
+ * COMMAND, the first word after "--", or the first word that is not an
+ * option once all operands are there, starts COMMAND; nothing after it is
+ * ours.  So "wsem run NAME -w 2 -- cmd" takes -w as ours, and
+ * "wsem run NAME echo -w 2" gives "-w 2" to echo.  -h and --help print the
+ * verb's help.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
@@ -21,9 +26,9 @@ struct cli_opt *cli_opt(struct cli_opt *opts, const char *name)
 	return NULL;
 }
 
-/* Find the option "--name" or "--name=value" that @arg spells, or NULL. */
-static struct cli_opt *match_opt(struct cli_opt *opts, const char *arg,
-				 const char **inline_value)
+/* Find the option "name" or "name=value" that @arg spells, or NULL. */
+static struct cli_opt *match_long(struct cli_opt *opts, const char *arg,
+				  const char **inline_value)
 {
 	const char *eq = strchr(arg, '=');
 	size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
@@ -36,25 +41,106 @@ static struct cli_opt *match_opt(struct cli_opt *opts, const char *arg,
 	return NULL;
 }
 
-/* Take the option at argv[*i]; return 0 or a usage exit status. */
-static int take_opt(struct cli_parse *p, int argc, char **argv, int *i)
+static struct cli_opt *match_short(struct cli_opt *opts, char c)
+{
+	for (; opts->name; opts++) {
+		if (opts->short_name && opts->short_name == c)
+			return opts;
+	}
+	return NULL;
+}
+
+/* "-w, --weight W" for help and messages. */
+static void print_opt_name(FILE *f, const struct cli_opt *o)
+{
+	char buf[48];
+
+	if (o->short_name)
+		snprintf(buf, sizeof(buf), "-%c, --%s%s%s", o->short_name,
+			 o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+	else
+		snprintf(buf, sizeof(buf), "    --%s%s%s", o->name,
+			 o->arg ? " " : "", o->arg ? o->arg : "");
+	fprintf(f, "  %-28s", buf);
+}
+
+/* wsem VERB --help: the synopsis, what the verb does, its options. */
+static int verb_help(const struct cli_parse *p)
+{
+	const struct cli_opt *o;
+
+	printf("Usage: wsem %s\n%s\n\nOptions:\n", p->verb->synopsis,
+	       p->verb->summary);
+	for (o = p->opts; o->name; o++) {
+		print_opt_name(stdout, o);
+		printf(" %s\n", o->help);
+	}
+	print_opt_name(stdout, &(struct cli_opt){ .name = "help",
+						  .short_name = 'h' });
+	printf(" show this help and exit\nSee wsem(1).\n");
+	return CLI_DONE;
+}
+
+/* Record option @o with @value (NULL for a flag). */
+static void set_opt(struct cli_opt *o, const char *value)
+{
+	o->seen = true;
+	o->value = value;
+}
+
+/* Take the long option at argv[*i]; 0, CLI_DONE or a usage status. */
+static int take_long(struct cli_parse *p, int argc, char **argv, int *i)
 {
 	const char *value;
-	struct cli_opt *o = match_opt(p->opts, argv[*i] + 2, &value);
+	struct cli_opt *o = match_long(p->opts, argv[*i] + 2, &value);
 
+	if (!o && !strcmp(argv[*i], "--help"))
+		return verb_help(p);
 	if (!o)
 		return cli_usage(p->synopsis, "unknown option %s", argv[*i]);
-	if (!o->has_arg && value)
+	if (!o->arg && value)
 		return cli_usage(p->synopsis, "option --%s takes no value",
 				 o->name);
-	if (o->has_arg && !value) {
+	if (o->arg && !value) {
 		if (*i + 1 >= argc)
 			return cli_usage(p->synopsis,
 					 "option --%s needs a value", o->name);
 		value = argv[++*i];
 	}
-	o->seen = true;
-	o->value = value;
+	set_opt(o, value);
+	return 0;
+}
+
+/*
+ * Take the short options at argv[*i] ("-n", "-w2", "-nw 2"); 0, CLI_DONE
+ * or a usage status.  An option with a value takes the rest of the word,
+ * or the next word.
+ */
+static int take_short(struct cli_parse *p, int argc, char **argv, int *i)
+{
+	const char *s = argv[*i] + 1;
+	struct cli_opt *o;
+
+	for (; *s; s++) {
+		o = match_short(p->opts, *s);
+		if (!o && *s == 'h')
+			return verb_help(p);
+		if (!o)
+			return cli_usage(p->synopsis, "unknown option -%c", *s);
+		if (!o->arg) {
+			set_opt(o, NULL);
+			continue;
+		}
+		if (s[1]) {
+			set_opt(o, s + 1);
+			return 0;
+		}
+		if (*i + 1 >= argc)
+			return cli_usage(p->synopsis,
+					 "option -%c needs a value", *s);
+		set_opt(o, argv[++*i]);
+		return 0;
+	}
 	return 0;
 }
 
@@ -89,31 +175,44 @@ static int check_count(struct cli_parse *p)
 	return 0;
 }
 
+/* One word before COMMAND; 0, 1 (it started COMMAND) or an exit status. */
+static int take_word(struct cli_parse *p, int argc, char **argv, int *i,
+		     bool *opts_done)
+{
+	const char *a = argv[*i];
+
+	if (!*opts_done && !strcmp(a, "--")) {
+		if (p->command)
+			p->cmd = argv + *i + 1;
+		*opts_done = true;
+		return p->command;
+	}
+	if (*opts_done || a[0] != '-' || !a[1])
+		return take_pos(p, argv, *i);
+	if (a[1] == '-')
+		return take_long(p, argc, argv, i);
+	return take_short(p, argc, argv, i);
+}
+
 /**
  * cli_parse() - split argv (argv[0] is the verb) as @p describes
- * @p: the verb's options and operand count; receives operands and COMMAND
+ * @p: the verb, its options and operand count; receives operands and
+ *	COMMAND
  * @argc: argument count
  * @argv: arguments
  *
- * Return: 0, or CLI_EXIT_USAGE after printing the usage message.
+ * Return: 0; CLI_DONE after printing the verb's help; or CLI_EXIT_USAGE
+ * after printing the usage message.
  */
 int cli_parse(struct cli_parse *p, int argc, char **argv)
 {
 	bool opts_done = false;
-	int i, ret;
+	int i, ret = 0;
 
+	p->synopsis = p->verb->synopsis;
 	for (i = 1; i < argc && !p->cmd; i++) {
-		if (!opts_done && !strcmp(argv[i], "--")) {
-			if (p->command)
-				p->cmd = argv + i + 1;
-			opts_done = true;
-			continue;
-		}
-		if (!opts_done && !strncmp(argv[i], "--", 2))
-			ret = take_opt(p, argc, argv, &i);
-		else
-			ret = take_pos(p, argv, i);
-		if (ret == CLI_EXIT_USAGE)
+		ret = take_word(p, argc, argv, &i, &opts_done);
+		if (ret > 1 || ret == CLI_DONE)
 			return ret;
 	}
 	if (p->command && (!p->cmd || !p->cmd[0]))

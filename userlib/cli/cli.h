@@ -22,32 +22,40 @@
 #define CLI_EXIT_NOEXEC		126	/* COMMAND found, not executable */
 #define CLI_EXIT_NOCMD		127	/* COMMAND not found */
 
-#define CLI_MAX_POS		2
+/* Not an exit status: done, nothing more to do (--help); main() exits 0. */
+#define CLI_DONE		(-1)
 
-/* One "--name VALUE", "--name=VALUE" or "--name" option of a verb. */
+#define CLI_MAX_POS		2
+#define CLI_DEFAULT_MODE	0600	/* create, run --create */
+
+/* One option of a verb: "--name VALUE", "--name=VALUE", "-n VALUE", "-n". */
 struct cli_opt {
 	const char *name;	/* without the leading "--" */
-	bool has_arg;
+	char short_name;	/* 'n' for "-n", or 0 */
+	const char *arg;	/* what the value is called in help; NULL: a flag */
+	const char *help;	/* one line for --help */
 	bool seen;
 	const char *value;	/* the last value given */
-};
-
-/* What cli_parse() is told, and what it found. */
-struct cli_parse {
-	const char *synopsis;	/* for usage messages, without "wsem " */
-	struct cli_opt *opts;	/* ends with a NULL name */
-	int max_pos;		/* operands before COMMAND */
-	bool command;		/* the verb ends with COMMAND [ARG...] */
-	char *pos[CLI_MAX_POS];
-	int npos;
-	char **cmd;		/* NULL-terminated COMMAND, or NULL */
 };
 
 /* A verb: argv[0] is the verb itself. */
 struct cli_verb {
 	const char *name;
 	const char *synopsis;
+	const char *summary;	/* one line for --help */
 	int (*run)(const struct cli_verb *verb, int argc, char **argv);
+};
+
+/* What cli_parse() is told, and what it found. */
+struct cli_parse {
+	const struct cli_verb *verb;
+	const char *synopsis;	/* set by cli_parse(): the verb's, for usage */
+	struct cli_opt *opts;	/* ends with a NULL name */
+	int max_pos;		/* operands before COMMAND */
+	bool command;		/* the verb ends with COMMAND [ARG...] */
+	char *pos[CLI_MAX_POS];
+	int npos;
+	char **cmd;		/* NULL-terminated COMMAND, or NULL */
 };
 
 /* args.c */
@@ -57,12 +65,13 @@ struct cli_opt *cli_opt(struct cli_opt *opts, const char *name);
 /* number.c */
 bool cli_parse_u64(const char *s, uint64_t *v);
 bool cli_parse_mode(const char *s, mode_t *mode);
-bool cli_parse_seconds(const char *s, int64_t *ns);
+bool cli_parse_duration(const char *s, int64_t *ns);
 
 /* target.c */
 bool cli_is_path(const char *name);
 int cli_fd_option(const char *synopsis, const struct cli_opt *o, int *fd);
 int cli_open_path_ro(const char *path);
+int cli_inherited_fd(const char *name);
 unsigned long cli_own_ipc_ns(void);
 unsigned long cli_fd_ipc_ns(int fd);
 bool cli_ipc_ns_is_initial(unsigned long ns);
@@ -70,6 +79,8 @@ const char *cli_ipc_ns_text(unsigned long ns);
 
 /* report.c */
 int cli_fail(const char *what, int err);
+int cli_fail_nodev(const char *what, int err);
+int cli_fail_target(const char *what, int err);
 int cli_fail_msg(const char *what, const char *msg, int status);
 int cli_usage(const char *synopsis, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

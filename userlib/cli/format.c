@@ -4,6 +4,7 @@
  * JSON keys are the field names of struct wsem_stat; "mode" is an octal
  * string such as "0600", as ls(1) and stat(1) users read it.
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -19,11 +20,15 @@ static const char *stat_name(const struct wsem_stat *st)
 	return name;
 }
 
-static int num_width(unsigned long long v)
+/*
+ * __u64 is unsigned long long on some ABIs and unsigned long on others
+ * (ppc64el, mips64el, alpha): numbers are printed as uint64_t, PRIu64.
+ */
+static int num_width(uint64_t v)
 {
 	char buf[24];
 
-	return snprintf(buf, sizeof(buf), "%llu", v);
+	return snprintf(buf, sizeof(buf), "%" PRIu64, v);
 }
 
 static int max_int(int a, int b)
@@ -46,14 +51,14 @@ void cli_print_table(const struct wsem_stat *st, size_t n)
 	printf("%-*s  %*s  %*s  %*s\n", w[0], "NAME", w[1], "CAPACITY",
 	       w[2], "USED", w[3], "WAITERS");
 	for (i = 0; i < n; i++)
-		printf("%-*s  %*llu  %*llu  %*llu\n", w[0], stat_name(&st[i]),
-		       w[1], st[i].capacity, w[2], st[i].used,
-		       w[3], st[i].waiters);
+		printf("%-*s  %*" PRIu64 "  %*" PRIu64 "  %*" PRIu64 "\n",
+		       w[0], stat_name(&st[i]), w[1], (uint64_t)st[i].capacity,
+		       w[2], (uint64_t)st[i].used, w[3], (uint64_t)st[i].waiters);
 }
 
-static void print_field(const char *key, unsigned long long v)
+static void print_field(const char *key, uint64_t v)
 {
-	printf("%-14s %llu\n", key, v);
+	printf("%-14s %" PRIu64 "\n", key, v);
 }
 
 /* stat: one "field: value" line per field of struct wsem_stat. */
@@ -88,14 +93,21 @@ static void json_string(const char *s)
 	putchar('"');
 }
 
+static void json_u64(const char *key, uint64_t v)
+{
+	printf(",\"%s\":%" PRIu64, key, v);
+}
+
 static void json_fields(const struct wsem_stat *st)
 {
 	fputs("{\"name\":", stdout);
 	json_string(stat_name(st));
-	printf(",\"capacity\":%llu,\"used\":%llu,\"available\":%llu"
-	       ",\"held\":%llu,\"waiters\":%llu,\"queued_weight\":%llu",
-	       st->capacity, st->used, st->available, st->held, st->waiters,
-	       st->queued_weight);
+	json_u64("capacity", st->capacity);
+	json_u64("used", st->used);
+	json_u64("available", st->available);
+	json_u64("held", st->held);
+	json_u64("waiters", st->waiters);
+	json_u64("queued_weight", st->queued_weight);
 	printf(",\"uid\":%u,\"gid\":%u,\"mode\":\"%04o\"", st->uid, st->gid,
 	       st->mode);
 }

@@ -17,15 +17,20 @@
 #define WSEM_VERSION	"1.0.0"
 
 static const struct cli_verb verbs[] = {
-	{ "create", "create NAME CAPACITY [--mode MODE] [--exclusive]",
-	  cli_create },
-	{ "rm", "rm NAME|PATH", cli_rm },
-	{ "ls", "ls [--json]", cli_ls },
-	{ "stat", "stat NAME|PATH|--fd N [--json]", cli_stat },
-	{ "resize", "resize NAME|PATH|--fd N CAPACITY", cli_resize },
-	{ "run", "run NAME|PATH|--fd N [--weight W] "
-		 "[--timeout SECONDS | --nonblock] [--create CAPACITY] "
-		 "-- COMMAND [ARG...]", cli_run },
+	{ "create", "create NAME CAPACITY [-m MODE] [--exclusive | --exist-ok]",
+	  "Create a semaphore of capacity CAPACITY; an existing one of the "
+	  "same capacity is fine.", cli_create },
+	{ "rm", "rm NAME|PATH", "Remove a semaphore's name.", cli_rm },
+	{ "ls", "ls [--json]",
+	  "List the semaphores of this IPC namespace.", cli_ls },
+	{ "stat", "stat NAME|PATH|--fd N [--json]",
+	  "Show every field of one semaphore.", cli_stat },
+	{ "resize", "resize NAME|PATH|--fd N CAPACITY",
+	  "Change the capacity.", cli_resize },
+	{ "run", "run NAME|PATH|--fd N [-w W] [-t DURATION | -n] [-E N] "
+		 "[-c CAPACITY [-m MODE]] [--inherit] -- COMMAND [ARG...]",
+	  "Wait for weight W, run COMMAND holding it, give it back when "
+	  "COMMAND ends.", cli_run },
 };
 
 #define NR_VERBS	(sizeof(verbs) / sizeof(verbs[0]))
@@ -37,7 +42,9 @@ static int help(void)
 	puts("Usage:");
 	for (i = 0; i < NR_VERBS; i++)
 		printf("  wsem %s\n", verbs[i].synopsis);
-	puts("See wsem(1).");
+	puts("  wsem -h|--help | VERB --help | --version\n"
+	     "Weighted, strictly FIFO counting semaphores (/dev/wsem).\n"
+	     "\"wsem VERB --help\" shows a verb's options; see wsem(1).");
 	return CLI_EXIT_OK;
 }
 
@@ -68,9 +75,19 @@ int main(int argc, char **argv)
 	const struct cli_verb *verb;
 	const char *all = "create|rm|ls|stat|resize|run ...";
 
+	int status;
+
 	if (argc < 2)
 		return cli_usage(all, NULL);
-	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "help"))
+	if (!strcmp(argv[1], "help") && argc == 3 && find_verb(argv[2])) {
+		verb = find_verb(argv[2]);
+		argv[1] = argv[2];
+		argv[2] = "--help";
+		status = verb->run(verb, 2, argv + 1);
+		return flush_stdout(status == CLI_DONE ? CLI_EXIT_OK : status);
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+	    !strcmp(argv[1], "help"))
 		return flush_stdout(help());
 	if (!strcmp(argv[1], "--version")) {
 		puts("wsem " WSEM_VERSION);
@@ -79,5 +96,6 @@ int main(int argc, char **argv)
 	verb = find_verb(argv[1]);
 	if (!verb)
 		return cli_usage(all, "unknown command '%s'", argv[1]);
-	return flush_stdout(verb->run(verb, argc - 1, argv + 1));
+	status = verb->run(verb, argc - 1, argv + 1);
+	return flush_stdout(status == CLI_DONE ? CLI_EXIT_OK : status);
 }

@@ -4,6 +4,7 @@
  * status that goes with it.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,13 +21,57 @@ int cli_fail_msg(const char *what, const char *msg, int status)
 }
 
 /*
- * Report @err for @what.  ENOENT means "no such semaphore" (exit 3) unless
- * the device itself is missing: then the module is not loaded (exit 1).
+ * Was @err, from a call that went through /dev/wsem, the device's doing
+ * rather than the semaphore's?  Then the device's own error: what opening
+ * it says (ENOENT: no module; EACCES: the node's mode), or ENOTTY when it
+ * opens but is no wsem device.  0 when the device is fine.
+ */
+static int device_error(int err)
+{
+	int fd;
+
+	if (err != ENOENT && err != EACCES && err != EPERM && err != ENOTTY &&
+	    err != ENXIO && err != ENODEV)
+		return 0;
+	fd = open(WSEM_DEVICE, O_RDWR | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return errno;
+	close(fd);
+	return err == ENOTTY ? ENOTTY : 0;
+}
+
+/* One line about the device, with what to do about it. */
+static int fail_device(int err)
+{
+	if (err == ENOENT || err == ENXIO || err == ENODEV)
+		fprintf(stderr, "wsem: %s: %s (is the module loaded? "
+			"modprobe wsem)\n", WSEM_DEVICE, strerror(err));
+	else if (err == ENOTTY)
+		fprintf(stderr, "wsem: %s is not a wsem device\n",
+			WSEM_DEVICE);
+	else
+		fprintf(stderr, "wsem: %s: %s\n", WSEM_DEVICE, strerror(err));
+	return CLI_EXIT_ERROR;
+}
+
+/*
+ * Report @err for @what, a semaphore reached through /dev/wsem (a NAME,
+ * "ls"): when the device is to blame, the line names it instead.  ENOENT
+ * about the semaphore itself means "no such semaphore" (exit 3).
  */
 int cli_fail(const char *what, int err)
 {
-	if (err == ENOENT && access(WSEM_DEVICE, F_OK))
-		return cli_fail_msg(WSEM_DEVICE, strerror(err), CLI_EXIT_ERROR);
+	int derr = device_error(err);
+
+	if (derr)
+		return fail_device(derr);
+	return cli_fail_msg(what, strerror(err),
+			    err == ENOENT ? CLI_EXIT_NOTFOUND : CLI_EXIT_ERROR);
+}
+
+/* Report @err for @what, which did not involve /dev/wsem (a path, --fd). */
+int cli_fail_nodev(const char *what, int err)
+{
 	return cli_fail_msg(what, strerror(err),
 			    err == ENOENT ? CLI_EXIT_NOTFOUND : CLI_EXIT_ERROR);
 }
@@ -46,4 +91,12 @@ int cli_usage(const char *synopsis, const char *fmt, ...)
 		fprintf(stderr, "wsem %s\n", synopsis);
 	}
 	return CLI_EXIT_USAGE;
+}
+
+/* cli_fail() for a NAME, cli_fail_nodev() for a path or "--fd". */
+int cli_fail_target(const char *what, int err)
+{
+	if (cli_is_path(what) || what[0] == '-')
+		return cli_fail_nodev(what, err);
+	return cli_fail(what, err);
 }

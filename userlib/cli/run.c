@@ -1,19 +1,32 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * wsem run: take weight, then become COMMAND.
+ * wsem run: take weight, run COMMAND holding it.
  *
- * The handle is opened without O_CLOEXEC, the weight acquired, and COMMAND
- * exec()ed in this very process with WSEM_FD set to the handle's number.
- * COMMAND inherits the handle, so the lease lasts exactly as long as
- * COMMAND and any descendant that keeps the descriptor open; no wsem
- * process is left behind that could be killed apart from COMMAND, and the
- * exit status (or the killing signal) is COMMAND's own.
+ * Supervised (the default), as flock(1) runs a command: wsem opens a
+ * close-on-exec handle, acquires, forks COMMAND and waits for it, then
+ * closes the handle.  COMMAND and whatever it starts never hold the
+ * handle, so a daemon left behind (nohup, a compiler server) does not keep
+ * the weight after COMMAND ends.  The child asks for SIGKILL when wsem
+ * dies (PR_SET_PDEATHSIG), so killing wsem, even with SIGKILL, cannot
+ * leave COMMAND running without its lease; SIGHUP, SIGINT, SIGQUIT,
+ * SIGTERM, SIGUSR1, SIGUSR2 and SIGWINCH sent to wsem go on to COMMAND,
+ * so "kill $!" works as it would on COMMAND.  The exit status is
+ * COMMAND's, or 128 + the signal that killed it.
+ *
+ * --inherit: the handle is opened inheritable, and COMMAND is exec()ed in
+ * this very process with WSEM_FD set to the handle's number (and
+ * WSEM_NAME to NAME).  The lease lasts as long as COMMAND and any
+ * descendant that keeps the descriptor open; no wsem process is left.
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -24,48 +37,95 @@ struct run_req {
 	uint64_t weight;
 	bool create;
 	uint64_t capacity;	/* with --create */
+	mode_t mode;		/* with --create */
 	int64_t timeout_ns;	/* --timeout, or -1 */
-	bool nonblock;
+	bool nonblock;		/* --nonblock, or --timeout 0 */
+	int conflict_status;	/* would block or timed out */
+	bool inherit;
 	char **cmd;
 };
 
 static struct cli_opt run_opts[] = {
-	{ .name = "weight", .has_arg = true },
-	{ .name = "timeout", .has_arg = true },
-	{ .name = "nonblock" },
-	{ .name = "create", .has_arg = true },
-	{ .name = "fd", .has_arg = true },
+	{ .name = "weight", .short_name = 'w', .arg = "W",
+	  .help = "the weight to hold (default 1)" },
+	{ .name = "timeout", .short_name = 't', .arg = "DURATION",
+	  .help = "give up after DURATION (5, 1.5s, 5m, 2h, 1d): exit 124" },
+	{ .name = "nonblock", .short_name = 'n',
+	  .help = "take the weight only at once, else exit 75" },
+	{ .name = "conflict-exit-code", .short_name = 'E', .arg = "N",
+	  .help = "exit N (0-255) instead of 75 or 124" },
+	{ .name = "create", .short_name = 'c', .arg = "CAPACITY",
+	  .help = "create NAME with CAPACITY if it does not exist" },
+	{ .name = "mode", .short_name = 'm', .arg = "MODE",
+	  .help = "with --create: permission bits (default 0600)" },
+	{ .name = "inherit",
+	  .help = "exec COMMAND with the handle ($WSEM_FD) instead" },
+	{ .name = "fd", .arg = "N", .help = "acquire through a reopen of N" },
 	{ .name = NULL },
 };
+
+static bool seen(const char *name)
+{
+	return cli_opt(run_opts, name)->seen;
+}
+
+static const char *value(const char *name)
+{
+	return cli_opt(run_opts, name)->value;
+}
+
+/* The numbers among the options; 0 or a usage exit status. */
+static int run_numbers(const char *syn, struct run_req *req)
+{
+	uint64_t n;
+
+	req->weight = 1;
+	req->timeout_ns = -1;
+	req->mode = CLI_DEFAULT_MODE;
+	req->conflict_status = -1;
+	if (seen("weight") && !cli_parse_u64(value("weight"), &req->weight))
+		return cli_usage(syn, "invalid WEIGHT '%s'", value("weight"));
+	if (seen("timeout") &&
+	    !cli_parse_duration(value("timeout"), &req->timeout_ns))
+		return cli_usage(syn, "invalid DURATION '%s'",
+				 value("timeout"));
+	if (seen("create") && !cli_parse_u64(value("create"), &req->capacity))
+		return cli_usage(syn, "invalid CAPACITY '%s'", value("create"));
+	if (seen("mode") && !cli_parse_mode(value("mode"), &req->mode))
+		return cli_usage(syn, "invalid MODE '%s'", value("mode"));
+	if (seen("conflict-exit-code")) {
+		if (!cli_parse_u64(value("conflict-exit-code"), &n) || n > 255)
+			return cli_usage(syn, "invalid exit code '%s'",
+					 value("conflict-exit-code"));
+		req->conflict_status = (int)n;
+	}
+	return 0;
+}
 
 /* Turn the options into @req; 0 or a usage exit status. */
 static int run_options(const struct cli_verb *verb, struct run_req *req)
 {
-	struct cli_opt *w = cli_opt(run_opts, "weight");
-	struct cli_opt *t = cli_opt(run_opts, "timeout");
-	struct cli_opt *c = cli_opt(run_opts, "create");
+	const char *syn = verb->synopsis;
+	int ret = run_numbers(syn, req);
 
-	req->weight = 1;
-	req->timeout_ns = -1;
-	req->nonblock = cli_opt(run_opts, "nonblock")->seen;
-	req->create = c->seen;
-	if (w->seen && !cli_parse_u64(w->value, &req->weight))
-		return cli_usage(verb->synopsis, "invalid WEIGHT '%s'",
-				 w->value);
-	if (t->seen && !cli_parse_seconds(t->value, &req->timeout_ns))
-		return cli_usage(verb->synopsis, "invalid SECONDS '%s'",
-				 t->value);
-	if (c->seen && !cli_parse_u64(c->value, &req->capacity))
-		return cli_usage(verb->synopsis, "invalid CAPACITY '%s'",
-				 c->value);
-	if (t->seen && req->nonblock)
-		return cli_usage(verb->synopsis,
+	if (ret)
+		return ret;
+	req->create = seen("create");
+	req->inherit = seen("inherit");
+	req->nonblock = seen("nonblock");
+	if (seen("timeout") && req->nonblock)
+		return cli_usage(syn,
 				 "--timeout and --nonblock exclude each other");
-	if (c->seen && cli_opt(run_opts, "fd")->seen)
-		return cli_usage(verb->synopsis,
-				 "--create and --fd exclude each other");
-	return cli_fd_option(verb->synopsis, cli_opt(run_opts, "fd"),
-			     &req->fd);
+	/* A timeout of 0 is a try-acquire, with the same status and line. */
+	if (req->timeout_ns == 0) {
+		req->nonblock = true;
+		req->timeout_ns = -1;
+	}
+	if (seen("mode") && !req->create)
+		return cli_usage(syn, "--mode needs --create");
+	if (req->create && seen("fd"))
+		return cli_usage(syn, "--create and --fd exclude each other");
+	return cli_fd_option(syn, cli_opt(run_opts, "fd"), &req->fd);
 }
 
 /*
@@ -85,24 +145,29 @@ static void note_namespace(const struct run_req *req)
 }
 
 /*
- * A handle COMMAND inherits: opened by NAME or path, or a reopen of --fd N
- * (so that parallel jobs sharing one inherited handle each get a lease of
- * their own).  Keep it off 0, 1 and 2, should one of them be closed, so
- * that COMMAND never mistakes it for stdin or stdout.
+ * The handle to acquire through: opened by NAME or path, or a reopen of
+ * --fd N or of an inherited $WSEM_FD bound to NAME (so that parallel jobs
+ * sharing one inherited handle each get a lease of their own).  With
+ * --inherit, COMMAND inherits it: keep it off 0, 1 and 2, should one of
+ * them be closed, so that COMMAND never mistakes it for stdin or stdout.
  */
-static int open_inherited(const struct run_req *req)
+static int open_handle(const struct run_req *req)
 {
-	int oflag = req->create ? O_CREAT : 0;
-	int fd, nfd, err;
+	int oflag = req->inherit ? WSEM_INHERIT : 0;
+	int fd, nfd, err, inh = req->fd;
 
 	note_namespace(req);
-	if (req->fd >= 0)
-		fd = wsem_reopen(req->fd, 0);
+	if (inh < 0 && !req->create)
+		inh = cli_inherited_fd(req->name);
+	if (inh >= 0)
+		fd = wsem_reopen(inh, oflag);
 	else
-		fd = wsem_open(req->name, oflag, 0600, req->capacity);
+		fd = wsem_open(req->name, oflag | (req->create ? O_CREAT : 0),
+			       req->mode, req->capacity);
 	if (fd < 0 || fd > STDERR_FILENO)
 		return fd;
-	nfd = fcntl(fd, F_DUPFD, STDERR_FILENO + 1);
+	nfd = fcntl(fd, req->inherit ? F_DUPFD : F_DUPFD_CLOEXEC,
+		    STDERR_FILENO + 1);
 	err = errno;
 	close(fd);
 	errno = err;
@@ -112,7 +177,7 @@ static int open_inherited(const struct run_req *req)
 /* Acquire as asked; 0 or the exit status, after a one-line message. */
 static int take(int fd, const struct run_req *req)
 {
-	int ret;
+	int ret, status;
 
 	if (req->nonblock)
 		ret = wsem_tryacquire(fd, req->weight);
@@ -122,33 +187,170 @@ static int take(int fd, const struct run_req *req)
 		ret = wsem_acquire(fd, req->weight);
 	if (!ret)
 		return 0;
-	if (req->nonblock && errno == EAGAIN)
-		return cli_fail_msg(req->name, "would block",
-				    CLI_EXIT_WOULDBLOCK);
-	if (req->timeout_ns >= 0 && errno == ETIMEDOUT)
-		return cli_fail_msg(req->name, "timed out", CLI_EXIT_TIMEDOUT);
-	return cli_fail(req->name, errno);
+	if (req->nonblock && errno == EAGAIN) {
+		status = req->conflict_status;
+		return cli_fail_msg(req->name, "would block", status >= 0 ?
+				    status : CLI_EXIT_WOULDBLOCK);
+	}
+	if (req->timeout_ns >= 0 && errno == ETIMEDOUT) {
+		status = req->conflict_status;
+		return cli_fail_msg(req->name, "timed out", status >= 0 ?
+				    status : CLI_EXIT_TIMEDOUT);
+	}
+	return cli_fail_target(req->name, errno);
 }
 
-/* Become COMMAND; only returns, with 126 or 127, if exec fails. */
-static int become(int fd, char **cmd)
+/* execvp() COMMAND; only returns, with 126 or 127, if that fails. */
+static int exec_command(char **cmd)
 {
-	char num[16];
 	int err;
 
-	snprintf(num, sizeof(num), "%d", fd);
-	if (setenv("WSEM_FD", num, 1))
-		return cli_fail("WSEM_FD", errno);
 	execvp(cmd[0], cmd);
 	err = errno;
 	return cli_fail_msg(cmd[0], strerror(err), err == ENOENT ?
 			    CLI_EXIT_NOCMD : CLI_EXIT_NOEXEC);
 }
 
+/* --inherit: become COMMAND, WSEM_FD and WSEM_NAME telling the handle. */
+static int become(int fd, const struct run_req *req)
+{
+	char num[16];
+
+	snprintf(num, sizeof(num), "%d", fd);
+	if (setenv("WSEM_FD", num, 1))
+		return cli_fail_nodev("WSEM_FD", errno);
+	if (req->fd < 0 && setenv("WSEM_NAME", req->name, 1))
+		return cli_fail_nodev("WSEM_NAME", errno);
+	return exec_command(req->cmd);
+}
+
+/* The signals a supervising wsem passes on to COMMAND. */
+static const int forwarded[] = {
+	SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGWINCH,
+};
+
+#define NR_FORWARDED	(sizeof(forwarded) / sizeof(forwarded[0]))
+
+static volatile sig_atomic_t child_pid;
+
+/* What each forwarded signal did before: COMMAND gets it back. */
+static struct sigaction saved[NR_FORWARDED];
+
+/*
+ * Pass a signal on to COMMAND.  One the terminal sent (^C: SI_KERNEL)
+ * went to COMMAND's process group, COMMAND included, already.
+ */
+static void forward(int sig, siginfo_t *si, void *uc)
+{
+	int err = errno;
+
+	(void)uc;
+	if (child_pid > 0 && si->si_code != SI_KERNEL)
+		kill(child_pid, sig);
+	errno = err;
+}
+
+/*
+ * Install forward() for every forwarded signal that is not ignored (one
+ * ignored when wsem started, as SIGINT in a shell's background job, stays
+ * ignored, for COMMAND too), saving the old actions.
+ */
+static void start_forwarding(void)
+{
+	struct sigaction sa = { 0 };
+	size_t i;
+
+	sigemptyset(&sa.sa_mask);
+	sa.sa_sigaction = forward;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	for (i = 0; i < NR_FORWARDED; i++) {
+		sigaction(forwarded[i], NULL, &saved[i]);
+		if (saved[i].sa_handler != SIG_IGN)
+			sigaction(forwarded[i], &sa, NULL);
+	}
+}
+
+/* Put back the actions start_forwarding() found. */
+static void stop_forwarding(void)
+{
+	size_t i;
+
+	for (i = 0; i < NR_FORWARDED; i++)
+		sigaction(forwarded[i], &saved[i], NULL);
+}
+
+/*
+ * The child: SIGKILL when wsem goes (and wsem may have gone already, in
+ * which case getppid() is no longer @parent), default signal actions, then
+ * COMMAND.  The handle is close-on-exec: COMMAND never sees it.
+ */
+static void child(pid_t parent, const sigset_t *oldmask,
+		  const struct run_req *req)
+{
+	stop_forwarding();
+	sigprocmask(SIG_SETMASK, oldmask, NULL);
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL))
+		_exit(cli_fail_nodev("PR_SET_PDEATHSIG", errno));
+	if (getppid() != parent)	/* wsem died before the prctl */
+		_exit(CLI_EXIT_ERROR);
+	_exit(exec_command(req->cmd));
+}
+
+/*
+ * COMMAND's exit status, or 128 + the signal that killed it.  COMMAND is
+ * waited for without reaping it first (WNOWAIT): until it is reaped its
+ * pid is no one else's, so forward() cannot signal a stranger; then the
+ * forwarded signals are blocked, forward() is disarmed, and it is reaped.
+ */
+static int wait_child(pid_t pid, const sigset_t *fwd)
+{
+	siginfo_t si;
+	int status;
+
+	while (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) < 0) {
+		if (errno != EINTR)
+			return cli_fail_nodev("waitid", errno);
+	}
+	sigprocmask(SIG_BLOCK, fwd, NULL);
+	child_pid = 0;
+	while (waitpid(pid, &status, 0) < 0) {
+		if (errno != EINTR)
+			return cli_fail_nodev("waitpid", errno);
+	}
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return WEXITSTATUS(status);
+}
+
+/* Supervised: run COMMAND as a child holding nothing, wait, pass on. */
+static int supervise(const struct run_req *req)
+{
+	sigset_t all, old;
+	pid_t parent = getpid(), pid;
+	size_t i;
+
+	sigemptyset(&all);
+	for (i = 0; i < NR_FORWARDED; i++)
+		sigaddset(&all, forwarded[i]);
+	sigprocmask(SIG_BLOCK, &all, &old);
+	start_forwarding();
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0)
+		child(parent, &old, req);
+	if (pid < 0) {
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		return cli_fail_nodev("fork", errno);
+	}
+	child_pid = pid;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return wait_child(pid, &all);
+}
+
 int cli_run(const struct cli_verb *verb, int argc, char **argv)
 {
 	struct cli_parse p = {
-		.synopsis = verb->synopsis,
+		.verb = verb,
 		.opts = run_opts,
 		.max_pos = 1,
 		.command = true,
@@ -163,12 +365,12 @@ int cli_run(const struct cli_verb *verb, int argc, char **argv)
 		return ret;
 	req.name = req.fd < 0 ? p.pos[0] : "--fd";
 	req.cmd = p.cmd;
-	fd = open_inherited(&req);
+	fd = open_handle(&req);
 	if (fd < 0)
-		return cli_fail(req.name, errno);
+		return cli_fail_target(req.name, errno);
 	ret = take(fd, &req);
 	if (!ret)
-		ret = become(fd, req.cmd);
+		ret = req.inherit ? become(fd, &req) : supervise(&req);
 	close(fd);
 	return ret;
 }

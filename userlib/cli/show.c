@@ -36,31 +36,14 @@ static struct wsem_stat *list_all(size_t *count)
 	return buf ? buf : calloc(1, sizeof(*buf));
 }
 
-/*
- * Inside "wsem run", WSEM_FD is the inherited handle: when it is bound to
- * @name, show its own stat, whose held is this job's weight.
- */
-static void stat_inherited(const char *name, struct wsem_stat *st)
-{
-	const char *env = getenv("WSEM_FD");
-	struct wsem_stat own;
-	uint64_t fd;
-
-	if (!env || !cli_parse_u64(env, &fd) || fd > INT32_MAX)
-		return;
-	if (wsem_stat((int)fd, &own) || strcmp(own.name, name))
-		return;
-	*st = own;
-}
-
 static struct cli_opt show_opts[] = {
-	{ .name = "json" },
+	{ .name = "json", .help = "print JSON" },
 	{ .name = NULL },
 };
 
 int cli_ls(const struct cli_verb *verb, int argc, char **argv)
 {
-	struct cli_parse p = { .synopsis = verb->synopsis, .opts = show_opts };
+	struct cli_parse p = { .verb = verb, .opts = show_opts };
 	struct wsem_stat *st;
 	size_t n;
 	int ret = cli_parse(&p, argc, argv);
@@ -97,38 +80,47 @@ static int find_stat(const char *name, struct wsem_stat *out)
 }
 
 static struct cli_opt stat_opts[] = {
-	{ .name = "json" },
-	{ .name = "fd", .has_arg = true },
+	{ .name = "json", .help = "print JSON" },
+	{ .name = "fd", .arg = "N", .help = "the inherited handle N" },
 	{ .name = NULL },
 };
 
+/* The stat of handle @fd and its IPC namespace; 0 or an exit status. */
+static int stat_fd(const char *what, int fd, struct wsem_stat *st,
+		   unsigned long *ns)
+{
+	*ns = cli_fd_ipc_ns(fd);
+	return wsem_stat(fd, st) ? cli_fail_nodev(what, errno) : 0;
+}
+
 /*
  * The state of what stat was asked about, and the IPC namespace it lives
- * in; 0 or an exit status.  A NAME goes through the list (read permission
- * is enough), a path through a read-only open of the file.
+ * in; 0 or an exit status.  The inherited handle of "wsem run --inherit"
+ * comes first when it is bound to NAME, so that held is the job's and a
+ * job in another IPC namespace still finds it; then a path goes through a
+ * read-only open of the file, and a NAME through the list (read
+ * permission is enough).
  */
 static int stat_target(const char *name, int fd, struct wsem_stat *st,
 		       unsigned long *ns)
 {
-	int pfd, ret = 0;
+	int pfd, ret;
 
-	if (fd >= 0) {
-		*ns = cli_fd_ipc_ns(fd);
-		return wsem_stat(fd, st) ? cli_fail("--fd", errno) : 0;
-	}
+	if (fd >= 0)
+		return stat_fd("--fd", fd, st, ns);
+	fd = cli_inherited_fd(name);
+	if (fd >= 0)
+		return stat_fd(name, fd, st, ns);
 	if (cli_is_path(name)) {
 		pfd = cli_open_path_ro(name);
 		if (pfd < 0)
-			return cli_fail(name, errno);
-		if (wsem_stat(pfd, st))
-			ret = cli_fail(name, errno);
-		*ns = cli_fd_ipc_ns(pfd);
+			return cli_fail_nodev(name, errno);
+		ret = stat_fd(name, pfd, st, ns);
 		close(pfd);
 		return ret;
 	}
 	if (find_stat(name, st))
 		return cli_fail(name, errno);
-	stat_inherited(name, st);
 	*ns = cli_own_ipc_ns();
 	return 0;
 }
@@ -136,7 +128,7 @@ static int stat_target(const char *name, int fd, struct wsem_stat *st,
 int cli_stat(const struct cli_verb *verb, int argc, char **argv)
 {
 	struct cli_parse p = {
-		.synopsis = verb->synopsis,
+		.verb = verb,
 		.opts = stat_opts,
 		.max_pos = 1,
 	};

@@ -65,6 +65,32 @@ int cli_open_path_ro(const char *path)
 	return fd;
 }
 
+/*
+ * The handle that "wsem run --inherit" left in $WSEM_FD, if it is bound to
+ * @name: the semaphore's own name says so, or, where the kernel hides the
+ * name (a handle from another IPC namespace, a container's parent),
+ * $WSEM_NAME, the NAME that run was given.  The descriptor, or -1.
+ */
+int cli_inherited_fd(const char *name)
+{
+	const char *env = getenv("WSEM_FD");
+	const char *env_name = getenv("WSEM_NAME");
+	struct wsem_stat st;
+	uint64_t fd;
+
+	if (!env || !cli_parse_u64(env, &fd) || fd > INT32_MAX)
+		return -1;
+	if (wsem_stat((int)fd, &st))
+		return -1;
+	st.name[sizeof(st.name) - 1] = '\0';
+	if (!strcmp(st.name, name))
+		return (int)fd;
+	if (!st.name[0] && env_name && !strcmp(env_name, name) &&
+	    cli_fd_ipc_ns((int)fd) != cli_own_ipc_ns())
+		return (int)fd;
+	return -1;
+}
+
 /* This process's IPC namespace, as /proc/self/ns/ipc names it; 0 unknown. */
 unsigned long cli_own_ipc_ns(void)
 {

@@ -10,6 +10,22 @@
 #include "wsem.h"
 #include "internal.h"
 
+/*
+ * Close-on-exec unless the caller asked for an inheritable handle: a handle
+ * leaked into an exec()ed child (system(3), popen(3)) would hold weight
+ * there.  1 for close-on-exec, 0 for inheritable, -1 (EINVAL) for flags
+ * outside @allowed or for both O_CLOEXEC and WSEM_INHERIT.
+ */
+static int want_cloexec(int oflag, int allowed)
+{
+	allowed |= O_CLOEXEC | WSEM_INHERIT;
+	if (oflag & ~allowed)
+		return libwsem_einval();
+	if ((oflag & O_CLOEXEC) && (oflag & WSEM_INHERIT))
+		return libwsem_einval();
+	return !(oflag & WSEM_INHERIT);
+}
+
 /* Open /dev/wsem and bind it as @args says; close it again on failure. */
 static int bind_new_handle(struct wsem_open_args *args, int cloexec)
 {
@@ -28,18 +44,19 @@ static int bind_new_handle(struct wsem_open_args *args, int cloexec)
  * A wsemfs file (a bind-mounted one, say): opening it is opening a handle
  * bound to its semaphore.  Files are not created there, so no O_CREAT.
  */
-static int open_path(const char *path, int oflag)
+static int open_path(const char *path, int oflag, int cloexec)
 {
 	if (oflag & (O_CREAT | O_EXCL) || libwsem_check_path(path))
 		return libwsem_einval();
-	return open(path, O_RDWR | O_NOCTTY | (oflag & O_CLOEXEC));
+	return open(path, O_RDWR | O_NOCTTY | (cloexec ? O_CLOEXEC : 0));
 }
 
 /**
  * wsem_open() - open, or create, a named semaphore
  * @name: 1..63 bytes of [A-Za-z0-9._-], or a path to a wsemfs file
  *	(anything with a '/')
- * @oflag: O_CREAT, O_EXCL, O_CLOEXEC (a path takes O_CLOEXEC only)
+ * @oflag: O_CREAT, O_EXCL, O_CLOEXEC, WSEM_INHERIT (a path takes no
+ *	O_CREAT or O_EXCL); close-on-exec unless WSEM_INHERIT
  * @mode: permission bits for O_CREAT, masked by the umask
  * @capacity: capacity for O_CREAT (1..2^62); an existing one keeps its own
  *
@@ -48,11 +65,12 @@ static int open_path(const char *path, int oflag)
 int wsem_open(const char *name, int oflag, mode_t mode, uint64_t capacity)
 {
 	struct wsem_open_args args = { .size = sizeof(args) };
+	int cloexec = want_cloexec(oflag, O_CREAT | O_EXCL);
 
-	if (oflag & ~(O_CREAT | O_EXCL | O_CLOEXEC))
-		return libwsem_einval();
+	if (cloexec < 0)
+		return -1;
 	if (name && strchr(name, '/'))
-		return open_path(name, oflag);
+		return open_path(name, oflag, cloexec);
 	if (libwsem_name_copy(args.name, name))
 		return -1;
 	if (oflag & O_CREAT) {
@@ -62,13 +80,13 @@ int wsem_open(const char *name, int oflag, mode_t mode, uint64_t capacity)
 	}
 	if (oflag & O_EXCL)
 		args.flags |= WSEM_OPEN_EXCL;
-	return bind_new_handle(&args, oflag & O_CLOEXEC);
+	return bind_new_handle(&args, cloexec);
 }
 
 /**
  * wsem_open_anon() - create an anonymous semaphore
  * @capacity: 1..2^62
- * @oflag: O_CLOEXEC or 0
+ * @oflag: 0, O_CLOEXEC (the default anyway) or WSEM_INHERIT
  *
  * Return: a handle fd, or -1 with errno.
  */
@@ -79,26 +97,28 @@ int wsem_open_anon(uint64_t capacity, int oflag)
 		.flags = WSEM_OPEN_ANON,
 		.capacity = capacity,
 	};
+	int cloexec = want_cloexec(oflag, 0);
 
-	if (oflag & ~O_CLOEXEC)
-		return libwsem_einval();
-	return bind_new_handle(&args, oflag & O_CLOEXEC);
+	if (cloexec < 0)
+		return -1;
+	return bind_new_handle(&args, cloexec);
 }
 
 /**
  * wsem_reopen() - a new, independent handle on the semaphore of @fd
  * @fd: a bound handle
- * @oflag: O_CLOEXEC or 0
+ * @oflag: 0, O_CLOEXEC (the default anyway) or WSEM_INHERIT
  *
  * Return: the new handle fd (holding 0), or -1 with errno.
  */
 int wsem_reopen(int fd, int oflag)
 {
+	int cloexec = want_cloexec(oflag, 0);
 	__u64 flags = 0;
 
-	if (oflag & ~O_CLOEXEC)
-		return libwsem_einval();
-	if (oflag & O_CLOEXEC)
+	if (cloexec < 0)
+		return -1;
+	if (cloexec)
 		flags |= WSEM_REOPEN_CLOEXEC;
 	return ioctl(fd, WSEM_IOC_REOPEN, &flags);
 }

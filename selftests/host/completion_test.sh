@@ -1,0 +1,76 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The bash completion (userlib/completion/wsem.bash), in TAP: verbs,
+# options of each verb, and names from "wsem ls", here a stand-in wsem on
+# PATH that prints a fixed table (the host has no module).  Also that
+# every option the completion offers is one the real wsem accepts (its
+# VERB --help lists it), so the two cannot drift apart.
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+n=0
+failed=0
+
+mkdir "$T/bin"
+cat >"$T/bin/wsem" <<'EOS'
+#!/bin/sh
+[ "$1" = ls ] || exit 2
+printf 'NAME   CAPACITY  USED  WAITERS\nbuild         4     0        0\n'
+printf 'builds        2     0        0\ngpu           1     1        3\n'
+EOS
+chmod +x "$T/bin/wsem"
+printf '#!/bin/sh\n' >"$T/bin/wsemtestcmd"
+chmod +x "$T/bin/wsemtestcmd"
+PATH=$T/bin:$PATH
+# shellcheck source=/dev/null
+. "$ROOT/userlib/completion/wsem.bash"
+
+# comp WANT WORD...: completing the last WORD of "WORD..." offers WANT
+# (sorted, space-separated).
+comp() {
+	local want=$1 got
+	shift
+	COMP_WORDS=("$@")
+	COMP_CWORD=$(($# - 1))
+	_wsem
+	got=$(printf '%s\n' "${COMPREPLY[@]}" | sed '/^$/d' | sort -u | xargs)
+	n=$((n + 1))
+	if [ "$got" = "$want" ]; then
+		echo "ok $n - wsem ${*:2}<TAB>: $want"
+	else
+		echo "not ok $n - wsem ${*:2}<TAB>: got '$got', want '$want'"
+		failed=$((failed + 1))
+	fi
+}
+
+echo "1..12"
+comp "resize rm run" wsem r
+comp "create" wsem cr
+comp "build builds" wsem stat bu
+comp "gpu" wsem run g
+comp "build builds gpu" wsem rm ""
+comp "--weight" wsem run build --we
+comp "--exclusive --exist-ok" wsem create x 4 --ex
+comp "--help --json" wsem ls --
+comp "" wsem run build --weight ""
+comp "create" wsem help cr
+comp "wsemtestcmd" wsem run build -- wsemtest
+
+# Every long option offered is one the real wsem knows.
+n=$((n + 1))
+bad=
+for verb in create rm ls stat resize run; do
+	"$ROOT/userlib/wsem" "$verb" --help >"$T/help" || bad="$bad $verb"
+	for o in $(_wsem_opts "$verb"); do
+		grep -q -- "$o\\b" "$T/help" || bad="$bad $verb:$o"
+	done
+done
+if [ -z "$bad" ]; then
+	echo "ok $n - every option offered is in the verb's --help"
+else
+	echo "not ok $n - options offered but unknown:$bad"
+	failed=$((failed + 1))
+fi
+[ $failed -eq 0 ]

@@ -1,0 +1,119 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# selftests/vm/summary.awk fed fabricated TAP and VM console logs, in TAP:
+# a program that planned more results than it reported (it died half-way
+# yet exited 0), or reported more than it planned, must count as failed;
+# complete ones, skips and nested results must not.
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+AWK=$ROOT/selftests/vm/summary.awk
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+n=0
+failed=0
+
+# vmlog FILE: a console log around the program output on stdin.
+vmlog() {
+	{
+		echo "# wsem-vm: kernel 6.12.0-test"
+		echo "ok 1 harness: insmod wsem.ko"
+		cat
+		echo "# wsem-vm: done"
+	} >"$1"
+}
+
+# case NAME WANT_STATUS WANT_LAST_LINE FILE: run summary.awk on FILE.
+case_() {
+	local name=$1 want_st=$2 want=$3 st=0
+	n=$((n + 1))
+	awk -f "$AWK" label=vm "$4" >"$T/out" 2>&1 || st=$?
+	if [ "$st" -eq "$want_st" ] && [ "$(tail -n 1 "$T/out")" = "$want" ]
+	then
+		echo "ok $n - $name"
+	else
+		echo "not ok $n - $name"
+		echo "# exit $st (want $want_st), want last line '$want':"
+		sed 's/^/#   /' "$T/out"
+		failed=$((failed + 1))
+	fi
+}
+
+echo "1..9"
+
+vmlog "$T/full" <<'EOF2'
+# wsem-vm: begin a_test
+TAP version 13
+1..3
+ok 1 a.one
+ok 2 a.two
+ok 3 a.three
+# wsem-vm: end a_test exit=0 time=1
+EOF2
+case_ "a complete program passes" 0 "4 passed, 0 failed" "$T/full"
+
+vmlog "$T/short" <<'EOF2'
+# wsem-vm: begin a_test
+TAP version 13
+1..3
+ok 1 a.one
+# wsem-vm: end a_test exit=0 time=1
+EOF2
+case_ "a program that reported 1 of 3 planned results fails" 1 \
+	"2 passed, 1 failed" "$T/short"
+n=$((n + 1))
+if grep -qx 'FAILED: vm: a_test (TAP plan: planned 3 results, reported 1)' \
+	"$T/out"; then
+	echo "ok $n - the failure names the program and the plan"
+else
+	echo "not ok $n - the failure names the program and the plan"
+	failed=$((failed + 1))
+fi
+
+vmlog "$T/extra" <<'EOF2'
+# wsem-vm: begin a_test
+1..1
+ok 1 a.one
+ok 2 a.two
+# wsem-vm: end a_test exit=0 time=1
+EOF2
+case_ "more results than planned fails" 1 "3 passed, 1 failed" "$T/extra"
+
+vmlog "$T/trailing" <<'EOF2'
+# wsem-vm: begin b_test.sh
+ok 1 - b one
+ok 2 - b two # SKIP not here
+1..2
+# wsem-vm: end b_test.sh exit=0 time=1
+EOF2
+case_ "a plan at the end counts too; skips are results" 0 \
+	"2 passed, 0 failed" "$T/trailing"
+
+vmlog "$T/skipall" <<'EOF2'
+# wsem-vm: begin c_test
+1..0 # SKIP no /dev/wsem
+# wsem-vm: end c_test exit=4 time=0
+EOF2
+case_ "a plan of 1..0 with a skip reason and exit 4 is a skip" 0 "1 passed, 0 failed" \
+	"$T/skipall"
+
+vmlog "$T/nested" <<'EOF2'
+# wsem-vm: begin d_test
+1..1
+# 1..2
+# ok 1 d.inner.one
+# ok 2 d.inner.two
+ok 1 d.outer
+# wsem-vm: end d_test exit=0 time=0
+EOF2
+case_ "nested results do not count against the top-level plan" 0 \
+	"4 passed, 0 failed" "$T/nested"
+
+printf '1..3\nok 1 x\nok 2 y\n' >"$T/plain"
+case_ "a plain TAP file short of its plan fails" 1 "2 passed, 1 failed" \
+	"$T/plain"
+
+printf 'ok 1 x\nok 2 y\n' >"$T/noplan"
+case_ "a plain TAP file without a plan is counted as before" 0 \
+	"2 passed, 0 failed" "$T/noplan"
+[ $failed -eq 0 ]

@@ -1,0 +1,73 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# bash completion for wsem(1): verbs, each verb's options, and semaphore
+# names from "wsem ls" (of the IPC namespace the shell is in).
+
+# The names "wsem ls" shows, one a line.
+_wsem_names()
+{
+	wsem ls 2>/dev/null | awk 'NR > 1 { print $1 }'
+}
+
+# The options of verb $1.
+_wsem_opts()
+{
+	case $1 in
+	create) echo "-m --mode -x --exclusive --exist-ok -h --help" ;;
+	rm) echo "-h --help" ;;
+	ls) echo "--json -h --help" ;;
+	stat) echo "--json --fd -h --help" ;;
+	resize) echo "--fd -h --help" ;;
+	run) echo "-w --weight -t --timeout -n --nonblock -E" \
+		  "--conflict-exit-code -c --create -m --mode --inherit" \
+		  "--fd -h --help" ;;
+	esac
+}
+
+_wsem()
+{
+	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
+	local verb=${COMP_WORDS[1]} i
+
+	COMPREPLY=()
+	if [ "$COMP_CWORD" -eq 1 ]; then
+		mapfile -t COMPREPLY < <(compgen -W \
+			"create rm ls stat resize run help -h --help --version" \
+			-- "$cur")
+		return
+	fi
+	# After "--" in run, the rest is COMMAND's: complete commands, files.
+	for ((i = 2; i < COMP_CWORD; i++)); do
+		if [ "$verb" = run ] && [ "${COMP_WORDS[i]}" = -- ]; then
+			if [ "$i" -eq $((COMP_CWORD - 1)) ]; then
+				mapfile -t COMPREPLY < <(compgen -c -- "$cur")
+			else
+				mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+			fi
+			return
+		fi
+	done
+	case $prev in
+	-w | --weight | -t | --timeout | -E | --conflict-exit-code | -c | \
+	--create | -m | --mode | --fd)
+		return ;;			# a value: nothing to offer
+	esac
+	if [ "${cur#-}" != "$cur" ]; then
+		mapfile -t COMPREPLY < <(compgen -W "$(_wsem_opts "$verb")" \
+			-- "$cur")
+		return
+	fi
+	case $verb in
+	help)
+		mapfile -t COMPREPLY < <(compgen -W \
+			"create rm ls stat resize run" -- "$cur") ;;
+	rm | stat | resize | run | create)
+		mapfile -t COMPREPLY < <(compgen -W "$(_wsem_names)" -- "$cur")
+		# a path: a wsemfs file
+		if [ "${cur#*/}" != "$cur" ]; then
+			mapfile -t -O "${#COMPREPLY[@]}" COMPREPLY < <(
+				compgen -f -- "$cur")
+		fi ;;
+	esac
+}
+
+complete -F _wsem wsem
