@@ -113,6 +113,8 @@ static bool wsem_capacity_valid(u64 capacity)
 
 /**
  * wsem_ioctl_open() - WSEM_IOC_OPEN: bind a fresh handle
+ * @file: the handle's file: one not open for writing needs only read
+ *	permission on an existing name (it can watch, not acquire)
  * @h: the handle
  * @uarg: struct wsem_open_args
  *
@@ -120,7 +122,8 @@ static bool wsem_capacity_valid(u64 capacity)
  * Return: 0; -EINVAL for bad flags, name, capacity or mode; -EBUSY for a
  * bound handle; else as wsem_ns_open() or wsem_ns_open_anon().
  */
-static int wsem_ioctl_open(struct wsem_handle *h, void __user *uarg)
+static int wsem_ioctl_open(struct file *file, struct wsem_handle *h,
+			   void __user *uarg)
 {
 	const u64 known = WSEM_OPEN_CREAT | WSEM_OPEN_EXCL | WSEM_OPEN_ANON;
 	struct wsem_open_args args;
@@ -145,7 +148,9 @@ static int wsem_ioctl_open(struct wsem_handle *h, void __user *uarg)
 	    !wsem_capacity_valid(args.capacity))
 		return -EINVAL;
 	return wsem_ns_open(h, args.name, args.flags, args.capacity,
-			    args.mode & ~current_umask());
+			    args.mode & ~current_umask(),
+			    file->f_mode & FMODE_WRITE ? MAY_READ | MAY_WRITE :
+			    MAY_READ);
 }
 
 /* A new, unbound handle. */
@@ -469,7 +474,7 @@ static long wsem_file_ioctl(struct file *file, unsigned int cmd,
 
 	switch (cmd) {
 	case WSEM_CMD(WSEM_IOC_OPEN):
-		return wsem_ioctl_open(h, uarg);
+		return wsem_ioctl_open(file, h, uarg);
 	case WSEM_CMD(WSEM_IOC_REOPEN):
 		return wsem_ioctl_reopen(file, uarg);
 	case WSEM_CMD(WSEM_IOC_ACQUIRE):

@@ -344,13 +344,15 @@ static int wsem_ns_add(struct wsem_ns *wns, struct wsem_handle *h,
  * @flags: WSEM_OPEN_CREAT and WSEM_OPEN_EXCL
  * @capacity: capacity if created, already checked
  * @mode: permission bits if created, umask applied
+ * @may: MAY_READ | MAY_WRITE, or MAY_READ for a handle that only watches:
+ *	what an existing semaphore's mode must grant
  *
  * Context: Process context; takes the namespace's lock.
  * Return: 0; -EBUSY if @h is bound; -EEXIST, -ENOENT, -EACCES, -ENOSPC or
  * -ENOMEM, and then nothing changed.
  */
 int wsem_ns_open(struct wsem_handle *h, const char *name, u64 flags,
-		 u64 capacity, umode_t mode)
+		 u64 capacity, umode_t mode, int may)
 {
 	bool create = flags & WSEM_OPEN_CREAT;
 	struct wsem *sem, *new = NULL;
@@ -377,7 +379,7 @@ int wsem_ns_open(struct wsem_handle *h, const char *name, u64 flags,
 		new = NULL;
 	} else if (create && (flags & WSEM_OPEN_EXCL)) {
 		ret = -EEXIST;
-	} else if (!wsem_may(sem, MAY_READ | MAY_WRITE, true)) {
+	} else if (!wsem_may(sem, may, true)) {
 		ret = -EACCES;
 	} else {
 		ret = wsem_bind(h, sem);

@@ -156,7 +156,7 @@ void wsem_sem_exit(void);
 
 /* ns.c: names, namespaces and their lifetime */
 int wsem_ns_open(struct wsem_handle *h, const char *name, u64 flags,
-		 u64 capacity, umode_t mode);
+		 u64 capacity, umode_t mode, int may);
 int wsem_ns_open_anon(struct wsem_handle *h, u64 capacity);
 int wsem_ns_unlink(const char *name);
 int wsem_ns_list(struct wsem_stat **stats, u32 count, u64 *total);

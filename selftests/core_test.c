@@ -29,7 +29,9 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -82,6 +84,24 @@ static int open_raw(const char *name, int acc, uint64_t flags, uint64_t cap)
 		return -1;
 	}
 	return fd;
+}
+
+/* chmod a semaphore through a wsemfs mount of our own; 0 or -1. */
+static int chmod_sem(const char *name, mode_t mode)
+{
+	char dir[] = "/tmp/wsem-chmod.XXXXXX", path[96];
+	int ret;
+
+	if (!mkdtemp(dir))
+		return -1;
+	ret = mount("wsem", dir, "wsem", 0, NULL);
+	if (!ret) {
+		snprintf(path, sizeof(path), "%s/%s", dir, name);
+		ret = chmod(path, mode);
+		umount2(dir, MNT_DETACH);
+	}
+	rmdir(dir);
+	return ret;
 }
 
 FIXTURE(core) {
@@ -174,6 +194,43 @@ TEST_F(core, reopen_keeps_the_access_mode)
 	EXPECT_EQ(0, close(rw2));
 	EXPECT_EQ(0, close(ro2));
 	EXPECT_EQ(0, close(ro));
+}
+
+/*
+ * By name, a handle that only watches (opened O_RDONLY) needs only read
+ * permission, as a wsemfs file opened O_RDONLY does; one that can acquire
+ * needs read and write.
+ */
+TEST_F(core, watching_by_name_needs_read_permission_only)
+{
+	int status;
+	pid_t pid;
+
+	if (self->fd < 0)
+		return;
+	ASSERT_EQ(0, chmod_sem(self->name, 0644));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		int ro, rw, err;
+
+		if (setgid(65534) || setuid(65534))
+			_exit(10);
+		ro = open_raw(self->name, O_RDONLY, 0, 0);
+		rw = open_raw(self->name, O_RDWR, 0, 0);
+		err = errno;
+		if (ro < 0)
+			_exit(11);
+		if (rw >= 0 || err != EACCES)
+			_exit(12);
+		if (wsem_stat(ro, &(struct wsem_stat){ 0 }))
+			_exit(13);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, status) {
+		TH_LOG("child status %d", WEXITSTATUS(status));
+	}
 }
 
 /* ---------------------------------------------------------------- */
