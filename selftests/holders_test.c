@@ -570,6 +570,54 @@ TEST_F(who, old_size_stat_gets_the_old_struct)
 		ASSERT_EQ(0xa5, buf[i]);
 }
 
+/*
+ * A program built against the first wsem.h calls the functions wsem_stat
+ * and wsem_list with a 136-byte struct: the library must not write past
+ * it.  The parenthesized names call those functions, as such a program
+ * does; the macros of today's header pass today's size.
+ */
+TEST_F(who, library_old_size_callers)
+{
+	unsigned char buf[WSEM_STAT_SIZE_VER1 + 16];
+	unsigned char lb[3 * WSEM_STAT_SIZE_VER0 + 16];
+	struct wsem_stat st, *e;
+	struct wsem_holder who[4];
+	size_t i, nh = 99;
+	ssize_t n;
+
+	if (self->fd < 0)
+		return;
+	memset(buf, 0xa5, sizeof(buf));
+	ASSERT_EQ(0, (wsem_stat)(self->fd, (struct wsem_stat *)buf));
+	e = (struct wsem_stat *)buf;
+	EXPECT_EQ(WSEM_STAT_SIZE_VER0, e->size);
+	EXPECT_EQ(CAP, e->capacity);
+	for (i = WSEM_STAT_SIZE_VER0; i < sizeof(buf); i++)
+		ASSERT_EQ(0xa5, buf[i]);
+
+	memset(lb, 0xa5, sizeof(lb));
+	n = (wsem_list)((struct wsem_stat *)lb, 3);
+	ASSERT_LE(1, n);
+	for (i = 0; i < (size_t)n && i < 3; i++) {
+		e = (struct wsem_stat *)(lb + i * WSEM_STAT_SIZE_VER0);
+		EXPECT_EQ(WSEM_STAT_SIZE_VER0, e->size);
+	}
+	for (i = 3 * WSEM_STAT_SIZE_VER0; i < sizeof(lb); i++)
+		ASSERT_EQ(0xa5, lb[i]);
+
+	/* Today's callers get today's struct, statistics included. */
+	ASSERT_EQ(0, wsem_acquire(self->fd, 1));
+	ASSERT_EQ(0, wsem_stat(self->fd, &st));
+	EXPECT_EQ(sizeof(st), st.size);
+	EXPECT_EQ(1, st.grants_at_once);
+	EXPECT_EQ(1, wsem_holders(self->fd, who, 4, &nh));
+	EXPECT_EQ(1, nh);
+	EXPECT_EQ(getpid(), who[0].pid);
+	EXPECT_EQ(-1, wsem_stat_sized(self->fd, &st, WSEM_STAT_SIZE_VER0 - 8));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(0, wsem_release(self->fd, 1));
+}
+
 /* The text of a handle lists the holders and the waiters. */
 TEST_F(who, text_lists_holders_and_waiters)
 {

@@ -49,10 +49,33 @@ int wsem_acquire_timeout(int fd, uint64_t weight, int64_t timeout_ns);
 int wsem_tryacquire(int fd, uint64_t weight);
 int wsem_release(int fd, uint64_t weight);
 
-/* State */
+/*
+ * State.  struct wsem_stat grows with new versions of this header: the
+ * _sized calls take the caller's sizeof, and wsem_stat() and wsem_list()
+ * are macros that pass it, so that a program built against an older
+ * header keeps working with a newer libwsem.so.1 (the functions of those
+ * names, which such programs call, fill WSEM_STAT_SIZE_VER0 bytes).
+ */
 int wsem_set_capacity(int fd, uint64_t capacity);
-int wsem_stat(int fd, struct wsem_stat *st);
-ssize_t wsem_list(struct wsem_stat *buf, size_t n);
+int wsem_stat_sized(int fd, struct wsem_stat *st, size_t size);
+ssize_t wsem_list_sized(struct wsem_stat *buf, size_t n, size_t size);
+int (wsem_stat)(int fd, struct wsem_stat *st);
+ssize_t (wsem_list)(struct wsem_stat *buf, size_t n);
+#define wsem_stat(fd, st) wsem_stat_sized((fd), (st), sizeof(struct wsem_stat))
+#define wsem_list(buf, n) wsem_list_sized((buf), (n), sizeof(struct wsem_stat))
+
+/*
+ * Who holds and who waits: up to @n entries, the holders first, then the
+ * waiters in queue order (flags WSEM_HOLDER_WAITING).  Returns how many
+ * there are in all (more than @n: @buf was too small), with *@nholders
+ * set to how many of them hold; -1 with errno (EACCES for a handle not
+ * open for reading).
+ */
+ssize_t wsem_holders_sized(int fd, struct wsem_holder *buf, size_t n,
+			   size_t size, size_t *nholders);
+#define wsem_holders(fd, buf, n, nholders) \
+	wsem_holders_sized((fd), (buf), (n), sizeof(struct wsem_holder), \
+			   (nholders))
 
 #ifdef __cplusplus
 }

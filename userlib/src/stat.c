@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Reading state: of one handle's semaphore, or of the whole namespace.
+ * Reading state: of one handle's semaphore, or of the whole namespace, and
+ * who holds and waits.  Every struct goes to the kernel with the caller's
+ * size, so that a program built against an older wsem.h (a smaller struct)
+ * is never written past its end by a newer library.
  */
 #include <errno.h>
 #include <limits.h>
@@ -12,45 +15,63 @@
 #include "internal.h"
 
 /**
- * wsem_stat() - describe the semaphore of @fd
+ * wsem_stat_sized() - describe the semaphore of @fd
  * @fd: a bound handle
  * @st: filled in; @st->held is what this handle holds
+ * @size: the caller's sizeof(struct wsem_stat), WSEM_STAT_SIZE_VER0 or more
  *
- * Return: 0, or -1 with errno (EINVAL for an unbound handle).
+ * Return: 0, or -1 with errno (EINVAL for an unbound handle or a size
+ * below WSEM_STAT_SIZE_VER0).
  */
-int wsem_stat(int fd, struct wsem_stat *st)
+int wsem_stat_sized(int fd, struct wsem_stat *st, size_t size)
 {
 	if (!st) {
 		errno = EFAULT;
 		return -1;
 	}
-	memset(st, 0, sizeof(*st));
-	st->size = sizeof(*st);
+	if (size < WSEM_STAT_SIZE_VER0) {
+		errno = EINVAL;
+		return -1;
+	}
+	memset(st, 0, size);
+	st->size = size;
 	return ioctl(fd, WSEM_IOC_STAT, st);
 }
 
+/* What programs built against the first wsem.h call: its size. */
+int (wsem_stat)(int fd, struct wsem_stat *st)
+{
+	return wsem_stat_sized(fd, st, WSEM_STAT_SIZE_VER0);
+}
+
 /**
- * wsem_list() - describe the named semaphores of the caller's namespace
- * @buf: room for @n entries, in name order; may be NULL when @n is 0
+ * wsem_list_sized() - describe the named semaphores of the caller's namespace
+ * @buf: room for @n entries of @size bytes, in name order; may be NULL
+ *	when @n is 0
  * @n: entries in @buf
+ * @size: the caller's sizeof(struct wsem_stat)
  *
- * Only semaphores the caller may read are listed; @buf[i].held is 0.
+ * Only semaphores the caller may read are listed; each entry's held is 0.
  *
  * Return: how many there are (more than @n means @buf was too small),
  * or -1 with errno.
  */
-ssize_t wsem_list(struct wsem_stat *buf, size_t n)
+ssize_t wsem_list_sized(struct wsem_stat *buf, size_t n, size_t size)
 {
 	struct wsem_list_args args = {
 		.size = sizeof(args),
 		.stats = (uintptr_t)buf,
 		.count = n > UINT32_MAX ? UINT32_MAX : (__u32)n,
-		.stat_size = sizeof(*buf),
+		.stat_size = (__u32)size,
 	};
 	int fd, ret;
 
 	if (!buf && n) {
 		errno = EFAULT;
+		return -1;
+	}
+	if (size < WSEM_STAT_SIZE_VER0 || size > UINT32_MAX) {
+		errno = EINVAL;
 		return -1;
 	}
 	fd = libwsem_dev_open(1);
@@ -65,4 +86,45 @@ ssize_t wsem_list(struct wsem_stat *buf, size_t n)
 		return -1;
 	}
 	return (ssize_t)args.total;
+}
+
+/* What programs built against the first wsem.h call: its size. */
+ssize_t (wsem_list)(struct wsem_stat *buf, size_t n)
+{
+	return wsem_list_sized(buf, n, WSEM_STAT_SIZE_VER0);
+}
+
+/**
+ * wsem_holders_sized() - who holds weight, then who waits, in queue order
+ * @fd: a bound handle, open for reading
+ * @buf: room for @n entries of @size bytes; may be NULL when @n is 0
+ * @n: entries in @buf
+ * @size: the caller's sizeof(struct wsem_holder)
+ * @nholders: set to how many hold (may be NULL)
+ *
+ * Return: how many hold and wait in all, or -1 with errno.
+ */
+ssize_t wsem_holders_sized(int fd, struct wsem_holder *buf, size_t n,
+			   size_t size, size_t *nholders)
+{
+	struct wsem_holders_args args = {
+		.size = sizeof(args),
+		.entries = (uintptr_t)buf,
+		.count = n > UINT32_MAX ? UINT32_MAX : (__u32)n,
+		.entry_size = (__u32)size,
+	};
+
+	if (!buf && n) {
+		errno = EFAULT;
+		return -1;
+	}
+	if (size < WSEM_HOLDER_SIZE_VER0 || size > UINT32_MAX) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (ioctl(fd, WSEM_IOC_HOLDERS, &args))
+		return -1;
+	if (nholders)
+		*nholders = args.holders;
+	return (ssize_t)args.holders + args.waiters;
 }
