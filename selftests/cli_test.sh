@@ -94,6 +94,12 @@ no_handle() {
 	fi
 }
 
+# chmod_sem_via_fs NAME MODE: chmod a semaphore through a private wsemfs mount.
+chmod_sem_via_fs() {
+	mkdir -p "$T/fs"
+	unshare -m sh -c "mount -t wsem wsem $T/fs && chmod $2 $T/fs/$1"
+}
+
 # jget NAME KEY: the value of KEY in "wsem stat NAME --json" (quotes off).
 jget() {
 	wsem stat "$1" --json |
@@ -142,9 +148,13 @@ now_cs() {
 JSON_OBJ='\{"name":"[A-Za-z0-9._-]*","capacity":[0-9]+,"used":[0-9]+,'
 JSON_OBJ="$JSON_OBJ"'"available":[0-9]+,"held":[0-9]+,"waiters":[0-9]+,'
 JSON_OBJ="$JSON_OBJ"'"queued_weight":[0-9]+,"uid":[0-9]+,"gid":[0-9]+,'
-JSON_OBJ="$JSON_OBJ"'"mode":"0[0-7]{3}"'
-# stat --json adds the IPC namespace's number
-JSON_STAT="$JSON_OBJ"',"ipc_ns":[0-9]+\}'
+JSON_OBJ="$JSON_OBJ"'"mode":"0[0-7]{3}","grants_at_once":[0-9]+,'
+JSON_OBJ="$JSON_OBJ"'"grants_waited":[0-9]+,"timeouts":[0-9]+,'
+JSON_OBJ="$JSON_OBJ"'"interrupts":[0-9]+,"shrunk":[0-9]+,'
+JSON_OBJ="$JSON_OBJ"'"wait_ns_total":[0-9]+,"wait_ns_max":[0-9]+,'
+JSON_OBJ="$JSON_OBJ"'"queue_max":[0-9]+'
+# stat --json adds the IPC namespace's number, who holds and who waits
+JSON_STAT="$JSON_OBJ"',"ipc_ns":[0-9]+,"holders":\[[^]]*\],"queue":\[[^]]*\]\}'
 JSON_OBJ="$JSON_OBJ"'\}'
 
 # ---- create, ls, stat, resize, rm ------------------------------------------
@@ -237,7 +247,7 @@ t_usage() {
 	rm
 	rm $P-u extra
 	ls extra
-	ls --long
+	ls --wide
 	stat
 	stat $P-u $P-u
 	resize $P-u
@@ -353,9 +363,63 @@ t_stat_table() {
 	done
 	grep -Eq '^ipc_ns: +ipc:\[[0-9]+\] \(this namespace, the host.s\)$' \
 		"$T/out"
-	[ "$(wc -l <"$T/out")" -eq 11 ]
+	grep -Eq '^grants: +0 at once, 0 after waiting$' "$T/out"
+	grep -Eq '^failed waits: +0 timed out, 0 interrupted, 0 ended by a shrink$' \
+		"$T/out"
+	grep -Eq '^waiting: +longest 0ms, in all 0ms; longest queue 0$' \
+		"$T/out"
+	# 14 fields, then two empty tables
+	[ "$(wc -l <"$T/out")" -eq 20 ]
+	[ "$(sed -n '15,20p' "$T/out" | tr '\n' '|')" = \
+		"|HOLDERS|  (none)||WAITERS (in queue order)|  (none)|" ]
 	# values aligned in one column
-	[ "$(awk '{ print index($0, $2) }' "$T/out" | sort -u | wc -l)" -eq 1 ]
+	[ "$(head -n 14 "$T/out" | awk '{ sub(/^[a-z_ ]+: */, ""); print }' |
+		wc -l)" -eq 14 ]
+	[ "$(head -n 14 "$T/out" | awk '{ print index($0, $2) }' |
+		sort -u | wc -l)" -le 2 ]
+}
+
+t_stat_holders() {
+	wsem create "$P-h" 4
+	bg wsem run "$P-h" -w 3 -- sleep 60
+	h=$BG
+	eventually is used "$P-h" 3
+	bg wsem run "$P-h" -w 2 -- true
+	w=$BG
+	eventually is waiters "$P-h" 1
+	expect 0 wsem stat "$P-h"
+	cat "$T/out"
+	sed -n '/^HOLDERS$/,/^$/p' "$T/out" >"$T/h"
+	sed -n '/^WAITERS/,$p' "$T/out" >"$T/w"
+	grep -Eq '^ +PID +COMMAND +CGROUP +WEIGHT +HELD FOR$' "$T/h"
+	grep -Eq "^ +$h +wsem +[^ ]+ +3 +[0-9.]+m?s\$" "$T/h"
+	grep -Eq '^ +PID +COMMAND +CGROUP +WEIGHT +WAITING FOR$' "$T/w"
+	grep -Eq "^ +$w +wsem +[^ ]+ +2 +[0-9.]+m?s\$" "$T/w"
+	expect 0 wsem stat "$P-h" --json
+	grep -Eq "^$JSON_STAT\$" "$T/out"
+	grep -Eq "\"holders\":\[\{\"pid\":$h,\"comm\":\"wsem\",\"cgroup\":\"[^\"]*\",\"weight\":3,\"held_ns\":[0-9]+\}\]" \
+		"$T/out"
+	grep -Eq "\"queue\":\[\{\"pid\":$w,\"comm\":\"wsem\",\"cgroup\":\"[^\"]*\",\"weight\":2,\"waiting_ns\":[0-9]+\}\]" \
+		"$T/out"
+	# another user with read permission only sees them too
+	chmod_sem_via_fs "$P-h" 0644
+	expect 0 su -s /bin/sh -c "$WSEM stat $P-h" nobody
+	grep -Eq "^ +$h +wsem " "$T/out"
+	reap "$h"
+	wait "$w"
+	is grants_at_once "$P-h" 1
+	is grants_waited "$P-h" 1
+	is queue_max "$P-h" 1
+}
+
+t_ls_long() {
+	wsem create "$P-l" 3 --mode 0640
+	expect 0 wsem ls -l
+	grep -Eq '^NAME +CAPACITY +USED +WAITERS +UID +GID +MODE +LONGEST WAIT$' \
+		"$T/out"
+	grep -Eq "^$P-l +3 +0 +0 +0 +0 +0640 +0ms\$" "$T/out"
+	expect 0 wsem ls --long
+	grep -q "^$P-l " "$T/out"
 }
 
 t_stat_json() {
@@ -365,7 +429,9 @@ t_stat_json() {
 	# the fields of struct wsem_stat, then the IPC namespace's number
 	grep -Eq "^$JSON_STAT\$" "$T/out"
 	grep -q "^{\"name\":\"$P-sj\",\"capacity\":6,\"used\":0," "$T/out"
-	grep -Eq '"mode":"0604","ipc_ns":[0-9]+}$' "$T/out"
+	grep -Eq '"mode":"0604","grants_at_once":0,' "$T/out"
+	grep -Eq '"queue_max":0,"ipc_ns":[0-9]+,"holders":\[\],"queue":\[\]}$' \
+		"$T/out"
 	expect 0 wsem stat --json "$P-sj"	# options go anywhere
 }
 
@@ -909,6 +975,8 @@ t_ls_json ls --json is an array of objects keyed by struct wsem_stat
 t_ls_json_empty ls of an empty namespace
 t_stat_table stat prints every field, aligned
 t_stat_json stat --json is one object keyed by struct wsem_stat
+t_stat_holders stat shows who holds and who waits, in tables and JSON
+t_ls_long ls -l adds owner, group, mode and the longest wait
 t_resize resize changes the capacity; 0 is refused
 t_rm rm removes the name; again exits 3
 t_permissions another user: stat/ls with read only, resize/run/rm refused

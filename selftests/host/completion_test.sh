@@ -53,7 +53,7 @@ comp "gpu" wsem run g
 comp "build builds gpu" wsem rm ""
 comp "--weight" wsem run build --we
 comp "--exclusive --exist-ok" wsem create x 4 --ex
-comp "--help --json" wsem ls --
+comp "--help --json --long" wsem ls --
 comp "" wsem run build --weight ""
 comp "create" wsem help cr
 comp "wsemtestcmd" wsem run build -- wsemtest

@@ -86,11 +86,21 @@ int cli_usage(const char *synopsis, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 /* format.c */
-void cli_print_table(const struct wsem_stat *st, size_t n);
+void cli_print_table(const struct wsem_stat *st, size_t n, bool longer);
 void cli_print_stat(const struct wsem_stat *st);
+void cli_print_stats(const struct wsem_stat *st);
 void cli_print_json_list(const struct wsem_stat *st, size_t n);
 void cli_print_json_stat(const struct wsem_stat *st);
 void cli_print_json_stat_ns(const struct wsem_stat *st, unsigned long ns);
+void cli_print_json_stat_open(const struct wsem_stat *st, unsigned long ns);
+
+/* who.c */
+int cli_open_name_ro(const char *name);
+ssize_t cli_who(int fd, struct wsem_holder **who, size_t *nholders);
+const char *cli_duration_text(uint64_t ns, char *buf, size_t len);
+void cli_print_who(const struct wsem_holder *who, size_t n, size_t nholders);
+void cli_print_json_who(const struct wsem_holder *who, size_t n,
+			size_t nholders);
 
 /* The verbs */
 int cli_create(const struct cli_verb *verb, int argc, char **argv);

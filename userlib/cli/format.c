@@ -36,10 +36,15 @@ static int max_int(int a, int b)
 	return a > b ? a : b;
 }
 
-/* ls: NAME CAPACITY USED WAITERS, names left, numbers right aligned. */
-void cli_print_table(const struct wsem_stat *st, size_t n)
+/*
+ * ls: NAME CAPACITY USED WAITERS, names left, numbers right aligned;
+ * @longer (ls -l) adds the owner and group ids, the mode and the longest
+ * wait so far.
+ */
+void cli_print_table(const struct wsem_stat *st, size_t n, bool longer)
 {
-	int w[4] = { 4, 8, 4, 7 };	/* the headers' widths */
+	int w[6] = { 4, 8, 4, 7, 3, 5 };	/* the headers' widths */
+	char dur[24];
 	size_t i;
 
 	for (i = 0; i < n; i++) {
@@ -47,13 +52,26 @@ void cli_print_table(const struct wsem_stat *st, size_t n)
 		w[1] = max_int(w[1], num_width(st[i].capacity));
 		w[2] = max_int(w[2], num_width(st[i].used));
 		w[3] = max_int(w[3], num_width(st[i].waiters));
+		w[4] = max_int(w[4], num_width(st[i].uid));
+		w[5] = max_int(w[5], num_width(st[i].gid));
 	}
-	printf("%-*s  %*s  %*s  %*s\n", w[0], "NAME", w[1], "CAPACITY",
+	printf("%-*s  %*s  %*s  %*s", w[0], "NAME", w[1], "CAPACITY",
 	       w[2], "USED", w[3], "WAITERS");
-	for (i = 0; i < n; i++)
-		printf("%-*s  %*" PRIu64 "  %*" PRIu64 "  %*" PRIu64 "\n",
+	if (longer)
+		printf("  %*s  %*s  MODE  LONGEST WAIT", w[4], "UID", w[5],
+		       "GID");
+	putchar('\n');
+	for (i = 0; i < n; i++) {
+		printf("%-*s  %*" PRIu64 "  %*" PRIu64 "  %*" PRIu64,
 		       w[0], stat_name(&st[i]), w[1], (uint64_t)st[i].capacity,
 		       w[2], (uint64_t)st[i].used, w[3], (uint64_t)st[i].waiters);
+		if (longer)
+			printf("  %*u  %*u  %04o  %s", w[4], st[i].uid, w[5],
+			       st[i].gid, (unsigned int)st[i].mode,
+			       cli_duration_text(st[i].wait_ns_max, dur,
+						 sizeof(dur)));
+		putchar('\n');
+	}
 }
 
 static void print_field(const char *key, uint64_t v)
@@ -74,6 +92,24 @@ void cli_print_stat(const struct wsem_stat *st)
 	print_field("uid:", st->uid);
 	print_field("gid:", st->gid);
 	printf("%-14s %04o\n", "mode:", (unsigned int)st->mode);
+}
+
+/* stat: the statistics since creation, after the fields. */
+void cli_print_stats(const struct wsem_stat *st)
+{
+	char a[24], b[24];
+
+	printf("%-14s %" PRIu64 " at once, %" PRIu64 " after waiting\n",
+	       "grants:", (uint64_t)st->grants_at_once,
+	       (uint64_t)st->grants_waited);
+	printf("%-14s %" PRIu64 " timed out, %" PRIu64 " interrupted, %"
+	       PRIu64 " ended by a shrink\n", "failed waits:",
+	       (uint64_t)st->timeouts, (uint64_t)st->interrupts,
+	       (uint64_t)st->shrunk);
+	printf("%-14s longest %s, in all %s; longest queue %" PRIu64 "\n",
+	       "waiting:", cli_duration_text(st->wait_ns_max, a, sizeof(a)),
+	       cli_duration_text(st->wait_ns_total, b, sizeof(b)),
+	       (uint64_t)st->queue_max);
 }
 
 /* A JSON string; names are [A-Za-z0-9._-], but escape anything odd. */
@@ -110,6 +146,14 @@ static void json_fields(const struct wsem_stat *st)
 	json_u64("queued_weight", st->queued_weight);
 	printf(",\"uid\":%u,\"gid\":%u,\"mode\":\"%04o\"", st->uid, st->gid,
 	       st->mode);
+	json_u64("grants_at_once", st->grants_at_once);
+	json_u64("grants_waited", st->grants_waited);
+	json_u64("timeouts", st->timeouts);
+	json_u64("interrupts", st->interrupts);
+	json_u64("shrunk", st->shrunk);
+	json_u64("wait_ns_total", st->wait_ns_total);
+	json_u64("wait_ns_max", st->wait_ns_max);
+	json_u64("queue_max", st->queue_max);
 }
 
 void cli_print_json_stat(const struct wsem_stat *st)
@@ -121,8 +165,15 @@ void cli_print_json_stat(const struct wsem_stat *st)
 /* stat --json: the fields, and "ipc_ns", the N of ipc:[N] (0: unknown). */
 void cli_print_json_stat_ns(const struct wsem_stat *st, unsigned long ns)
 {
+	cli_print_json_stat_open(st, ns);
+	putchar('}');
+}
+
+/* ... without the closing brace, for more keys to follow. */
+void cli_print_json_stat_open(const struct wsem_stat *st, unsigned long ns)
+{
 	json_fields(st);
-	printf(",\"ipc_ns\":%lu}", ns);
+	printf(",\"ipc_ns\":%lu", ns);
 }
 
 /* ls --json: an array, one object per line. */

@@ -21,10 +21,11 @@ static const struct cli_verb verbs[] = {
 	  "Create a semaphore of capacity CAPACITY; an existing one of the "
 	  "same capacity is fine.", cli_create },
 	{ "rm", "rm NAME|PATH", "Remove a semaphore's name.", cli_rm },
-	{ "ls", "ls [--json]",
+	{ "ls", "ls [-l] [--json]",
 	  "List the semaphores of this IPC namespace.", cli_ls },
 	{ "stat", "stat NAME|PATH|--fd N [--json]",
-	  "Show every field of one semaphore.", cli_stat },
+	  "Show every field of one semaphore, who holds it and who "
+	  "waits.", cli_stat },
 	{ "resize", "resize NAME|PATH|--fd N CAPACITY",
 	  "Change the capacity.", cli_resize },
 	{ "run", "run NAME|PATH|--fd N [-w W] [-t DURATION | -n] [-E N] "

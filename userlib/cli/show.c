@@ -38,6 +38,8 @@ static struct wsem_stat *list_all(size_t *count)
 
 static struct cli_opt show_opts[] = {
 	{ .name = "json", .help = "print JSON" },
+	{ .name = "long", .short_name = 'l',
+	  .help = "also owner, group, mode and the longest wait" },
 	{ .name = NULL },
 };
 
@@ -56,7 +58,7 @@ int cli_ls(const struct cli_verb *verb, int argc, char **argv)
 	if (cli_opt(show_opts, "json")->seen)
 		cli_print_json_list(st, n);
 	else
-		cli_print_table(st, n);
+		cli_print_table(st, n, cli_opt(show_opts, "long")->seen);
 	free(st);
 	return CLI_EXIT_OK;
 }
@@ -94,35 +96,62 @@ static int stat_fd(const char *what, int fd, struct wsem_stat *st,
 }
 
 /*
- * The state of what stat was asked about, and the IPC namespace it lives
- * in; 0 or an exit status.  The inherited handle of "wsem run --inherit"
- * comes first when it is bound to NAME, so that held is the job's and a
- * job in another IPC namespace still finds it; then a path goes through a
- * read-only open of the file, and a NAME through the list (read
- * permission is enough).
+ * The state of what stat was asked about, the IPC namespace it lives in
+ * and a handle to ask who holds it (*@hfd, -1 if none; *@own: ours to
+ * close); 0 or an exit status.  The inherited handle of "wsem run
+ * --inherit" comes first when it is bound to NAME, so that held is the
+ * job's and a job in another IPC namespace still finds it; then a path
+ * goes through a read-only open of the file, and a NAME through a
+ * read-only handle (read permission is enough), or the list.
  */
 static int stat_target(const char *name, int fd, struct wsem_stat *st,
-		       unsigned long *ns)
+		       unsigned long *ns, int *hfd, bool *own)
 {
-	int pfd, ret;
-
+	*hfd = fd;
+	*own = false;
 	if (fd >= 0)
 		return stat_fd("--fd", fd, st, ns);
 	fd = cli_inherited_fd(name);
+	*hfd = fd;
 	if (fd >= 0)
 		return stat_fd(name, fd, st, ns);
-	if (cli_is_path(name)) {
-		pfd = cli_open_path_ro(name);
-		if (pfd < 0)
-			return cli_fail_nodev(name, errno);
-		ret = stat_fd(name, pfd, st, ns);
-		close(pfd);
-		return ret;
+	fd = cli_is_path(name) ? cli_open_path_ro(name) :
+	     cli_open_name_ro(name);
+	if (fd >= 0) {
+		*hfd = fd;
+		*own = true;
+		return stat_fd(name, fd, st, ns);
 	}
+	if (cli_is_path(name))
+		return cli_fail_nodev(name, errno);
+	/* An older module: a handle needs write permission too. */
 	if (find_stat(name, st))
 		return cli_fail(name, errno);
 	*ns = cli_own_ipc_ns();
 	return 0;
+}
+
+/* stat's output: the fields, the statistics, who holds and who waits. */
+static void print_stat(const struct wsem_stat *st, unsigned long ns, int hfd,
+		       bool json)
+{
+	struct wsem_holder *who = NULL;
+	size_t nholders = 0;
+	ssize_t n = hfd >= 0 ? cli_who(hfd, &who, &nholders) : -1;
+
+	if (json) {
+		cli_print_json_stat_open(st, ns);
+		if (n >= 0)
+			cli_print_json_who(who, (size_t)n, nholders);
+		puts("}");
+	} else {
+		cli_print_stat(st);
+		printf("%-14s %s\n", "ipc_ns:", cli_ipc_ns_text(ns));
+		cli_print_stats(st);
+		if (n >= 0)
+			cli_print_who(who, (size_t)n, nholders);
+	}
+	free(who);
 }
 
 int cli_stat(const struct cli_verb *verb, int argc, char **argv)
@@ -134,21 +163,17 @@ int cli_stat(const struct cli_verb *verb, int argc, char **argv)
 	};
 	struct wsem_stat st;
 	unsigned long ns = 0;
-	int fd, ret = cli_parse(&p, argc, argv);
+	int fd, hfd = -1, ret = cli_parse(&p, argc, argv);
+	bool own = false;
 
 	if (!ret)
 		ret = cli_fd_option(verb->synopsis, cli_opt(stat_opts, "fd"),
 				    &fd);
 	if (!ret)
-		ret = stat_target(p.pos[0], fd, &st, &ns);
-	if (ret)
-		return ret;
-	if (cli_opt(stat_opts, "json")->seen) {
-		cli_print_json_stat_ns(&st, ns);
-		putchar('\n');
-	} else {
-		cli_print_stat(&st);
-		printf("%-14s %s\n", "ipc_ns:", cli_ipc_ns_text(ns));
-	}
-	return CLI_EXIT_OK;
+		ret = stat_target(p.pos[0], fd, &st, &ns, &hfd, &own);
+	if (!ret)
+		print_stat(&st, ns, hfd, cli_opt(stat_opts, "json")->seen);
+	if (own)
+		close(hfd);
+	return ret ? ret : CLI_EXIT_OK;
 }

@@ -14,7 +14,7 @@ _wsem_opts()
 	case $1 in
 	create) echo "-m --mode -x --exclusive --exist-ok -h --help" ;;
 	rm) echo "-h --help" ;;
-	ls) echo "--json -h --help" ;;
+	ls) echo "-l --long --json -h --help" ;;
 	stat) echo "--json --fd -h --help" ;;
 	resize) echo "--fd -h --help" ;;
 	run) echo "-w --weight -t --timeout -n --nonblock -E" \

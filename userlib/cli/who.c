@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Who holds and who waits, for wsem stat: aligned tables for people,
+ * arrays for --json.  The entries come from a handle (WSEM_IOC_HOLDERS):
+ * for a NAME, a read-only one, which needs read permission only.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+/*
+ * A read-only handle bound to @name; -1 with errno.  It can watch, never
+ * acquire, and opening it needs only read permission.
+ */
+int cli_open_name_ro(const char *name)
+{
+	struct wsem_open_args o = { .size = sizeof(o) };
+	int fd = open("/dev/wsem", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	snprintf(o.name, sizeof(o.name), "%s", name);
+	if (ioctl(fd, WSEM_IOC_OPEN, &o)) {
+		int err = errno;
+
+		close(fd);
+		errno = err;
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * Every holder and waiter of @fd's semaphore, malloc()ed, into *@who; how
+ * many, with *@nholders the holders among them; -1 with errno.
+ */
+ssize_t cli_who(int fd, struct wsem_holder **who, size_t *nholders)
+{
+	struct wsem_holder *buf = NULL, *nbuf;
+	size_t room = 0;
+	ssize_t total;
+
+	/* Loops only while processes queue under our feet. */
+	while ((total = wsem_holders(fd, buf, room, nholders)) >
+	       (ssize_t)room) {
+		room = (size_t)total + 8;
+		nbuf = realloc(buf, room * sizeof(*buf));
+		if (!nbuf) {
+			free(buf);
+			errno = ENOMEM;
+			return -1;
+		}
+		buf = nbuf;
+	}
+	if (total < 0) {
+		free(buf);
+		return -1;
+	}
+	*who = buf;
+	return total;
+}
+
+/* A duration for people: 850ms, 12.5s, 3m07s, 2h05m. */
+const char *cli_duration_text(uint64_t ns, char *buf, size_t len)
+{
+	uint64_t ms = ns / 1000000, s = ms / 1000;
+
+	if (ms < 1000)
+		snprintf(buf, len, "%" PRIu64 "ms", ms);
+	else if (s < 60)
+		snprintf(buf, len, "%" PRIu64 ".%" PRIu64 "s", s,
+			 ms % 1000 / 100);
+	else if (s < 3600)
+		snprintf(buf, len, "%" PRIu64 "m%02" PRIu64 "s", s / 60,
+			 s % 60);
+	else
+		snprintf(buf, len, "%" PRIu64 "h%02" PRIu64 "m", s / 3600,
+			 s / 60 % 60);
+	return buf;
+}
+
+static const char *cgroup_of(const struct wsem_holder *w)
+{
+	return w->cgroup[0] ? w->cgroup : "-";
+}
+
+/* One table: the entries [@from, @to) of @who under @title. */
+static void who_table(const char *title, const char *since,
+		      const struct wsem_holder *who, size_t from, size_t to)
+{
+	int w[4] = { 3, 7, 6, 6 };	/* PID COMMAND CGROUP WEIGHT */
+	char num[24], dur[24];
+	size_t i;
+	int n;
+
+	printf("\n%s\n", title);
+	if (from == to) {
+		puts("  (none)");
+		return;
+	}
+	for (i = from; i < to; i++) {
+		n = snprintf(num, sizeof(num), "%d", who[i].pid);
+		w[0] = n > w[0] ? n : w[0];
+		n = (int)strnlen(who[i].comm, sizeof(who[i].comm));
+		w[1] = n > w[1] ? n : w[1];
+		n = (int)strlen(cgroup_of(&who[i]));
+		w[2] = n > w[2] ? n : w[2];
+		n = snprintf(num, sizeof(num), "%" PRIu64,
+			     (uint64_t)who[i].weight);
+		w[3] = n > w[3] ? n : w[3];
+	}
+	printf("  %*s  %-*s  %-*s  %*s  %s\n", w[0], "PID", w[1], "COMMAND",
+	       w[2], "CGROUP", w[3], "WEIGHT", since);
+	for (i = from; i < to; i++)
+		printf("  %*d  %-*.*s  %-*s  %*" PRIu64 "  %s\n", w[0],
+		       who[i].pid, w[1], (int)sizeof(who[i].comm), who[i].comm,
+		       w[2], cgroup_of(&who[i]), w[3], (uint64_t)who[i].weight,
+		       cli_duration_text(who[i].age_ns, dur, sizeof(dur)));
+}
+
+/* stat: the holders, then the waiters in queue order. */
+void cli_print_who(const struct wsem_holder *who, size_t n, size_t nholders)
+{
+	who_table("HOLDERS", "HELD FOR", who, 0, nholders);
+	who_table("WAITERS (in queue order)", "WAITING FOR", who, nholders, n);
+}
+
+static void json_entry(const struct wsem_holder *w, const char *age)
+{
+	const char *p;
+
+	printf("{\"pid\":%d,\"comm\":\"", w->pid);
+	for (p = w->comm; p < w->comm + sizeof(w->comm) && *p; p++)
+		putchar(*p == '"' || *p == '\\' || (unsigned char)*p < 0x20 ?
+			'?' : *p);
+	printf("\",\"cgroup\":\"");
+	for (p = w->cgroup; *p; p++)
+		putchar(*p == '"' || *p == '\\' || (unsigned char)*p < 0x20 ?
+			'?' : *p);
+	printf("\",\"weight\":%" PRIu64 ",\"%s\":%" PRIu64 "}",
+	       (uint64_t)w->weight, age, (uint64_t)w->age_ns);
+}
+
+/* --json: ,"holders":[...],"queue":[...] inside the stat object. */
+void cli_print_json_who(const struct wsem_holder *who, size_t n,
+			size_t nholders)
+{
+	size_t i;
+
+	fputs(",\"holders\":[", stdout);
+	for (i = 0; i < nholders; i++) {
+		if (i)
+			putchar(',');
+		json_entry(&who[i], "held_ns");
+	}
+	fputs("],\"queue\":[", stdout);
+	for (i = nholders; i < n; i++) {
+		if (i > nholders)
+			putchar(',');
+		json_entry(&who[i], "waiting_ns");
+	}
+	putchar(']');
+}
