@@ -170,25 +170,6 @@ static unsigned int granted(FIXTURE_DATA(acq) *self, int n)
 	return mask;
 }
 
-/* Poll until the semaphore has @n waiters; -1 after about 5 s. */
-static int wait_waiters(int fd, uint64_t n)
-{
-	struct timespec start, now;
-	struct wsem_stat st;
-
-	clock_gettime(CLOCK_MONOTONIC, &start);
-	for (;;) {
-		if (wsem_stat(fd, &st))
-			return -1;
-		if (st.waiters == n)
-			return 0;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (now.tv_sec - start.tv_sec > 5)
-			return -1;
-		usleep(1000);
-	}
-}
-
 /* Spawn a child that must queue as waiter number @pos; its id or -1. */
 static int spawn_queued(FIXTURE_DATA(acq) *self, uint64_t weight, int pos)
 {

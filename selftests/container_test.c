@@ -360,22 +360,6 @@ static int ct_end(FIXTURE_DATA(container) *self, int i)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-/* Wait until the host semaphore has @n waiters; 0, or -1 after 10 s. */
-static int wait_waiters(int fd, uint64_t n)
-{
-	int64_t end = now_ns() + 10 * NSEC;
-	struct wsem_stat st;
-
-	do {
-		if (wsem_stat(fd, &st))
-			return -1;
-		if (st.waiters == n)
-			return 0;
-		usleep(1000);
-	} while (now_ns() < end);
-	return -1;
-}
-
 /*
  * What a real host has and the guest does not: a root that is a mount,
  * so that containers can pivot_root().  In a mount namespace of our own:

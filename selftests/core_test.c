@@ -51,22 +51,6 @@ static int64_t now_ms(void)
 	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
 }
 
-/* Wait until @fd's semaphore has @n waiters; 0, or -1 after LONG_MS. */
-static int wait_waiters(int fd, uint64_t n)
-{
-	int64_t end = now_ms() + LONG_MS;
-	struct wsem_stat st;
-
-	do {
-		if (wsem_stat(fd, &st))
-			return -1;
-		if (st.waiters == n)
-			return 0;
-		usleep(1000);
-	} while (now_ms() < end);
-	return -1;
-}
-
 /* Bind a fresh handle of access mode @acc to @name (raw ioctls). */
 static int open_raw(const char *name, int acc, uint64_t flags, uint64_t cap)
 {

@@ -52,26 +52,6 @@ static int holders(int fd, struct wsem_holder *who, unsigned int n,
 	return ioctl(fd, WSEM_IOC_HOLDERS, a);
 }
 
-static int waiters_now(int fd)
-{
-	struct wsem_stat st;
-
-	return wsem_stat(fd, &st) ? -1 : (int)st.waiters;
-}
-
-/* Wait (10 s at most) until @fd's semaphore has @n waiters; 0 or -1. */
-static int wait_waiters(int fd, int n)
-{
-	int64_t end = now_ns() + 10 * NSEC;
-
-	do {
-		if (waiters_now(fd) == n)
-			return 0;
-		usleep(1000);
-	} while (now_ns() < end);
-	return -1;
-}
-
 /*
  * A child named @comm that acquires @weight through its own handle on
  * @name (or through @fd if >= 0), writes one byte to @ready after the

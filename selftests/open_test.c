@@ -14,6 +14,7 @@
 #include <wsem.h>
 
 #include "kselftest_harness.h"
+#include "util.h"
 
 #define DEV "/dev/wsem"
 #define LIMIT_PARAM "/sys/module/wsem/parameters/max_sems_per_ns"
@@ -23,25 +24,6 @@
 static void test_sem_name(char *buf, const char *test)
 {
 	snprintf(buf, WSEM_NAME_MAX, "open.%d.%s", getpid(), test);
-}
-
-/* Poll until @fd's semaphore has @n waiters; -1 after about 5 s. */
-static int wait_waiters(int fd, uint64_t n)
-{
-	struct timespec start, now;
-	struct wsem_stat st;
-
-	clock_gettime(CLOCK_MONOTONIC, &start);
-	for (;;) {
-		if (wsem_stat(fd, &st))
-			return -1;
-		if (st.waiters == n)
-			return 0;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (now.tv_sec - start.tv_sec > 5)
-			return -1;
-		usleep(1000);
-	}
 }
 
 /* A child with its own handle on @name that blocks acquiring @weight. */

@@ -30,6 +30,7 @@
 #include <wsem.h>
 
 #include "kselftest_harness.h"
+#include "util.h"
 
 #define CAP		4
 #define LONG_MS		5000	/* a wake-up that must come comes before */
@@ -52,22 +53,6 @@ static short poll_in(int fd, int timeout_ms)
 	if (poll(&p, 1, timeout_ms) < 0)
 		return -1;
 	return p.revents;
-}
-
-/* Wait until @fd's semaphore has @n waiters (or give up after LONG_MS). */
-static int wait_waiters(int fd, uint64_t n)
-{
-	int64_t end = now_ms() + LONG_MS;
-	struct wsem_stat st;
-
-	do {
-		if (wsem_stat(fd, &st))
-			return -1;
-		if (st.waiters == n)
-			return 0;
-		usleep(1000);
-	} while (now_ms() < end);
-	return -1;
 }
 
 /*

@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <wsem.h>
+
 /* Send @fd over the unix socket @sock (never SIGPIPE); 0, or -1 and errno. */
 static inline int send_fd(int sock, int fd, int flags)
 {
@@ -154,6 +156,25 @@ static inline int64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * NSEC + ts.tv_nsec;
+}
+
+/*
+ * Wait (10 s at most) until the semaphore of handle @fd has @n waiters, as
+ * the kernel counts them; 0, or -1 (also when the stat fails).
+ */
+static inline int wait_waiters(int fd, uint64_t n)
+{
+	int64_t end = now_ns() + 10 * NSEC;
+	struct wsem_stat st;
+
+	do {
+		if (wsem_stat(fd, &st))
+			return -1;
+		if (st.waiters == n)
+			return 0;
+		usleep(1000);
+	} while (now_ns() < end);
+	return -1;
 }
 
 /* splitmix64: small, fast, and the same everywhere for one seed. */

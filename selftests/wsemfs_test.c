@@ -457,22 +457,6 @@ TEST_F(wsemfs, open_rdonly_watches_only)
 	EXPECT_EQ(0, close(fd));
 }
 
-/* Wait until the test's semaphore has @n waiters; 0, or -1 after 10 s. */
-static int wait_waiters(int fd, uint64_t n)
-{
-	int64_t end = now_ns() + 10 * NSEC;
-	struct wsem_stat st;
-
-	do {
-		if (wsem_stat(fd, &st))
-			return -1;
-		if (st.waiters == n)
-			return 0;
-		usleep(1000);
-	} while (now_ns() < end);
-	return -1;
-}
-
 /*
  * read(2) gives one "key: value" line per field, as the handle's caller
  * sees them, and a read from offset 0 describes the state anew.
