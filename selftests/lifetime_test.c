@@ -84,23 +84,6 @@ FIXTURE(life) {
 	bool ready;
 };
 
-/* Poll until @fd's semaphore has @n waiters; 0, or -1 after WAIT_NS. */
-static int wait_for_waiters(int fd, uint64_t n)
-{
-	int64_t end = now_ns() + WAIT_NS;
-	struct wsem_stat st;
-
-	do {
-		memset(&st, 0, sizeof(st));
-		if (wsem_stat(fd, &st))
-			return -1;
-		if (st.waiters == n)
-			return 0;
-		usleep(1000);
-	} while (now_ns() < end);
-	return -1;
-}
-
 /* Weight used on @fd's semaphore, or -1 if stat fails. */
 static int64_t used_of(int fd)
 {
@@ -312,7 +295,7 @@ TEST_F(life, close_grants_waiter)
 	ASSERT_EQ(0, ask(self, 0, OP_OPEN, 0, &r));
 	ASSERT_LE(0, r.ret);
 	ASSERT_EQ(0, send_req(self, 0, OP_ACQUIRE, 2));
-	ASSERT_EQ(0, wait_for_waiters(self->fd, 1));
+	ASSERT_EQ(0, wait_waiters(self->fd, 1));
 	ASSERT_EQ(0, close(h));
 	ASSERT_EQ(0, get_reply(self, 0, &r)) {
 		TH_LOG("the waiter was not granted after the close");
@@ -372,7 +355,7 @@ TEST_F(life, sigkill_holder_grants_waiter)
 	ASSERT_EQ(0, ask(self, 1, OP_OPEN, 0, &r));
 	ASSERT_LE(0, r.ret);
 	ASSERT_EQ(0, send_req(self, 1, OP_ACQUIRE, 1));
-	ASSERT_EQ(0, wait_for_waiters(self->fd, 1));
+	ASSERT_EQ(0, wait_waiters(self->fd, 1));
 	ASSERT_EQ(0, kill_helper(self, 0));
 	ASSERT_EQ(0, get_reply(self, 1, &r)) {
 		TH_LOG("the waiter was not granted after the holder died");
@@ -404,9 +387,9 @@ TEST_F(life, sigkill_waiter_grants_followers)
 	ASSERT_EQ(0, ask(self, 1, OP_OPEN, 0, &r));
 	ASSERT_LE(0, r.ret);
 	ASSERT_EQ(0, send_req(self, 0, OP_ACQUIRE, CAP));
-	ASSERT_EQ(0, wait_for_waiters(self->fd, 1));
+	ASSERT_EQ(0, wait_waiters(self->fd, 1));
 	ASSERT_EQ(0, send_req(self, 1, OP_ACQUIRE, 1));
-	ASSERT_EQ(0, wait_for_waiters(self->fd, 2));
+	ASSERT_EQ(0, wait_waiters(self->fd, 2));
 
 	ASSERT_EQ(0, kill_helper(self, 0));
 	ASSERT_EQ(0, get_reply(self, 1, &r)) {
@@ -621,7 +604,7 @@ TEST_F(life, anon_shared_by_fork)
 	EXPECT_EQ(0, r.st.held);
 	EXPECT_EQ(2, r.st.used);
 	ASSERT_EQ(0, send_req(self, 0, OP_ACQUIRE, 1));
-	ASSERT_EQ(0, wait_for_waiters(a, 1));
+	ASSERT_EQ(0, wait_waiters(a, 1));
 	ASSERT_EQ(0, wsem_release(a, 2));
 	ASSERT_EQ(0, get_reply(self, 0, &r)) {
 		TH_LOG("the child was not granted on the anonymous semaphore");

@@ -33,7 +33,6 @@
 #define CAP		4		/* capacity of every test's semaphore */
 #define MAX_KIDS	4		/* waiter processes per test */
 #define MSEC		1000000LL
-#define QUEUE_WAIT_NS	(5 * NSEC)	/* bound for a waiter to show up */
 #define REPORT_WAIT_MS	10000		/* bound for a waiter to report */
 #define RACE_LOOPS	300
 #define THREADS		3
@@ -71,23 +70,6 @@ FIXTURE(wait) {
 static void on_signal(int sig)
 {
 	(void)sig;
-}
-
-/* Poll until @fd's semaphore has @n waiters; 0, or -1 after QUEUE_WAIT_NS. */
-static int wait_for_waiters(int fd, uint64_t n)
-{
-	int64_t end = now_ns() + QUEUE_WAIT_NS;
-	struct wsem_stat st;
-
-	do {
-		memset(&st, 0, sizeof(st));
-		if (wsem_stat(fd, &st))
-			return -1;
-		if (st.waiters == n)
-			return 0;
-		usleep(1000);
-	} while (now_ns() < end);
-	return -1;
 }
 
 static void __attribute__((noreturn))
@@ -217,7 +199,7 @@ TEST_F(wait, signal_ends_wait_with_eintr)
 		return;
 	ASSERT_EQ(0, wsem_acquire(self->fd, CAP));
 	ASSERT_LT(0, spawn_waiter(self, 0, &wa));
-	ASSERT_EQ(0, wait_for_waiters(self->fd, 1));
+	ASSERT_EQ(0, wait_waiters(self->fd, 1));
 	ASSERT_EQ(0, kill(self->kids[0], SIGUSR1));
 	ASSERT_EQ(0, read_result(self, 0, &r)) {
 		TH_LOG("the waiter was not woken by the signal");
@@ -243,7 +225,7 @@ TEST_F(wait, signal_removes_waiter_from_queue)
 		return;
 	ASSERT_EQ(0, wsem_acquire(self->fd, CAP));
 	ASSERT_LT(0, spawn_waiter(self, 0, &wa));
-	ASSERT_EQ(0, wait_for_waiters(self->fd, 1));
+	ASSERT_EQ(0, wait_waiters(self->fd, 1));
 	ASSERT_EQ(0, wsem_stat(self->fd, &st));
 	EXPECT_EQ(2, st.queued_weight);
 	ASSERT_EQ(0, kill(self->kids[0], SIGUSR1));
@@ -273,7 +255,7 @@ TEST_F(wait, sa_restart_still_eintr)
 		return;
 	ASSERT_EQ(0, wsem_acquire(self->fd, CAP));
 	ASSERT_LT(0, spawn_waiter(self, 0, &wa));
-	ASSERT_EQ(0, wait_for_waiters(self->fd, 1));
+	ASSERT_EQ(0, wait_waiters(self->fd, 1));
 	ASSERT_EQ(0, kill(self->kids[0], SIGUSR1));
 	ASSERT_EQ(0, read_result(self, 0, &r)) {
 		TH_LOG("the wait was restarted after an SA_RESTART handler");
@@ -304,9 +286,9 @@ TEST_F(wait, head_signal_grants_followers)
 		return;
 	ASSERT_EQ(0, wsem_acquire(self->fd, CAP - 1));
 	ASSERT_LT(0, spawn_waiter(self, 0, &head));
-	ASSERT_EQ(0, wait_for_waiters(self->fd, 1));
+	ASSERT_EQ(0, wait_waiters(self->fd, 1));
 	ASSERT_LT(0, spawn_waiter(self, 1, &next));
-	ASSERT_EQ(0, wait_for_waiters(self->fd, 2));
+	ASSERT_EQ(0, wait_waiters(self->fd, 2));
 	EXPECT_EQ(0, still_waiting(self, 1)) {
 		TH_LOG("the second waiter overtook the head");
 	}
@@ -339,10 +321,10 @@ TEST_F(wait, head_timeout_grants_followers)
 		return;
 	ASSERT_EQ(0, wsem_acquire(self->fd, CAP - 1));
 	ASSERT_LT(0, spawn_waiter(self, 0, &head));
-	ASSERT_EQ(0, wait_for_waiters(self->fd, 1));
+	ASSERT_EQ(0, wait_waiters(self->fd, 1));
 	ASSERT_LT(0, spawn_waiter(self, 1, &next));
 	/* Both must be queued before the head's 2 s run out. */
-	ASSERT_EQ(0, wait_for_waiters(self->fd, 2));
+	ASSERT_EQ(0, wait_waiters(self->fd, 2));
 
 	ASSERT_EQ(0, read_result(self, 0, &r));
 	EXPECT_EQ(-1, r.ret);
@@ -370,7 +352,7 @@ TEST_F(wait, stop_cont_is_not_eintr)
 		return;
 	ASSERT_EQ(0, wsem_acquire(self->fd, CAP));
 	ASSERT_LT(0, spawn_waiter(self, 0, &wa));
-	ASSERT_EQ(0, wait_for_waiters(self->fd, 1));
+	ASSERT_EQ(0, wait_waiters(self->fd, 1));
 	for (i = 0; i < 3; i++) {
 		ASSERT_EQ(0, kill(self->kids[0], SIGSTOP));
 		ASSERT_EQ(self->kids[0],
@@ -381,7 +363,7 @@ TEST_F(wait, stop_cont_is_not_eintr)
 			  waitpid(self->kids[0], &status, WCONTINUED));
 		ASSERT_TRUE(WIFCONTINUED(status));
 		/* It may have gone to the tail: wait until it is back. */
-		ASSERT_EQ(0, wait_for_waiters(self->fd, 1));
+		ASSERT_EQ(0, wait_waiters(self->fd, 1));
 		EXPECT_EQ(0, still_waiting(self, 0)) {
 			TH_LOG("the stopped waiter returned early");
 		}
@@ -413,7 +395,7 @@ TEST_F(wait, stop_cont_keeps_deadline)
 		return;
 	ASSERT_EQ(0, wsem_acquire(self->fd, CAP));
 	ASSERT_LT(0, spawn_waiter(self, 0, &wa));
-	ASSERT_EQ(0, wait_for_waiters(self->fd, 1));
+	ASSERT_EQ(0, wait_waiters(self->fd, 1));
 	ASSERT_EQ(0, kill(self->kids[0], SIGSTOP));
 	ASSERT_EQ(self->kids[0], waitpid(self->kids[0], &status, WUNTRACED));
 	ASSERT_TRUE(WIFSTOPPED(status));
@@ -472,7 +454,7 @@ TEST_F(wait, threads_on_one_handle_queue_separately)
 		ASSERT_EQ(0, pthread_create(&t[i], NULL, acquire_thread,
 					    &ta[i]));
 	}
-	EXPECT_EQ(0, wait_for_waiters(self->fd, THREADS));
+	EXPECT_EQ(0, wait_waiters(self->fd, THREADS));
 	ASSERT_EQ(0, wsem_stat(self->fd, &st));
 	EXPECT_EQ(THREADS, st.queued_weight);
 
@@ -503,10 +485,10 @@ TEST_F(wait, threads_on_one_handle_each_granted)
 		ASSERT_EQ(0, pthread_create(&t[i], NULL, acquire_thread,
 					    &ta[i]));
 	}
-	ASSERT_EQ(0, wait_for_waiters(self->fd, THREADS));
+	ASSERT_EQ(0, wait_waiters(self->fd, THREADS));
 	for (i = 1; i <= THREADS; i++) {
 		ASSERT_EQ(0, wsem_release(self->fd, 1));
-		ASSERT_EQ(0, wait_for_waiters(self->fd, THREADS - i));
+		ASSERT_EQ(0, wait_waiters(self->fd, THREADS - i));
 		ASSERT_EQ(0, wsem_stat(h, &st));
 		EXPECT_EQ((uint64_t)i, st.held);
 	}
@@ -583,7 +565,7 @@ TEST_F_TIMEOUT(wait, grant_signal_race_loses_no_weight, 180)
 		ta = (struct thread_arg){ .fd = w, .weight = CAP,
 			.timeout_ns = i % 2 ? 10 * NSEC : -1 };
 		ASSERT_EQ(0, pthread_create(&t, NULL, acquire_thread, &ta));
-		ASSERT_EQ(0, wait_for_waiters(self->fd, 1));
+		ASSERT_EQ(0, wait_waiters(self->fd, 1));
 		race_release_and_signal(self->fd, t, i);
 		ASSERT_EQ(0, pthread_join(t, NULL));
 
