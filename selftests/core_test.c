@@ -541,7 +541,7 @@ TEST_F(core, one_release_grants_many)
  */
 TEST_F(core, text_rereads_on_every_kind_of_handle)
 {
-	char a[512], b[512], val[32], dir[] = "/tmp/wsem-core.XXXXXX";
+	char a[4096], b[4096], val[32], dir[] = "/tmp/wsem-core.XXXXXX";
 	char path[96];
 	int fds[3], i;
 	ssize_t n;
