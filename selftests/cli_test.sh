@@ -412,6 +412,33 @@ t_stat_holders() {
 	is queue_max "$P-h" 1
 }
 
+t_top() {
+	wsem create "$P-t1" 2
+	wsem create "$P-t2" 1
+	bg wsem run "$P-t2" -- sleep 60
+	h=$BG
+	eventually is used "$P-t2" 1
+	bg wsem run "$P-t2" -- true
+	eventually is waiters "$P-t2" 1
+	# not a terminal: plain rounds, a blank line between them
+	expect 0 wsem top -n 2 -d 0.1s
+	[ "$(grep -c '^wsem top: [0-9]* semaphores, round [12]$' "$T/out")" -eq 2 ]
+	[ "$(grep -c '^$' "$T/out")" -eq 1 ]
+	if grep -q "$(printf '\033')" "$T/out"; then
+		echo "escape sequences off a terminal"
+		false
+	fi
+	# the busiest first: the one with a waiter heads the table
+	[ "$(sed -n '3p' "$T/out" | awk '{ print $1 }')" = "$P-t2" ]
+	grep -Eq '^NAME +CAPACITY +USED +WAITERS +UID +GID +MODE +LONGEST WAIT$' \
+		"$T/out"
+	expect 2 wsem top -n 0
+	usage_err
+	expect 2 wsem top -d soon
+	usage_err
+	reap "$h"
+}
+
 t_ls_long() {
 	wsem create "$P-l" 3 --mode 0640
 	expect 0 wsem ls -l
@@ -977,6 +1004,7 @@ t_stat_table stat prints every field, aligned
 t_stat_json stat --json is one object keyed by struct wsem_stat
 t_stat_holders stat shows who holds and who waits, in tables and JSON
 t_ls_long ls -l adds owner, group, mode and the longest wait
+t_top top -n N: plain rounds off a terminal, busiest first
 t_resize resize changes the capacity; 0 is refused
 t_rm rm removes the name; again exits 3
 t_permissions another user: stat/ls with read only, resize/run/rm refused

@@ -61,7 +61,7 @@ comp "wsemtestcmd" wsem run build -- wsemtest
 # Every long option offered is one the real wsem knows.
 n=$((n + 1))
 bad=
-for verb in create rm ls stat resize run; do
+for verb in create rm ls stat top resize run; do
 	"$ROOT/userlib/wsem" "$verb" --help >"$T/help" || bad="$bad $verb"
 	for o in $(_wsem_opts "$verb"); do
 		grep -q -- "$o\\b" "$T/help" || bad="$bad $verb:$o"

@@ -108,6 +108,8 @@ int cli_rm(const struct cli_verb *verb, int argc, char **argv);
 int cli_resize(const struct cli_verb *verb, int argc, char **argv);
 int cli_ls(const struct cli_verb *verb, int argc, char **argv);
 int cli_stat(const struct cli_verb *verb, int argc, char **argv);
+int cli_top(const struct cli_verb *verb, int argc, char **argv);
+struct wsem_stat *cli_list_all(size_t *count);
 int cli_run(const struct cli_verb *verb, int argc, char **argv);
 
 #endif /* WSEM_CLI_H */

@@ -26,6 +26,9 @@ static const struct cli_verb verbs[] = {
 	{ "stat", "stat NAME|PATH|--fd N [--json]",
 	  "Show every field of one semaphore, who holds it and who "
 	  "waits.", cli_stat },
+	{ "top", "top [-n N] [-d DURATION]",
+	  "Show the namespace's semaphores, busiest first, every DURATION "
+	  "(2s); q quits.", cli_top },
 	{ "resize", "resize NAME|PATH|--fd N CAPACITY",
 	  "Change the capacity.", cli_resize },
 	{ "run", "run NAME|PATH|--fd N [-w W] [-t DURATION | -n] [-E N] "
@@ -74,7 +77,7 @@ static int flush_stdout(int status)
 int main(int argc, char **argv)
 {
 	const struct cli_verb *verb;
-	const char *all = "create|rm|ls|stat|resize|run ...";
+	const char *all = "create|rm|ls|stat|top|resize|run ...";
 
 	int status;
 

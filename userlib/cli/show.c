@@ -12,7 +12,7 @@
 #include "cli.h"
 
 /* Every semaphore of the namespace, in name order, malloc()ed. */
-static struct wsem_stat *list_all(size_t *count)
+struct wsem_stat *cli_list_all(size_t *count)
 {
 	struct wsem_stat *buf = NULL, *nbuf;
 	size_t room = 0;
@@ -52,7 +52,7 @@ int cli_ls(const struct cli_verb *verb, int argc, char **argv)
 
 	if (ret)
 		return ret;
-	st = list_all(&n);
+	st = cli_list_all(&n);
 	if (!st)
 		return cli_fail("/dev/wsem", errno);
 	if (cli_opt(show_opts, "json")->seen)
@@ -69,7 +69,7 @@ static int find_stat(const char *name, struct wsem_stat *out)
 	struct wsem_stat *st;
 	size_t i, n;
 
-	st = list_all(&n);
+	st = cli_list_all(&n);
 	if (!st)
 		return -1;
 	for (i = 0; i < n && strcmp(st[i].name, name); i++)

@@ -14,6 +14,7 @@ _wsem_opts()
 	case $1 in
 	create) echo "-m --mode -x --exclusive --exist-ok -h --help" ;;
 	rm) echo "-h --help" ;;
+	top) echo "-n --rounds -d --delay -h --help" ;;
 	ls) echo "-l --long --json -h --help" ;;
 	stat) echo "--json --fd -h --help" ;;
 	resize) echo "--fd -h --help" ;;
@@ -31,7 +32,7 @@ _wsem()
 	COMPREPLY=()
 	if [ "$COMP_CWORD" -eq 1 ]; then
 		mapfile -t COMPREPLY < <(compgen -W \
-			"create rm ls stat resize run help -h --help --version" \
+			"create rm ls stat top resize run help -h --help --version" \
 			-- "$cur")
 		return
 	fi
@@ -59,7 +60,7 @@ _wsem()
 	case $verb in
 	help)
 		mapfile -t COMPREPLY < <(compgen -W \
-			"create rm ls stat resize run" -- "$cur") ;;
+			"create rm ls stat top resize run" -- "$cur") ;;
 	rm | stat | resize | run | create)
 		mapfile -t COMPREPLY < <(compgen -W "$(_wsem_names)" -- "$cur")
 		# a path: a wsemfs file
