@@ -21,6 +21,7 @@
 
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 #include <linux/wsem.h>
 
 #ifdef __cplusplus
@@ -48,6 +49,37 @@ int wsem_acquire(int fd, uint64_t weight);
 int wsem_acquire_timeout(int fd, uint64_t weight, int64_t timeout_ns);
 int wsem_tryacquire(int fd, uint64_t weight);
 int wsem_release(int fd, uint64_t weight);
+
+/*
+ * A deadline on a clock: @abs is absolute on CLOCK_MONOTONIC,
+ * CLOCK_BOOTTIME or CLOCK_REALTIME (which follows changes of the clock,
+ * like sem_clockwait(3)), so a call retried after EINTR keeps it.
+ */
+int wsem_acquire_clock(int fd, uint64_t weight, clockid_t clockid,
+		       const struct timespec *abs);
+
+/*
+ * Waiting without a thread.  wsem_acquire_async() takes a place at the
+ * tail of the queue and returns: 0 if granted at once, else -1 with
+ * EINPROGRESS, and the handle polls readable (POLLIN) once the request
+ * has ended; wsem_acquire_result() then says how: 0 (the weight is the
+ * handle's), -1 with EINPROGRESS (still queued) or the error it ended with.
+ * wsem_acquire_cancel() leaves the queue (0), or fails with EALREADY when
+ * the request was granted meanwhile: the weight is held.  One request per
+ * handle (EBUSY); close(2) cancels it.  ENOENT: no request.
+ */
+int wsem_acquire_async(int fd, uint64_t weight);
+int wsem_acquire_result(int fd);
+int wsem_acquire_cancel(int fd);
+
+/*
+ * Until nothing is held and nobody is queued; timeout_ns < 0 waits
+ * forever, 0 only looks (ETIMEDOUT).  EDEADLK: this handle holds weight
+ * or has a request.  poll(2) reports idle as POLLPRI.
+ */
+int wsem_wait_idle(int fd, int64_t timeout_ns);
+int wsem_wait_idle_clock(int fd, clockid_t clockid,
+			 const struct timespec *abs);
 
 /*
  * State.  struct wsem_stat grows with new versions of this header: the

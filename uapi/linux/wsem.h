@@ -63,24 +63,42 @@ struct wsem_open_args {
 /* struct wsem_acquire_args.flags */
 #define WSEM_ACQUIRE_TRY	_BITULL(0)	/* never sleep: EAGAIN */
 #define WSEM_ACQUIRE_DEADLINE	_BITULL(1)	/* @deadline_ns is set: ETIMEDOUT */
+#define WSEM_ACQUIRE_CLOCK	_BITULL(2)	/* with DEADLINE: on @clockid */
+#define WSEM_ACQUIRE_ASYNC	_BITULL(3)	/* queue and return: EINPROGRESS */
 
 /**
- * struct wsem_acquire_args - acquire weight (WSEM_IOC_ACQUIRE)
+ * struct wsem_acquire_args - acquire weight (WSEM_IOC_ACQUIRE), or wait
+ *	until a semaphore is idle (WSEM_IOC_WAIT_IDLE, @weight 0)
  * @size: sizeof(struct wsem_acquire_args)
- * @weight: 1 .. capacity
- * @flags: WSEM_ACQUIRE_*
- * @deadline_ns: absolute CLOCK_MONOTONIC time in nanoseconds at which the
- *	wait ends with ETIMEDOUT; a deadline already past never sleeps.  It is
- *	absolute so that a wait restarted after a stop keeps its deadline.
+ * @weight: 1 .. capacity; 0 for WSEM_IOC_WAIT_IDLE
+ * @flags: WSEM_ACQUIRE_*; ASYNC goes with none of the others
+ * @deadline_ns: with WSEM_ACQUIRE_DEADLINE, the absolute time in
+ *	nanoseconds at which the wait ends with ETIMEDOUT; a deadline already
+ *	past never sleeps.  It is absolute so that a wait restarted after a
+ *	stop, or retried after EINTR, keeps its deadline.
+ * @clockid: with WSEM_ACQUIRE_CLOCK, the clock of @deadline_ns:
+ *	CLOCK_MONOTONIC, CLOCK_BOOTTIME or CLOCK_REALTIME (whose deadline
+ *	follows changes of the clock, as sem_clockwait(3)'s does); without
+ *	it, CLOCK_MONOTONIC
+ * @__pad: zero
+ *
+ * WSEM_ACQUIRE_ASYNC takes the request's place at the tail of the queue
+ * and returns at once: 0 if it was granted at once, else EINPROGRESS.  The
+ * handle then polls readable (EPOLLIN) once the request has ended, which
+ * WSEM_IOC_ASYNC tells.  A handle has at most one request (EBUSY); closing
+ * it cancels the request.
  */
 struct wsem_acquire_args {
 	__u64 size;
 	__u64 weight;
 	__u64 flags;
 	__u64 deadline_ns;
+	__u32 clockid;
+	__u32 __pad;
 };
 
 #define WSEM_ACQUIRE_SIZE_VER0	32
+#define WSEM_ACQUIRE_SIZE_VER1	40	/* @clockid */
 
 /**
  * struct wsem_stat - the state of a semaphore (WSEM_IOC_STAT, WSEM_IOC_LIST)
@@ -224,6 +242,9 @@ struct wsem_holders_args {
 /* WSEM_IOC_REOPEN flags */
 #define WSEM_REOPEN_CLOEXEC	_BITULL(0)
 
+/* WSEM_IOC_ASYNC flags */
+#define WSEM_ASYNC_CANCEL	_BITULL(0)	/* leave the queue if still in it */
+
 #define WSEM_IOC_MAGIC		0xB9
 
 /* Bind this handle; 0 or -1 with EEXIST, ENOENT, EACCES, EINVAL, ENOSPC. */
@@ -240,5 +261,22 @@ struct wsem_holders_args {
 #define WSEM_IOC_LIST		_IOWR(WSEM_IOC_MAGIC, 0x08, struct wsem_list_args)
 /* Needs a handle open for reading; 0 or -1 with EACCES, EINVAL, EFAULT. */
 #define WSEM_IOC_HOLDERS	_IOWR(WSEM_IOC_MAGIC, 0x09, struct wsem_holders_args)
+/*
+ * The handle's asynchronous request; arg: __u64 flags.  Without flags: 0
+ * once granted (the weight is the handle's), EINPROGRESS while queued, or
+ * the error it ended with (EINVAL: a shrink); an ended request is then
+ * forgotten.  With WSEM_ASYNC_CANCEL a queued request leaves the queue
+ * and the call returns 0; one granted meanwhile fails with EALREADY and
+ * its weight stays held.  ENOENT: no request.
+ */
+#define WSEM_IOC_ASYNC		_IOW(WSEM_IOC_MAGIC, 0x0a, __u64)
+/*
+ * Sleep until the semaphore is idle: nothing held, nobody queued.  Takes
+ * struct wsem_acquire_args with @weight 0 and the flags TRY, DEADLINE and
+ * CLOCK.  0, or -1 with EAGAIN (TRY), ETIMEDOUT, EINTR, or EDEADLK when
+ * this handle itself holds weight or has a request.  Needs a handle open
+ * for reading; poll(2) reports idle as EPOLLPRI.
+ */
+#define WSEM_IOC_WAIT_IDLE	_IOW(WSEM_IOC_MAGIC, 0x0b, struct wsem_acquire_args)
 
 #endif /* _UAPI_LINUX_WSEM_H */
