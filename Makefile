@@ -62,6 +62,7 @@ userlib:
 
 selftests: userlib
 	$(MAKE) -C selftests
+	$(MAKE) -C examples
 
 module:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) W=1 KCFLAGS=-Werror modules
@@ -134,6 +135,7 @@ bench-host: bench-bin
 clean:
 	-$(MAKE) -C userlib clean
 	-$(MAKE) -C selftests clean
+	-$(MAKE) -C examples clean
 	-$(MAKE) -C bench clean
 	rm -rf build .tmp_versions
 	rm -f *.ko *.o .*.o *.mod *.mod.c modules.order Module.symvers \

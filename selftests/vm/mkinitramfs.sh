@@ -74,6 +74,10 @@ if [ -n "$bwrap" ]; then
 else
 	log "mkinitramfs: no bwrap (bubblewrap): container_test skips it"
 fi
+# The examples (examples_test runs them as a user would).
+for f in "$ROOT"/examples/epoll_jobs "$ROOT"/examples/uring_jobs; do
+	[ -f "$f" ] && add_elf "$f" "$stage/bin/$(basename "$f")"
+done
 # WSEM_VM_BINS: more programs for the guest's /bin (make bench uses it).
 for f in ${WSEM_VM_BINS:-}; do
 	[ -f "$f" ] || die "no $f (WSEM_VM_BINS)"
