@@ -17,7 +17,7 @@ set -u -o pipefail
 # slower: what the tests that know it should do less here.
 #   fuzz_test: 60000 requests instead of 600000 (about 1000/s here, with
 #   the wsemfs chaos: a minute)
-DEBUG_ENV="WSEM_FUZZ_OPS=60000"
+DEBUG_ENV="WSEM_FUZZ_OPS=50000"
 
 take_check_lock
 check_begin check-debug
