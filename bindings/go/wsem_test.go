@@ -407,8 +407,8 @@ func TestShrinkEndsWaiter(t *testing.T) {
 // gives it all back, from whichever goroutine.
 func TestReleaseSpansHandles(t *testing.T) {
 	sem := anon(t, 10)
-	if !sem.TryAcquire(6) {
-		t.Fatal("TryAcquire(6) failed")
+	if !sem.TryAcquire(8) {
+		t.Fatal("TryAcquire(8) failed")
 	}
 	var wg sync.WaitGroup
 	for i := 0; i < 3; i++ {
@@ -421,8 +421,11 @@ func TestReleaseSpansHandles(t *testing.T) {
 		}()
 		waitWaiters(t, sem, int64(i+1))
 	}
-	sem.Release(5) // 1 left: the three queued fit one by one
+	sem.Release(8) // the three fit, each on a handle of its own
 	wg.Wait()
+	if !sem.TryAcquire(1) {
+		t.Fatal("TryAcquire(1) failed")
+	}
 	if st := mustStat(t, sem); st.Used != 10 || st.Held != 10 {
 		t.Fatalf("used %d, held %d; want 10, 10", st.Used, st.Held)
 	}
@@ -483,15 +486,16 @@ func threads(t *testing.T) int {
 	return 0
 }
 
-// wsemFDs counts this process's descriptors of /dev/wsem.
+// wsemFDs counts this process's wsem handles (by their fdinfo).
 func wsemFDs(t *testing.T) int {
-	ents, err := os.ReadDir("/proc/self/fd")
+	ents, err := os.ReadDir("/proc/self/fdinfo")
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := 0
 	for _, e := range ents {
-		if l, _ := os.Readlink("/proc/self/fd/" + e.Name()); l == devicePath {
+		b, _ := os.ReadFile("/proc/self/fdinfo/" + e.Name())
+		if strings.Contains(string(b), "\nwsem-held:") {
 			n++
 		}
 	}
