@@ -185,8 +185,8 @@ func helper(args []string) int {
 		err = helperAsync(args[1], atoi(args[2]))
 	case "fd": // W: OpenFD(3), TryAcquire(W), hold until stdin closes
 		err = helperFD(atoi(args[1]))
-	case "job": // DIR: one job of the pool example, counted
-		err = helperJob(args[1])
+	case "job": // DIR N: one job of the pool example, counted
+		err = helperJob(args[1], atoi(args[2]))
 	default:
 		err = fmt.Errorf("unknown helper %q", args[0])
 	}
@@ -320,10 +320,12 @@ func helperFD(n int64) error {
 }
 
 // helperJob is a job of the pool example: holding the lock DIR/lock it
-// counts itself in DIR/count ("running most"), works a little, and counts
-// itself out.  The lock is a directory, since mkdir(2) is atomic on every
-// kernel (the debug kernel has no flock).
-func helperJob(dir string) error {
+// counts itself in DIR/count ("running most"), works until the most has
+// reached n (or for 10 s: a slow machine still sees the limit reached, a
+// limit below n fails), and counts itself out.  The lock is a directory,
+// since mkdir(2) is atomic everywhere (the debug kernel has no flock).
+func helperJob(dir string, n int64) error {
+	var most int64
 	add := func(d int64) error {
 		for {
 			err := os.Mkdir(dir+"/lock", 0o700)
@@ -341,7 +343,7 @@ func helperJob(dir string) error {
 			return err
 		}
 		defer f.Close()
-		var now, most int64
+		var now int64
 		fmt.Fscan(f, &now, &most)
 		now += d
 		if now > most {
@@ -354,6 +356,13 @@ func helperJob(dir string) error {
 	if err := add(1); err != nil {
 		return err
 	}
-	time.Sleep(100 * time.Millisecond)
+	for end := time.Now().Add(10 * time.Second); most < n &&
+		time.Now().Before(end); {
+		time.Sleep(20 * time.Millisecond)
+		if err := add(0); err != nil {
+			return err
+		}
+	}
+	time.Sleep(20 * time.Millisecond)
 	return add(-1)
 }

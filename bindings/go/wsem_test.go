@@ -171,7 +171,7 @@ func TestPoolAcrossProcesses(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		c := exec.Command(pool, "-name", name, "-limit", "4", "-jobs", "6",
 			"--", os.Args[0])
-		c.Env = append(os.Environ(), "WSEM_GO_HELPER=job "+dir)
+		c.Env = append(os.Environ(), "WSEM_GO_HELPER=job "+dir+" 4")
 		c.Stdout, c.Stderr = os.Stderr, os.Stderr
 		if err := c.Start(); err != nil {
 			t.Fatal(err)
