@@ -93,6 +93,13 @@ for t in $(list_tests); do
 	esac
 	tests="$tests $t"
 done
+# The Go binding's static programs (bindings/go builds them) for go_test.sh.
+case " $tests " in
+*" go_test.sh "*)
+	for f in "$BUILD/go/wsem-go.test" "$BUILD/go/wsem-go-pool"; do
+		[ -f "$f" ] && add_elf "$f" "$stage/bin/${f##*/}"
+	done ;;
+esac
 
 cat >"$stage/etc/passwd" <<'EOT'
 root:x:0:0:root:/root:/bin/sh
