@@ -301,6 +301,19 @@ static int wsem_acquire_args(struct wsem_acquire_args *args,
 	return 0;
 }
 
+/* An acquire's or idle wait's arguments, clock and deadline, on @h. */
+static int wsem_wait_args(struct wsem_handle *h, const void __user *uarg,
+			  struct wsem_acquire_args *args, clockid_t *clock,
+			  ktime_t *deadline)
+{
+	int ret;
+
+	if (!wsem_handle_sem(h))
+		return -EINVAL;
+	ret = wsem_acquire_args(args, uarg);
+	return ret ? ret : wsem_deadline(args, clock, deadline);
+}
+
 /**
  * wsem_ioctl_acquire() - WSEM_IOC_ACQUIRE
  * @h: the bound handle
@@ -317,11 +330,7 @@ static int wsem_ioctl_acquire(struct wsem_handle *h, void __user *uarg)
 	clockid_t clock;
 	int ret;
 
-	if (!wsem_handle_sem(h))
-		return -EINVAL;
-	ret = wsem_acquire_args(&args, uarg);
-	if (!ret)
-		ret = wsem_deadline(&args, &clock, &deadline);
+	ret = wsem_wait_args(h, uarg, &args, &clock, &deadline);
 	if (ret)
 		return ret;
 	return wsem_acquire(h, args.weight, args.flags, clock, deadline);
@@ -358,8 +367,8 @@ static int wsem_ioctl_async(struct wsem_handle *h, u64 __user *uflags)
  * do.
  *
  * Context: Process context, may sleep.
- * Return: 0, -EINVAL (unbound handle, bad arguments), -EBADF (a handle not
- * open for reading), else as wsem_wait_idle().
+ * Return: 0, -EBADF (a handle not open for reading), -EINVAL (unbound
+ * handle, bad arguments), else as wsem_wait_idle().
  */
 static int wsem_ioctl_wait_idle(struct file *file, void __user *uarg)
 {
@@ -369,17 +378,13 @@ static int wsem_ioctl_wait_idle(struct file *file, void __user *uarg)
 	clockid_t clock;
 	int ret;
 
-	if (!wsem_handle_sem(h))
-		return -EINVAL;
 	if (!(file->f_mode & FMODE_READ))
 		return -EBADF;
-	ret = wsem_acquire_args(&args, uarg);
-	if (!ret && (args.weight || (args.flags & WSEM_ACQUIRE_ASYNC)))
-		ret = -EINVAL;
-	if (!ret)
-		ret = wsem_deadline(&args, &clock, &deadline);
+	ret = wsem_wait_args(h, uarg, &args, &clock, &deadline);
 	if (ret)
 		return ret;
+	if (args.weight || (args.flags & WSEM_ACQUIRE_ASYNC))
+		return -EINVAL;
 	return wsem_wait_idle(h, args.flags, clock, deadline);
 }
 

@@ -180,7 +180,7 @@ struct wsem_handle {
 	struct wsem_waiter async;
 	wait_queue_head_t wqh;
 	wait_queue_entry_t relay;
-	struct mutex text_lock;
+	struct mutex text_lock;	/* see the kernel-doc above */
 	char *text;
 	size_t text_len;
 	struct rcu_head rcu;
