@@ -89,6 +89,13 @@ for t in $(list_tests); do
 	esac
 	tests="$tests $t"
 done
+# python_test.sh brings Debian's python3, pip and the binding (python.sh).
+case " $tests " in
+*" python_test.sh "*)
+	. "$VMDIR/python.sh"
+	add_python || die "python_test.sh: cannot add python3 to the guest"
+	;;
+esac
 
 cat >"$stage/etc/passwd" <<'EOT'
 root:x:0:0:root:/root:/bin/sh
