@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=bash
 # Sourced by mkinitramfs.sh when python_test.sh goes into the guest:
 # Debian's python3 (the interpreter, its standard library less the tests,
 # IDLE, tkinter and the like), pip, setuptools and wheel for an offline
@@ -7,6 +8,7 @@
 # only for runs that have the test.
 #
 # add_python: copies into $stage, with mkinitramfs.sh's add_elf.
+# shellcheck disable=SC2154 # stage, ROOT: mkinitramfs.sh's
 
 # add_libs FILE: the libraries that ldd names for FILE, at the same paths.
 add_libs() {
@@ -19,15 +21,15 @@ add_libs() {
 }
 
 add_python() {
-	local py v so dist=/usr/lib/python3/dist-packages d
+	local py v so dist=/usr/lib/python3/dist-packages pat d
 	py=$(readlink -f /usr/bin/python3) || return 1
 	v=${py##*/python}
-	[ -x "$py" ] && [ -d "/usr/lib/python$v" ] ||
-		{ log "mkinitramfs: no Debian python3 (apt-get install python3)"; return 1; }
-	# /usr/bin is /bin in the guest.  Python finds its prefix from where
-	# the executable is (after symlinks): /bin, so / is the prefix it
-	# looks for lib/pythonX.Y in; /usr/lib is where Debian's site.py
-	# looks for dist-packages, and where its paths point.
+	if [ ! -x "$py" ] || [ ! -d "/usr/lib/python$v" ]; then
+		log "mkinitramfs: no Debian python3 (apt-get install python3)"
+		return 1
+	fi
+	# /usr/bin is /bin in the guest: Python, not finding lib/pythonX.Y
+	# next to the executable, takes its built-in prefix, /usr, quietly.
 	add_elf "$py" "$stage/bin/python$v"
 	ln -s "python$v" "$stage/bin/python3"
 	mkdir -p "$stage/usr/lib" "$stage/usr/lib/python3/dist-packages"
@@ -44,14 +46,13 @@ add_python() {
 		--exclude='lib-dynload/ossaudiodev*' \
 		--exclude='lib-dynload/_sqlite3*' \
 		"python$v" | tar -C "$stage/usr/lib" -xf - || return 1
-	ln -s "usr/lib/python$v" "$stage/lib/python$v"
 	for so in "$stage/usr/lib/python$v/lib-dynload"/*.so; do
 		add_libs "/usr/lib/python$v/lib-dynload/${so##*/}"
 	done
-	for d in pip pip-*.dist-info setuptools setuptools-*.egg-info \
+	for pat in pip pip-*.dist-info setuptools setuptools-*.egg-info \
 		 pkg_resources _distutils_hack distutils-precedence.pth \
 		 wheel wheel-*.egg-info; do
-		for d in "$dist"/$d; do
+		for d in "$dist"/$pat; do
 			[ -e "$d" ] || { log "mkinitramfs: no $d"; return 1; }
 			cp -pR "$d" "$stage/usr/lib/python3/dist-packages/"
 		done
