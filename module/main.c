@@ -22,6 +22,7 @@
 #include <linux/module.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
+#include <linux/time_namespace.h>
 #include <linux/uaccess.h>
 
 #include "wsem.h"
@@ -218,42 +219,167 @@ err_free:
 	return fd;
 }
 
+/* The offset of the caller's time namespace on @clock. */
+static ktime_t wsem_timens_offset(clockid_t clock)
+{
+#ifdef CONFIG_TIME_NS
+	const struct timens_offsets *o = &current->nsproxy->time_ns->offsets;
+
+	if (clock == CLOCK_MONOTONIC)
+		return timespec64_to_ktime(o->monotonic);
+	if (clock == CLOCK_BOOTTIME)
+		return timespec64_to_ktime(o->boottime);
+#endif
+	return 0;
+}
+
+/*
+ * The clock and deadline of @args, as the host's timers take them: a
+ * deadline is read on CLOCK_MONOTONIC unless WSEM_ACQUIRE_CLOCK names
+ * another, in the caller's time namespace (whose offset is taken off, as
+ * clock_nanosleep(2) does).  0, or -EINVAL for another clock.
+ */
+static int wsem_deadline(const struct wsem_acquire_args *args,
+			 clockid_t *clock, ktime_t *deadline)
+{
+	ktime_t t = min_t(u64, args->deadline_ns, KTIME_MAX), off;
+
+	*clock = CLOCK_MONOTONIC;
+	if (args->flags & WSEM_ACQUIRE_CLOCK)
+		*clock = args->clockid;
+	else if (args->clockid)
+		return -EINVAL;
+	if (*clock != CLOCK_MONOTONIC && *clock != CLOCK_BOOTTIME &&
+	    *clock != CLOCK_REALTIME)
+		return -EINVAL;
+	off = wsem_timens_offset(*clock);
+	if (off > 0 && t < off)
+		t = 0;
+	else if (off < 0 && t > KTIME_MAX + off)
+		t = KTIME_MAX;
+	else
+		t -= off;
+	*deadline = t;
+	return 0;
+}
+
+/*
+ * Copy struct wsem_acquire_args and check what WSEM_IOC_ACQUIRE and
+ * WSEM_IOC_WAIT_IDLE have in common: known flags, TRY or DEADLINE, CLOCK
+ * only with DEADLINE, ASYNC alone, zero padding.
+ */
+static int wsem_acquire_args(struct wsem_acquire_args *args,
+			     const void __user *uarg)
+{
+	const u64 known = WSEM_ACQUIRE_TRY | WSEM_ACQUIRE_DEADLINE |
+			  WSEM_ACQUIRE_CLOCK | WSEM_ACQUIRE_ASYNC;
+	u64 flags;
+	int ret;
+
+	/*
+	 * The common case, a struct of our size, in one copy of a constant
+	 * size (no run-time object checks); anything else the general way.
+	 */
+	if (get_user(args->size, (const u64 __user *)uarg))
+		return -EFAULT;
+	if (args->size == sizeof(*args)) {
+		if (copy_from_user(args, uarg, sizeof(*args)))
+			return -EFAULT;
+	} else {
+		ret = wsem_copy_args(args, sizeof(*args),
+				     WSEM_ACQUIRE_SIZE_VER0, uarg);
+		if (ret)
+			return ret;
+	}
+	flags = args->flags;
+	if ((flags & ~known) || args->__pad ||
+	    ((flags & WSEM_ACQUIRE_TRY) && (flags & WSEM_ACQUIRE_DEADLINE)) ||
+	    ((flags & WSEM_ACQUIRE_CLOCK) && !(flags & WSEM_ACQUIRE_DEADLINE)) ||
+	    ((flags & WSEM_ACQUIRE_ASYNC) && flags != WSEM_ACQUIRE_ASYNC))
+		return -EINVAL;
+	return 0;
+}
+
 /**
  * wsem_ioctl_acquire() - WSEM_IOC_ACQUIRE
  * @h: the bound handle
  * @uarg: struct wsem_acquire_args
  *
  * Context: Process context, may sleep.
- * Return: 0, -EINVAL for an unbound handle or bad flags, else as
+ * Return: 0, -EINVAL for an unbound handle, bad flags or clock, else as
  * wsem_acquire().
  */
 static int wsem_ioctl_acquire(struct wsem_handle *h, void __user *uarg)
 {
-	const u64 known = WSEM_ACQUIRE_TRY | WSEM_ACQUIRE_DEADLINE;
 	struct wsem_acquire_args args;
+	ktime_t deadline;
+	clockid_t clock;
 	int ret;
 
 	if (!wsem_handle_sem(h))
 		return -EINVAL;
-	/*
-	 * The common case, a struct of our size, in one copy of a constant
-	 * size (no run-time object checks); anything else the general way.
-	 */
-	if (get_user(args.size, (const u64 __user *)uarg))
-		return -EFAULT;
-	if (args.size == sizeof(args)) {
-		if (copy_from_user(&args, uarg, sizeof(args)))
-			return -EFAULT;
-	} else {
-		ret = wsem_copy_args(&args, sizeof(args),
-				     WSEM_ACQUIRE_SIZE_VER0, uarg);
-		if (ret)
-			return ret;
-	}
-	if ((args.flags & ~known) || (args.flags & known) == known)
+	ret = wsem_acquire_args(&args, uarg);
+	if (!ret)
+		ret = wsem_deadline(&args, &clock, &deadline);
+	if (ret)
+		return ret;
+	return wsem_acquire(h, args.weight, args.flags, clock, deadline);
+}
+
+/**
+ * wsem_ioctl_async() - WSEM_IOC_ASYNC: collect or cancel a request
+ * @h: the bound handle
+ * @uflags: __u64 flags, WSEM_ASYNC_CANCEL or 0
+ *
+ * Context: Process context.
+ * Return: -EINVAL for an unbound handle or unknown flags, -EFAULT, else
+ * as wsem_async_end().
+ */
+static int wsem_ioctl_async(struct wsem_handle *h, u64 __user *uflags)
+{
+	u64 flags;
+
+	if (!wsem_handle_sem(h))
 		return -EINVAL;
-	return wsem_acquire(h, args.weight, args.flags,
-			    ns_to_ktime(min_t(u64, args.deadline_ns, KTIME_MAX)));
+	if (get_user(flags, uflags))
+		return -EFAULT;
+	if (flags & ~WSEM_ASYNC_CANCEL)
+		return -EINVAL;
+	return wsem_async_end(h, flags & WSEM_ASYNC_CANCEL);
+}
+
+/**
+ * wsem_ioctl_wait_idle() - WSEM_IOC_WAIT_IDLE
+ * @file: the bound handle's file
+ * @uarg: struct wsem_acquire_args, @weight 0, no ASYNC
+ *
+ * Waiting for idle watches, as poll does: a handle open for reading will
+ * do.
+ *
+ * Context: Process context, may sleep.
+ * Return: 0, -EINVAL (unbound handle, bad arguments), -EBADF (a handle not
+ * open for reading), else as wsem_wait_idle().
+ */
+static int wsem_ioctl_wait_idle(struct file *file, void __user *uarg)
+{
+	struct wsem_handle *h = file->private_data;
+	struct wsem_acquire_args args;
+	ktime_t deadline;
+	clockid_t clock;
+	int ret;
+
+	if (!wsem_handle_sem(h))
+		return -EINVAL;
+	if (!(file->f_mode & FMODE_READ))
+		return -EBADF;
+	ret = wsem_acquire_args(&args, uarg);
+	if (!ret && (args.weight || (args.flags & WSEM_ACQUIRE_ASYNC)))
+		ret = -EINVAL;
+	if (!ret)
+		ret = wsem_deadline(&args, &clock, &deadline);
+	if (ret)
+		return ret;
+	return wsem_wait_idle(h, args.flags, clock, deadline);
 }
 
 /**
@@ -445,6 +571,7 @@ static int wsem_ioctl_holders(struct file *file, void __user *uarg)
 static bool wsem_cmd_writes(unsigned int cmd)
 {
 	return cmd == WSEM_CMD(WSEM_IOC_ACQUIRE) ||
+	       cmd == WSEM_CMD(WSEM_IOC_ASYNC) ||
 	       cmd == WSEM_CMD(WSEM_IOC_RELEASE) ||
 	       cmd == WSEM_CMD(WSEM_IOC_SET_CAPACITY);
 }
@@ -491,6 +618,10 @@ static long wsem_file_ioctl(struct file *file, unsigned int cmd,
 		return wsem_ioctl_list(uarg);
 	case WSEM_CMD(WSEM_IOC_HOLDERS):
 		return wsem_ioctl_holders(file, uarg);
+	case WSEM_CMD(WSEM_IOC_ASYNC):
+		return wsem_ioctl_async(h, uarg);
+	case WSEM_CMD(WSEM_IOC_WAIT_IDLE):
+		return wsem_ioctl_wait_idle(file, uarg);
 	default:
 		return -ENOTTY;
 	}
@@ -612,32 +743,35 @@ static int wsem_file_release(struct inode *inode, struct file *file)
 	if (h->sem)
 		wsem_unbind(h);
 	wsem_handle_forget(h);
-	kfree(h);
+	/* A granter may still be telling h->async: see wsem_tell_async(). */
+	kfree_rcu(h, rcu);
 	return 0;
 }
 
 /*
- * An unbound handle has nothing to wait for: EPOLLERR, like a bad fd.  Its
- * pollers wait on the handle's own queue, which binding relays to (epoll
- * registers only at the first poll, perhaps before the bind).
+ * An unbound handle has nothing to wait for: EPOLLERR, like a bad fd.
+ * Pollers wait on the handle's own queue, where the end of its
+ * asynchronous request is told, and on the semaphore's; epoll registers
+ * only at the first poll, perhaps before the bind, so binding relays the
+ * semaphore's wake-ups to the handle's queue if anyone waits there.
  */
 static __poll_t wsem_file_poll(struct file *file, poll_table *wait)
 {
 	struct wsem_handle *h = file->private_data;
-	struct wsem *sem = wsem_handle_sem(h);
+	struct wsem *sem;
 
-	if (sem)
-		return wsem_poll(sem, file, wait);
 	poll_wait(file, &h->wqh, wait);
-	/*
-	 * Pairs with wsem_bind(), which looks at h->wqh under its lock: if it
-	 * did so before we queued, it is bound now, and we wait on the
-	 * semaphore as well.
-	 */
-	spin_lock_irq(&h->wqh.lock);
-	sem = h->sem;
-	spin_unlock_irq(&h->wqh.lock);
-	return sem ? wsem_poll(sem, file, wait) : EPOLLERR;
+	sem = wsem_handle_sem(h);
+	if (!sem) {
+		/*
+		 * Pairs with wsem_bind(), which looks at h->wqh under its
+		 * lock: if it did so before we queued, it is bound now.
+		 */
+		spin_lock_irq(&h->wqh.lock);
+		sem = h->sem;
+		spin_unlock_irq(&h->wqh.lock);
+	}
+	return sem ? wsem_poll(sem, h, file, wait) : EPOLLERR;
 }
 
 /* Snapshot under the semaphore's lock (wsem_fill_stat()), print after. */
@@ -684,8 +818,10 @@ static int __init wsem_init(void)
 	int ret;
 
 	BUILD_BUG_ON(sizeof(struct wsem_open_args) != WSEM_OPEN_SIZE_VER0);
-	BUILD_BUG_ON(sizeof(struct wsem_acquire_args) !=
+	BUILD_BUG_ON(offsetof(struct wsem_acquire_args, clockid) !=
 		     WSEM_ACQUIRE_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct wsem_acquire_args) !=
+		     WSEM_ACQUIRE_SIZE_VER1);
 	BUILD_BUG_ON(offsetof(struct wsem_stat, grants_at_once) !=
 		     WSEM_STAT_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct wsem_stat) != WSEM_STAT_SIZE_VER1);

@@ -64,39 +64,11 @@
 #define CREATE_TRACE_POINTS
 #include "wsem_trace.h"
 
-/* struct wsem_waiter.status until it is told how its wait ended */
-#define WSEM_WAITING	1	/* in the queue */
-#define WSEM_HANDING	2	/* off the queue, about to be told @result */
-
-/**
- * struct wsem_waiter - one queue entry, on the stack of its sleeper
- * @node: in sem->waiters, then in the granter's struct wsem_wake
- * @task: the sleeper
- * @handle: where a granted weight is accounted
- * @weight: what it waits for
- * @since: when it queued, ktime_get_ns()
- * @result: how the wait ended, 0 (granted) or a negative errno; set with
- *	WSEM_HANDING
- * @status: WSEM_WAITING, WSEM_HANDING, then @result; the last store is the
- *	granter's smp_store_release(), after which the waiter may vanish
- *
- * Protected by the lock of the semaphore it waits on while WSEM_WAITING;
- * owned by the granter while WSEM_HANDING.
- */
-struct wsem_waiter {
-	struct list_head node;
-	struct task_struct *task;
-	struct wsem_handle *handle;
-	u64 weight;
-	u64 since;
-	int result;
-	int status;
-};
-
 /* What to do once sem->lock is dropped. */
 struct wsem_wake {
 	struct list_head waiters;	/* WSEM_HANDING, to be told */
-	struct wsem *poll;		/* wake its pollers */
+	struct wsem *poll;		/* wake its pollers ... */
+	__poll_t events;		/* ... with these */
 };
 
 static DEFINE_IDA(wsem_ida);
@@ -107,6 +79,24 @@ static __always_inline void wsem_wake_init(struct wsem_wake *wake)
 	wake->poll = NULL;
 }
 
+/*
+ * Tell a handle's asynchronous request how it ended and wake the handle's
+ * pollers.  The file may be closing meanwhile: the handle is freed only
+ * after a grace period (wsem_file_release()).
+ */
+static void wsem_tell_async(struct wsem_waiter *w)
+{
+	struct wsem_handle *h = w->handle;
+	struct task_struct *task = w->task;
+
+	rcu_read_lock();
+	/* Pairs with wsem_async_end() and wsem_poll(). */
+	smp_store_release(&w->status, w->result);
+	wake_up_poll(&h->wqh, EPOLLIN | EPOLLRDNORM);
+	rcu_read_unlock();
+	put_task_struct(task);		/* the request's */
+}
+
 /* Tell each waiter on @list how its wait ended, and wake it. */
 static void wsem_tell(struct list_head *list)
 {
@@ -115,6 +105,10 @@ static void wsem_tell(struct list_head *list)
 
 	/* The _safe walk reads @w's successor before @w may vanish. */
 	list_for_each_entry_safe(w, next, list, node) {
+		if (w->async) {
+			wsem_tell_async(w);
+			continue;
+		}
 		task = w->task;
 		get_task_struct(task);
 		/* Pairs with wsem_wait(); from here on @w may be gone. */
@@ -129,7 +123,7 @@ static __always_inline void wsem_wake_up(struct wsem_wake *wake)
 	if (!list_empty(&wake->waiters))
 		wsem_tell(&wake->waiters);
 	if (unlikely(wake->poll))
-		wake_up_poll(&wake->poll->pollers, EPOLLIN | EPOLLRDNORM);
+		wake_up_poll(&wake->poll->pollers, wake->events);
 }
 
 static bool wsem_fits(const struct wsem *sem, u64 weight)
@@ -278,6 +272,12 @@ static bool wsem_ready(const struct wsem *sem)
 	return list_empty(&sem->waiters) && wsem_fits(sem, 1);
 }
 
+/* Nothing held, nobody queued: what poll() reports as EPOLLPRI. */
+static bool wsem_idle(const struct wsem *sem)
+{
+	return list_empty(&sem->waiters) && !sem->used;
+}
+
 /*
  * After weight came back or a waiter left: grant the waiters that fit now,
  * then, if weight is still free, note the pollers for @wake.
@@ -292,9 +292,14 @@ static void wsem_settle(struct wsem *sem, struct wsem_wake *wake)
 	 * No barrier needed: a poller adds itself to @sem->pollers before it
 	 * takes @sem->lock to look (wsem_poll()), so one that looked before
 	 * us is seen here, and one that looks after us sees the free weight.
+	 * Idle implies free weight, so idle waiters are seen too.
 	 */
-	if (unlikely(waitqueue_active(&sem->pollers)) && wsem_ready(sem))
+	if (unlikely(waitqueue_active(&sem->pollers)) && wsem_ready(sem)) {
 		wake->poll = sem;
+		wake->events = EPOLLIN | EPOLLRDNORM;
+		if (wsem_idle(sem))
+			wake->events |= EPOLLPRI;
+	}
 }
 
 /**
@@ -419,18 +424,28 @@ int wsem_bind(struct wsem_handle *h, struct wsem *sem)
 void wsem_unbind(struct wsem_handle *h)
 {
 	struct wsem *sem = h->sem;
+	struct task_struct *requester = NULL;
 	struct wsem_wake wake;
 
 	if (h->relay.func)
 		remove_wait_queue(&sem->pollers, &h->relay);
 	wsem_wake_init(&wake);
 	spin_lock(&sem->lock);
+	/* Closing cancels a queued request; a granted one is in @h->held. */
+	if (h->requested && h->async.status == WSEM_WAITING) {
+		wsem_dequeue(sem, &h->async);
+		wsem_count_wait(sem, &h->async, -ECANCELED, ktime_get_ns());
+		requester = h->async.task;
+		h->requested = false;
+	}
 	if (h->held)
 		trace_wsem_release(sem->id, h->held, sem->used - h->held);
 	wsem_give(sem, h, h->held);
 	wsem_settle(sem, &wake);
 	spin_unlock(&sem->lock);
 	wsem_wake_up(&wake);
+	if (requester)
+		put_task_struct(requester);
 	wsem_put(sem);
 }
 
@@ -510,13 +525,24 @@ static int wsem_wait_told(struct wsem_waiter *w)
 	return status;
 }
 
+/* Sleep until woken or @deadline on @clock; false once it has passed. */
+static bool __sched wsem_sleep(clockid_t clock, ktime_t *deadline)
+{
+	if (!deadline) {
+		schedule();
+		return true;
+	}
+	return schedule_hrtimeout_range_clock(deadline, current->timer_slack_ns,
+					      HRTIMER_MODE_ABS, clock) != 0;
+}
+
 /*
  * Queue @h's request for @weight at the tail and sleep until it is granted,
- * a signal arrives or @deadline (if any) passes.  Entered with @sem->lock
- * held, which it drops.
+ * a signal arrives or @deadline (if any) on @clock passes.  Entered with
+ * @sem->lock held, which it drops.
  */
 static int __sched wsem_wait(struct wsem *sem, struct wsem_handle *h,
-			     u64 weight, ktime_t *deadline)
+			     u64 weight, clockid_t clock, ktime_t *deadline)
 	__releases(&sem->lock)
 {
 	struct wsem_waiter w = {
@@ -545,12 +571,7 @@ static int __sched wsem_wait(struct wsem *sem, struct wsem_handle *h,
 				goto out;
 			break;		/* granted meanwhile: the grant wins */
 		}
-		if (deadline)
-			timed_out = !schedule_hrtimeout_range(deadline,
-						current->timer_slack_ns,
-						HRTIMER_MODE_ABS);
-		else
-			schedule();
+		timed_out = !wsem_sleep(clock, deadline);
 	}
 	ret = wsem_wait_told(&w);
 out:
@@ -559,21 +580,59 @@ out:
 	return ret;
 }
 
+/* Now on @clock: CLOCK_MONOTONIC, CLOCK_BOOTTIME or CLOCK_REALTIME. */
+static ktime_t wsem_now(clockid_t clock)
+{
+	switch (clock) {
+	case CLOCK_REALTIME:
+		return ktime_get_real();
+	case CLOCK_BOOTTIME:
+		return ktime_get_boottime();
+	default:
+		return ktime_get();
+	}
+}
+
+/* Queue @h's asynchronous request for @weight; the caller checked it. */
+static void wsem_queue_async(struct wsem *sem, struct wsem_handle *h,
+			     u64 weight)
+{
+	struct wsem_waiter *w = &h->async;
+
+	lockdep_assert_held(&sem->lock);
+
+	w->task = get_task_struct(current);
+	w->handle = h;
+	w->weight = weight;
+	w->since = ktime_get_ns();
+	w->result = 0;
+	w->status = WSEM_WAITING;
+	w->async = true;
+	h->requested = true;
+	wsem_enqueue(sem, w);
+}
+
 /**
  * wsem_acquire() - acquire weight through a bound handle
  * @h: the handle
  * @weight: 1 .. capacity
- * @flags: WSEM_ACQUIRE_TRY or WSEM_ACQUIRE_DEADLINE, validated by the caller
- * @deadline: absolute CLOCK_MONOTONIC deadline, with WSEM_ACQUIRE_DEADLINE
+ * @flags: WSEM_ACQUIRE_TRY, _DEADLINE or _ASYNC, validated by the caller
+ * @clock: the clock of @deadline
+ * @deadline: absolute deadline on @clock, with WSEM_ACQUIRE_DEADLINE
  *
- * Context: Process context, may sleep unless WSEM_ACQUIRE_TRY.
+ * WSEM_ACQUIRE_ASYNC queues the handle's request (struct wsem_handle
+ * @async) at the tail instead of sleeping; its end wakes the handle's
+ * pollers, and wsem_async_end() collects it.
+ *
+ * Context: Process context, may sleep unless WSEM_ACQUIRE_TRY or _ASYNC.
  * Return: 0 when granted; -EINVAL for a weight of 0 or above the capacity
  * (also when a shrink makes it so while waiting); -EAGAIN for a try that
  * cannot be granted at once; -ETIMEDOUT at the deadline; -EINTR or
- * -ERESTARTNOHAND on a signal.
+ * -ERESTARTNOHAND on a signal; -EINPROGRESS for a queued asynchronous
+ * request, -EBUSY if the handle has one already.
  */
 int wsem_acquire(struct wsem_handle *h, u64 weight, u64 flags,
-		 ktime_t deadline)
+		 clockid_t clock, ktime_t deadline)
 {
 	struct wsem *sem = h->sem;
 	int ret = 0;
@@ -581,21 +640,135 @@ int wsem_acquire(struct wsem_handle *h, u64 weight, u64 flags,
 	spin_lock(&sem->lock);
 	if (!weight || weight > sem->capacity) {
 		ret = -EINVAL;
+	} else if ((flags & WSEM_ACQUIRE_ASYNC) && h->requested) {
+		ret = -EBUSY;
 	} else if (list_empty(&sem->waiters) && wsem_fits(sem, weight)) {
 		wsem_take(sem, h, weight, current);
 		sem->stats.grants_at_once++;
 		trace_wsem_grant(sem->id, current->pid, weight, 0);
 	} else if (flags & WSEM_ACQUIRE_TRY) {
 		ret = -EAGAIN;
+	} else if (flags & WSEM_ACQUIRE_ASYNC) {
+		wsem_queue_async(sem, h, weight);
+		ret = -EINPROGRESS;
 	} else if (!(flags & WSEM_ACQUIRE_DEADLINE)) {
-		return wsem_wait(sem, h, weight, NULL);
-	} else if (ktime_compare(deadline, ktime_get()) <= 0) {
+		return wsem_wait(sem, h, weight, clock, NULL);
+	} else if (ktime_compare(deadline, wsem_now(clock)) <= 0) {
 		sem->stats.timeouts++;
 		ret = -ETIMEDOUT;
 	} else {
-		return wsem_wait(sem, h, weight, &deadline);
+		return wsem_wait(sem, h, weight, clock, &deadline);
 	}
 	spin_unlock(&sem->lock);
+	return ret;
+}
+
+/**
+ * wsem_async_end() - how the handle's asynchronous request ended
+ * @h: the bound handle
+ * @cancel: leave the queue if still in it
+ *
+ * An ended request is collected: the handle may make another.  One whose
+ * end is being told (WSEM_HANDING) is waited for, briefly, so that the
+ * answer is final.
+ *
+ * Context: Process context, may sleep (briefly, uninterruptibly).
+ * Return: 0 when it was granted (the weight is @h's) or, with @cancel, when
+ * it left the queue; -EALREADY with @cancel for one granted meanwhile;
+ * -EINPROGRESS while it is queued, without @cancel; the error it ended with
+ * (-EINVAL: a shrink); -ENOENT without a request.
+ */
+int wsem_async_end(struct wsem_handle *h, bool cancel)
+{
+	struct wsem_waiter *w = &h->async;
+	struct wsem *sem = h->sem;
+	struct task_struct *requester = NULL;
+	struct wsem_wake wake;
+	int ret, status;
+
+	wsem_wake_init(&wake);
+again:
+	spin_lock(&sem->lock);
+	/* Pairs with wsem_tell_async(): the grant's accounting is seen. */
+	status = smp_load_acquire(&w->status);
+	if (!h->requested) {
+		ret = -ENOENT;
+	} else if (status == WSEM_HANDING) {
+		spin_unlock(&sem->lock);
+		/* Pairs with wsem_tell_async(), which wakes h->wqh after. */
+		wait_event(h->wqh, smp_load_acquire(&w->status) <= 0);
+		goto again;
+	} else if (status == WSEM_WAITING && !cancel) {
+		ret = -EINPROGRESS;
+	} else if (status == WSEM_WAITING) {
+		wsem_dequeue(sem, w);
+		wsem_count_wait(sem, w, -ECANCELED, ktime_get_ns());
+		wsem_settle(sem, &wake);
+		requester = w->task;
+		h->requested = false;
+		ret = 0;
+	} else {
+		h->requested = false;
+		ret = cancel && !status ? -EALREADY : status;
+	}
+	spin_unlock(&sem->lock);
+	wsem_wake_up(&wake);
+	if (requester)
+		put_task_struct(requester);
+	return ret;
+}
+
+/**
+ * wsem_wait_idle() - sleep until nothing is held and nobody is queued
+ * @h: the bound handle
+ * @flags: WSEM_ACQUIRE_TRY or _DEADLINE, validated by the caller
+ * @clock: the clock of @deadline
+ * @deadline: absolute deadline on @clock, with WSEM_ACQUIRE_DEADLINE
+ *
+ * The waiter sleeps among the semaphore's pollers, which wsem_settle()
+ * wakes whenever weight is free, and so whenever it becomes idle.  It takes
+ * no place in the queue: a signal restarts the call, with its deadline.
+ *
+ * Context: Process context, may sleep unless WSEM_ACQUIRE_TRY.
+ * Return: 0 when idle; -EDEADLK while @h itself holds weight or has a
+ * request; -EAGAIN for a try that finds it busy; -ETIMEDOUT at the
+ * deadline; -EINTR or -ERESTARTNOHAND on a signal.
+ */
+int __sched wsem_wait_idle(struct wsem_handle *h, u64 flags, clockid_t clock,
+			   ktime_t deadline)
+{
+	struct wsem *sem = h->sem;
+	bool timed_out = false;
+	DEFINE_WAIT(wait);
+	int ret;
+
+	for (;;) {
+		/* Queued before looking: see wsem_settle(). */
+		prepare_to_wait(&sem->pollers, &wait, TASK_INTERRUPTIBLE);
+		spin_lock(&sem->lock);
+		if (h->held || h->requested)
+			ret = -EDEADLK;
+		else if (wsem_idle(sem))
+			ret = 0;
+		else if (flags & WSEM_ACQUIRE_TRY)
+			ret = -EAGAIN;
+		else
+			ret = -EBUSY;
+		spin_unlock(&sem->lock);
+		if (ret != -EBUSY)
+			break;
+		if (fatal_signal_pending(current))
+			ret = -EINTR;
+		else if (signal_pending(current))
+			ret = -ERESTARTNOHAND;
+		else if (timed_out)
+			ret = -ETIMEDOUT;
+		if (ret != -EBUSY)
+			break;
+		timed_out = !wsem_sleep(clock, flags & WSEM_ACQUIRE_DEADLINE ?
+					&deadline : NULL);
+	}
+	finish_wait(&sem->pollers, &wait);
 	return ret;
 }
 
@@ -856,24 +1029,35 @@ int wsem_holders(struct wsem *sem, u32 count, struct wsem_holder **out,
 /**
  * wsem_poll() - poll() and epoll on a handle bound to @sem
  * @sem: the semaphore
+ * @h: the handle, whose own queue the caller polls already
  * @file: the handle's file
  * @wait: the poll table
  *
- * Readable (EPOLLIN) while a try-acquire of 1 would succeed: nobody is
- * queued and some weight is free.  Polling takes nothing: the weight may
- * be gone again before the caller's acquire.
+ * With an asynchronous request, readable (EPOLLIN) once it has ended, until
+ * it is collected.  Without one, readable while a try-acquire of 1 would
+ * succeed: nobody is queued and some weight is free; polling takes
+ * nothing, and the weight may be gone again before the caller's acquire.
+ * EPOLLPRI while the semaphore is idle: nothing held, nobody queued.
  *
  * Context: Process context; takes @sem->lock.
- * Return: EPOLLIN | EPOLLRDNORM, or 0.
+ * Return: EPOLLIN | EPOLLRDNORM, EPOLLPRI, both or 0.
  */
-__poll_t wsem_poll(struct wsem *sem, struct file *file, poll_table *wait)
+__poll_t wsem_poll(struct wsem *sem, struct wsem_handle *h, struct file *file,
+		   poll_table *wait)
 {
 	__poll_t events = 0;
 
 	poll_wait(file, &sem->pollers, wait);
 	spin_lock(&sem->lock);
-	if (wsem_ready(sem))
+	if (h->requested) {
+		/* Pairs with wsem_tell_async(). */
+		if (smp_load_acquire(&h->async.status) <= 0)
+			events = EPOLLIN | EPOLLRDNORM;
+	} else if (wsem_ready(sem)) {
 		events = EPOLLIN | EPOLLRDNORM;
+	}
+	if (wsem_idle(sem))
+		events |= EPOLLPRI;
 	spin_unlock(&sem->lock);
 	return events;
 }

@@ -101,6 +101,39 @@ struct wsem {
 };
 
 /**
+ * struct wsem_waiter - one queue entry: on the stack of a sleeper, or in a
+ *	handle for an asynchronous request
+ * @node: in sem->waiters, then in the granter's struct wsem_wake
+ * @task: the sleeper, or the asynchronous requester (holds a reference)
+ * @handle: where a granted weight is accounted
+ * @weight: what it waits for
+ * @since: when it queued, ktime_get_ns()
+ * @result: how the wait ended, 0 (granted) or a negative errno; set with
+ *	WSEM_HANDING
+ * @status: WSEM_WAITING, WSEM_HANDING, then @result; the last store is the
+ *	granter's smp_store_release(), after which a sleeper's waiter may
+ *	vanish and an asynchronous one may be reused
+ * @async: the handle's asynchronous request (@handle->async)
+ *
+ * Protected by the lock of the semaphore it waits on while WSEM_WAITING;
+ * owned by the granter while WSEM_HANDING.
+ */
+struct wsem_waiter {
+	struct list_head node;
+	struct task_struct *task;
+	struct wsem_handle *handle;
+	u64 weight;
+	u64 since;
+	int result;
+	int status;
+	bool async;
+};
+
+/* struct wsem_waiter.status until it is told how its wait ended */
+#define WSEM_WAITING	1	/* in the queue */
+#define WSEM_HANDING	2	/* off the queue, about to be told @result */
+
+/**
  * struct wsem_handle - the state of one open file of /dev/wsem
  * @sem: the bound semaphore; set once with cmpxchg_release() (wsem_bind()),
  *	read with wsem_handle_sem()
@@ -111,9 +144,15 @@ struct wsem {
  * @cgrp: its cgroup v2 then (holds a reference), or NULL
  * @comm: its command name then
  * @since: when that grant happened, ktime_get_coarse_ns()
- * @wqh: poll() and epoll on the handle before it was bound; its waiters
- *	hear the semaphore's wake-ups through @relay
+ * @requested: @async is the handle's request, queued or ended but not yet
+ *	collected (WSEM_IOC_ASYNC); protected by @sem->lock
+ * @async: the asynchronous request; see struct wsem_waiter
+ * @wqh: poll() and epoll on the handle; woken when @async ends.  Waiters
+ *	that came before the handle was bound hear the semaphore's wake-ups
+ *	through @relay
  * @relay: on @sem->pollers from binding on, if @wqh had waiters then
+ * @rcu: the handle is freed after a grace period: a granter tells @async
+ *	and wakes @wqh under rcu_read_lock(), perhaps after the file closed
  */
 struct wsem_handle {
 	struct wsem *sem;
@@ -123,8 +162,11 @@ struct wsem_handle {
 	struct cgroup *cgrp;
 	char comm[TASK_COMM_LEN];
 	u64 since;
+	bool requested;
+	struct wsem_waiter async;
 	wait_queue_head_t wqh;
 	wait_queue_entry_t relay;
+	struct rcu_head rcu;
 };
 
 static inline struct wsem *wsem_handle_sem(struct wsem_handle *h)
@@ -141,7 +183,10 @@ void wsem_put(struct wsem *sem);
 int wsem_bind(struct wsem_handle *h, struct wsem *sem);
 void wsem_unbind(struct wsem_handle *h);
 int wsem_acquire(struct wsem_handle *h, u64 weight, u64 flags,
-		 ktime_t deadline);
+		 clockid_t clock, ktime_t deadline);
+int wsem_async_end(struct wsem_handle *h, bool cancel);
+int wsem_wait_idle(struct wsem_handle *h, u64 flags, clockid_t clock,
+		   ktime_t deadline);
 int wsem_release(struct wsem_handle *h, u64 weight);
 int wsem_set_capacity(struct wsem *sem, u64 capacity);
 void wsem_fill_stat(struct wsem *sem, struct wsem_handle *h,
@@ -149,7 +194,8 @@ void wsem_fill_stat(struct wsem *sem, struct wsem_handle *h,
 int wsem_holders(struct wsem *sem, u32 count, struct wsem_holder **out,
 		 u32 *holders, u32 *waiters);
 void wsem_handle_forget(struct wsem_handle *h);
-__poll_t wsem_poll(struct wsem *sem, struct file *file, poll_table *wait);
+__poll_t wsem_poll(struct wsem *sem, struct wsem_handle *h, struct file *file,
+		   poll_table *wait);
 bool wsem_may(const struct wsem *sem, int mask, bool audit);
 bool wsem_is_owner(const struct wsem *sem);
 void wsem_sem_exit(void);

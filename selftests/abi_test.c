@@ -87,6 +87,8 @@ static const struct cmd {
 	{ "STAT", WSEM_IOC_STAT, false },
 	{ "UNLINK", WSEM_IOC_UNLINK, false },
 	{ "LIST", WSEM_IOC_LIST, false },
+	{ "ASYNC", WSEM_IOC_ASYNC, false },
+	{ "WAIT_IDLE", WSEM_IOC_WAIT_IDLE, false },
 };
 
 /*
@@ -105,6 +107,7 @@ static const struct sized {
 	{ "STAT", WSEM_IOC_STAT, WSEM_STAT_SIZE_VER0, false },
 	{ "UNLINK", WSEM_IOC_UNLINK, WSEM_UNLINK_SIZE_VER0, true },
 	{ "LIST", WSEM_IOC_LIST, WSEM_LIST_SIZE_VER0, true },
+	{ "WAIT_IDLE", WSEM_IOC_WAIT_IDLE, WSEM_ACQUIRE_SIZE_VER0, true },
 };
 
 /* The handle @c is issued on. */
@@ -149,6 +152,9 @@ static int sized_ioctl(FIXTURE_DATA(abi) *self, const struct sized *s,
 		break;
 	case WSEM_IOC_LIST:
 		lst->stat_size = sizeof(struct wsem_stat);
+		break;
+	case WSEM_IOC_WAIT_IDLE:
+		acq->flags = WSEM_ACQUIRE_TRY;
 		break;
 	}
 	ret = ioctl(fd, s->nr, self->buf);
@@ -200,8 +206,8 @@ TEST_F(abi, unknown_cmd_enotty)
 	const unsigned long bad[] = {
 		_IO(WSEM_IOC_MAGIC, 0x00),
 		_IOWR(WSEM_IOC_MAGIC, 0x00, struct wsem_stat),
-		_IOWR(WSEM_IOC_MAGIC, 0x0a, struct wsem_stat),
-		_IOW(WSEM_IOC_MAGIC, 0x0b, __u64),
+		_IOWR(WSEM_IOC_MAGIC, 0x0c, struct wsem_stat),
+		_IOW(WSEM_IOC_MAGIC, 0x0d, __u64),
 		_IOWR(WSEM_IOC_MAGIC, 0xff, struct wsem_list_args),
 		_IOW(WSEM_IOC_MAGIC - 1, 0x01, struct wsem_open_args),
 		_IOWR(WSEM_IOC_MAGIC - 1, 0x06, struct wsem_stat),
@@ -538,7 +544,7 @@ TEST_F(abi, acquire_unknown_flags_einval)
 	struct wsem_acquire_args args = {
 		.size = sizeof(args),
 		.weight = 1,
-		.flags = 1ULL << 2,
+		.flags = 1ULL << 4,
 	};
 	struct wsem_stat st = { .size = sizeof(st) };
 
@@ -551,6 +557,73 @@ TEST_F(abi, acquire_unknown_flags_einval)
 	EXPECT_EQ(EINVAL, errno);
 	ASSERT_EQ(0, ioctl(self->fd, WSEM_IOC_STAT, &st));
 	EXPECT_EQ(0, st.used);
+}
+
+/*
+ * Flags that make no sense together, a clock without a deadline, a clock
+ * the kernel does not take, padding: EINVAL, on acquire and on idle
+ * waits, and nothing is queued or held.
+ */
+TEST_F(abi, acquire_bad_combinations_einval)
+{
+	const struct {
+		__u64 flags;
+		__u32 clockid, pad;
+	} bad[] = {
+		{ WSEM_ACQUIRE_TRY | WSEM_ACQUIRE_DEADLINE, 0, 0 },
+		{ WSEM_ACQUIRE_CLOCK, CLOCK_REALTIME, 0 },
+		{ WSEM_ACQUIRE_CLOCK | WSEM_ACQUIRE_TRY, CLOCK_MONOTONIC, 0 },
+		{ WSEM_ACQUIRE_DEADLINE, CLOCK_BOOTTIME, 0 },
+		{ WSEM_ACQUIRE_DEADLINE | WSEM_ACQUIRE_CLOCK,
+		  CLOCK_PROCESS_CPUTIME_ID, 0 },
+		{ WSEM_ACQUIRE_DEADLINE | WSEM_ACQUIRE_CLOCK, CLOCK_TAI, 0 },
+		{ WSEM_ACQUIRE_DEADLINE | WSEM_ACQUIRE_CLOCK, 1000, 0 },
+		{ WSEM_ACQUIRE_ASYNC | WSEM_ACQUIRE_TRY, 0, 0 },
+		{ WSEM_ACQUIRE_ASYNC | WSEM_ACQUIRE_DEADLINE, 0, 0 },
+		{ WSEM_ACQUIRE_TRY, 0, 1 },
+	};
+	struct wsem_acquire_args args = { .size = sizeof(args) };
+	struct wsem_stat st = { .size = sizeof(st) };
+	__u64 none = 0;
+	unsigned int i;
+
+	if (self->skip)
+		return;
+	for (i = 0; i < ARRAY_SIZE(bad); i++) {
+		args.weight = 1;
+		args.flags = bad[i].flags;
+		args.clockid = bad[i].clockid;
+		args.__pad = bad[i].pad;
+		args.deadline_ns = UINT64_MAX;
+		EXPECT_EQ(-1, ioctl(self->fd, WSEM_IOC_ACQUIRE, &args))
+			TH_LOG("acquire, case %u", i);
+		EXPECT_EQ(EINVAL, errno) TH_LOG("acquire, case %u", i);
+		args.weight = 0;
+		EXPECT_EQ(-1, ioctl(self->fd, WSEM_IOC_WAIT_IDLE, &args))
+			TH_LOG("idle, case %u", i);
+		EXPECT_EQ(EINVAL, errno) TH_LOG("idle, case %u", i);
+	}
+	/* An idle wait has no weight, nor is it asynchronous. */
+	args.flags = WSEM_ACQUIRE_TRY;
+	args.clockid = 0;
+	args.__pad = 0;
+	args.weight = 1;
+	EXPECT_EQ(-1, ioctl(self->fd, WSEM_IOC_WAIT_IDLE, &args));
+	EXPECT_EQ(EINVAL, errno);
+	args.weight = 0;
+	args.flags = WSEM_ACQUIRE_ASYNC;
+	EXPECT_EQ(-1, ioctl(self->fd, WSEM_IOC_WAIT_IDLE, &args));
+	EXPECT_EQ(EINVAL, errno);
+	/* Unknown flags of WSEM_IOC_ASYNC; none at all is no request. */
+	none = 1ULL << 1;
+	EXPECT_EQ(-1, ioctl(self->fd, WSEM_IOC_ASYNC, &none));
+	EXPECT_EQ(EINVAL, errno);
+	none = 0;
+	EXPECT_EQ(-1, ioctl(self->fd, WSEM_IOC_ASYNC, &none));
+	EXPECT_EQ(ENOENT, errno);
+	ASSERT_EQ(0, ioctl(self->fd, WSEM_IOC_STAT, &st));
+	EXPECT_EQ(0, st.used);
+	EXPECT_EQ(0, st.waiters);
 }
 
 /* A deadline already past never sleeps: ETIMEDOUT unless it fits now. */

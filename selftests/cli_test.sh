@@ -439,6 +439,34 @@ t_top() {
 	reap "$h"
 }
 
+t_wait_idle() {
+	wsem create "$P-w" 2
+	expect 0 wsem wait "$P-w" --idle
+	quiet
+	bg wsem run "$P-w" -- sleep 60
+	h=$BG
+	eventually is used "$P-w" 1
+	expect 124 wsem wait "$P-w" --idle -t 0.1s
+	err_is "wsem: $P-w: timed out"
+	# a waiter of read permission only, while the job runs
+	wsem stat "$P-w" >/dev/null
+	"$WSEM" wait "$P-w" -i </dev/null >"$T/w.out" 2>&1 &
+	w=$!
+	echo "$w" >>"$T/pids"
+	sleep 0.3
+	if gone "$w"; then
+		echo "wait --idle returned while the job held weight"
+		false
+	fi
+	reap "$h"
+	st=0
+	wait "$w" || st=$?
+	[ "$st" -eq 0 ] || { echo "wait --idle exited $st"; false; }
+	expect 2 wsem wait "$P-w"
+	usage_err
+	expect 3 wsem wait "$P-none" --idle
+}
+
 t_ls_long() {
 	wsem create "$P-l" 3 --mode 0640
 	expect 0 wsem ls -l
@@ -1005,6 +1033,7 @@ t_stat_json stat --json is one object keyed by struct wsem_stat
 t_stat_holders stat shows who holds and who waits, in tables and JSON
 t_ls_long ls -l adds owner, group, mode and the longest wait
 t_top top -n N: plain rounds off a terminal, busiest first
+t_wait_idle wait --idle: returns when the last holder leaves; -t exits 124
 t_resize resize changes the capacity; 0 is refused
 t_rm rm removes the name; again exits 3
 t_permissions another user: stat/ls with read only, resize/run/rm refused

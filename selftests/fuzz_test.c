@@ -135,6 +135,9 @@ struct shared {
 	uint64_t created;		/* handles bound by OPEN */
 	uint64_t granted;		/* acquires granted */
 	uint64_t interrupted;		/* acquires ended by EINTR */
+	uint64_t queued;		/* asynchronous requests queued */
+	uint64_t ended;			/* ... collected or cancelled */
+	uint64_t idle;			/* idle waits that found it idle */
 	uint64_t readonly;		/* read-only handles bound and checked */
 	uint64_t fs_calls;		/* wsemfs path and mount calls */
 	uint64_t fs_opened;		/* ... handles opened by path */
@@ -448,12 +451,13 @@ static void pool_close(struct rng *r)
 
 enum req {
 	R_OPEN, R_REOPEN, R_ACQUIRE, R_RELEASE, R_SETCAP, R_STAT, R_UNLINK,
-	R_LIST, R_HOLDERS, R_UNKNOWN, R_GENERIC, R_COUNT
+	R_LIST, R_HOLDERS, R_ASYNC, R_IDLE, R_UNKNOWN, R_GENERIC, R_COUNT
 };
 
 static const char *const req_name[R_COUNT] = {
 	"OPEN", "REOPEN", "ACQUIRE", "RELEASE", "SET_CAPACITY", "STAT",
-	"UNLINK", "LIST", "HOLDERS", "unknown", "generic",
+	"UNLINK", "LIST", "HOLDERS", "ASYNC", "WAIT_IDLE", "unknown",
+	"generic",
 };
 
 /* errnos each request may fail with (besides EBADF for a stale fd) */
@@ -469,7 +473,8 @@ static bool allowed(enum req q, int err)
 		       err == ENFILE || err == ENOMEM;
 	case R_ACQUIRE:
 		return err == EINVAL || err == EFAULT || err == E2BIG ||
-		       err == EAGAIN || err == ETIMEDOUT || err == EINTR;
+		       err == EAGAIN || err == ETIMEDOUT || err == EINTR ||
+		       err == EINPROGRESS || err == EBUSY;
 	case R_RELEASE:
 		return err == EINVAL || err == EFAULT;
 	case R_SETCAP:
@@ -486,6 +491,13 @@ static bool allowed(enum req q, int err)
 		/* EACCES: a write-only handle (of a wsemfs file) */
 		return err == EINVAL || err == EFAULT || err == E2BIG ||
 		       err == ENOMEM || err == EACCES;
+	case R_ASYNC:
+		return err == EINVAL || err == EFAULT || err == ENOENT ||
+		       err == EINPROGRESS || err == EALREADY;
+	case R_IDLE:
+		return err == EINVAL || err == EFAULT || err == E2BIG ||
+		       err == EAGAIN || err == ETIMEDOUT || err == EINTR ||
+		       err == EDEADLK;
 	case R_UNKNOWN:
 		return err == ENOTTY;
 	case R_GENERIC:
@@ -554,7 +566,24 @@ static const uint64_t ver0[R_COUNT] = {
 	[R_UNLINK] = WSEM_UNLINK_SIZE_VER0,
 	[R_LIST] = WSEM_LIST_SIZE_VER0,
 	[R_HOLDERS] = WSEM_HOLDERS_SIZE_VER0,
+	[R_IDLE] = WSEM_ACQUIRE_SIZE_VER0,
 };
+
+/* Could the kernel take these acquire (or idle wait) arguments? */
+static bool acquire_flags_ok(const struct wsem_acquire_args *q, bool idle)
+{
+	const uint64_t known = WSEM_ACQUIRE_TRY | WSEM_ACQUIRE_DEADLINE |
+			       WSEM_ACQUIRE_CLOCK | WSEM_ACQUIRE_ASYNC;
+	uint64_t f = q->flags;
+
+	if (f & ~known || (f & WSEM_ACQUIRE_TRY && f & WSEM_ACQUIRE_DEADLINE) ||
+	    (f & WSEM_ACQUIRE_CLOCK && !(f & WSEM_ACQUIRE_DEADLINE)) ||
+	    (f & WSEM_ACQUIRE_ASYNC && (idle || f != WSEM_ACQUIRE_ASYNC)))
+		return false;
+	if (idle)
+		return !q->weight;
+	return q->weight && q->weight <= WSEM_CAPACITY_MAX;
+}
 
 /*
  * The one error a failure must be, when the arguments alone decide it
@@ -565,7 +594,8 @@ static int expected_err(const struct step *s, int *alt)
 {
 	bool bound_first = s->q == R_ACQUIRE || s->q == R_STAT ||
 			   s->q == R_REOPEN || s->q == R_RELEASE ||
-			   s->q == R_SETCAP || s->q == R_HOLDERS;
+			   s->q == R_SETCAP || s->q == R_HOLDERS ||
+			   s->q == R_ASYNC || s->q == R_IDLE;
 	bool has_size = ver0[s->q] != 0;
 
 	*alt = bound_first ? EINVAL : 0;
@@ -591,7 +621,7 @@ static void check_err(const struct step *s, int err)
 	int want, alt;
 
 	if (s->rdonly && (s->q == R_ACQUIRE || s->q == R_RELEASE ||
-			  s->q == R_SETCAP)) {
+			  s->q == R_SETCAP || s->q == R_ASYNC)) {
 		if (err != EBADF)
 			violation("%s on a read-only handle: %s",
 				  req_name[s->q], strerror(err));
@@ -623,24 +653,29 @@ static void check_err(const struct step *s, int err)
 			  strerror(err), strerror(want));
 		return;
 	}
-	if (s->kind != P_GOOD || s->q != R_ACQUIRE ||
+	if (s->kind != P_GOOD || (s->q != R_ACQUIRE && s->q != R_IDLE) ||
 	    s->usize != WSEM_ACQUIRE_SIZE_VER0)
 		return;
-	/* Our own acquire arguments reached the kernel: precise errors. */
-	if (s->a.acq.flags & ~(WSEM_ACQUIRE_TRY | WSEM_ACQUIRE_DEADLINE) ||
-	    (s->a.acq.flags & WSEM_ACQUIRE_TRY &&
-	     s->a.acq.flags & WSEM_ACQUIRE_DEADLINE) || !s->a.acq.weight ||
-	    s->a.acq.weight > WSEM_CAPACITY_MAX) {
+	/*
+	 * Our own acquire arguments reached the kernel (those of VER0: the
+	 * clock is CLOCK_REALTIME's 0): precise errors.
+	 */
+	if (!acquire_flags_ok(&s->a.acq, s->q == R_IDLE)) {
 		if (err != EINVAL)
-			violation("ACQUIRE flags %llx weight %llu: %s, not EINVAL",
+			violation("%s flags %llx weight %llu: %s, not EINVAL",
+				  req_name[s->q],
 				  (unsigned long long)s->a.acq.flags,
 				  (unsigned long long)s->a.acq.weight,
 				  strerror(err));
 	} else if ((err == ETIMEDOUT &&
 		    !(s->a.acq.flags & WSEM_ACQUIRE_DEADLINE)) ||
 		   (err == EAGAIN && !(s->a.acq.flags & WSEM_ACQUIRE_TRY)) ||
-		   (err == EINTR && s->a.acq.flags & WSEM_ACQUIRE_TRY)) {
-		violation("ACQUIRE flags %llx: %s",
+		   (err == EINTR && s->a.acq.flags & (WSEM_ACQUIRE_TRY |
+						      WSEM_ACQUIRE_ASYNC)) ||
+		   ((err == EINPROGRESS || err == EBUSY) &&
+		    !(s->a.acq.flags & WSEM_ACQUIRE_ASYNC)) ||
+		   (err == EDEADLK && s->q != R_IDLE)) {
+		violation("%s flags %llx: %s", req_name[s->q],
 			  (unsigned long long)s->a.acq.flags, strerror(err));
 	}
 }
@@ -693,7 +728,7 @@ static void check_ok(const struct step *s, long ret)
 		return;
 	}
 	if (s->rdonly && (s->q == R_ACQUIRE || s->q == R_RELEASE ||
-			  s->q == R_SETCAP)) {
+			  s->q == R_SETCAP || s->q == R_ASYNC)) {
 		violation("%s succeeded on a read-only handle", req_name[s->q]);
 		return;
 	}
@@ -793,6 +828,18 @@ static void check_ok(const struct step *s, long ret)
 	case R_HOLDERS:
 		check_holders(s);
 		break;
+	case R_ASYNC:
+		if (s->a.val & ~WSEM_ASYNC_CANCEL)
+			violation("ASYNC flags %llx succeeded",
+				  (unsigned long long)s->a.val);
+		break;
+	case R_IDLE:
+		if (s->usize == WSEM_ACQUIRE_SIZE_VER0 &&
+		    !acquire_flags_ok(&s->a.acq, true))
+			violation("WAIT_IDLE flags %llx weight %llu succeeded",
+				  (unsigned long long)s->a.acq.flags,
+				  (unsigned long long)s->a.acq.weight);
+		break;
 	default:
 		break;
 	}
@@ -807,11 +854,12 @@ static unsigned int with_size(unsigned int cmd, unsigned int size)
 /* Command numbers near ours that must all be ENOTTY. */
 static unsigned int unknown_cmd(struct rng *r)
 {
-	static const unsigned int nrs[] = { 0, 10, 11, 15, 16, 0x7f, 0xff };
+	static const unsigned int nrs[] = { 0, 12, 13, 15, 16, 0x7f, 0xff };
 	static const unsigned int ours[] = {
 		WSEM_IOC_OPEN, WSEM_IOC_REOPEN, WSEM_IOC_ACQUIRE,
 		WSEM_IOC_RELEASE, WSEM_IOC_SET_CAPACITY, WSEM_IOC_STAT,
 		WSEM_IOC_UNLINK, WSEM_IOC_LIST, WSEM_IOC_HOLDERS,
+		WSEM_IOC_ASYNC, WSEM_IOC_WAIT_IDLE,
 	};
 	unsigned int dir, size = below(r, 1u << _IOC_SIZEBITS), c;
 
@@ -883,10 +931,15 @@ static void build_acquire(struct rng *r, struct step *s, char *buf,
 {
 	struct wsem_acquire_args *q = &s->a.acq;
 
-	s->cmd = WSEM_IOC_ACQUIRE;
+	static const uint32_t clocks[] = {
+		CLOCK_MONOTONIC, CLOCK_BOOTTIME, CLOCK_REALTIME, CLOCK_TAI, 77,
+	};
+	struct timespec ts;
+
+	s->cmd = s->q == R_IDLE ? WSEM_IOC_WAIT_IDLE : WSEM_IOC_ACQUIRE;
 	q->size = s->usize = pick_size(r, WSEM_ACQUIRE_SIZE_VER0);
-	q->weight = pick_weight(r);
-	switch (below(r, 20)) {
+	q->weight = s->q == R_IDLE && chance(r, 90) ? 0 : pick_weight(r);
+	switch (below(r, 24)) {
 	case 0:
 		q->flags = 0;			/* may sleep: SIGUSR1 ends it */
 		break;
@@ -896,10 +949,27 @@ static void build_acquire(struct rng *r, struct step *s, char *buf,
 	case 2:
 		q->flags = rnd(r);
 		break;
+	case 3:
+	case 4:
+		q->flags = WSEM_ACQUIRE_DEADLINE | WSEM_ACQUIRE_CLOCK;
+		q->clockid = clocks[below(r, ARRAY_SIZE(clocks))];
+		if (chance(r, 10))
+			q->flags = WSEM_ACQUIRE_CLOCK;
+		break;
+	case 5:
+	case 6:
+	case 7:
+		/* Queued requests stay until collected, cancelled or closed. */
+		q->flags = WSEM_ACQUIRE_ASYNC;
+		break;
 	default:
 		q->flags = chance(r, 50) ? WSEM_ACQUIRE_TRY :
 					   WSEM_ACQUIRE_DEADLINE;
 	}
+	if (chance(r, 3))
+		q->clockid = rnd(r);
+	if (chance(r, 3))
+		q->__pad = rnd(r);
 	switch (below(r, 10)) {
 	case 0:
 		q->deadline_ns = 0;
@@ -911,7 +981,11 @@ static void build_acquire(struct rng *r, struct step *s, char *buf,
 		q->deadline_ns = rnd(r);
 		break;
 	default:
-		q->deadline_ns = now_ns() + below(r, 2000000);
+		clock_gettime(q->flags & WSEM_ACQUIRE_CLOCK &&
+			      q->clockid <= CLOCK_BOOTTIME ? q->clockid :
+			      CLOCK_MONOTONIC, &ts);
+		q->deadline_ns = ts.tv_sec * NSEC + ts.tv_nsec +
+				 below(r, 2000000);
 	}
 	memcpy(buf, q, sizeof(*q));
 	s->bad_tail = tail(r, buf, sizeof(*q), q->size, len);
@@ -1065,9 +1139,18 @@ static void fuzz_one(struct rng *r, struct arena *a)
 		s.a.val = chance(r, 85) ? (chance(r, 50) ? 0 :
 				  WSEM_REOPEN_CLOEXEC) : rnd(r) & 0xff;
 		memcpy(buf, &s.a.val, 8);
-	} else if (k < 44) {
+	} else if (k < 40) {
 		s.q = R_ACQUIRE;
 		build_acquire(r, &s, buf, &len);
+	} else if (k < 42) {
+		s.q = R_IDLE;
+		build_acquire(r, &s, buf, &len);
+	} else if (k < 44) {
+		s.q = R_ASYNC;
+		s.cmd = WSEM_IOC_ASYNC;
+		s.a.val = chance(r, 90) ? (chance(r, 50) ? 0 :
+				  WSEM_ASYNC_CANCEL) : rnd(r);
+		memcpy(buf, &s.a.val, 8);
 	} else if (k < 60) {
 		s.q = R_RELEASE;
 		s.cmd = WSEM_IOC_RELEASE;
@@ -1129,11 +1212,17 @@ static void fuzz_one(struct rng *r, struct arena *a)
 			add(&sh->created, 1);
 		if (s.q == R_ACQUIRE)
 			add(&sh->granted, 1);
+		if (s.q == R_ASYNC)
+			add(&sh->ended, 1);
+		if (s.q == R_IDLE)
+			add(&sh->idle, 1);
 		if (s.q == R_REOPEN)
 			pool_put(r, ret);
 	} else {
 		if (s.q == R_ACQUIRE && err == EINTR)
 			add(&sh->interrupted, 1);
+		if (s.q == R_ACQUIRE && err == EINPROGRESS)
+			add(&sh->queued, 1);
 		check_err(&s, err);
 	}
 	if (s.bypath)
@@ -1985,6 +2074,10 @@ TEST_F_TIMEOUT(fuzz, ioctls, 1800)
 	       (unsigned long long)sh->ok, (unsigned long long)sh->created,
 	       (unsigned long long)sh->granted,
 	       (unsigned long long)sh->interrupted);
+	TH_LOG("%llu asynchronous requests queued, %llu ended or cancelled, "
+	       "%llu idle waits found it idle",
+	       (unsigned long long)sh->queued, (unsigned long long)sh->ended,
+	       (unsigned long long)sh->idle);
 	TH_LOG("%llu workers started, %llu SIGKILLed (%llu kills sent), "
 	       "%llu forked children, %llu descriptors passed "
 	       "(%llu received, %llu left in flight), %llu other actions",

@@ -45,8 +45,9 @@ comp() {
 	fi
 }
 
-echo "1..12"
+echo "1..13"
 comp "resize rm run" wsem r
+comp "wait" wsem w
 comp "create" wsem cr
 comp "build builds" wsem stat bu
 comp "gpu" wsem run g
@@ -61,7 +62,7 @@ comp "wsemtestcmd" wsem run build -- wsemtest
 # Every long option offered is one the real wsem knows.
 n=$((n + 1))
 bad=
-for verb in create rm ls stat top resize run; do
+for verb in create rm ls stat top resize run wait; do
 	"$ROOT/userlib/wsem" "$verb" --help >"$T/help" || bad="$bad $verb"
 	for o in $(_wsem_opts "$verb"); do
 		grep -q -- "$o\\b" "$T/help" || bad="$bad $verb:$o"

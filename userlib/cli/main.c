@@ -35,6 +35,8 @@ static const struct cli_verb verbs[] = {
 		 "[-c CAPACITY [-m MODE]] [--inherit] -- COMMAND [ARG...]",
 	  "Wait for weight W, run COMMAND holding it, give it back when "
 	  "COMMAND ends.", cli_run },
+	{ "wait", "wait NAME|PATH|--fd N --idle [-t DURATION]",
+	  "Wait until nothing is held and nobody waits.", cli_wait },
 };
 
 #define NR_VERBS	(sizeof(verbs) / sizeof(verbs[0]))
@@ -77,7 +79,7 @@ static int flush_stdout(int status)
 int main(int argc, char **argv)
 {
 	const struct cli_verb *verb;
-	const char *all = "create|rm|ls|stat|top|resize|run ...";
+	const char *all = "create|rm|ls|stat|top|resize|run|wait ...";
 
 	int status;
 

@@ -18,6 +18,7 @@ _wsem_opts()
 	ls) echo "-l --long --json -h --help" ;;
 	stat) echo "--json --fd -h --help" ;;
 	resize) echo "--fd -h --help" ;;
+	wait) echo "-i --idle -t --timeout --fd -h --help" ;;
 	run) echo "-w --weight -t --timeout -n --nonblock -E" \
 		  "--conflict-exit-code -c --create -m --mode --inherit" \
 		  "--fd -h --help" ;;
@@ -32,7 +33,7 @@ _wsem()
 	COMPREPLY=()
 	if [ "$COMP_CWORD" -eq 1 ]; then
 		mapfile -t COMPREPLY < <(compgen -W \
-			"create rm ls stat top resize run help -h --help --version" \
+			"create rm ls stat top resize run wait help -h --help --version" \
 			-- "$cur")
 		return
 	fi
@@ -60,8 +61,8 @@ _wsem()
 	case $verb in
 	help)
 		mapfile -t COMPREPLY < <(compgen -W \
-			"create rm ls stat top resize run" -- "$cur") ;;
-	rm | stat | resize | run | create)
+			"create rm ls stat top resize run wait" -- "$cur") ;;
+	rm | stat | resize | run | create | wait)
 		mapfile -t COMPREPLY < <(compgen -W "$(_wsem_names)" -- "$cur")
 		# a path: a wsemfs file
 		if [ "${cur#*/}" != "$cur" ]; then
