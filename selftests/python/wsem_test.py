@@ -609,7 +609,7 @@ def t_async_cancel_granted():
     asyncio.run(main())
 
 
-@test("the cancel itself (not the close) leaves the queue or releases")
+@test("the cancel and the timeout themselves (not the close) leave the queue")
 def t_async_cancel_fd():
     sem = wsem.Semaphore(f"{P}f", create=2)
     sem.acquire(1)
@@ -631,6 +631,16 @@ def t_async_cancel_fd():
             check(st.waiters == 0 and st.held == 0,
                   f"release_first={release_first}: {st}")
             h.close()
+        sem.acquire(1)
+        h = sem.reopen()
+        try:
+            await _aio.acquire(h.fileno(), 2, 0.3, None)
+        except TimeoutError:
+            pass
+        else:
+            raise AssertionError("granted despite the timeout")
+        st = h.stat()
+        check(st.waiters == 0 and st.held == 0, f"after the timeout: {st}")
     asyncio.run(main())
 
 
