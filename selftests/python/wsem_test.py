@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 """The Python binding (bindings/python) in the test VM, in TAP.
 
+usage: wsem_test.py [--group api|pip] [TEST...]
+
 Runs as root with Debian's python3, the module loaded and the binding's
 source in /usr/src/wsem/bindings/python (WSEM_PY_SRC overrides).  Each
 test is a function run in a child process of its own (fork), so that a
@@ -31,14 +33,17 @@ import wsem  # noqa: E402  pylint: disable=wrong-import-position
 from wsem import _aio  # noqa: E402  pylint: disable=wrong-import-position
 
 PY = sys.executable
-TEST_SECONDS = 90  # each test's limit
 TESTS = []
 P = ""          # the running test's prefix for semaphore names
 T = ""          # the running test's scratch directory
 
 
-def test(desc):
+def test(desc, seconds=60, group="api"):
+    """A test of @group (a program of its own: python_test.sh runs "api",
+    python_pip_test.sh "pip"), killed after @seconds."""
     def add(fn):
+        fn.seconds = seconds
+        fn.group = group
         TESTS.append((fn, desc))
         return fn
     return add
@@ -746,17 +751,21 @@ asyncio.run(main())
 """
 
 
-@test("pip install into a venv; a ten-line asyncio script, two processes")
+@test("pip install into a venv; a ten-line asyncio script, two processes",
+      seconds=280, group="pip")
 def t_pip_demo():
+    t0 = time.monotonic()
     src = os.path.join(T, "checkout")
     subprocess.run(["cp", "-R", SRC, src], check=True)
     venv = os.path.join(T, "venv")
     subprocess.run([PY, "-m", "venv", "--without-pip",
                     "--system-site-packages", venv], check=True)
     vpy = os.path.join(venv, "bin", "python")
+    t1 = time.monotonic()
     subprocess.run([vpy, "-m", "pip", "install", "--quiet", "--no-index",
                     "--no-build-isolation", "--disable-pip-version-check",
                     src], check=True, cwd=T)
+    note(f"venv {t1 - t0:.1f} s, pip install {time.monotonic() - t1:.1f} s")
     out = subprocess.run([vpy, "-c", "import wsem; print(wsem.__file__)"],
                          check=True, cwd="/", capture_output=True,
                          text=True).stdout
@@ -813,13 +822,13 @@ def run_one(n, fn):
                 note(line)
         sys.stdout.flush()
         os._exit(st)  # pylint: disable=protected-access
-    end = time.monotonic() + TEST_SECONDS
+    end = time.monotonic() + fn.seconds
     while True:
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:
             break
         if time.monotonic() > end:
-            note(f"still running after {TEST_SECONDS} s: killed")
+            note(f"still running after {fn.seconds} s: killed")
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
             status = 1 << 8
@@ -843,8 +852,12 @@ def main():
     if not os.path.exists("/dev/wsem"):
         print("1..0 # SKIP no /dev/wsem: the wsem module is not loaded")
         return 4
-    only = sys.argv[1:]
-    tests = [(fn, d) for fn, d in TESTS if not only or fn.__name__ in only]
+    args = sys.argv[1:]
+    group = "api"
+    if args[:1] == ["--group"]:
+        group, args = args[1], args[2:]
+    tests = [(fn, d) for fn, d in TESTS
+             if fn.__name__ in args or not args and fn.group == group]
     print("TAP version 13")
     print(f"1..{len(tests)}", flush=True)
     failed = 0

@@ -89,11 +89,11 @@ for t in $(list_tests); do
 	esac
 	tests="$tests $t"
 done
-# python_test.sh brings Debian's python3, pip and the binding (python.sh).
+# The Python tests bring Debian's python3, pip and the binding (python.sh).
 case " $tests " in
-*" python_test.sh "*)
+*" python_test.sh "* | *" python_pip_test.sh "*)
 	. "$VMDIR/python.sh"
-	add_python || die "python_test.sh: cannot add python3 to the guest"
+	add_python || die "cannot add python3 to the guest"
 	;;
 esac
 

@@ -1,11 +1,11 @@
 # SPDX-License-Identifier: GPL-2.0
 # shellcheck shell=bash
-# Sourced by mkinitramfs.sh when python_test.sh goes into the guest:
-# Debian's python3 (the interpreter, its standard library less the tests,
-# IDLE, tkinter and the like), pip, setuptools and wheel for an offline
-# "pip install", the Python binding's source tree (/usr/src/wsem) and the
-# Python tests (/selftests/python).  About 20 MB more in the initramfs, so
-# only for runs that have the test.
+# Sourced by mkinitramfs.sh when python_test.sh or python_pip_test.sh goes
+# into the guest: Debian's python3 (the interpreter, its standard library
+# less the tests, IDLE, tkinter and the like), pip, setuptools and wheel for
+# an offline "pip install", the Python binding's source tree (/usr/src/wsem)
+# and the Python tests (/selftests/python).  About 20 MB more in the
+# initramfs, so only for runs that have one of them.
 #
 # add_python: copies into $stage, with mkinitramfs.sh's add_elf.
 # shellcheck disable=SC2154 # stage, ROOT: mkinitramfs.sh's
