@@ -775,8 +775,15 @@ def t_pip_demo():
         f.write(DEMO)
     check(len([ln for ln in DEMO.splitlines() if ln]) == 10,
           "the demo is not ten lines")
+    # Both processes queue all their jobs behind the test before any
+    # runs: then eight jobs of two processes contend at once.
+    gate = wsem.Semaphore(f"{P}demo", create=2)
+    gate.acquire(2)
     ps = [subprocess.Popen([vpy, demo, f"{P}demo"], stdout=subprocess.PIPE,
                            text=True, cwd="/") for _ in range(2)]
+    eventually(waiters_are(gate, 8), "both demos to queue their jobs",
+               timeout=120)
+    gate.release(2)
     events = []
     for p in ps:
         out, _ = p.communicate(timeout=90)
@@ -786,12 +793,13 @@ def t_pip_demo():
                 kind, when, pid, i = line.split()
                 events.append((float(when), kind == "start", pid, i))
     check(len(events) == 16, f"{len(events)} events, want 16")
+    check(len({(e[2], e[3]) for e in events}) == 8, "not 8 jobs")
     check(len({e[2] for e in events}) == 2, "not two processes")
     running = peak = 0
     for _, start, _, _ in sorted(events):
         running += 1 if start else -1
         peak = max(peak, running)
-    check(peak == 2, f"at most {peak} jobs ran at once, want 2")
+    check(peak == 2, f"{peak} jobs ran at once at the most, want 2")
 
 
 # ---- the runner ------------------------------------------------------------
