@@ -4,7 +4,8 @@
 usage: wsem_test.py [--group api|pip] [TEST...]
 
 Runs as root with Debian's python3, the module loaded and the binding's
-source in /usr/src/wsem/bindings/python (WSEM_PY_SRC overrides).  Each
+source in /usr/src/wsem/bindings/python, as in the test VM, else in this
+tree (WSEM_PY_SRC overrides).  Each
 test is a function run in a child process of its own (fork), so that a
 thread or a handle left behind ends with it; the semaphores a test made
 (names starting with its prefix) are removed after it.  A failing test
@@ -27,7 +28,14 @@ import threading
 import time
 import traceback
 
+# The guest's copy, else (make check-host) the source tree, which no
+# __pycache__ may land in.
 SRC = os.environ.get("WSEM_PY_SRC", "/usr/src/wsem/bindings/python")
+if not os.path.isdir(SRC):
+    SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                       "..", "..", "bindings", "python")
+    os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+    sys.dont_write_bytecode = True
 sys.path.insert(0, SRC)
 import wsem  # noqa: E402  pylint: disable=wrong-import-position
 from wsem import _aio  # noqa: E402  pylint: disable=wrong-import-position
