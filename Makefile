@@ -46,7 +46,7 @@ VM := selftests/vm
 cmd_arg = '$(subst ','\'',$(value CMD))'
 
 .PHONY: all module userlib selftests test check check-debug check-host vm demo \
-	install lint deps clean bench bench-host bench-bin storm fuzz
+	install deb lint deps clean bench bench-host bench-bin storm fuzz
 
 all: userlib selftests
 ifneq ($(wildcard $(KDIR)/Makefile),)
@@ -62,6 +62,7 @@ userlib:
 
 selftests: userlib
 	$(MAKE) -C selftests
+	$(MAKE) -C examples
 
 module:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) W=1 KCFLAGS=-Werror modules
@@ -114,6 +115,12 @@ endif
 	install -D -m 0644 module/60-wsem.rules \
 		$(DESTDIR)$(UDEVRULESDIR)/60-wsem.rules
 
+# Debian packages (wsem-dkms, libwsem1, libwsem-dev, wsem) from a copy of
+# the tree in build/deb, checked by lintian; the .debs land in build/deb.
+deb:
+	@bash $(VM)/deps.sh
+	@bash debian/build.sh
+
 lint:
 	@bash $(VM)/lint.sh -s
 
@@ -134,6 +141,7 @@ bench-host: bench-bin
 clean:
 	-$(MAKE) -C userlib clean
 	-$(MAKE) -C selftests clean
+	-$(MAKE) -C examples clean
 	-$(MAKE) -C bench clean
 	rm -rf build .tmp_versions
 	rm -f *.ko *.o .*.o *.mod *.mod.c modules.order Module.symvers \

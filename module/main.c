@@ -157,11 +157,12 @@ static int wsem_ioctl_open(struct file *file, struct wsem_handle *h,
 /* A new, unbound handle. */
 static struct wsem_handle *wsem_handle_alloc(void)
 {
-	struct wsem_handle *h = kzalloc(sizeof(*h), GFP_KERNEL_ACCOUNT);
+	struct wsem_handle *h = kzalloc(sizeof(*h), WSEM_GFP);
 
 	if (h) {
 		INIT_LIST_HEAD(&h->hold_node);
 		init_waitqueue_head(&h->wqh);
+		mutex_init(&h->text_lock);
 	}
 	return h;
 }
@@ -666,7 +667,7 @@ static ssize_t wsem_text(struct wsem *sem, struct wsem_handle *h, char **text)
 	if (n < 0)
 		return n;
 	size = 768 + (size_t)n * (WSEM_CGROUP_MAX + 128);
-	buf = kvmalloc(size, GFP_KERNEL);
+	buf = kvmalloc(size, WSEM_GFP);
 	if (!buf) {
 		kvfree(who);
 		return -ENOMEM;
@@ -711,8 +712,9 @@ static ssize_t wsem_text(struct wsem *sem, struct wsem_handle *h, char **text)
  * wsemfs file shows the state, then the number of holders and a line per
  * holder and per waiter in queue order (the first WSEM_TEXT_WHO of them):
  * "holder: pid P weight W held_ns N comm C cgroup G" or "waiter: ...
- * waiting_ns N ...", as WSEM_IOC_HOLDERS gives them.  Each read describes
- * the state anew.
+ * waiting_ns N ...", as WSEM_IOC_HOLDERS gives them.  A read at offset 0
+ * describes the state anew; reads further on go on with that text, as
+ * seq_file's do, so that a text read in pieces is one state.
  *
  * Context: Process context.
  * Return: bytes read, 0 at the end, -EINVAL for an unbound handle, -EFAULT,
@@ -728,11 +730,19 @@ static ssize_t wsem_file_read(struct file *file, char __user *buf,
 
 	if (!sem)
 		return -EINVAL;
-	len = wsem_text(sem, h, &text);
-	if (len < 0)
-		return len;
-	ret = simple_read_from_buffer(buf, count, ppos, text, len);
-	kvfree(text);
+	mutex_lock(&h->text_lock);
+	if (!*ppos || !h->text) {
+		len = wsem_text(sem, h, &text);
+		if (len < 0) {
+			mutex_unlock(&h->text_lock);
+			return len;
+		}
+		kvfree(h->text);
+		h->text = text;
+		h->text_len = len;
+	}
+	ret = simple_read_from_buffer(buf, count, ppos, h->text, h->text_len);
+	mutex_unlock(&h->text_lock);
 	return ret;
 }
 
@@ -743,6 +753,8 @@ static int wsem_file_release(struct inode *inode, struct file *file)
 	if (h->sem)
 		wsem_unbind(h);
 	wsem_handle_forget(h);
+	kvfree(h->text);
+	mutex_destroy(&h->text_lock);
 	/* A granter may still be telling h->async: see wsem_tell_async(). */
 	kfree_rcu(h, rcu);
 	return 0;

@@ -197,7 +197,7 @@ struct wsem_ns *wsem_ns_get(bool create)
 	if (wns || !create)
 		return wns;
 
-	wns = kzalloc(sizeof(*wns), GFP_KERNEL_ACCOUNT);
+	wns = kzalloc(sizeof(*wns), WSEM_GFP);
 	if (!wns)
 		return ERR_PTR(-ENOMEM);
 	mutex_init(&wns->lock);
@@ -279,7 +279,7 @@ static struct wsem_user *wsem_ns_user(struct wsem_ns *wns, kuid_t uid)
 	node = rb_find(&uid, &wns->users, wsem_user_cmp);
 	if (node)
 		return rb_entry(node, struct wsem_user, node);
-	u = kzalloc(sizeof(*u), GFP_KERNEL_ACCOUNT);
+	u = kzalloc(sizeof(*u), WSEM_GFP);
 	if (u) {
 		u->uid = uid;
 		rb_add(&u->node, &wns->users, wsem_user_less);
@@ -630,7 +630,7 @@ int wsem_ns_list(struct wsem_stat **stats, u32 count, u64 *total)
 		/* Room for what is there now; more names mean another go. */
 		room = min(count, READ_ONCE(wns->nr_names));
 		if (room) {
-			st = kvcalloc(room, sizeof(*st), GFP_KERNEL_ACCOUNT);
+			st = kvcalloc(room, sizeof(*st), WSEM_GFP);
 			if (!st) {
 				wsem_ns_put(wns);
 				return -ENOMEM;

@@ -315,7 +315,7 @@ struct wsem *wsem_alloc(u64 capacity, umode_t mode, const char *name)
 {
 	struct wsem *sem;
 
-	sem = kzalloc(sizeof(*sem), GFP_KERNEL_ACCOUNT);
+	sem = kzalloc(sizeof(*sem), WSEM_GFP);
 	if (!sem)
 		return NULL;
 	sem->id = ida_alloc(&wsem_ida, GFP_KERNEL);

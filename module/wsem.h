@@ -15,8 +15,10 @@
 #ifndef _WSEM_INTERNAL_H
 #define _WSEM_INTERNAL_H
 
+#include <linux/gfp.h>
 #include <linux/kref.h>
 #include <linux/list.h>
+#include <linux/mutex.h>
 #include <linux/poll.h>
 #include <linux/rbtree.h>
 #include <linux/sched.h>
@@ -28,6 +30,14 @@
 
 struct wsem_ns;
 struct wsem_user;
+
+/*
+ * What a user may make us allocate is charged to its memory cgroup; at the
+ * cgroup's limit the call fails with ENOMEM rather than calling the OOM
+ * killer, which finds nobody to kill in a cgroup of OOM-immune tasks and
+ * fills the kernel log saying so.
+ */
+#define WSEM_GFP	(GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL)
 
 /**
  * struct wsem - one weighted, strictly FIFO counting semaphore
@@ -151,6 +161,10 @@ struct wsem_waiter {
  *	that came before the handle was bound hear the semaphore's wake-ups
  *	through @relay
  * @relay: on @sem->pollers from binding on, if @wqh had waiters then
+ * @text_lock: serialises read(2) on the handle, for the two below
+ * @text: what read(2) reads: taken at offset 0, kept for reads further
+ *	on, so that a text read in pieces is one state (kvmalloc()ed)
+ * @text_len: its length
  * @rcu: the handle is freed after a grace period: a granter tells @async
  *	and wakes @wqh under rcu_read_lock(), perhaps after the file closed
  */
@@ -166,6 +180,9 @@ struct wsem_handle {
 	struct wsem_waiter async;
 	wait_queue_head_t wqh;
 	wait_queue_entry_t relay;
+	struct mutex text_lock;
+	char *text;
+	size_t text_len;
 	struct rcu_head rcu;
 };
 

@@ -467,6 +467,67 @@ t_wait_idle() {
 	expect 3 wsem wait "$P-none" --idle
 }
 
+# In an IPC namespace of its own, so that --prune sees only its own.
+t_apply() {
+	unshare -i sleep 600 </dev/null >/dev/null 2>&1 &
+	ns=$!
+	echo "$ns" >>"$T/pids"
+	eventually [ "$(readlink "/proc/$ns/ns/ipc")" != \
+		"$(readlink /proc/self/ns/ipc)" ]
+	d=$T/wsem.d
+	mkdir -p "$d"
+	printf '# limits\nbuild capacity=3 mode=0640 group=65534\n\n' \
+		>"$d/10-build.conf"
+	printf 'gpu   capacity=2  # one card\n' >"$d/20-gpu.conf"
+	echo 'not a declaration' >"$d/README"
+	expect 0 nsenter -t "$ns" -i "$WSEM" apply "$d"
+	grep -qx "create build capacity 3 mode 0640" "$T/out"
+	grep -qx "chown build 0:0 -> 0:65534" "$T/out"
+	grep -qx "create gpu capacity 2 mode 0600" "$T/out"
+	nsenter -t "$ns" -i "$WSEM" stat build --json >"$T/j"
+	grep -q '"capacity":3,' "$T/j"
+	grep -q '"gid":65534,' "$T/j"
+	grep -q '"mode":"0640"' "$T/j"
+	# again: nothing to do
+	expect 0 nsenter -t "$ns" -i "$WSEM" apply "$d"
+	quiet
+	# a change, first as a dry run
+	printf 'build capacity=5 mode=0660 owner=nobody\n' >"$d/10-build.conf"
+	expect 0 nsenter -t "$ns" -i "$WSEM" apply -n "$d"
+	grep -qx "resize build 3 -> 5 (dry run)" "$T/out"
+	grep -qx "chmod build 0640 -> 0660 (dry run)" "$T/out"
+	grep -qx "chown build 0:65534 -> 65534:65534 (dry run)" "$T/out"
+	nsenter -t "$ns" -i "$WSEM" stat build --json | grep -q '"capacity":3,'
+	expect 0 nsenter -t "$ns" -i "$WSEM" apply "$d"
+	nsenter -t "$ns" -i "$WSEM" stat build --json >"$T/j"
+	grep -q '"capacity":5,' "$T/j"
+	grep -q '"uid":65534,' "$T/j"
+	grep -q '"mode":"0660"' "$T/j"
+	# not declared: reported, removed with --prune
+	nsenter -t "$ns" -i "$WSEM" create extra 1
+	expect 0 nsenter -t "$ns" -i "$WSEM" apply "$d"
+	grep -qx "undeclared extra" "$T/out"
+	expect 0 nsenter -t "$ns" -i "$WSEM" apply --prune "$d"
+	grep -qx "remove extra" "$T/out"
+	expect 3 nsenter -t "$ns" -i "$WSEM" stat extra
+	# a malformed file: one error with file and line, none of it applied,
+	# the other files are, and --prune removes nothing
+	printf 'disk capacity=1\nnet capacity=2 colour=red\n' >"$d/30-bad.conf"
+	printf 'gpu capacity=4\n' >"$d/20-gpu.conf"
+	nsenter -t "$ns" -i "$WSEM" create keep 1
+	expect 1 nsenter -t "$ns" -i "$WSEM" apply --prune "$d"
+	err_is "wsem: $d/30-bad.conf:2: unknown key (capacity, mode, owner, group); nothing of this file is applied"
+	grep -qx "resize gpu 2 -> 4" "$T/out"
+	grep -qx "undeclared keep (kept: a file was rejected)" "$T/out"
+	expect 3 nsenter -t "$ns" -i "$WSEM" stat disk
+	# declared twice
+	printf 'gpu capacity=4\n' >"$d/30-bad.conf"
+	expect 1 nsenter -t "$ns" -i "$WSEM" apply "$d"
+	err_is "wsem: $d/30-bad.conf:1: gpu declared again; nothing of this file is applied"
+	expect 2 wsem apply "$d" --prune
+	usage_err
+}
+
 t_ls_long() {
 	wsem create "$P-l" 3 --mode 0640
 	expect 0 wsem ls -l
@@ -1034,6 +1095,7 @@ t_stat_holders stat shows who holds and who waits, in tables and JSON
 t_ls_long ls -l adds owner, group, mode and the longest wait
 t_top top -n N: plain rounds off a terminal, busiest first
 t_wait_idle wait --idle: returns when the last holder leaves; -t exits 124
+t_apply apply: creates, resizes, re-modes; idempotent; --dry-run, --prune; a bad file is one error
 t_resize resize changes the capacity; 0 is refused
 t_rm rm removes the name; again exits 3
 t_permissions another user: stat/ls with read only, resize/run/rm refused

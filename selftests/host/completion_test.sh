@@ -45,10 +45,11 @@ comp() {
 	fi
 }
 
-echo "1..13"
+echo "1..14"
 comp "resize rm run" wsem r
 comp "wait" wsem w
 comp "create" wsem cr
+comp "apply" wsem ap
 comp "build builds" wsem stat bu
 comp "gpu" wsem run g
 comp "build builds gpu" wsem rm ""
@@ -62,7 +63,7 @@ comp "wsemtestcmd" wsem run build -- wsemtest
 # Every long option offered is one the real wsem knows.
 n=$((n + 1))
 bad=
-for verb in create rm ls stat top resize run wait; do
+for verb in create rm ls stat top resize run wait apply; do
 	"$ROOT/userlib/wsem" "$verb" --help >"$T/help" || bad="$bad $verb"
 	for o in $(_wsem_opts "$verb"); do
 		grep -q -- "$o\\b" "$T/help" || bad="$bad $verb:$o"

@@ -8,7 +8,7 @@
 # one line "N passed, N failed"; exits non-zero on any failure.
 #
 # Environment: VM_TIMEOUT (seconds for the whole guest, default 1200),
-# TEST_TIMEOUT (seconds per test program, default 300), TESTS, NO_DEPS=1,
+# TEST_TIMEOUT (seconds per test program, default 600), TESTS, NO_DEPS=1,
 # WSEM_VM_ENV (more NAME=VALUE for the guest, after DEBUG_ENV's).
 set -u -o pipefail
 . "$(dirname "$0")/lib.sh"
@@ -17,7 +17,7 @@ set -u -o pipefail
 # slower: what the tests that know it should do less here.
 #   fuzz_test: 60000 requests instead of 600000 (about 1000/s here, with
 #   the wsemfs chaos: a minute)
-DEBUG_ENV="WSEM_FUZZ_OPS=60000"
+DEBUG_ENV="WSEM_FUZZ_OPS=50000"
 
 take_check_lock
 check_begin check-debug
@@ -55,7 +55,7 @@ stage "tests on $name"
 logf=$BUILD/$name/console.log
 : >"$logf"
 WSEM_VM_ENV="$DEBUG_ENV${WSEM_VM_ENV:+ $WSEM_VM_ENV}" \
-VM_TIMEOUT=${VM_TIMEOUT:-1200} TEST_TIMEOUT=${TEST_TIMEOUT:-300} \
+VM_TIMEOUT=${VM_TIMEOUT:-1500} TEST_TIMEOUT=${TEST_TIMEOUT:-600} \
 	bash "$VMDIR/run.sh" -k "$name" -I "$dk/bzImage" -K "$mod/wsem.ko" \
 		-m check -l "$logf" >"$out/run.log" 2>&1
 show_guest "$name" "$logf" "$out/run.log"

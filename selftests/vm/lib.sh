@@ -217,6 +217,8 @@ build_userspace() {
 	tap $? "build: userlib" "$out/userlib.log"
 	$MAKE -C "$ROOT/selftests" >"$out/selftests.log" 2>&1
 	tap $? "build: selftests" "$out/selftests.log"
+	$MAKE -C "$ROOT/examples" >"$out/examples.log" 2>&1
+	tap $? "build: examples" "$out/examples.log"
 }
 
 # show_guest NAME LOG RUNLOG: a guest's console LOG without the firmware's

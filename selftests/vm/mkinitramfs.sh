@@ -74,6 +74,10 @@ if [ -n "$bwrap" ]; then
 else
 	log "mkinitramfs: no bwrap (bubblewrap): container_test skips it"
 fi
+# The examples (examples_test runs them as a user would).
+for f in "$ROOT"/examples/epoll_jobs "$ROOT"/examples/uring_jobs; do
+	[ -f "$f" ] && add_elf "$f" "$stage/bin/$(basename "$f")"
+done
 # WSEM_VM_BINS: more programs for the guest's /bin (make bench uses it).
 for f in ${WSEM_VM_BINS:-}; do
 	[ -f "$f" ] || die "no $f (WSEM_VM_BINS)"
@@ -89,6 +93,13 @@ for t in $(list_tests); do
 	esac
 	tests="$tests $t"
 done
+# The Go binding's static programs (bindings/go builds them) for go_test.sh.
+case " $tests " in
+*" go_test.sh "*)
+	for f in "$BUILD/go/wsem-go.test" "$BUILD/go/wsem-go-pool"; do
+		[ -f "$f" ] && add_elf "$f" "$stage/bin/${f##*/}"
+	done ;;
+esac
 # The Python tests bring Debian's python3, pip and the binding (python.sh).
 case " $tests " in
 *" python_test.sh "* | *" python_pip_test.sh "*)

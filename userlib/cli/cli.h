@@ -102,6 +102,25 @@ void cli_print_who(const struct wsem_holder *who, size_t n, size_t nholders);
 void cli_print_json_who(const struct wsem_holder *who, size_t n,
 			size_t nholders);
 
+/* conf.c: what "wsem apply" is told to make true */
+struct cli_decl {
+	char name[WSEM_NAME_MAX];
+	uint64_t capacity;
+	mode_t mode;
+	unsigned int uid, gid;
+	bool has_mode, has_uid, has_gid;
+	const char *file;	/* where it was declared */
+	unsigned int line;
+};
+
+struct cli_conf {
+	struct cli_decl *decl;
+	size_t n;
+	bool bad;		/* a file was rejected */
+};
+
+int cli_conf_read(struct cli_conf *c, char **paths);
+
 /* The verbs */
 int cli_create(const struct cli_verb *verb, int argc, char **argv);
 int cli_rm(const struct cli_verb *verb, int argc, char **argv);
@@ -112,5 +131,6 @@ int cli_top(const struct cli_verb *verb, int argc, char **argv);
 struct wsem_stat *cli_list_all(size_t *count);
 int cli_run(const struct cli_verb *verb, int argc, char **argv);
 int cli_wait(const struct cli_verb *verb, int argc, char **argv);
+int cli_apply(const struct cli_verb *verb, int argc, char **argv);
 
 #endif /* WSEM_CLI_H */

@@ -37,6 +37,9 @@ static const struct cli_verb verbs[] = {
 	  "COMMAND ends.", cli_run },
 	{ "wait", "wait NAME|PATH|--fd N --idle [-t DURATION]",
 	  "Wait until nothing is held and nobody waits.", cli_wait },
+	{ "apply", "apply [-n|--dry-run] [--prune] [PATH...]",
+	  "Create, resize, chmod and chown the semaphores /etc/wsem.d/*.conf "
+	  "(or PATH...) declares.", cli_apply },
 };
 
 #define NR_VERBS	(sizeof(verbs) / sizeof(verbs[0]))
@@ -79,7 +82,7 @@ static int flush_stdout(int status)
 int main(int argc, char **argv)
 {
 	const struct cli_verb *verb;
-	const char *all = "create|rm|ls|stat|top|resize|run|wait ...";
+	const char *all = "create|rm|ls|stat|top|resize|run|wait|apply ...";
 
 	int status;
 

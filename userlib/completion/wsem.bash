@@ -19,6 +19,7 @@ _wsem_opts()
 	stat) echo "--json --fd -h --help" ;;
 	resize) echo "--fd -h --help" ;;
 	wait) echo "-i --idle -t --timeout --fd -h --help" ;;
+	apply) echo "-n --dry-run --prune -h --help" ;;
 	run) echo "-w --weight -t --timeout -n --nonblock -E" \
 		  "--conflict-exit-code -c --create -m --mode --inherit" \
 		  "--fd -h --help" ;;
@@ -33,7 +34,7 @@ _wsem()
 	COMPREPLY=()
 	if [ "$COMP_CWORD" -eq 1 ]; then
 		mapfile -t COMPREPLY < <(compgen -W \
-			"create rm ls stat top resize run wait help -h --help --version" \
+			"create rm ls stat top resize run wait apply help -h --help --version" \
 			-- "$cur")
 		return
 	fi
@@ -61,7 +62,7 @@ _wsem()
 	case $verb in
 	help)
 		mapfile -t COMPREPLY < <(compgen -W \
-			"create rm ls stat top resize run wait" -- "$cur") ;;
+			"create rm ls stat top resize run wait apply" -- "$cur") ;;
 	rm | stat | resize | run | create | wait)
 		mapfile -t COMPREPLY < <(compgen -W "$(_wsem_names)" -- "$cur")
 		# a path: a wsemfs file
@@ -69,6 +70,8 @@ _wsem()
 			mapfile -t -O "${#COMPREPLY[@]}" COMPREPLY < <(
 				compgen -f -- "$cur")
 		fi ;;
+	apply)
+		mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
 	esac
 }
 

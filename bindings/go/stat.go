@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+
+package wsem
+
+import (
+	"os"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+// Stat is the state of a semaphore (struct wsem_stat), as Weighted.Stat
+// reads it.
+type Stat struct {
+	Name         string // empty for an anonymous or unlinked semaphore
+	Capacity     int64
+	Used         int64 // held by every handle of every process
+	Available    int64 // Capacity - Used, or 0 after a shrink below Used
+	Held         int64 // held by this Weighted (all its handles)
+	Waiters      int64 // queued waiters, of every process
+	QueuedWeight int64 // the sum of their weights
+	UID, GID     uint32
+	Mode         os.FileMode
+
+	// Statistics since the semaphore was created.
+	GrantsAtOnce int64
+	GrantsWaited int64
+	Timeouts     int64
+	Interrupts   int64
+	Shrunk       int64 // waits that a shrink below their weight ended
+	WaitTotal    time.Duration
+	WaitMax      time.Duration
+	QueueMax     int64
+}
+
+// clamp turns a __u64 count into an int64 (UINT64_MAX: "too many").
+func clamp(v uint64) int64 {
+	if v > 1<<63-1 {
+		return 1<<63 - 1
+	}
+	return int64(v)
+}
+
+// Stat reads the state of the semaphore.
+func (w *Weighted) Stat() (*Stat, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil, ErrClosed
+	}
+	var a statArgs
+	a.size = uint64(unsafe.Sizeof(a))
+	if _, err := w.base.do(iocStat, unsafe.Pointer(&a)); err != nil {
+		return nil, os.NewSyscallError("wsem stat", err)
+	}
+	return &Stat{
+		Name:         cString(a.name[:]),
+		Capacity:     clamp(a.capacity),
+		Used:         clamp(a.used),
+		Available:    clamp(a.available),
+		Held:         w.held,
+		Waiters:      clamp(a.waiters),
+		QueuedWeight: clamp(a.queuedWeight),
+		UID:          a.uid,
+		GID:          a.gid,
+		Mode:         os.FileMode(a.mode) & os.ModePerm,
+		GrantsAtOnce: clamp(a.grantsAtOnce),
+		GrantsWaited: clamp(a.grantsWaited),
+		Timeouts:     clamp(a.timeouts),
+		Interrupts:   clamp(a.interrupts),
+		Shrunk:       clamp(a.shrunk),
+		WaitTotal:    time.Duration(clamp(a.waitNsTotal)),
+		WaitMax:      time.Duration(clamp(a.waitNsMax)),
+		QueueMax:     clamp(a.queueMax),
+	}, nil
+}
+
+// Resize sets the capacity (owner or CAP_IPC_OWNER only).  Growing grants
+// the waiters that now fit; shrinking revokes nothing, and a waiter whose
+// weight no longer fits at all fails with EINVAL.
+func (w *Weighted) Resize(n int64) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return ErrClosed
+	}
+	if n < 0 {
+		return os.NewSyscallError("wsem set capacity", syscall.EINVAL)
+	}
+	if _, err := w.base.doU64(iocSetCapacity, uint64(n)); err != nil {
+		return os.NewSyscallError("wsem set capacity", err)
+	}
+	return nil
+}
+
+// Handle is a new kernel handle on the semaphore, holding nothing, for
+// another process: pass it in exec.Cmd.ExtraFiles, where the child takes
+// it up with OpenFD, and close it here.  It is close-on-exec itself.
+func (w *Weighted) Handle() (*os.File, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil, ErrClosed
+	}
+	fd, err := w.base.doU64(iocReopen, reopenCloexec)
+	if err != nil {
+		return nil, os.NewSyscallError("wsem reopen", err)
+	}
+	return os.NewFile(uintptr(fd), "wsem-handle"), nil
+}

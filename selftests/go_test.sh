@@ -1,0 +1,63 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# The Go binding (bindings/go) in the test VM, in TAP: its test program
+# wsem-go.test (x/sync's semaphore scenarios on a Weighted, one FIFO queue
+# shared with the wsem command's blocking waiters, raw asynchronous
+# waiters and Go waiters of other processes, cancellation races, Close,
+# shrink, the handle pool) and, through it, the example program
+# wsem-go-pool run as three processes sharing one limit.  One TAP line per
+# top-level Go test; everything else it prints becomes a diagnostic.
+#
+# Environment: WSEM_GO_TEST_ARGS, more flags for wsem-go.test (such as
+# "-test.run=TestFIFOMixed"); on a lockdep kernel it runs -test.short.
+
+if [ ! -c /dev/wsem ]; then
+	echo "1..0 # SKIP no /dev/wsem: the wsem module is not loaded"
+	exit 4
+fi
+bin=$(command -v wsem-go.test) || {
+	echo "1..0 # SKIP no wsem-go.test: the Go binding was not built (golang-go)"
+	exit 4
+}
+# Below the runner's limit, so that a hang prints the goroutines.
+limit=$((${TEST_TIMEOUT:-120} - 10))
+# A lockdep (debug) kernel under TCG is about 10 times slower: hammer less.
+short=
+[ -r /proc/lockdep_stats ] && short=-test.short
+out=/tmp/go_test.$$
+# shellcheck disable=SC2086 # flags
+(cd /tmp && "$bin" -test.v -test.timeout "${limit}s" $short \
+	${WSEM_GO_TEST_ARGS:-}) >"$out" 2>&1
+st=$?
+echo "TAP version 13"
+awk -v st="$st" '
+/^--- (PASS|FAIL|SKIP): / {
+	n++
+	name = $3
+	if ($2 == "PASS:")
+		print "ok " n " - " name
+	else if ($2 == "SKIP:")
+		print "ok " n " - " name " # SKIP " skipwhy
+	else {
+		print "not ok " n " - " name
+		failed++
+	}
+	skipwhy = ""
+	next
+}
+/^=== (RUN|PAUSE|CONT)/ { next }
+{
+	print "# " $0
+	if ($0 ~ /^    [a-z_]+\.go:[0-9]+: /)
+		skipwhy = $0
+	sub(/^ +[a-z_]+\.go:[0-9]+: /, "", skipwhy)
+}
+END {
+	# A program that died (timeout, panic) without a failing test: one more.
+	if (st != 0 && !failed)
+		print "not ok " ++n " - wsem-go.test exited " st
+	print "1.." n
+}' "$out"
+rm -f "$out"
+exit $st

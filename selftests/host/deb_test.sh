@@ -1,0 +1,93 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# make deb on this machine: the four packages build, lintian has nothing to
+# say, the symbols file is exact (the build checks it), wsem-dkms's source
+# builds with dkms for each kernel whose headers are here, and wsem holds
+# the boot-time setup.  Skips without dpkg-buildpackage (deps.sh installs
+# it).  TAP on stdout.
+set -u -o pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+T=$(mktemp -d /tmp/deb_test.XXXXXX) || exit 1
+trap 'rm -rf "$T"' EXIT
+n=0
+failed=0
+
+result() {
+	n=$((n + 1))
+	if [ "$2" -eq 0 ]; then
+		echo "ok $n - $1"
+	else
+		echo "not ok $n - $1"
+		failed=$((failed + 1))
+	fi
+}
+
+for tool in dpkg-buildpackage lintian dkms dh_dkms; do
+	if ! command -v "$tool" >/dev/null; then
+		echo "1..0 # SKIP no $tool (deps.sh installs it)"
+		exit 4
+	fi
+done
+kvers=$(ls /usr/src | sed -n 's/^linux-headers-\(.*-amd64\)$/\1/p')
+echo "1..$((4 + $(echo "$kvers" | wc -w)))"
+
+make -s -C "$ROOT" deb >"$T/deb.log" 2>&1
+st=$?
+[ $st -eq 0 ] || sed 's/^/# /' "$T/deb.log" | tail -n 30
+result "make deb: dpkg-buildpackage, exact symbols, lintian clean" $st
+
+out=$ROOT/build/deb
+missing=
+for p in wsem-dkms_1.0.0_all libwsem1_1.0.0_amd64 libwsem-dev_1.0.0_amd64 \
+	wsem_1.0.0_amd64; do
+	[ -f "$out/$p.deb" ] || missing="$missing $p"
+done
+[ -z "$missing" ] || echo "# missing:$missing"
+result "the four packages" "$([ -z "$missing" ]; echo $?)"
+
+# What each holds that matters on a real host.
+want_files() {
+	dpkg-deb -c "$out/$1.deb" | awk '{ print $6 }' >"$T/$1.list"
+	shift_pkg=$1
+	shift
+	for f in "$@"; do
+		grep -qx "\./$f" "$T/$shift_pkg.list" ||
+			{ echo "# $shift_pkg lacks $f"; return 1; }
+	done
+}
+want_files wsem_1.0.0_amd64 usr/bin/wsem usr/bin/wsem-static \
+	lib/systemd/system/sys-fs-wsem.mount \
+	lib/systemd/system/wsem-apply.service \
+	usr/lib/modules-load.d/wsem.conf lib/udev/rules.d/60-wsem.rules \
+	etc/wsem.d/ usr/share/man/man1/wsem.1.gz &&
+want_files libwsem-dev_1.0.0_amd64 usr/include/wsem.h \
+	usr/include/wsem/linux/wsem.h \
+	usr/lib/x86_64-linux-gnu/pkgconfig/wsem.pc \
+	usr/share/man/man3/wsem_acquire_async.3.gz &&
+want_files wsem-dkms_1.0.0_all usr/src/wsem-1.0.0/dkms.conf \
+	usr/src/wsem-1.0.0/Kbuild usr/src/wsem-1.0.0/module/sem.c
+result "wsem: units, modules-load.d, udev rule; -dev: headers, .pc; -dkms: source" $?
+
+# The units enable at install and wait for the module: the postinst says so.
+dpkg-deb -e "$out/wsem_1.0.0_amd64.deb" "$T/ctl"
+grep -q 'deb-systemd-helper.*wsem-apply.service' "$T/ctl/postinst" &&
+	grep -q 'sys-fs-wsem.mount' "$T/ctl/postinst"
+result "wsem's postinst enables wsem-apply.service and sys-fs-wsem.mount" $?
+
+# DKMS, as the package's postinst runs it, for each kernel here.
+dpkg-deb -x "$out/wsem-dkms_1.0.0_all.deb" "$T/root"
+for k in $kvers; do
+	mkdir -p "$T/tree"
+	dkms build -m wsem -v 1.0.0 -k "$k" --sourcetree "$T/root/usr/src" \
+		--dkmstree "$T/tree" >"$T/dkms.log" 2>&1
+	st=$?
+	ko=$(find "$T/tree/wsem/1.0.0/$k" -name 'wsem.ko*' 2>/dev/null | head -1)
+	if [ $st -eq 0 ] && [ -n "$ko" ] &&
+		modinfo -F vermagic "$ko" | grep -q "^$k "; then
+		result "dkms builds wsem.ko for $k" 0
+	else
+		sed 's/^/# /' "$T/dkms.log" | tail -n 20
+		result "dkms builds wsem.ko for $k" 1
+	fi
+done
+[ $failed -eq 0 ]

@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * wsem apply [-n|--dry-run] [--prune] [PATH...]: make the semaphores of
+ * this IPC namespace what the .conf files of /etc/wsem.d (or PATH...)
+ * declare.
+ *
+ * Idempotent: it creates what is missing, resizes what has another
+ * capacity, and changes mode, owner and group where they are declared and
+ * differ; what exists but is not declared is reported, and removed with
+ * --prune (never when a file was rejected: what it declared is unknown).
+ * Each change is one line on stdout; --dry-run prints the lines and
+ * changes nothing.  Mode and owner change through wsemfs (chmod, chown
+ * of the file), at /sys/fs/wsem if it is mounted there, else on a private
+ * mount of our own (root).
+ */
+#define _GNU_SOURCE		/* unshare() */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+#define APPLY_DIR	"/etc/wsem.d"
+#define SYSFS_MNT	"/sys/fs/wsem"
+
+static struct cli_opt apply_opts[] = {
+	{ .name = "dry-run", .short_name = 'n',
+	  .help = "say what would change, change nothing" },
+	{ .name = "prune",
+	  .help = "remove the semaphores no file declares" },
+	{ .name = NULL },
+};
+
+struct apply {
+	bool dry;
+	int failed;
+	const char *mnt;	/* a wsemfs mount of our namespace, or NULL */
+	char tmp[32];		/* a private mount point we made */
+};
+
+static const char *sfx(const struct apply *a)
+{
+	return a->dry ? " (dry run)" : "";
+}
+
+/* Is @dir a wsemfs mount? */
+static bool is_wsemfs(const char *dir)
+{
+	struct statfs sf;
+
+	return !statfs(dir, &sf) && sf.f_type == WSEM_FS_MAGIC;
+}
+
+/* Does @mnt show our IPC namespace?  Asked of the file of @name there. */
+static bool shows_our_ns(const char *mnt, const char *name)
+{
+	char path[4096];
+	unsigned long ns;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", mnt, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return false;
+	ns = cli_fd_ipc_ns(fd);
+	close(fd);
+	return ns && ns == cli_own_ipc_ns();
+}
+
+/*
+ * A wsemfs mount of our IPC namespace for chmod and chown of @name:
+ * /sys/fs/wsem if it is one, else a private mount in a mount namespace of
+ * our own (which needs privilege).  NULL with errno.
+ */
+static const char *fs_mount(struct apply *a, const char *name)
+{
+	if (a->mnt)
+		return a->mnt;
+	if (is_wsemfs(SYSFS_MNT) && shows_our_ns(SYSFS_MNT, name))
+		return a->mnt = SYSFS_MNT;
+	strcpy(a->tmp, "/tmp/wsem-apply.XXXXXX");
+	if (unshare(CLONE_NEWNS) ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+	    !mkdtemp(a->tmp)) {
+		a->tmp[0] = '\0';
+		return NULL;
+	}
+	if (mount("wsem", a->tmp, "wsem", 0, NULL)) {
+		rmdir(a->tmp);
+		a->tmp[0] = '\0';
+		return NULL;
+	}
+	return a->mnt = a->tmp;
+}
+
+static void fail(struct apply *a, const char *name, const char *what, int err)
+{
+	fprintf(stderr, "wsem: %s: %s: %s\n", name, what, strerror(err));
+	a->failed = 1;
+}
+
+/* Mode, owner and group where declared and different from @st. */
+static void fix_attrs(struct apply *a, const struct cli_decl *d,
+		      const struct wsem_stat *st)
+{
+	unsigned int uid = d->has_uid ? d->uid : st->uid;
+	unsigned int gid = d->has_gid ? d->gid : st->gid;
+	char path[4096];
+	bool chmod_it = d->has_mode && d->mode != st->mode;
+	bool chown_it = uid != st->uid || gid != st->gid;
+	const char *mnt;
+
+	if (chmod_it)
+		printf("chmod %s %04o -> %04o%s\n", d->name,
+		       (unsigned int)st->mode, (unsigned int)d->mode, sfx(a));
+	if (chown_it)
+		printf("chown %s %u:%u -> %u:%u%s\n", d->name, st->uid,
+		       st->gid, uid, gid, sfx(a));
+	if (a->dry || (!chmod_it && !chown_it))
+		return;
+	mnt = fs_mount(a, d->name);
+	if (!mnt) {
+		fail(a, d->name, "mounting wsemfs to change mode or owner",
+		     errno);
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/%s", mnt, d->name);
+	if (chown_it && chown(path, uid, gid))
+		fail(a, d->name, "chown", errno);
+	if (chmod_it && chmod(path, d->mode))
+		fail(a, d->name, "chmod", errno);
+}
+
+/* @d exists as @st: resize if the capacity differs, then the rest. */
+static void fix_existing(struct apply *a, const struct cli_decl *d,
+			 const struct wsem_stat *st)
+{
+	int fd;
+
+	if (st->capacity != d->capacity) {
+		printf("resize %s %" PRIu64 " -> %" PRIu64 "%s\n", d->name,
+		       (uint64_t)st->capacity, d->capacity, sfx(a));
+		if (!a->dry) {
+			fd = wsem_open(d->name, 0, 0, 0);
+			if (fd < 0 || wsem_set_capacity(fd, d->capacity))
+				fail(a, d->name, "resize", errno);
+			if (fd >= 0)
+				close(fd);
+		}
+	}
+	fix_attrs(a, d, st);
+}
+
+/* @d does not exist: create it with its mode, then its owner. */
+static void create(struct apply *a, const struct cli_decl *d)
+{
+	struct wsem_stat st;
+	mode_t mode = d->has_mode ? d->mode : CLI_DEFAULT_MODE;
+	int fd;
+
+	printf("create %s capacity %" PRIu64 " mode %04o%s\n", d->name,
+	       d->capacity, (unsigned int)mode, sfx(a));
+	if (a->dry)
+		return;
+	fd = wsem_open(d->name, O_CREAT | O_EXCL, mode, d->capacity);
+	if (fd < 0) {
+		fail(a, d->name, "create", errno);
+		return;
+	}
+	if (!wsem_stat(fd, &st))
+		fix_attrs(a, d, &st);
+	close(fd);
+}
+
+static const struct wsem_stat *find(const struct wsem_stat *st, size_t n,
+				    const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (!strcmp(st[i].name, name))
+			return &st[i];
+	}
+	return NULL;
+}
+
+/* What exists and no file declares: say so, remove it with --prune. */
+static void undeclared(struct apply *a, const struct cli_conf *c,
+		       const struct wsem_stat *st, size_t n, bool prune)
+{
+	size_t i, j;
+
+	for (i = 0; i < n; i++) {
+		for (j = 0; j < c->n; j++) {
+			if (!strcmp(c->decl[j].name, st[i].name))
+				break;
+		}
+		if (j < c->n)
+			continue;
+		if (!prune || c->bad) {
+			printf("undeclared %s%s\n", st[i].name,
+			       prune ? " (kept: a file was rejected)" : "");
+			continue;
+		}
+		printf("remove %s%s\n", st[i].name, sfx(a));
+		if (!a->dry && wsem_unlink(st[i].name) && errno != ENOENT)
+			fail(a, st[i].name, "remove", errno);
+	}
+}
+
+int cli_apply(const struct cli_verb *verb, int argc, char **argv)
+{
+	struct cli_parse p = {
+		.verb = verb,
+		.opts = apply_opts,
+		.command = true,	/* PATH... */
+	};
+	char *def[] = { APPLY_DIR, NULL }, **paths;
+	struct cli_conf c = { 0 };
+	struct apply a = { 0 };
+	const struct wsem_stat *cur;
+	struct wsem_stat *st;
+	size_t n, i;
+	int ret = cli_parse(&p, argc, argv);
+
+	if (ret)
+		return ret;
+	paths = p.cmd && *p.cmd ? p.cmd : def;
+	for (i = 0; paths[i]; i++) {
+		if (paths[i][0] == '-')
+			return cli_usage(verb->synopsis,
+					 "options go before PATH: '%s'",
+					 paths[i]);
+	}
+	a.dry = cli_opt(apply_opts, "dry-run")->seen;
+	cli_conf_read(&c, paths);
+	st = cli_list_all(&n);
+	if (!st)
+		return cli_fail("/dev/wsem", errno);
+	umask(0);		/* modes are exact */
+	for (i = 0; i < c.n; i++) {
+		cur = find(st, n, c.decl[i].name);
+		if (cur)
+			fix_existing(&a, &c.decl[i], cur);
+		else
+			create(&a, &c.decl[i]);
+	}
+	undeclared(&a, &c, st, n, cli_opt(apply_opts, "prune")->seen);
+	if (a.tmp[0]) {
+		umount2(a.tmp, MNT_DETACH);
+		rmdir(a.tmp);
+	}
+	free(st);
+	free(c.decl);
+	return c.bad || a.failed ? CLI_EXIT_ERROR : CLI_EXIT_OK;
+}

@@ -1,0 +1,268 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The declarations "wsem apply" reads: files of /etc/wsem.d (or those
+ * named), one semaphore a line,
+ *
+ *	# NAME   KEY=VALUE...
+ *	build    capacity=8 mode=0660 group=builders
+ *	gpu      capacity=2 owner=ci
+ *
+ * capacity is required; mode (octal), owner and group (a name from
+ * /etc/passwd and /etc/group, or a number) are enforced only when given.
+ * A "#" starts a comment.  A file with any error is rejected whole.
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+#define LINE_MAX_LEN	1024
+
+/*
+ * The id of @name in @db (/etc/passwd or /etc/group: "name:x:id:..."),
+ * or @name itself when it is a number.  Read from the file, not through
+ * NSS, so that the static wsem resolves the same names in a container.
+ */
+static bool lookup_id(const char *db, const char *name, unsigned int *id)
+{
+	char line[LINE_MAX_LEN], *colon, *end;
+	size_t len = strlen(name);
+	uint64_t n;
+	FILE *f;
+	bool found = false;
+
+	if (cli_parse_u64(name, &n)) {
+		if (n >= UINT32_MAX)		/* (uid_t)-1 means "none" */
+			return false;
+		*id = (unsigned int)n;
+		return true;
+	}
+	f = fopen(db, "re");
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		if (strncmp(line, name, len) || line[len] != ':')
+			continue;
+		colon = strchr(line + len + 1, ':');	/* past the password */
+		if (!colon)
+			continue;
+		n = strtoull(colon + 1, &end, 10);
+		if (end != colon + 1 && *end == ':' && n < UINT32_MAX) {
+			*id = (unsigned int)n;
+			found = true;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+/* A name as the kernel takes it: 1..63 bytes of [A-Za-z0-9._-]. */
+static bool name_valid(const char *name)
+{
+	size_t len = strlen(name);
+
+	return len && len < WSEM_NAME_MAX &&
+	       strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+			    "0123456789._-") == len;
+}
+
+/* One KEY=VALUE of a line into @d; NULL or what is wrong. */
+static const char *conf_key(struct cli_decl *d, char *word)
+{
+	char *val = strchr(word, '=');
+
+	if (!val)
+		return "expected KEY=VALUE";
+	*val++ = '\0';
+	if (!strcmp(word, "capacity")) {
+		if (!cli_parse_u64(val, &d->capacity) || !d->capacity ||
+		    d->capacity > WSEM_CAPACITY_MAX)
+			return "invalid capacity";
+	} else if (!strcmp(word, "mode")) {
+		if (!cli_parse_mode(val, &d->mode))
+			return "invalid mode (octal, at most 0777)";
+		d->has_mode = true;
+	} else if (!strcmp(word, "owner")) {
+		if (!lookup_id("/etc/passwd", val, &d->uid))
+			return "unknown owner";
+		d->has_uid = true;
+	} else if (!strcmp(word, "group")) {
+		if (!lookup_id("/etc/group", val, &d->gid))
+			return "unknown group";
+		d->has_gid = true;
+	} else {
+		return "unknown key (capacity, mode, owner, group)";
+	}
+	return NULL;
+}
+
+/* Parse one line (no comment, not blank) into @d; NULL or the error. */
+static const char *conf_line(struct cli_decl *d, char *line)
+{
+	char *word, *save;
+	const char *err;
+
+	memset(d, 0, sizeof(*d));
+	word = strtok_r(line, " \t", &save);
+	if (!name_valid(word))
+		return "invalid NAME (1-63 of A-Z a-z 0-9 . _ -)";
+	strcpy(d->name, word);
+	while ((word = strtok_r(NULL, " \t", &save))) {
+		err = conf_key(d, word);
+		if (err)
+			return err;
+	}
+	return d->capacity ? NULL : "capacity=N is required";
+}
+
+/* Is @name declared in @c already?  Its index, or -1. */
+static ssize_t conf_find(const struct cli_conf *c, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < c->n; i++) {
+		if (!strcmp(c->decl[i].name, name))
+			return (ssize_t)i;
+	}
+	return -1;
+}
+
+static int conf_error(const char *file, unsigned int line, const char *msg)
+{
+	fprintf(stderr, "wsem: %s:%u: %s; nothing of this file is applied\n",
+		file, line, msg);
+	return -1;
+}
+
+/* Append what file @path declares to @c, all or nothing; 0 or -1. */
+static int conf_file(struct cli_conf *c, const char *path)
+{
+	char buf[LINE_MAX_LEN], *p, where[WSEM_NAME_MAX + 32];
+	size_t first = c->n;
+	struct cli_decl d, *nd;
+	unsigned int line = 0;
+	const char *err = NULL;
+	ssize_t dup;
+	FILE *f = fopen(path, "re");
+
+	if (!f) {
+		fprintf(stderr, "wsem: %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	while (!err && fgets(buf, sizeof(buf), f)) {
+		line++;
+		if (!strchr(buf, '\n') && !feof(f)) {
+			err = "line too long";
+			break;
+		}
+		buf[strcspn(buf, "#\n")] = '\0';
+		for (p = buf; isspace((unsigned char)*p); p++)
+			;
+		if (!*p)
+			continue;
+		err = conf_line(&d, p);
+		if (err)
+			break;
+		dup = conf_find(c, d.name);
+		if (dup >= 0) {
+			snprintf(where, sizeof(where), "%s declared again",
+				 d.name);
+			err = where;
+			break;
+		}
+		nd = realloc(c->decl, (c->n + 1) * sizeof(*nd));
+		if (!nd) {
+			err = strerror(ENOMEM);
+			break;
+		}
+		c->decl = nd;
+		d.file = path;
+		d.line = line;
+		c->decl[c->n++] = d;
+	}
+	if (!err && ferror(f))
+		err = strerror(EIO);
+	fclose(f);
+	if (!err)
+		return 0;
+	c->n = first;			/* none of this file */
+	return conf_error(path, line, err);
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The *.conf files of directory @dir, in name order, into @c. */
+static int conf_dir(struct cli_conf *c, const char *dir)
+{
+	char **names = NULL, **nn, path[4096];
+	struct dirent *e;
+	size_t n = 0, i, len;
+	int ret = 0;
+	DIR *d = opendir(dir);
+
+	if (!d) {
+		/* No directory: nothing is declared. */
+		if (errno == ENOENT)
+			return 0;
+		fprintf(stderr, "wsem: %s: %s\n", dir, strerror(errno));
+		return -1;
+	}
+	while ((e = readdir(d))) {
+		len = strlen(e->d_name);
+		if (e->d_name[0] == '.' || len < 6 ||
+		    strcmp(e->d_name + len - 5, ".conf"))
+			continue;
+		nn = realloc(names, (n + 1) * sizeof(*names));
+		if (!nn || !(nn[n] = strdup(e->d_name))) {
+			names = nn ? nn : names;
+			ret = -1;
+			break;
+		}
+		names = nn;
+		n++;
+	}
+	closedir(d);
+	qsort(names, n, sizeof(*names), by_name);
+	for (i = 0; i < n; i++) {
+		char *p;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		free(names[i]);
+		/* The declarations keep the path, for messages. */
+		p = strdup(path);
+		if (!p || conf_file(c, p))
+			ret = -1;
+	}
+	free(names);
+	return ret;
+}
+
+/**
+ * cli_conf_read() - read declarations from files and directories
+ * @c: filled; c->bad is set if any file was rejected
+ * @paths: NULL-terminated; a directory contributes its *.conf files
+ *
+ * Return: 0, or -1 if any file was rejected (the others are in @c).
+ */
+int cli_conf_read(struct cli_conf *c, char **paths)
+{
+	DIR *d;
+	int ret = 0;
+
+	for (; *paths; paths++) {
+		d = opendir(*paths);
+		if (d)
+			closedir(d);
+		if (d ? conf_dir(c, *paths) : conf_file(c, *paths))
+			ret = -1;
+	}
+	c->bad = ret != 0;
+	return ret;
+}
