@@ -100,6 +100,13 @@ case " $tests " in
 		[ -f "$f" ] && add_elf "$f" "$stage/bin/${f##*/}"
 	done ;;
 esac
+# The Python tests bring Debian's python3, pip and the binding (python.sh).
+case " $tests " in
+*" python_test.sh "* | *" python_pip_test.sh "*)
+	. "$VMDIR/python.sh"
+	add_python || die "cannot add python3 to the guest"
+	;;
+esac
 
 cat >"$stage/etc/passwd" <<'EOT'
 root:x:0:0:root:/root:/bin/sh

@@ -1,0 +1,26 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""wsem: weighted, strictly FIFO counting semaphores of the Linux kernel.
+
+A thin binding of the wsem module's ioctls (/dev/wsem, wsemfs files), with
+no compiled code::
+
+    import wsem
+
+    sem = wsem.Semaphore("gpu", create=4)
+    with sem.hold(2):           # blocks this thread until granted
+        train()
+
+    async def job():
+        async with sem.hold(1):  # waits on the event loop
+            await infer()
+
+Blocking, asynchronous and other processes' waiters share one FIFO queue
+per semaphore.  Weight goes back when the handle that holds it is closed,
+however the process ends.
+"""
+
+from ._sem import Hold, Holder, Semaphore, Stat, list_semaphores, unlink
+
+__all__ = ["Hold", "Holder", "Semaphore", "Stat", "list_semaphores",
+           "unlink"]
+__version__ = "1.0.0"

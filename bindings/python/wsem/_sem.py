@@ -1,0 +1,418 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Semaphore: one handle on a wsem semaphore; Hold: weight held for a while.
+
+A Semaphore owns one handle, a descriptor of /dev/wsem or of a wsemfs file.
+Weight acquired through it belongs to the handle (its open file
+description) and goes back when the handle is closed, by close(), by the
+garbage collector, or by the process's exit or death.
+
+Blocking calls (acquire, wait_idle) sleep in the kernel with the GIL
+released, so other threads run; a signal that interrupts them is handled
+(its Python handler runs, and may raise) and the call goes on with the same
+absolute deadline.  Errors are OSError subclasses carrying the errno:
+TimeoutError (ETIMEDOUT), BlockingIOError (EAGAIN), FileNotFoundError
+(ENOENT), FileExistsError (EEXIST), PermissionError (EACCES, EPERM), and
+OSError with errno EINVAL, EDEADLK, ...
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import time
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Dict, List, Optional, Type
+
+from . import _abi, _aio, _handle
+
+
+@dataclass(frozen=True)
+class Stat:
+    """The state of a semaphore, field for field struct wsem_stat."""
+
+    capacity: int
+    used: int
+    available: int
+    held: int           #: by the handle asked (0 in list_semaphores())
+    waiters: int
+    queued_weight: int
+    uid: int
+    gid: int
+    mode: int
+    name: str           #: "" for an anonymous or unlinked semaphore
+    grants_at_once: int
+    grants_waited: int
+    timeouts: int
+    interrupts: int
+    shrunk: int
+    wait_ns_total: int
+    wait_ns_max: int
+    queue_max: int
+
+
+@dataclass(frozen=True)
+class Holder:
+    """A handle holding weight, or a waiter (waiting is True)."""
+
+    weight: int
+    age_ns: int         #: since the grant, or since it queued
+    waiting: bool
+    pid: int            #: in the caller's PID namespace; 0 if not visible
+    comm: str
+    cgroup: str
+
+
+def _stat(fields: Dict[str, Any]) -> Stat:
+    return Stat(**fields)
+
+
+def _is_path(name_or_path: str) -> bool:
+    return "/" in name_or_path
+
+
+class Semaphore:
+    """A handle on a wsem semaphore.
+
+    ``Semaphore("jobs")`` opens the named semaphore "jobs" of this IPC
+    namespace; ``create=CAPACITY`` creates it if it does not exist (with
+    ``mode`` masked by the umask; ``exclusive=True``: fail if it exists).
+    Anything with a ``/`` is the path of a wsemfs file instead, such as
+    /sys/fs/wsem/jobs or one bind-mounted into a container.  ``readonly``
+    opens it for looking only (stat, holders, wait_idle), which needs read
+    permission alone.
+
+    The handle is close-on-exec.  ``with Semaphore(...) as sem:`` closes
+    it at the end, as a file; ``with sem.hold(2):`` holds weight.
+    """
+
+    _fd = -1
+
+    def __init__(self, name_or_path: str, *, create: Optional[int] = None,
+                 mode: int = 0o600, exclusive: bool = False,
+                 readonly: bool = False) -> None:
+        if not isinstance(name_or_path, str):
+            raise TypeError("name_or_path must be a str")
+        if exclusive and create is None:
+            raise ValueError("exclusive needs create=CAPACITY")
+        self._what: Optional[str] = name_or_path
+        if _is_path(name_or_path):
+            if create is not None:
+                raise ValueError(f"{name_or_path}: a semaphore is created "
+                                 f"by NAME, in the IPC namespace it is for")
+            self._fd = _handle.path_open(name_or_path, readonly)
+            return
+        name = _handle.encode_name(name_or_path)
+        flags = 0
+        if create is not None:
+            flags |= _abi.OPEN_CREAT
+            create = _handle.u64(create, "capacity")
+        if exclusive:
+            flags |= _abi.OPEN_EXCL
+        fd = _handle.dev_open(readonly)
+        try:
+            _handle.bind(fd, name, flags, create or 0, mode)
+        except OSError as e:
+            os.close(fd)
+            raise _handle.error(e.errno, name_or_path) from None
+        self._fd = fd
+
+    @classmethod
+    def _adopt(cls, fd: int, what: Optional[str]) -> "Semaphore":
+        sem = cls.__new__(cls)
+        sem._fd = fd
+        sem._what = what
+        return sem
+
+    @classmethod
+    def anonymous(cls, capacity: int) -> "Semaphore":
+        """A new semaphore without a name, alive while a handle is; share
+        it with reopen(), fork or SCM_RIGHTS."""
+        capacity = _handle.u64(capacity, "capacity")
+        fd = _handle.dev_open()
+        try:
+            _handle.bind(fd, None, _abi.OPEN_ANON, capacity, 0)
+        except OSError as e:
+            os.close(fd)
+            raise _handle.error(e.errno, None) from None
+        return cls._adopt(fd, None)
+
+    @classmethod
+    def from_fd(cls, fd: int) -> "Semaphore":
+        """Adopt @fd, a bound handle (inherited, received): the Semaphore
+        owns it from now on and closes it.  EINVAL if @fd is not one."""
+        try:
+            _handle.stat(fd)
+        except OSError as e:
+            if e.errno == errno.ENOTTY:
+                raise _handle.error(errno.EINVAL, f"fd {fd}") from None
+            raise _handle.error(e.errno, f"fd {fd}") from None
+        return cls._adopt(fd, None)
+
+    # ---- the handle ------------------------------------------------------
+
+    def fileno(self) -> int:
+        """The handle's descriptor (ValueError once closed)."""
+        if self._fd < 0:
+            raise ValueError("I/O operation on a closed wsem handle")
+        return self._fd
+
+    @property
+    def closed(self) -> bool:
+        return self._fd < 0
+
+    def close(self) -> None:
+        """Close the handle: what it holds goes back, its request leaves
+        the queue (unless another descriptor shares the handle)."""
+        fd, self._fd = self._fd, -1
+        if fd >= 0:
+            os.close(fd)
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except OSError:
+            pass
+
+    def __enter__(self) -> "Semaphore":
+        return self
+
+    def __exit__(self, et: Optional[Type[BaseException]],
+                 ev: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        if self._fd < 0:
+            return "<wsem.Semaphore closed>"
+        return f"<wsem.Semaphore {self._what or '(anonymous)'} fd={self._fd}>"
+
+    def reopen(self, *, inheritable: bool = False) -> "Semaphore":
+        """A new, independent handle on the same semaphore, holding 0."""
+        try:
+            fd = _handle.reopen(self.fileno(), inheritable)
+        except OSError as e:
+            raise self._error(e) from None
+        return self._adopt(fd, self._what)
+
+    def _error(self, e: OSError) -> OSError:
+        return _handle.error(e.errno, self._what)
+
+    # ---- weight ----------------------------------------------------------
+
+    def acquire(self, weight: int = 1, timeout: Optional[float] = None) -> None:
+        """Wait, in FIFO order, until @weight is granted to this handle.
+
+        @timeout: seconds (TimeoutError after it); 0 takes only what is
+        free at once and nobody waits for; None waits as long as it takes.
+        """
+        weight = _handle.u64(weight, "weight")
+        flags = deadline = 0
+        if timeout is not None:
+            flags, deadline = _abi.ACQUIRE_DEADLINE, \
+                _handle.deadline_after(timeout)
+        try:
+            _handle.acquire(self.fileno(), weight, flags, deadline)
+        except OSError as e:
+            raise self._error(e) from None
+
+    def acquire_until(self, weight: int, deadline_ns: int,
+                      clock: int = time.CLOCK_MONOTONIC) -> None:
+        """acquire() with an absolute deadline on @clock, in nanoseconds:
+        time.CLOCK_MONOTONIC, CLOCK_BOOTTIME or CLOCK_REALTIME (which
+        follows changes of the clock, as sem_clockwait(3))."""
+        weight = _handle.u64(weight, "weight")
+        deadline_ns = _handle.u64(deadline_ns, "deadline_ns")
+        try:
+            _handle.acquire(self.fileno(), weight, _abi.ACQUIRE_DEADLINE,
+                            deadline_ns, clock)
+        except OSError as e:
+            raise self._error(e) from None
+
+    def try_acquire(self, weight: int = 1) -> None:
+        """Take @weight only if it is free and nobody is queued, else
+        BlockingIOError (EAGAIN)."""
+        weight = _handle.u64(weight, "weight")
+        try:
+            _handle.acquire(self.fileno(), weight, _abi.ACQUIRE_TRY)
+        except OSError as e:
+            raise self._error(e) from None
+
+    def release(self, weight: int = 1) -> None:
+        """Give back @weight of what this handle holds (EINVAL if more)."""
+        weight = _handle.u64(weight, "weight")
+        try:
+            _handle.release(self.fileno(), weight)
+        except OSError as e:
+            raise self._error(e) from None
+
+    def hold(self, weight: int = 1,
+             timeout: Optional[float] = None) -> "Hold":
+        """@weight held for the time of a with or async with block.
+
+        ``with sem.hold(2):`` acquires through this handle and releases at
+        the end; ``async with sem.hold(2):`` waits on the event loop
+        through a handle of its own, closed at the end.
+        """
+        return Hold(self, _handle.u64(weight, "weight"), timeout)
+
+    async def acquire_async(self, weight: int = 1,
+                            timeout: Optional[float] = None) -> "Hold":
+        """Wait for @weight on the event loop, in the same FIFO queue as
+        every other waiter, and return the Hold that has it (its own
+        handle); release() it, or close the Semaphore's handles."""
+        h = self.hold(weight, timeout)
+        await h.acquire_async()
+        return h
+
+    # ---- looking ---------------------------------------------------------
+
+    def stat(self) -> Stat:
+        try:
+            return _stat(_handle.stat(self.fileno()))
+        except OSError as e:
+            raise self._error(e) from None
+
+    @property
+    def name(self) -> str:
+        """The semaphore's name ("" if anonymous or unlinked)."""
+        return self.stat().name
+
+    def holders(self) -> List[Holder]:
+        """Who holds (one entry per handle) and who waits, in queue
+        order, the holders first."""
+        try:
+            entries = _handle.holders(self.fileno())
+        except OSError as e:
+            raise self._error(e) from None
+        return [Holder(weight=d["weight"], age_ns=d["age_ns"],
+                       waiting=bool(d["flags"] & _abi.HOLDER_WAITING),
+                       pid=d["pid"], comm=d["comm"], cgroup=d["cgroup"])
+                for d in entries]
+
+    def set_capacity(self, capacity: int) -> None:
+        """Grow (grants those that now fit) or shrink (revokes nothing;
+        waiters larger than the new capacity fail with EINVAL)."""
+        capacity = _handle.u64(capacity, "capacity")
+        try:
+            _handle.set_capacity(self.fileno(), capacity)
+        except OSError as e:
+            raise self._error(e) from None
+
+    def wait_idle(self, timeout: Optional[float] = None) -> None:
+        """Sleep until nothing is held and nobody is queued (a drain).
+        EDEADLK if this handle itself holds weight or has a request."""
+        flags = deadline = 0
+        if timeout is not None:
+            flags, deadline = _abi.ACQUIRE_DEADLINE, \
+                _handle.deadline_after(timeout)
+        try:
+            _handle.wait_idle(self.fileno(), flags, deadline)
+        except OSError as e:
+            raise self._error(e) from None
+
+    async def wait_idle_async(self, timeout: Optional[float] = None) -> None:
+        """wait_idle() on the event loop."""
+        await _aio.wait_idle(self.fileno(), timeout, self._what)
+
+
+class Hold:
+    """Weight held through a Semaphore: made by Semaphore.hold()."""
+
+    def __init__(self, sem: Semaphore, weight: int,
+                 timeout: Optional[float]) -> None:
+        self.semaphore = sem
+        self.weight = weight
+        self.timeout = timeout
+        self._own: Optional[Semaphore] = None
+        self._held = False
+
+    @property
+    def held(self) -> bool:
+        return self._held
+
+    def __repr__(self) -> str:
+        state = "held" if self._held else "not held"
+        return f"<wsem.Hold {self.weight} of {self.semaphore!r}, {state}>"
+
+    def _check_free(self) -> None:
+        if self._held:
+            raise RuntimeError("this Hold already holds its weight")
+
+    def acquire(self) -> "Hold":
+        """Acquire through the Semaphore's handle (blocking)."""
+        self._check_free()
+        self.semaphore.acquire(self.weight, self.timeout)
+        self._held = True
+        return self
+
+    async def acquire_async(self) -> "Hold":
+        """Acquire on the event loop through a new handle of its own.
+
+        Cancelling the task that waits takes the request out of the queue
+        (the waiters behind it that fit are granted) and closes the handle.
+        """
+        self._check_free()
+        own = self.semaphore.reopen()
+        try:
+            await _aio.acquire(own.fileno(), self.weight, self.timeout,
+                               own._what)  # pylint: disable=protected-access
+        except BaseException:
+            own.close()
+            raise
+        self._own = own
+        self._held = True
+        return self
+
+    def release(self) -> None:
+        """Give the weight back (RuntimeError if not held)."""
+        if not self._held:
+            raise RuntimeError("this Hold holds nothing")
+        self._held = False
+        own, self._own = self._own, None
+        if own is None:
+            self.semaphore.release(self.weight)
+            return
+        try:
+            own.release(self.weight)
+        finally:
+            own.close()
+
+    def __enter__(self) -> "Hold":
+        return self.acquire()
+
+    def __exit__(self, et: Optional[Type[BaseException]],
+                 ev: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        self.release()
+
+    async def __aenter__(self) -> "Hold":
+        return await self.acquire_async()
+
+    async def __aexit__(self, et: Optional[Type[BaseException]],
+                        ev: Optional[BaseException],
+                        tb: Optional[TracebackType]) -> None:
+        self.release()
+
+
+def unlink(name_or_path: str) -> None:
+    """Remove a name (owner or CAP_IPC_OWNER), or unlink(2) the wsemfs
+    file at a path.  Handles already open keep working."""
+    if _is_path(name_or_path):
+        fd = _handle.path_open(name_or_path, readonly=True)
+        os.close(fd)
+        os.unlink(name_or_path)
+        return
+    name = _handle.encode_name(name_or_path)
+    try:
+        _handle.unlink(name)
+    except OSError as e:
+        if e.filename is not None:
+            raise
+        raise _handle.error(e.errno, name_or_path) from None
+
+
+def list_semaphores() -> List[Stat]:
+    """Every semaphore of this IPC namespace that the caller may read, in
+    name order (held is 0)."""
+    return [_stat(d) for d in _handle.list_all()]
