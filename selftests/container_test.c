@@ -53,7 +53,7 @@
 #define OVERFLOW_ID	65534	/* an id that a user namespace lacks */
 #define MAX_CTS		3	/* containers per test */
 #define MAX_BINDS	4	/* bind mounts per container */
-#define REPORT_WAIT_MS	10000	/* bound for a container to report */
+#define REPORT_WAIT_MS	30000	/* bound for a container to report */
 #define TEXT_MAX	1024
 #define CGROUP2_MAGIC	0x63677270
 
