@@ -760,8 +760,15 @@ static int wsem_file_release(struct inode *inode, struct file *file)
 	wsem_handle_forget(h);
 	kvfree(h->text);
 	mutex_destroy(&h->text_lock);
-	/* A granter may still be telling h->async: see wsem_tell_async(). */
-	kfree_rcu(h, rcu);
+	/*
+	 * A granter may still be telling h->async (wsem_tell_async()), so a
+	 * handle that ever made a request is freed after a grace period; the
+	 * others at once, so that their memory is back in the cgroup at once.
+	 */
+	if (h->async.async)
+		kfree_rcu(h, rcu);
+	else
+		kfree(h);
 	return 0;
 }
 

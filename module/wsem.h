@@ -165,8 +165,9 @@ struct wsem_waiter {
  * @text: what read(2) reads: taken at offset 0, kept for reads further
  *	on, so that a text read in pieces is one state (kvmalloc()ed)
  * @text_len: its length
- * @rcu: the handle is freed after a grace period: a granter tells @async
- *	and wakes @wqh under rcu_read_lock(), perhaps after the file closed
+ * @rcu: a handle that made a request is freed after a grace period: a
+ *	granter tells @async and wakes @wqh under rcu_read_lock(), perhaps
+ *	after the file closed
  */
 struct wsem_handle {
 	struct wsem *sem;
