@@ -7,14 +7,16 @@ set -u
 
 # flex, bison, bc and libelf-dev build the debug kernel (debug-kernel.sh);
 # bubblewrap goes into the guest for container_test; liburing-dev builds
-# examples/uring_jobs; debhelper, dh-dkms, dkms and lintian make deb.
+# examples/uring_jobs; debhelper, dh-dkms, dkms and lintian make deb;
+# debootstrap, qemu-utils and e2fsprogs build make check-distro's image.
 PKGS="make gcc libc6-dev gcc-multilib binutils perl python3 xz-utils gzip
 cpio kmod busybox-static qemu-system-x86 sparse codespell
 linux-image-amd64 linux-headers-amd64
 linux-image-6.12-amd64 linux-headers-6.12-amd64
 linux-image-6.12-rt-amd64 linux-headers-6.12-rt-amd64
 linux-source-6.1 linux-source-6.12 flex bison bc libelf-dev bubblewrap
-liburing-dev debhelper dh-dkms dkms lintian dpkg-dev fakeroot"
+liburing-dev debhelper dh-dkms dkms lintian dpkg-dev fakeroot
+debootstrap qemu-utils e2fsprogs"
 
 missing=
 for p in $PKGS; do
