@@ -467,13 +467,18 @@ t_wait_idle() {
 	expect 3 wsem wait "$P-none" --idle
 }
 
+# own_ipc_ns PID: PID has left our IPC namespace (a function, so that
+# eventually looks again each time).
+own_ipc_ns() {
+	[ "$(readlink "/proc/$1/ns/ipc")" != "$(readlink /proc/self/ns/ipc)" ]
+}
+
 # In an IPC namespace of its own, so that --prune sees only its own.
 t_apply() {
 	unshare -i sleep 600 </dev/null >/dev/null 2>&1 &
 	ns=$!
 	echo "$ns" >>"$T/pids"
-	eventually [ "$(readlink "/proc/$ns/ns/ipc")" != \
-		"$(readlink /proc/self/ns/ipc)" ]
+	eventually own_ipc_ns "$ns"
 	d=$T/wsem.d
 	mkdir -p "$d"
 	printf '# limits\nbuild capacity=3 mode=0640 group=65534\n\n' \
