@@ -531,6 +531,12 @@ t_apply() {
 	err_is "wsem: $d/30-bad.conf:1: gpu declared again; nothing of this file is applied"
 	expect 2 wsem apply "$d" --prune
 	usage_err
+	# no PATH: /etc/wsem.d, as wsem-apply.service runs it; whether this
+	# machine has one or not, that is no usage error
+	got=0
+	nsenter -t "$ns" -i "$WSEM" apply -n >"$T/out" 2>"$T/err" || got=$?
+	[ "$got" -ne 2 ]
+	[ -z "$(grep usage "$T/err")" ]
 }
 
 t_ls_long() {

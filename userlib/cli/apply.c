@@ -222,6 +222,7 @@ int cli_apply(const struct cli_verb *verb, int argc, char **argv)
 		.verb = verb,
 		.opts = apply_opts,
 		.command = true,	/* PATH... */
+		.command_optional = true,	/* none: /etc/wsem.d */
 	};
 	char *def[] = { APPLY_DIR, NULL }, **paths;
 	struct cli_conf c = { 0 };

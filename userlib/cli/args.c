@@ -215,7 +215,7 @@ int cli_parse(struct cli_parse *p, int argc, char **argv)
 		if (ret > 1 || ret == CLI_DONE)
 			return ret;
 	}
-	if (p->command && (!p->cmd || !p->cmd[0]))
+	if (p->command && !p->command_optional && (!p->cmd || !p->cmd[0]))
 		return cli_usage(p->synopsis, "no COMMAND given");
 	return check_count(p);
 }

@@ -53,6 +53,7 @@ struct cli_parse {
 	struct cli_opt *opts;	/* ends with a NULL name */
 	int max_pos;		/* operands before COMMAND */
 	bool command;		/* the verb ends with COMMAND [ARG...] */
+	bool command_optional;	/* ... which may be absent (apply's PATH...) */
 	char *pos[CLI_MAX_POS];
 	int npos;
 	char **cmd;		/* NULL-terminated COMMAND, or NULL */
