@@ -11,6 +11,11 @@
 # make check-debug  every test on a 6.12 debug kernel (lockdep, KASAN,
 #                   kmemleak, UBSAN, ...) built once per machine and cached
 #                   in /var/cache/wsem-debug-kernel (about 6 min on 2 CPUs)
+# make check-distro  the .debs on Debian bookworm in QEMU: apt install,
+#                   DKMS, a reboot into /etc/wsem.d's semaphores, podman
+#                   containers gated on one of them (one killed; prints a
+#                   timeline), apt purge; the image is built once per
+#                   machine and cached in /var/cache/wsem-distro-image
 # make storm        the full kill storm: 64 processes for 60 s on each kernel
 #                   (make check runs 12 s); WSEM_STORM_SEED=... replays one
 # make fuzz         the ioctl fuzzer at length: 10^7 requests on each kernel
@@ -45,7 +50,8 @@ VM := selftests/vm
 # CMD verbatim ($ and all), single-quoted for the shell.
 cmd_arg = '$(subst ','\'',$(value CMD))'
 
-.PHONY: all module userlib selftests test check check-debug check-host vm demo \
+.PHONY: all module userlib selftests test check check-debug check-distro \
+	check-host vm demo \
 	install deb lint deps clean bench bench-host bench-bin storm fuzz
 
 all: userlib selftests
@@ -75,6 +81,9 @@ check:
 
 check-debug:
 	@bash $(VM)/check-debug.sh
+
+check-distro:
+	@bash $(VM)/check-distro.sh
 
 # The long runs: one test program on every kernel, its knobs passed into
 # the guest (WSEM_VM_ENV), lint left out.
