@@ -117,10 +117,11 @@ started() { grep -q " start $1 " "$TL"; }
 
 # The semaphore as the kernel sees it, logged whenever it changes.
 monitor() {
-	local last='' cur
+	local last='' cur t
 	while [ ! -e "$WORK/stop" ]; do
+		t=$(up)
 		cur="$(field used) $(field waiters)"
-		[ "$cur" != "$last" ] && ev "sem $cur"
+		[ "$cur" != "$last" ] && echo "$t sem $cur" >>"$TL"
 		last=$cur
 		sleep 0.1
 	done
