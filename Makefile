@@ -3,8 +3,9 @@
 # make              the library, the CLI, the selftests, and wsem.ko when the
 #                   headers of the running kernel ($(KDIR)) are installed
 # make module       wsem.ko against KDIR (our warnings are errors)
-# make test         everything, as CI runs it: make check, then make
-#                   check-debug; ends with one "N passed, N failed" for both
+# make test         everything, as CI runs it: make check, make check-debug,
+#                   then make check-distro; ends with one "N passed,
+#                   N failed" for the three
 # make check        lint, then every test in QEMU on each installed Debian
 #                   kernel (6.1, 6.12, 6.12 PREEMPT_RT); ends with
 #                   "N passed, N failed"
