@@ -3,14 +3,20 @@
 # make              the library, the CLI, the selftests, and wsem.ko when the
 #                   headers of the running kernel ($(KDIR)) are installed
 # make module       wsem.ko against KDIR (our warnings are errors)
-# make test         everything, as CI runs it: make check, then make
-#                   check-debug; ends with one "N passed, N failed" for both
+# make test         everything, as CI runs it: make check, make check-debug,
+#                   then make check-distro; ends with one "N passed,
+#                   N failed" for the three
 # make check        lint, then every test in QEMU on each installed Debian
 #                   kernel (6.1, 6.12, 6.12 PREEMPT_RT); ends with
 #                   "N passed, N failed"
 # make check-debug  every test on a 6.12 debug kernel (lockdep, KASAN,
 #                   kmemleak, UBSAN, ...) built once per machine and cached
 #                   in /var/cache/wsem-debug-kernel (about 6 min on 2 CPUs)
+# make check-distro  the .debs on Debian bookworm in QEMU: apt install,
+#                   DKMS, a reboot into /etc/wsem.d's semaphores, podman
+#                   containers gated on one of them (one killed; prints a
+#                   timeline), apt purge; the image is built once per
+#                   machine and cached in /var/cache/wsem-distro-image
 # make storm        the full kill storm: 64 processes for 60 s on each kernel
 #                   (make check runs 12 s); WSEM_STORM_SEED=... replays one
 # make fuzz         the ioctl fuzzer at length: 10^7 requests on each kernel
@@ -45,7 +51,8 @@ VM := selftests/vm
 # CMD verbatim ($ and all), single-quoted for the shell.
 cmd_arg = '$(subst ','\'',$(value CMD))'
 
-.PHONY: all module userlib selftests test check check-debug check-host vm demo \
+.PHONY: all module userlib selftests test check check-debug check-distro \
+	check-host vm demo \
 	install deb lint deps clean bench bench-host bench-bin storm fuzz
 
 all: userlib selftests
@@ -75,6 +82,9 @@ check:
 
 check-debug:
 	@bash $(VM)/check-debug.sh
+
+check-distro:
+	@bash $(VM)/check-distro.sh
 
 # The long runs: one test program on every kernel, its knobs passed into
 # the guest (WSEM_VM_ENV), lint left out.

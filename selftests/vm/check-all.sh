@@ -1,9 +1,12 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # make test: make check (lint, 6.1, 6.12, 6.12-rt), then make check-debug
-# (the debug kernel, built the first time on a machine), then one line that
-# counts both: "N passed, N failed".  Exits non-zero on any failure; a lane
-# that ends without its summary line counts as a failure.
+# (the debug kernel, built the first time on a machine), then make
+# check-distro (the .debs in a Debian guest, its image built the first time
+# on a machine), then one line that counts them all: "N passed, N failed".
+# Exits non-zero on any failure; a lane that ends without its summary line
+# counts as a failure.  A lane that cannot run here (check-distro without
+# root, say) is a TAP skip, counted as skipped.
 set -u -o pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -20,8 +23,9 @@ lane() {
 }
 lane check
 NO_DEPS=1 lane check-debug
+NO_DEPS=1 lane check-distro
 
-printf '\n==== both lanes (%ss)\n' "$(($(date +%s) - t0))"
+printf '\n==== the three lanes (%ss)\n' "$(($(date +%s) - t0))"
 awk '
 /^[0-9]+ skipped / { skipped += $1 }
 /^[0-9]+ passed, [0-9]+ failed$/ { seen[FILENAME] = 1; passed += $1; failed += $3 }
@@ -36,4 +40,4 @@ END {
 		print skipped " skipped"
 	print (passed + 0) " passed, " (failed + 0) " failed"
 	exit failed ? 1 : 0
-}' "$tmp/check" "$tmp/check-debug"
+}' "$tmp/check" "$tmp/check-debug" "$tmp/check-distro"

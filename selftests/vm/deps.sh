@@ -9,7 +9,8 @@ set -u
 # bubblewrap goes into the guest for container_test; liburing-dev builds
 # examples/uring_jobs; golang-go builds the Go binding; debhelper, dh-dkms,
 # dkms and lintian make deb; pip, setuptools and wheel for
-# python_pip_test's offline "pip install".
+# python_pip_test's offline "pip install"; debootstrap, qemu-utils and
+# e2fsprogs build make check-distro's image.
 PKGS="make gcc libc6-dev gcc-multilib binutils perl python3 xz-utils gzip
 cpio kmod busybox-static qemu-system-x86 sparse codespell
 linux-image-amd64 linux-headers-amd64
@@ -17,7 +18,7 @@ linux-image-6.12-amd64 linux-headers-6.12-amd64
 linux-image-6.12-rt-amd64 linux-headers-6.12-rt-amd64
 linux-source-6.1 linux-source-6.12 flex bison bc libelf-dev bubblewrap
 liburing-dev golang-go debhelper dh-dkms dkms lintian dpkg-dev fakeroot
-python3-pip python3-setuptools python3-wheel"
+python3-pip python3-setuptools python3-wheel debootstrap qemu-utils e2fsprogs"
 
 missing=
 for p in $PKGS; do

@@ -1,0 +1,231 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# The guest side of `make check-distro`, run by wsem-lane.service (see
+# distro-image.sh) from the 9p share at /mnt/lane on every boot of the
+# Debian guest.  The share holds this script, debs/ (the .debs of make
+# deb) and out/, where it leaves:
+#   tap        the TAP lines, numbered across boots
+#   phase      where the lane is: install, installed, purged, done
+#   timeline   the podman scenario, readable
+#   *.log      what the steps printed
+# Boot 1 installs the .debs as a user would (apt install ./wsem*.deb),
+# checks DKMS, writes /etc/wsem.d/lane.conf and reboots.  Boot 2 checks
+# the boot (module, /dev/wsem, /sys/fs/wsem, the semaphore, no failed
+# unit, a clean kernel log), runs the podman scenario, purges the packages
+# and reboots.  Boot 3 checks that the purged system boots clean, and
+# powers off.
+set -u -o pipefail
+
+LANE=/mnt/lane
+OUT=$LANE/out
+SEM=lane
+CAP=4
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C.UTF-8
+export DEBIAN_FRONTEND=noninteractive
+
+# say ...: a line on the console, as the host's log shows it.
+say() { echo "# distro: $*" >/dev/console; }
+
+# tap STATUS NAME [LOG]: one TAP line, numbered after those of earlier
+# boots; a failure shows the end of LOG.
+tap() {
+	local n
+	n=$(($(wc -l <"$OUT/tap") + 1))
+	if [ "$1" -eq 0 ]; then
+		echo "ok $n $2" >>"$OUT/tap"
+	else
+		[ -n "${3:-}" ] && [ -f "$3" ] &&
+			tail -n 30 "$3" | sed 's/^/#   /' >>"$OUT/tap.notes"
+		echo "not ok $n $2" >>"$OUT/tap"
+	fi
+	tail -n 1 "$OUT/tap" >/dev/console
+}
+
+phase() { echo "$1" >"$OUT/phase"; sync; }
+up() { cut -d' ' -f1 /proc/uptime; }
+
+# until_true SECONDS CMD...: poll CMD every 0.2 s for at most SECONDS.
+until_true() {
+	local end
+	end=$(awk -v u="$(up)" -v s="$1" 'BEGIN { print u + s }')
+	shift
+	until "$@"; do
+		awk -v u="$(up)" -v e="$end" 'BEGIN { exit !(u > e) }' &&
+			return 1
+		sleep 0.2
+	done
+}
+
+# The boot is over (running or degraded) and was clean: no failed unit.
+# A failed unit's journal goes into the log.
+check_boot() {
+	local st u units log=$OUT/failed-$1.log
+	st=$(timeout 300 systemctl is-system-running --wait 2>&1)
+	systemctl --failed --no-legend --plain >"$log" 2>&1
+	say "boot $1: system $st after $(up)s: $(systemd-analyze 2>/dev/null |
+		head -n 1)"
+	[ "$st" = running ] && [ ! -s "$log" ]
+	tap $? "boot $1: systemd reached running, no failed unit ($st)" "$log"
+	units=$(awk '{ print $1 }' "$log")
+	for u in $units; do
+		journalctl -b -u "$u" --no-pager -o cat >>"$log" 2>&1
+	done
+}
+
+# The kernel log at warning and above: boot 1, the stock system on this
+# emulated machine, is the baseline (TCG has its MTRR, MMCONFIG and clock
+# complaints); later boots may add only what loading any out-of-tree,
+# unsigned module prints, and the clock calibration lines that TCG's
+# timing makes come and go from boot to boot.  No taint but those two
+# (O = 4096, E = 8192).
+check_klog() {
+	local t all=$OUT/klog-$1.all
+	journalctl -k -b -p warning --no-pager -o cat >"$all" 2>&1
+	if [ "$1" = 1 ]; then
+		say "kernel log baseline: $(wc -l <"$all") lines at warning and above"
+		return
+	fi
+	grep -vxF -f "$OUT/klog-1.all" "$all" |
+		grep -v -e 'loading out-of-tree module taints kernel' \
+			-e 'module verification failed: signature and/or required key missing' \
+			-e '^tsc: ' -e '^clocksource: ' -e '^APIC calibration ' \
+			-e '^Unstable clock detected' -e '"trace_clock=local"' \
+			-e '^If you want to keep using the local clock' \
+			-e '^on the kernel command line$' \
+			>"$OUT/klog-$1.log"
+	t=$(cat /proc/sys/kernel/tainted)
+	echo "tainted: $t" >>"$OUT/klog-$1.log"
+	[ "$(wc -l <"$OUT/klog-$1.log")" -eq 1 ] && [ $((t & ~12288)) -eq 0 ]
+	tap $? "boot $1: journalctl -k clean (nothing new at warning and above; taint $t)" \
+		"$OUT/klog-$1.log"
+}
+
+boot_install() {
+	local kver log=$OUT/apt-install.log
+	kver=$(uname -r)
+	check_boot 1
+	check_klog 1
+	[ ! -d /sys/module/wsem ] && [ ! -e /dev/wsem ]
+	tap $? "boot 1: no wsem before the packages"
+
+	# What a new user types: the command and the module, nothing else
+	# (the command carries its own copy of the library).
+	say "apt install ./wsem*.deb"
+	(cd "$LANE/debs" && apt -y -q -o Dpkg::Use-Pty=0 \
+		install ./wsem*.deb) >"$log" 2>&1 </dev/null
+	tap $? "apt install ./wsem*.deb" "$log"
+	dpkg-query -W wsem wsem-dkms >>"$log" 2>&1
+	tap $? "dpkg: wsem and wsem-dkms installed" "$log"
+	# The library's packages too, so that apt purge is seen to take
+	# all four away.
+	say "apt install ./libwsem*.deb"
+	(cd "$LANE/debs" && apt -y -q -o Dpkg::Use-Pty=0 \
+		install ./libwsem*.deb) >>"$log" 2>&1 </dev/null &&
+		dpkg-query -W libwsem1 libwsem-dev >>"$log" 2>&1
+	tap $? "apt install ./libwsem*.deb: libwsem1, libwsem-dev installed" "$log"
+
+	dkms status wsem >"$OUT/dkms.log" 2>&1
+	grep -q "^wsem/[^,]*, $kver, [^:]*: installed" "$OUT/dkms.log"
+	tap $? "dkms built and installed wsem for the guest's kernel $kver" \
+		"$OUT/dkms.log"
+	modinfo -k "$kver" -F filename wsem >>"$OUT/dkms.log" 2>&1 &&
+		grep -q "^/lib/modules/$kver/updates/dkms/wsem.ko" "$OUT/dkms.log"
+	tap $? "modinfo: wsem.ko in /lib/modules/$kver/updates/dkms" \
+		"$OUT/dkms.log"
+
+	mkdir -p /etc/wsem.d
+	echo "$SEM capacity=$CAP mode=0666" >/etc/wsem.d/lane.conf
+	say "wrote /etc/wsem.d/lane.conf: $(cat /etc/wsem.d/lane.conf); rebooting"
+	phase installed
+	systemctl reboot
+}
+
+boot_installed() {
+	local log=$OUT/boot2.log
+	check_boot 2
+	check_klog 2
+	[ -d /sys/module/wsem ]
+	tap $? "boot 2: the module is loaded (modules-load.d)"
+	[ -c /dev/wsem ] && stat -c '%n %A %t:%T' /dev/wsem >"$log" 2>&1
+	tap $? "boot 2: /dev/wsem is a character device" "$log"
+	findmnt -n -o FSTYPE /sys/fs/wsem >>"$log" 2>&1 &&
+		[ "$(findmnt -n -o FSTYPE /sys/fs/wsem)" = wsem ]
+	tap $? "boot 2: wsemfs is mounted at /sys/fs/wsem" "$log"
+	systemctl is-active wsem-apply.service >>"$log" 2>&1
+	tap $? "boot 2: wsem-apply.service ran" "$log"
+	wsem stat "$SEM" --json >>"$log" 2>&1 &&
+		[ -f "/sys/fs/wsem/$SEM" ] &&
+		grep -q "\"capacity\":$CAP," "$log"
+	tap $? "boot 2: /etc/wsem.d applied: $SEM of capacity $CAP in /sys/fs/wsem" \
+		"$log"
+
+	bash "$LANE/distro-podman.sh" "$SEM" "$CAP" "$OUT"
+	tap_podman
+
+	purge
+	phase purged
+	say "rebooting the purged system"
+	systemctl reboot
+}
+
+# distro-podman.sh leaves its verdicts in out/podman.tap, "STATUS NAME".
+tap_podman() {
+	local st name
+	if [ ! -s "$OUT/podman.tap" ]; then
+		tap 1 "podman: the scenario reported nothing" "$OUT/podman.log"
+		return
+	fi
+	while read -r st name; do
+		tap "$st" "$name" "$OUT/podman.log"
+	done <"$OUT/podman.tap"
+}
+
+purge() {
+	local log=$OUT/purge.log left
+	say "apt purge wsem wsem-dkms libwsem1 libwsem-dev"
+	apt -y -q -o Dpkg::Use-Pty=0 purge wsem wsem-dkms libwsem1 \
+		libwsem-dev >"$log" 2>&1 </dev/null
+	tap $? "apt purge wsem wsem-dkms libwsem1 libwsem-dev" "$log"
+	left=$( {
+		dpkg-query -W -f='${Package} ${db:Status-Abbrev}\n' wsem \
+			wsem-dkms libwsem1 libwsem-dev 2>/dev/null | grep -v ' un *$'
+		ls -d /var/lib/dkms/wsem /usr/src/wsem-* 2>/dev/null
+		find /lib/modules -name 'wsem.ko*' 2>/dev/null
+		ls /lib/systemd/system/wsem-apply.service \
+			/lib/systemd/system/sys-fs-wsem.mount \
+			/etc/systemd/system/*/wsem-apply.service \
+			/etc/systemd/system/*/sys-fs-wsem.mount \
+			/usr/lib/modules-load.d/wsem.conf \
+			/lib/udev/rules.d/60-wsem.rules /usr/bin/wsem \
+			/usr/bin/wsem-static /usr/include/wsem.h 2>/dev/null
+	} )
+	echo "left after purge: ${left:-nothing}" >>"$log"
+	[ -z "$left" ]
+	tap $? "purge: no package, DKMS tree, module, unit or file left" "$log"
+	systemctl --failed --no-legend --plain >"$OUT/failed-purge.log" 2>&1
+	[ ! -s "$OUT/failed-purge.log" ]
+	tap $? "purge: no failed unit" "$OUT/failed-purge.log"
+}
+
+boot_purged() {
+	check_boot 3
+	check_klog 3
+	[ ! -d /sys/module/wsem ] && [ ! -e /dev/wsem ] &&
+		[ ! -e /sys/fs/wsem ]
+	tap $? "boot 3: no module, /dev/wsem or /sys/fs/wsem after the purge"
+	phase "done"
+	say "done; powering off"
+	systemctl poweroff
+}
+
+mkdir -p "$OUT"
+[ -f "$OUT/tap" ] || : >"$OUT/tap"
+[ -f "$OUT/phase" ] || phase install
+p=$(cat "$OUT/phase")
+say "boot with phase $p, kernel $(uname -r), uptime $(up)s"
+case $p in
+install) boot_install ;;
+installed) boot_installed ;;
+purged) boot_purged ;;
+*) say "nothing to do in phase $p"; systemctl poweroff ;;
+esac
