@@ -172,16 +172,29 @@ t_create() {
 	is name "$P-a" "$P-a"
 }
 
+# --mode is the mode, whatever the umask (as mkdir -m); without it, 0600
+# masked by the umask.  The umask of what runs after is left as it was.
 t_create_mode() {
 	umask 077
 	expect 0 wsem create "$P-m1" 2 --mode 0644
-	is mode "$P-m1" 0600
+	is mode "$P-m1" 0644
 	umask 022
 	expect 0 wsem create "$P-m2" 2 --mode=666
-	is mode "$P-m2" 0644
+	is mode "$P-m2" 0666
+	[ "$(umask)" = 0022 ]
 	umask 0
 	expect 0 wsem create "$P-m3" 2 --mode 0
 	is mode "$P-m3" 0000
+	umask 077
+	expect 0 wsem create "$P-m4" 2
+	is mode "$P-m4" 0600
+	umask 066
+	expect 0 wsem create "$P-m5" 2
+	is mode "$P-m5" 0600
+	umask 0266
+	expect 0 wsem create "$P-m6" 2
+	is mode "$P-m6" 0400
+	umask 022
 }
 
 t_create_existing() {
@@ -681,8 +694,9 @@ t_run_short_options() {
 # --create takes --mode, so a limit made by run is usable by others.
 t_run_create_mode() {
 	umask 022
-	expect 0 wsem run "$P-cm" --create 2 --mode 0666 -- true
-	is mode "$P-cm" 0644			# masked, as open(2)
+	expect 0 wsem run "$P-cm" --create 2 --mode 0666 -- sh -c umask
+	is mode "$P-cm" 0666			# as given, as mkdir -m
+	[ "$(cat "$T/out")" = 0022 ]		# COMMAND has the user's umask
 	umask 0
 	expect 0 wsem run "$P-cm2" -c 2 -m 0666 -w 2 -- true
 	is mode "$P-cm2" 0666
@@ -1091,7 +1105,7 @@ t_run_concurrency() {
 
 TESTS="
 t_create create makes a semaphore: capacity, used 0, mode 0600, owner
-t_create_mode create --mode is masked by the umask
+t_create_mode create --mode is exact, the default masked by the umask
 t_create_existing create: same capacity is fine, another fails unless --exist-ok
 t_create_invalid create rejects bad capacities and names with exit 1
 t_usage usage errors exit 2 with one wsem: usage: line

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -21,7 +22,7 @@ static int operand_u64(const struct cli_verb *verb, const char *what,
 
 static struct cli_opt create_opts[] = {
 	{ .name = "mode", .short_name = 'm', .arg = "MODE",
-	  .help = "permission bits, octal (default 0600, & ~umask)" },
+	  .help = "permission bits, octal, as given (default 0600 & ~umask)" },
 	{ .name = "exclusive", .short_name = 'x',
 	  .help = "fail if NAME exists" },
 	{ .name = "exist-ok",
@@ -70,6 +71,33 @@ static int check_existing(const char *name, uint64_t capacity)
 	return cli_fail_msg(name, msg, CLI_EXIT_ERROR);
 }
 
+/**
+ * cli_create_open() - wsem_open() with O_CREAT, the mode as the user meant it
+ * @name:	the semaphore's name
+ * @oflag:	O_CREAT and the other flags of wsem_open()
+ * @mode:	its permission bits
+ * @exact:	@mode was given (--mode): as with mkdir -m, the umask is not
+ *		applied; otherwise (the default mode) it is
+ * @capacity:	the capacity, should it be created
+ *
+ * Return: the handle, or -1 with errno set, as wsem_open().
+ */
+int cli_create_open(const char *name, int oflag, mode_t mode, bool exact,
+		    uint64_t capacity)
+{
+	mode_t old = 0;
+	int fd, err;
+
+	if (exact)
+		old = umask(0);
+	fd = wsem_open(name, oflag, mode, capacity);
+	err = errno;
+	if (exact)
+		umask(old);
+	errno = err;
+	return fd;
+}
+
 /*
  * Create @name, or find it there: O_EXCL tells which.  A semaphore removed
  * between the two steps is created again (a few times at most).
@@ -80,7 +108,9 @@ static int create_or_check(const char *name, mode_t mode, uint64_t capacity)
 	int fd, ret, tries;
 
 	for (tries = 0; tries < 3; tries++) {
-		fd = wsem_open(name, O_CREAT | O_EXCL, mode, capacity);
+		fd = cli_create_open(name, O_CREAT | O_EXCL, mode,
+				     cli_opt(create_opts, "mode")->seen,
+				     capacity);
 		if (fd >= 0) {
 			close(fd);
 			return CLI_EXIT_OK;

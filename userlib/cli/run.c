@@ -38,6 +38,7 @@ struct run_req {
 	bool create;
 	uint64_t capacity;	/* with --create */
 	mode_t mode;		/* with --create */
+	bool mode_exact;	/* --mode given: the umask is not applied */
 	int64_t timeout_ns;	/* --timeout, or -1 */
 	bool nonblock;		/* --nonblock, or --timeout 0 */
 	int conflict_status;	/* would block or timed out */
@@ -57,7 +58,7 @@ static struct cli_opt run_opts[] = {
 	{ .name = "create", .short_name = 'c', .arg = "CAPACITY",
 	  .help = "create NAME with CAPACITY if it does not exist" },
 	{ .name = "mode", .short_name = 'm', .arg = "MODE",
-	  .help = "with --create: permission bits (default 0600)" },
+	  .help = "with --create: permission bits, as given (default 0600 & ~umask)" },
 	{ .name = "inherit",
 	  .help = "exec COMMAND with the handle ($WSEM_FD) instead" },
 	{ .name = "fd", .arg = "N", .help = "acquire through a reopen of N" },
@@ -93,6 +94,7 @@ static int run_numbers(const char *syn, struct run_req *req)
 		return cli_usage(syn, "invalid CAPACITY '%s'", value("create"));
 	if (seen("mode") && !cli_parse_mode(value("mode"), &req->mode))
 		return cli_usage(syn, "invalid MODE '%s'", value("mode"));
+	req->mode_exact = seen("mode");
 	if (seen("conflict-exit-code")) {
 		if (!cli_parse_u64(value("conflict-exit-code"), &n) || n > 255)
 			return cli_usage(syn, "invalid exit code '%s'",
@@ -162,8 +164,9 @@ static int open_handle(const struct run_req *req)
 	if (inh >= 0)
 		fd = wsem_reopen(inh, oflag);
 	else
-		fd = wsem_open(req->name, oflag | (req->create ? O_CREAT : 0),
-			       req->mode, req->capacity);
+		fd = cli_create_open(req->name,
+				     oflag | (req->create ? O_CREAT : 0),
+				     req->mode, req->mode_exact, req->capacity);
 	if (fd < 0 || fd > STDERR_FILENO)
 		return fd;
 	nfd = fcntl(fd, req->inherit ? F_DUPFD : F_DUPFD_CLOEXEC,
