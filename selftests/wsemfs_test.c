@@ -1103,6 +1103,53 @@ TEST_F(wsemfs, other_ipc_namespace_mount)
 	EXPECT_EQ(0, dir_has(self->extra[0], self->name, NULL, NULL));
 }
 
+/*
+ * In a new user and mount namespace, still in the init IPC namespace:
+ * mount on extra[0] (refused), then again in a new IPC namespace of that
+ * user namespace (allowed), and count what it shows.
+ */
+static void mount_as_userns_root(FIXTURE_DATA(wsemfs) *self,
+				 void *arg UNUSED, struct outcome *o)
+{
+	o->ret = mount("wsem", self->extra[0], "wsem", 0, NULL);
+	o->err = errno;
+	if (!o->ret)
+		umount2(self->extra[0], MNT_DETACH);
+	o->ret2 = unshare(CLONE_NEWIPC) ?:
+		  mount("wsem", self->extra[0], "wsem", 0, NULL);
+	o->err2 = errno;
+	o->count = o->ret2 ? -1 : dir_count(self->extra[0]);
+}
+
+/*
+ * Mounting needs CAP_SYS_ADMIN over the user namespace that owns the
+ * mounter's IPC namespace: root of a new user namespace (with its own
+ * mount namespace) may not mount the host's semaphores, and may mount
+ * those of an IPC namespace of its own, which has none.
+ */
+TEST_F(wsemfs, mount_needs_admin_over_the_ipc_namespace_owner)
+{
+	struct outcome o;
+
+	if (!self->ready)
+		return;
+	ASSERT_EQ(0, create_main(self, 0666));
+	ASSERT_EQ(0, make_extra(self, 0));
+	ASSERT_EQ(0, run_child(self, -1, -1, CLONE_NEWUSER | CLONE_NEWNS,
+			       mount_as_userns_root, NULL, &o));
+	if (o.setup_err == EINVAL || o.setup_err == EPERM)
+		SKIP(return, "no user namespace here: %s",
+		     strerror(o.setup_err));
+	ASSERT_EQ(0, o.setup_err);
+	EXPECT_EQ(-1, o.ret);
+	EXPECT_EQ(EPERM, o.err);
+	EXPECT_EQ(0, o.ret2) {
+		TH_LOG("unshare or mount in its own IPC namespace: %s",
+		       strerror(o.err2));
+	}
+	EXPECT_EQ(0, o.count);
+}
+
 /* A mount keeps the module loaded. */
 TEST_F(wsemfs, rmmod_refused_while_mounted)
 {
