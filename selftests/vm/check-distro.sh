@@ -69,7 +69,8 @@ mkdir -p "$share/debs" "$share/out"
 # shellcheck disable=SC2086 # a list
 if ! cp $debs "$share/debs/" ||
    ! cp "$VMDIR/distro-lane.sh" "$share/lane.sh" ||
-   ! cp "$VMDIR/distro-podman.sh" "$share/distro-podman.sh"; then
+   ! cp "$VMDIR/distro-podman.sh" "$share/distro-podman.sh" ||
+   ! cp "$VMDIR/distro-util.sh" "$share/distro-util.sh"; then
 	die "cannot fill $share"
 fi
 qemu-img create -q -f qcow2 -F qcow2 -b "$img/root.qcow2" "$out/disk.qcow2" ||

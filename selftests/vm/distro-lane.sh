@@ -17,6 +17,7 @@
 set -u -o pipefail
 
 LANE=/mnt/lane
+. "$LANE/distro-util.sh"
 OUT=$LANE/out
 SEM=lane
 CAP=4
@@ -42,19 +43,6 @@ tap() {
 }
 
 phase() { echo "$1" >"$OUT/phase"; sync; }
-up() { cut -d' ' -f1 /proc/uptime; }
-
-# until_true SECONDS CMD...: poll CMD every 0.2 s for at most SECONDS.
-until_true() {
-	local end
-	end=$(awk -v u="$(up)" -v s="$1" 'BEGIN { print u + s }')
-	shift
-	until "$@"; do
-		awk -v u="$(up)" -v e="$end" 'BEGIN { exit !(u > e) }' &&
-			return 1
-		sleep 0.2
-	done
-}
 
 # The boot is over (running or degraded) and was clean: no failed unit.
 # A failed unit's journal goes into the log.

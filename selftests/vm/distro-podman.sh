@@ -20,6 +20,7 @@
 set -u -o pipefail
 
 SEM=$1 CAP=$2 OUT=$3
+. "$(dirname "$0")/distro-util.sh"
 FILE=/sys/fs/wsem/$SEM
 IMG=localhost/wsem-lane:1
 WORK=/tmp/wsem-podman
@@ -33,20 +34,7 @@ check() {
 	echo "$1 $2" >>"$OUT/podman.tap"
 	echo "== $([ "$1" -eq 0 ] && echo ok || echo FAILED): $2"
 }
-up() { cut -d' ' -f1 /proc/uptime; }
 ev() { echo "$(up) $*" >>"$TL"; }
-
-# until_true SECONDS CMD...: poll CMD every 0.1 s for at most SECONDS.
-until_true() {
-	local end
-	end=$(awk -v u="$(up)" -v s="$1" 'BEGIN { print u + s }')
-	shift
-	until "$@"; do
-		awk -v u="$(up)" -v e="$end" 'BEGIN { exit !(u > e) }' &&
-			return 1
-		sleep 0.1
-	done
-}
 
 # field NAME: one number of `wsem stat SEM --json`.
 field() {
