@@ -64,6 +64,7 @@
 #define MEMCG_MARGIN	(1 << 20)	/* bytes a limited cgroup may use */
 #define MEMCG_MAX_SEMS	200000		/* bound of the ENOMEM loop */
 #define MEMCG_MAX_ANON	4000		/* ... and of the anonymous one */
+#define MEMCG_POOL	3600		/* handles opened before the cgroup */
 #define CHARGE_SEMS	800		/* named semaphores of the charge test */
 #define CHARGE_ANON	100		/* ... and anonymous ones */
 
@@ -519,13 +520,32 @@ static bool made(long long i)
 }
 
 /* One named creation, "mem.@i"; 0, or the errno. */
+/*
+ * The filler's handles, opened before it joins the limited cgroup.  At
+ * the limit an open(2) of /dev/wsem would fail in the VFS's own file
+ * allocation, which (cgroup2 has no oom_control) runs the memcg OOM killer
+ * and logs a report (seen in the debug lane, now and then); what is
+ * tested is wsem's allocations, which must fail with ENOMEM quietly.
+ */
+static int memcg_pool[MEMCG_POOL];
+static int memcg_pool_left;
+
+static int pool_fd(void)
+{
+	if (!memcg_pool_left) {
+		errno = EMFILE;
+		return -1;
+	}
+	return memcg_pool[--memcg_pool_left];
+}
+
 static int fill_one(long long i)
 {
 	char name[WSEM_NAME_MAX];
 	int fd, err = 0;
 
 	snprintf(name, sizeof(name), "mem.%lld", i);
-	fd = open("/dev/wsem", O_RDWR | O_CLOEXEC);
+	fd = pool_fd();
 	if (fd < 0) {
 		err = errno;
 		flog->in_open += err == ENOMEM;
@@ -572,6 +592,11 @@ static int memcg_fill(void *p)
 	close(MEMCG_MAX_ANON + 64);
 	CHILD_CHECK(!mlockall(MCL_CURRENT | MCL_FUTURE), 1);
 	touch_stack();
+	for (i = 0; i < MEMCG_POOL; i++) {
+		memcg_pool[i] = open("/dev/wsem", O_RDWR | O_CLOEXEC);
+		CHILD_CHECK(memcg_pool[i] >= 0, 8);
+	}
+	memcg_pool_left = MEMCG_POOL;
 	if (!f->m->v1)
 		CHILD_CHECK(!write_file("/proc/self/oom_score_adj", "-1000"), 2);
 	snprintf(path, sizeof(path), "%s/cgroup.procs", f->m->dir);
@@ -589,7 +614,7 @@ static int memcg_fill(void *p)
 	/* Anonymous ones, kept open, until they fail too (and a bit more). */
 	for (i = 0; i < MEMCG_MAX_ANON && flog->anon_enomem < 20; i++) {
 		flog->anon_tries++;
-		fd = open("/dev/wsem", O_RDWR | O_CLOEXEC);
+		fd = pool_fd();
 		if (fd >= 0 && !create_on(fd, NULL, WSEM_OPEN_ANON))
 			continue;
 		flog->anon_enomem += errno == ENOMEM;
