@@ -97,8 +97,6 @@ void cli_print_json_stat_open(const struct wsem_stat *st, unsigned long ns);
 
 /* who.c */
 int cli_open_name_ro(const char *name);
-int cli_create_open(const char *name, int oflag, mode_t mode, bool exact,
-		    uint64_t capacity);
 ssize_t cli_who(int fd, struct wsem_holder **who, size_t *nholders);
 const char *cli_duration_text(uint64_t ns, char *buf, size_t len);
 void cli_print_who(const struct wsem_holder *who, size_t n, size_t nholders);
@@ -126,6 +124,8 @@ int cli_conf_read(struct cli_conf *c, char **paths);
 
 /* The verbs */
 int cli_create(const struct cli_verb *verb, int argc, char **argv);
+int cli_create_open(const char *name, int oflag, mode_t mode, bool exact,
+		    uint64_t capacity);
 int cli_rm(const struct cli_verb *verb, int argc, char **argv);
 int cli_resize(const struct cli_verb *verb, int argc, char **argv);
 int cli_ls(const struct cli_verb *verb, int argc, char **argv);
