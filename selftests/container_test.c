@@ -261,7 +261,7 @@ static void __attribute__((noreturn))
 ct_outer(const char *root, const struct ct_spec *spec, int report, int go)
 {
 	struct ct_report r;
-	int status, i;
+	int status, i, launched[2];
 	pid_t pid;
 
 	for (i = 3; i < 1024; i++)
@@ -285,15 +285,24 @@ ct_outer(const char *root, const struct ct_spec *spec, int report, int go)
 		ct_fail(report, "unshare the namespaces");
 	if (map_ids())
 		ct_fail(report, "map the ids");
+	if (pipe2(launched, O_CLOEXEC))
+		ct_fail(report, "pipe for the launch");
 	pid = fork();
 	if (pid < 0)
 		ct_fail(report, "fork PID 1");
-	if (pid == 0)
+	if (pid == 0) {
+		/* CT_LAUNCHED is the first report: PID 1's come after it. */
+		close(launched[1]);
+		wait_go(launched[0]);
+		close(launched[0]);
 		ct_init(root, spec, report, go);
+	}
+	close(launched[0]);
 	memset(&r, 0, sizeof(r));
 	r.stage = CT_LAUNCHED;
 	r.pid1 = pid;
 	report_write(report, &r);
+	close(launched[1]);
 	close(report);
 	close(go);
 	if (waitpid(pid, &status, 0) != pid)
@@ -733,10 +742,7 @@ static void job_devcg(const void *arg, int report, int go)
 }
 
 /* A cgroup2 device program that denies every device: r0 = 0; exit. */
-/*
- * Does the kernel have bpf(2)?  make check-debug's minimal kernel has not,
- * Debian's have.
- */
+/* Does the kernel have bpf(2)?  Debian's and make check-debug's have. */
 static bool kernel_has_bpf(void)
 {
 	return syscall(__NR_bpf, 0, NULL, 0) == 0 || errno != ENOSYS;
