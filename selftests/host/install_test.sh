@@ -14,22 +14,7 @@ set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-n=0
-failed=0
-
-# check NAME CMD...: one TAP line; the output of a failing CMD as comments.
-check() {
-	local name=$1
-	shift
-	n=$((n + 1))
-	if "$@" >"$T/log" 2>&1; then
-		echo "ok $n - $name"
-	else
-		echo "not ok $n - $name"
-		tail -n 20 "$T/log" | sed 's/^/#  /'
-		failed=$((failed + 1))
-	fi
-}
+. "$ROOT/selftests/host/tap.sh"
 
 echo "1..8"
 

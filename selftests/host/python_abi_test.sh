@@ -14,22 +14,7 @@ trap 'rm -rf "$T"' EXIT
 # A copy, so that no __pycache__ lands in the source tree.
 PKG=$T/pkg
 mkdir "$PKG" && cp -R "$ROOT/bindings/python/wsem" "$PKG/" || exit 1
-n=0
-failed=0
-
-# check NAME CMD...: one TAP line; the output of a failing CMD as comments.
-check() {
-	local name=$1
-	shift
-	n=$((n + 1))
-	if "$@" >"$T/log" 2>&1; then
-		echo "ok $n - $name"
-	else
-		echo "not ok $n - $name"
-		tail -n 20 "$T/log" | sed 's/^/#  /'
-		failed=$((failed + 1))
-	fi
-}
+. "$ROOT/selftests/host/tap.sh"
 
 echo "1..3"
 if [ ! -x "$PY" ]; then
