@@ -32,17 +32,6 @@ while getopts f opt; do
 	esac
 done
 
-cache_root() {
-	if [ -n "${WSEM_DEBUG_CACHE:-}" ]; then
-		echo "$WSEM_DEBUG_CACHE"
-	elif mkdir -p /var/cache/wsem-debug-kernel 2>/dev/null &&
-	     [ -w /var/cache/wsem-debug-kernel ]; then
-		echo /var/cache/wsem-debug-kernel
-	else
-		echo "${XDG_CACHE_HOME:-$HOME/.cache}/wsem-debug-kernel"
-	fi
-}
-
 [ -f "$TARBALL" ] || die "no $TARBALL (apt-get install linux-source-$KVERSION)"
 pkgver=$(dpkg-query -W -f='${Version}' "linux-source-$KVERSION" 2>/dev/null)
 [ -n "$pkgver" ] || pkgver=$(stat -c %s-%Y "$TARBALL")
@@ -53,22 +42,10 @@ key=$( {
 	cat "$FRAGMENT"
 } | sha256sum | cut -c1-16)
 
-root=$(cache_root)
+root=$(cache_root wsem-debug-kernel "${WSEM_DEBUG_CACHE:-}")
 dir=$root/$KVERSION-$key
-mkdir -p "$root" || die "cannot create $root"
 
-# One build per machine at a time; the others wait for it and reuse it.
-exec 9>"$root/.lock"
-if ! flock -n 9; then
-	log "debug-kernel: waiting for another build in $root"
-	flock 9
-fi
-
-if [ -z "$force" ] && [ -f "$dir/.done" ]; then
-	log "debug-kernel: cached: $dir ($(head -n 1 "$dir/build-time"))"
-	echo "$dir"
-	exit 0
-fi
+cache_take "$root" "$dir" debug-kernel "$force"
 
 work=$dir.work
 rm -rf "$work" "$dir"

@@ -41,17 +41,6 @@ while getopts fn opt; do
 	esac
 done
 
-cache_root() {
-	if [ -n "${WSEM_DISTRO_CACHE:-}" ]; then
-		echo "$WSEM_DISTRO_CACHE"
-	elif mkdir -p /var/cache/wsem-distro-image 2>/dev/null &&
-	     [ -w /var/cache/wsem-distro-image ]; then
-		echo /var/cache/wsem-distro-image
-	else
-		echo "${XDG_CACHE_HOME:-$HOME/.cache}/wsem-distro-image"
-	fi
-}
-
 pkgs=$(sed 's/#.*//' "$LIST" | tr -s ' \t\n' '\n' | sed '/^$/d')
 [ -n "$pkgs" ] || die "no packages in $LIST"
 key=$( {
@@ -60,27 +49,15 @@ key=$( {
 	echo "$pkgs"
 } | sha256sum | cut -c1-16)
 
-root=$(cache_root)
+root=$(cache_root wsem-distro-image "${WSEM_DISTRO_CACHE:-}")
 dir=$root/$SUITE-$key
 if [ -n "$cached_only" ]; then
 	[ -f "$dir/.done" ] || exit 1
 	echo "$dir"
 	exit 0
 fi
-mkdir -p "$root" || die "cannot create $root"
 
-# One build per machine at a time; the others wait for it and reuse it.
-exec 9>"$root/.lock"
-if ! flock -n 9; then
-	log "distro-image: waiting for another build in $root"
-	flock 9
-fi
-
-if [ -z "$force" ] && [ -f "$dir/.done" ]; then
-	log "distro-image: cached: $dir ($(head -n 1 "$dir/build-time"))"
-	echo "$dir"
-	exit 0
-fi
+cache_take "$root" "$dir" distro-image "$force"
 
 [ "$(id -u)" -eq 0 ] || die "building the image needs root (debootstrap)"
 for t in debootstrap mkfs.ext4 qemu-img; do

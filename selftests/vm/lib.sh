@@ -233,3 +233,32 @@ show_guest() {
 		tap 1 "$1: the VM did not start" "$3"
 	fi
 }
+
+# cache_root NAME OVERRIDE: the folder of the machine's cache NAME:
+# OVERRIDE when set, else /var/cache/NAME when writable, else the user's.
+cache_root() {
+	if [ -n "$2" ]; then
+		echo "$2"
+	elif mkdir -p "/var/cache/$1" 2>/dev/null && [ -w "/var/cache/$1" ]; then
+		echo "/var/cache/$1"
+	else
+		echo "${XDG_CACHE_HOME:-$HOME/.cache}/$1"
+	fi
+}
+
+# cache_take ROOT DIR WHO FORCE: one build per machine at a time (fd 9
+# holds ROOT's lock from here on; the others wait for it).  When DIR is
+# complete and FORCE empty, print DIR and exit: the cache serves.
+cache_take() {
+	mkdir -p "$1" || die "cannot create $1"
+	exec 9>"$1/.lock"
+	if ! flock -n 9; then
+		log "$3: waiting for another build in $1"
+		flock 9
+	fi
+	if [ -z "$4" ] && [ -f "$2/.done" ]; then
+		log "$3: cached: $2 ($(head -n 1 "$2/build-time"))"
+		echo "$2"
+		exit 0
+	fi
+}
