@@ -85,6 +85,8 @@ struct peer {
 
 extern const struct peer *const peers[];	/* NULL-terminated */
 extern const struct peer peer_wsem;
+extern const struct peer peer_wsem_before;	/* only where it is loaded */
+#define WSEM_BEFORE_DEVICE	"/dev/wsem_before"
 
 /* stats.c */
 struct samples {

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/ipc.h>
 #include <sys/sem.h>
 #include <unistd.h>
@@ -84,6 +85,39 @@ const struct peer peer_wsem = {
 	.name = "wsem", .label = "wsem",
 	.flags = PEER_WEIGHTS | PEER_CAPACITY,
 	.create = wsem_create, .attach = wsem_attach,
+	.acquire = wsem_acq, .release = wsem_rel,
+	.detach = close_fd, .destroy = close_sem_fd,
+};
+
+/*
+ * The "before" module's twin, when make bench BEFORE=REV loaded it beside
+ * ours (bench/run.sh): the same calls on a semaphore made through its own
+ * device.  Handles of either module take the same ioctls.
+ */
+static int wsem_before_create(struct bsem *s, uint64_t capacity)
+{
+	struct wsem_open_args args = {
+		.size = sizeof(args),
+		.flags = WSEM_OPEN_ANON,
+		.capacity = capacity,
+	};
+
+	s->capacity = capacity;
+	s->fd = open(WSEM_BEFORE_DEVICE, O_RDWR | O_CLOEXEC);
+	if (s->fd < 0)
+		return -1;
+	if (ioctl(s->fd, WSEM_IOC_OPEN, &args)) {
+		close(s->fd);
+		s->fd = -1;
+		return -1;
+	}
+	return 0;
+}
+
+const struct peer peer_wsem_before = {
+	.name = "wsem-before", .label = "wsem, the before module",
+	.flags = PEER_WEIGHTS | PEER_CAPACITY,
+	.create = wsem_before_create, .attach = wsem_attach,
 	.acquire = wsem_acq, .release = wsem_rel,
 	.detach = close_fd, .destroy = close_sem_fd,
 };

@@ -21,7 +21,11 @@
 # insmod, with the working tree's.  WSEM_BENCH_PASSES=N (default 1) repeats
 # that pair N times and takes each figure's median.  WSEM_BENCH_BEFORE_KO=KO
 # takes a built module instead of REV.  The tables and the before/after
-# comparison go to build/bench-ba/ (bench/results.* are left alone).
+# comparison go to build/bench-ba/ (bench/results.* are left alone).  From
+# REV a renamed twin is built too (module and device wsem_before), loaded
+# beside the working tree's in its runs: scenario 1 then has a row
+# "wsem-before", timed in rounds interleaved with wsem's, whose ratio
+# (after / before in one run) drifts less than the runs do.
 set -u -o pipefail
 
 BENCH=$(cd "$(dirname "$0")" && pwd)
@@ -160,7 +164,27 @@ before_module() {
 			die "building the module of $rev failed"
 	fi
 	cp "$src/wsem.ko" "$dir/wsem-before.ko"
+	twin_module "$k" "$rev" "$src.twin" && cp "$src.twin/wsem_before.ko" "$dir/"
 	before_name="$WSEM_BENCH_BEFORE ($(git -C "$ROOT" log -1 --format='%h %s' "$rev"))"
+}
+
+# twin_module KVER REV DIR: DIR/wsem_before.ko, REV's module renamed so
+# that it loads beside the working tree's: module wsem_before, device
+# /dev/wsem_before, file system type wsem_before.  Scenario 1 then times
+# both in one run, their rounds interleaved (the "wsem-before" row).
+twin_module() {
+	local k=$1 rev=$2 twin=$3
+	[ -f "$twin/wsem_before.ko" ] && return 0
+	rm -rf "$twin"
+	mkdir -p "$twin"
+	git -C "$ROOT" archive "$rev" Kbuild module uapi | tar -x -C "$twin" ||
+		return 1
+	sed -i 's/"wsem"/"wsem_before"/; s/^#define TRACE_SYSTEM wsem$/&_before/' \
+		"$twin"/module/*.[ch]
+	sed -i 's/^obj-m := wsem\.o/obj-m := wsem_before.o/; s/^wsem-y/wsem_before-y/' \
+		"$twin/Kbuild"
+	make -s -C "/lib/modules/$k/build" M="$twin" modules >&2 ||
+		{ log "bench: no twin of $rev (its build failed): no paired row"; return 1; }
 }
 
 # The guest's script for before/after: $passes times the "before" module,
@@ -180,7 +204,12 @@ while [ \$p -le $passes ]; do
 		d=/tmp/bench/\$side.\$p
 		mkdir -p \$d
 		echo "# bench: pass \$p of $passes, \$side: \$ko"
+		twin=
+		if [ \$side = after ] && [ -f /bin/wsem_before.ko ]; then
+			insmod /bin/wsem_before.ko && twin=1
+		fi
 		wsem-bench -o \$d -s $scen ${WSEM_BENCH_ARGS:-} >\$d/results.txt || st=\$?
+		[ -n "\$twin" ] && rmmod wsem_before
 	done
 	p=\$((p + 1))
 done
@@ -232,7 +261,7 @@ compare() {
 }
 
 run_ba() {
-	local out=$ROOT/build/bench-ba/last k st p side after_rev before_name=
+	local out=$ROOT/build/bench-ba/last k st p side after_rev before_name= twin
 	passes=${WSEM_BENCH_PASSES:-1}
 	k=$(guest_kernel)
 	[ -n "$k" ] || die "no installed kernel matches '${kver:-the default}'"
@@ -242,7 +271,9 @@ run_ba() {
 	CONSOLE=$(mktemp)
 	trap 'rm -f "$CONSOLE"' EXIT
 	wait_quiet
-	WSEM_VM_BINS="$BIN $out/wsem-before.ko" "$ROOT/selftests/vm/run.sh" \
+	twin=
+	[ -f "$out/wsem_before.ko" ] && twin=$out/wsem_before.ko
+	WSEM_VM_BINS="$BIN $out/wsem-before.ko $twin" "$ROOT/selftests/vm/run.sh" \
 		-k "$k" -T $((600 + 900 * passes)) -m cmd -c "$(ba_guest_cmd)" |
 		tee "$CONSOLE" | grep --line-buffered '^# '
 	st=${PIPESTATUS[0]}

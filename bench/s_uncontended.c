@@ -6,7 +6,9 @@
  * eventfd read+write pair the floor for an fd-based kernel object.  A
  * sample is the mean of BATCH pairs timed together (so the clock costs
  * little); the peers take turns in ROUNDS rounds so that a drift of the
- * machine's speed hits them all alike.
+ * machine's speed hits them all alike.  Where make bench BEFORE=REV loaded
+ * REV's module beside ours (/dev/wsem_before), it is one more row: its
+ * ratio is the before/after of one run.
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -138,6 +140,12 @@ void scenario_uncontended(void)
 		rows[n].peer = *p;
 		if (*p == &peer_wsem)
 			wsem = &rows[n];
+		n++;
+	}
+	if (!access(WSEM_BEFORE_DEVICE, F_OK)) {
+		rows[n].name = peer_wsem_before.name;
+		rows[n].label = peer_wsem_before.label;
+		rows[n].peer = &peer_wsem_before;
 		n++;
 	}
 	for (i = 0; i < n; i++) {
