@@ -62,6 +62,49 @@ static int measure(struct row *r, uint64_t ns)
 	return 0;
 }
 
+/* Time one batch of @r's pairs into *@ns. */
+static int batch_ns(struct row *r, uint64_t *ns)
+{
+	uint64_t t0 = now_ns();
+	int i;
+
+	for (i = 0; i < BATCH; i++) {
+		if (pair(r))
+			return -1;
+	}
+	*ns = now_ns() - t0;
+	return 0;
+}
+
+/*
+ * wsem / the before module's twin, paired: a batch of each, back to back
+ * (in turn which goes first), is one sample of their ratio, so that no
+ * drift of the machine's speed lies between the two sides of a sample.
+ * The median over @ns nanoseconds, or -1.
+ */
+static double paired(struct row *wsem, struct row *before, uint64_t ns)
+{
+	struct samples *s = samples_new(MAX_SAMPLES, false);
+	uint64_t end = now_ns() + ns, ta, tb;
+	double q = -1;
+	int k, err;
+
+	for (k = 0; now_ns() < end; k++) {
+		if (k & 1)
+			err = batch_ns(before, &tb) || batch_ns(wsem, &ta);
+		else
+			err = batch_ns(wsem, &ta) || batch_ns(before, &tb);
+		if (err)
+			goto out;
+		if (tb)
+			samples_add(s, ta * 1000000 / tb);
+	}
+	q = samples_pct(s, 50) / 1e6;
+out:
+	samples_free(s);
+	return q;
+}
+
 static int setup(struct row *r)
 {
 	r->s = samples_new(MAX_SAMPLES, false);
@@ -115,7 +158,8 @@ static void headline(const struct row *rows, int n, const struct row *wsem)
 	metric("uncontended.wsem", "uncontended: wsem pair, median ns",
 	       wsem->median);
 	for (i = 0; i < n; i++) {
-		if (!rows[i].peer || rows[i].peer == &peer_wsem)
+		if (!rows[i].peer || rows[i].peer == &peer_wsem ||
+		    rows[i].peer == &peer_wsem_before)
 			continue;
 		snprintf(key, sizeof(key), "uncontended.per_%s", rows[i].name);
 		snprintf(label, sizeof(label), "uncontended: wsem / %s",
@@ -131,7 +175,8 @@ void scenario_uncontended(void)
 	};
 	const struct peer *const *p;
 	uint64_t slice = run_ns(SECONDS / ROUNDS);
-	struct row *wsem = NULL;
+	struct row *wsem = NULL, *before = NULL;
+	double q = -1;
 	int n = 1, i, k;
 
 	for (p = peers; *p; p++) {
@@ -146,6 +191,7 @@ void scenario_uncontended(void)
 		rows[n].name = peer_wsem_before.name;
 		rows[n].label = peer_wsem_before.label;
 		rows[n].peer = &peer_wsem_before;
+		before = &rows[n];
 		n++;
 	}
 	for (i = 0; i < n; i++) {
@@ -166,6 +212,13 @@ void scenario_uncontended(void)
 			}
 		}
 	}
+	if (before) {
+		q = paired(wsem, before, run_ns(SECONDS));
+		if (q < 0) {
+			progress("uncontended: paired batches failed");
+			exit(1);
+		}
+	}
 	for (i = 0; i < n; i++) {
 		struct row *r = &rows[i];
 
@@ -180,6 +233,11 @@ void scenario_uncontended(void)
 	}
 	print_rows(rows, n, wsem);
 	headline(rows, n, wsem);
+	if (before) {
+		table("   wsem / the before module, batches paired: %.3f\n", q);
+		metric("uncontended.paired_before",
+		       "uncontended: wsem / before module, paired batches", q);
+	}
 	for (i = 0; i < n; i++)
 		samples_free(rows[i].s);
 }
