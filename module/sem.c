@@ -44,6 +44,7 @@
 #include <linux/hrtimer.h>
 #include <linux/idr.h>
 #include <linux/ipc_namespace.h>
+#include <linux/jiffies.h>
 #include <linux/ktime.h>
 #include <linux/nsproxy.h>
 #include <linux/overflow.h>
@@ -133,17 +134,22 @@ static bool wsem_fits(const struct wsem *sem, u64 weight)
 }
 
 /*
- * Note @task as the last acquirer through @h.  References are taken only
- * when the process or the cgroup differs from the last one's.
+ * Note @task as the last acquirer through @h, under @h->sem->lock: a
+ * spinlock is an RCU read-side section (preemption off, or on PREEMPT_RT
+ * rcu_read_lock() taken by the lock), which is what task_dfl_cgroup()
+ * needs.  References are taken only when the process or the cgroup
+ * differs from the last one's.  This runs on every grant: no call out of
+ * the module on the path where nothing changed.
  */
 static void wsem_note_holder(struct wsem_handle *h, struct task_struct *task)
 {
 	struct pid *pid = task_tgid(task);
 #ifdef CONFIG_CGROUPS
-	struct cgroup *cgrp;
+	struct cgroup *cgrp = task_dfl_cgroup(task);
 #endif
 
-	h->since = ktime_get_coarse_ns();
+	lockdep_assert_held(&h->sem->lock);
+	h->since = get_jiffies_64();
 	/* A racing prctl(PR_SET_NAME) tears the name at worst. */
 	memcpy(h->comm, task->comm, sizeof(h->comm));
 	h->comm[sizeof(h->comm) - 1] = '\0';
@@ -152,14 +158,11 @@ static void wsem_note_holder(struct wsem_handle *h, struct task_struct *task)
 		h->pid = get_pid(pid);
 	}
 #ifdef CONFIG_CGROUPS
-	rcu_read_lock();
-	cgrp = task_dfl_cgroup(task);
 	if (unlikely(cgrp != h->cgrp) && cgroup_tryget(cgrp)) {
 		if (h->cgrp)
 			cgroup_put(h->cgrp);
 		h->cgrp = cgrp;
 	}
-	rcu_read_unlock();
 #endif
 }
 
@@ -951,7 +954,7 @@ int wsem_holders(struct wsem *sem, u32 count, struct wsem_holder **out,
 	struct wsem_handle *h;
 	struct wsem_waiter *w;
 	struct wsem_who *who;
-	u64 now, coarse;
+	u64 now, jnow;
 	u32 n = 0, i, room;
 
 	*out = NULL;
@@ -975,7 +978,7 @@ int wsem_holders(struct wsem *sem, u32 count, struct wsem_holder **out,
 	}
 	count = room;
 	now = ktime_get_ns();
-	coarse = ktime_get_coarse_ns();
+	jnow = get_jiffies_64();
 	*holders = sem->nr_holders;
 	*waiters = min_t(u64, sem->nr_waiters, U32_MAX);
 	list_for_each_entry(h, &sem->holders, hold_node) {
@@ -989,7 +992,7 @@ int wsem_holders(struct wsem *sem, u32 count, struct wsem_holder **out,
 #endif
 		memcpy(who[n].comm, h->comm, sizeof(who[n].comm));
 		who[n].weight = h->held;
-		who[n].age_ns = coarse > h->since ? coarse - h->since : 0;
+		who[n].age_ns = jiffies64_to_nsecs(jnow - h->since);
 		n++;
 	}
 	list_for_each_entry(w, &sem->waiters, node) {

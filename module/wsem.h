@@ -153,7 +153,8 @@ struct wsem_waiter {
  *	reference), or NULL; protected by @sem->lock, like the three below
  * @cgrp: its cgroup v2 then (holds a reference), or NULL
  * @comm: its command name then
- * @since: when that grant happened, ktime_get_coarse_ns()
+ * @since: when that grant happened, get_jiffies_64() (a tick is the
+ *	precision of a holder's age)
  * @requested: @async is the handle's request, queued or ended but not yet
  *	collected (WSEM_IOC_ASYNC); protected by @sem->lock
  * @async: the asynchronous request; see struct wsem_waiter
