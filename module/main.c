@@ -238,7 +238,8 @@ static ktime_t wsem_timens_offset(clockid_t clock)
  * The clock and deadline of @args, as the host's timers take them: a
  * deadline is read on CLOCK_MONOTONIC unless WSEM_ACQUIRE_CLOCK names
  * another, in the caller's time namespace (whose offset is taken off, as
- * clock_nanosleep(2) does).  0, or -EINVAL for another clock.
+ * clock_nanosleep(2) does); KTIME_MAX without WSEM_ACQUIRE_DEADLINE.  0,
+ * or -EINVAL for another clock.
  */
 static int wsem_deadline(const struct wsem_acquire_args *args,
 			 clockid_t *clock, ktime_t *deadline)
@@ -246,6 +247,7 @@ static int wsem_deadline(const struct wsem_acquire_args *args,
 	ktime_t t = min_t(u64, args->deadline_ns, KTIME_MAX), off;
 
 	*clock = CLOCK_MONOTONIC;
+	*deadline = KTIME_MAX;
 	if (args->flags & WSEM_ACQUIRE_CLOCK)
 		*clock = args->clockid;
 	else if (args->clockid)
@@ -253,6 +255,8 @@ static int wsem_deadline(const struct wsem_acquire_args *args,
 	if (*clock != CLOCK_MONOTONIC && *clock != CLOCK_BOOTTIME &&
 	    *clock != CLOCK_REALTIME)
 		return -EINVAL;
+	if (!(args->flags & WSEM_ACQUIRE_DEADLINE))
+		return 0;	/* no time namespace to look at */
 	off = wsem_timens_offset(*clock);
 	if (off > 0 && t < off)
 		t = 0;

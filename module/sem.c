@@ -32,8 +32,10 @@
  * timeout) runs the grant walk again, since the waiters behind it may fit
  * now.
  *
- * Who holds and who waits: a handle that comes to hold weight joins
- * sem->holders and notes the acquirer (pid, command, cgroup, when); a
+ * Who holds and who waits: a handle that comes to hold weight for the
+ * first time joins sem->holders, and stays there, holding or not, until it
+ * is unbound (so that acquire and release touch no list); every grant
+ * notes the acquirer (pid, command, cgroup, when); a
  * waiter notes when it queued.  The statistics are counters under
  * sem->lock.  Nothing of this allocates, and an acquirer that is the
  * handle's last one takes no reference on anything.
@@ -172,7 +174,9 @@ static void wsem_take(struct wsem *sem, struct wsem_handle *h, u64 weight,
 {
 	sem->used += weight;
 	if (!h->held) {
-		list_add_tail(&h->hold_node, &sem->holders);
+		/* Once on @sem->holders, a handle stays there until unbound. */
+		if (unlikely(list_empty(&h->hold_node)))
+			list_add_tail(&h->hold_node, &sem->holders);
 		sem->nr_holders++;
 	}
 	h->held += weight;
@@ -184,10 +188,8 @@ static void wsem_give(struct wsem *sem, struct wsem_handle *h, u64 weight)
 {
 	sem->used -= weight;
 	h->held -= weight;
-	if (!h->held && weight) {
-		list_del_init(&h->hold_node);
+	if (!h->held && weight)
 		sem->nr_holders--;
-	}
 }
 
 static void wsem_enqueue(struct wsem *sem, struct wsem_waiter *w)
@@ -444,6 +446,7 @@ void wsem_unbind(struct wsem_handle *h)
 	if (h->held)
 		trace_wsem_release(sem->id, h->held, sem->used - h->held);
 	wsem_give(sem, h, h->held);
+	list_del_init(&h->hold_node);
 	wsem_settle(sem, &wake);
 	spin_unlock(&sem->lock);
 	wsem_wake_up(&wake);
@@ -984,6 +987,8 @@ int wsem_holders(struct wsem *sem, u32 count, struct wsem_holder **out,
 	list_for_each_entry(h, &sem->holders, hold_node) {
 		if (n == count)
 			break;
+		if (!h->held)
+			continue;
 		who[n].pid = get_pid(h->pid);
 #ifdef CONFIG_CGROUPS
 		who[n].cgrp = h->cgrp;

@@ -51,9 +51,10 @@ struct wsem_user;
  * @waiters: struct wsem_waiter, in arrival order; only the head may be granted
  * @linked: @name is in its namespace; written under the namespace's lock
  *	and @lock
- * @holders: struct wsem_handle (hold_node) holding weight, in the order
- *	they came to hold some
- * @nr_holders: length of @holders
+ * @holders: struct wsem_handle (hold_node) that held weight since they
+ *	were bound, in the order they first came to hold some; those that
+ *	hold none now are skipped by readers
+ * @nr_holders: how many on @holders hold weight now
  * @stats: counters since creation, reported by stat (struct wsem_stat)
  * @pollers: poll() and epoll waiting for weight to become free; woken,
  *	after @lock is dropped, by whoever makes a try-acquire of 1 succeed
@@ -148,7 +149,8 @@ struct wsem_waiter {
  * @sem: the bound semaphore; set once with cmpxchg_release() (wsem_bind()),
  *	read with wsem_handle_sem()
  * @held: weight this handle holds; protected by @sem->lock
- * @hold_node: in @sem->holders while @held is not 0; protected by @sem->lock
+ * @hold_node: in @sem->holders from the first grant until unbound;
+ *	protected by @sem->lock
  * @pid: the thread group that last acquired through the handle (holds a
  *	reference), or NULL; protected by @sem->lock, like the three below
  * @cgrp: its cgroup v2 then (holds a reference), or NULL
