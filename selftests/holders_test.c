@@ -115,9 +115,9 @@ static int granted(int rfd)
 }
 
 /*
- * Holders first, in the order they came to hold, with the last acquirer's
- * pid and command; then the waiters in queue order; a killed waiter
- * leaves the list and the one behind it moves up.
+ * Holders first, in the order they first came to hold, with the last
+ * acquirer's pid and command; then the waiters in queue order; a killed
+ * waiter leaves the list and the one behind it moves up.
  */
 TEST_F(who, holders_then_waiters_in_order)
 {
@@ -185,6 +185,46 @@ TEST_F(who, holders_then_waiters_in_order)
 	EXPECT_EQ(0, wsem_release(self->fd, 1));
 	ASSERT_EQ(0, holders(self->fd, who, MAX_WHO, &a));
 	EXPECT_EQ(0, a.holders);
+}
+
+/*
+ * A handle that gave back all it held is not listed, and is again once it
+ * holds again; closing a holder takes it off the list.
+ */
+TEST_F(who, a_handle_that_holds_nothing_is_not_listed)
+{
+	const uint64_t untouched = 0xa5a5a5a5a5a5a5a5ULL;
+	struct wsem_holder who[MAX_WHO];
+	struct wsem_holders_args a;
+	int other;
+
+	if (self->fd < 0)
+		return;
+	other = wsem_reopen(self->fd, O_CLOEXEC);
+	ASSERT_LE(0, other);
+	ASSERT_EQ(0, wsem_acquire(self->fd, 1));
+	ASSERT_EQ(0, wsem_acquire(other, 2));
+	ASSERT_EQ(0, wsem_release(self->fd, 1));
+	ASSERT_EQ(0, holders(self->fd, who, MAX_WHO, &a));
+	EXPECT_EQ(1, a.holders);
+	EXPECT_EQ(2, who[0].weight);
+	EXPECT_EQ(untouched, who[1].weight);
+
+	ASSERT_EQ(0, wsem_acquire(self->fd, 1));
+	ASSERT_EQ(0, holders(self->fd, who, MAX_WHO, &a));
+	EXPECT_EQ(2, a.holders);
+	EXPECT_EQ(3, who[0].weight + who[1].weight);
+	EXPECT_EQ(untouched, who[2].weight);
+
+	EXPECT_EQ(0, close(other));
+	ASSERT_EQ(0, holders(self->fd, who, MAX_WHO, &a));
+	EXPECT_EQ(1, a.holders);
+	EXPECT_EQ(1, who[0].weight);
+	EXPECT_EQ(untouched, who[1].weight);
+	EXPECT_EQ(0, wsem_release(self->fd, 1));
+	ASSERT_EQ(0, holders(self->fd, who, MAX_WHO, &a));
+	EXPECT_EQ(0, a.holders);
+	EXPECT_EQ(untouched, who[0].weight);
 }
 
 /*
