@@ -23,9 +23,9 @@
 # takes a built module instead of REV.  The tables and the before/after
 # comparison go to build/bench-ba/ (bench/results.* are left alone).  From
 # REV a renamed twin is built too (module and device wsem_before), loaded
-# beside the working tree's in its runs: scenario 1 then has a row
-# "wsem-before", timed in rounds interleaved with wsem's, whose ratio
-# (after / before in one run) drifts less than the runs do.
+# beside the working tree's in its runs: scenario 1 then times batches of
+# the two back to back, "wsem / before module, paired batches", a ratio
+# that the drift of the machine's speed between runs does not reach.
 set -u -o pipefail
 
 BENCH=$(cd "$(dirname "$0")" && pwd)
@@ -171,7 +171,7 @@ before_module() {
 # twin_module KVER REV DIR: DIR/wsem_before.ko, REV's module renamed so
 # that it loads beside the working tree's: module wsem_before, device
 # /dev/wsem_before, file system type wsem_before.  Scenario 1 then times
-# both in one run, their rounds interleaved (the "wsem-before" row).
+# both in one run, in batches paired back to back.
 twin_module() {
 	local k=$1 rev=$2 twin=$3
 	[ -f "$twin/wsem_before.ko" ] && return 0

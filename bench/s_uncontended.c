@@ -7,8 +7,9 @@
  * sample is the mean of BATCH pairs timed together (so the clock costs
  * little); the peers take turns in ROUNDS rounds so that a drift of the
  * machine's speed hits them all alike.  Where make bench BEFORE=REV loaded
- * REV's module beside ours (/dev/wsem_before), it is one more row: its
- * ratio is the before/after of one run.
+ * REV's module beside ours (/dev/wsem_before), it is one more row, and
+ * batches of the two, back to back, give the before/after ratio that the
+ * drift cannot reach (paired()).
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -44,17 +45,26 @@ static int pair(struct row *r)
 	return 0;
 }
 
+/* BATCH pairs of @r, untimed. */
+static int batch(struct row *r)
+{
+	int i;
+
+	for (i = 0; i < BATCH; i++) {
+		if (pair(r))
+			return -1;
+	}
+	return 0;
+}
+
 /* Collect samples for @ns nanoseconds. */
 static int measure(struct row *r, uint64_t ns)
 {
 	uint64_t t0 = now_ns(), end = t0 + ns, t1;
-	int i;
 
 	do {
-		for (i = 0; i < BATCH; i++) {
-			if (pair(r))
-				return -1;
-		}
+		if (batch(r))
+			return -1;
 		t1 = now_ns();
 		samples_add(r->s, (t1 - t0) / BATCH);
 		t0 = t1;
@@ -66,12 +76,9 @@ static int measure(struct row *r, uint64_t ns)
 static int batch_ns(struct row *r, uint64_t *ns)
 {
 	uint64_t t0 = now_ns();
-	int i;
 
-	for (i = 0; i < BATCH; i++) {
-		if (pair(r))
-			return -1;
-	}
+	if (batch(r))
+		return -1;
 	*ns = now_ns() - t0;
 	return 0;
 }
