@@ -42,9 +42,18 @@
  * These rates depend on how the emulator runs its vCPUs and vary more:
  * each round's ratio of wsem to the sem_t ping-pong (both measured in that
  * round) is reported too, with the median and range over the rounds.
+ *
+ * A waiter at the head of wsem's queue polls for its grant a moment before
+ * it sleeps when its CPU has nothing else to run (module parameter
+ * spin_ns); where the holder runs on another CPU, the hand-off then needs
+ * no sleep and no wake-up.  The row "wsem, no poll" runs with spin_ns set
+ * to 0, to show what that is worth; it is left out where the parameter
+ * cannot be written (not root, or a module without it).
  */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -56,6 +65,7 @@
 #define MAX_ROUNDS	5
 #define MAX_VARIANTS	8
 #define MAX_SAMPLES	(1u << 16)
+#define SPIN_PARAM	"/sys/module/wsem/parameters/spin_ns"
 
 enum kind { LOCK, PP_PSEM, PP_SYSV, PP_EFD };
 
@@ -84,6 +94,7 @@ struct variant {
 	const char *label;
 	enum kind kind;
 	const struct peer *peer;	/* LOCK */
+	bool no_poll;			/* with wsem's spin_ns at 0 */
 };
 
 /* Shared by the parent and both workers. */
@@ -240,6 +251,43 @@ static void teardown(struct ho *x)
 	}
 }
 
+/* wsem's spin_ns, as text in @buf of @len bytes; 0, or -1. */
+static int read_spin(char *buf, size_t len)
+{
+	int fd = open(SPIN_PARAM, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	return 0;
+}
+
+/*
+ * Set wsem's spin_ns to @val, after reading the old value into @old (of
+ * @len bytes) if not NULL; 0, or -1.
+ */
+static int set_spin(const char *val, char *old, size_t len)
+{
+	ssize_t n = (ssize_t)strlen(val);
+	int fd;
+
+	if (old && read_spin(old, len))
+		return -1;
+	fd = open(SPIN_PARAM, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (write(fd, val, (size_t)n) != n) {
+		close(fd);
+		return -1;
+	}
+	return close(fd);
+}
+
 /* Accumulated over the rounds. */
 struct result {
 	double rate, median, p99;
@@ -256,6 +304,7 @@ static int run(const struct variant *v, enum placement place,
 	size_t lsize = sizeof(struct samples) + MAX_SAMPLES * sizeof(uint64_t);
 	struct ho *x = shared_alloc(sizeof(*x));
 	uint64_t t0, t1;
+	char spin[32];
 	pid_t pids[2];
 	int i, ret;
 
@@ -264,10 +313,14 @@ static int run(const struct variant *v, enum placement place,
 	atomic_store(&x->last, -1);
 	for (i = 0; i < 2; i++)
 		x->lat[i] = samples_new(MAX_SAMPLES, true);
+	if (v->no_poll && set_spin("0", spin, sizeof(spin))) {
+		ret = -1;
+		goto out;
+	}
 	ret = setup(x);
 	if (ret) {
 		progress("handoff: %s: setup failed", v->name);
-		goto out;
+		goto spin;
 	}
 	for (i = 0; i < 2; i++)
 		x->pid[i] = pids[i] = spawn(worker, x, i);
@@ -292,6 +345,9 @@ static int run(const struct variant *v, enum placement place,
 			x->handoffs[1]) * NSEC_PER_SEC / (double)(t1 - t0);
 	for (i = 0; i < 2; i++)
 		samples_merge(res->lat, x->lat[i]);
+spin:
+	if (v->no_poll && set_spin(spin, NULL, 0))
+		ret = -1;
 out:
 	for (i = 0; i < 2; i++)
 		shared_free(x->lat[i], lsize);
@@ -304,26 +360,37 @@ static int variants(struct variant *vs)
 {
 	static const char *const lock_peers[] = { "sysv", "flock" };
 	static const struct variant fixed[] = {
-		{ "wsem", "wsem (capacity 1, lock loop)", LOCK, &peer_wsem },
-		{ "sem_t-pingpong", "sem_t ping-pong", PP_PSEM, NULL },
-		{ "sysv-pingpong", "SysV ping-pong (2 sems)", PP_SYSV, NULL },
-		{ "eventfd-pingpong", "eventfd ping-pong (2 fds)", PP_EFD,
-		  NULL },
+		{ .name = "wsem", .label = "wsem (capacity 1, lock loop)",
+		  .kind = LOCK, .peer = &peer_wsem },
+		{ .name = "sem_t-pingpong", .label = "sem_t ping-pong",
+		  .kind = PP_PSEM },
+		{ .name = "sysv-pingpong", .label = "SysV ping-pong (2 sems)",
+		  .kind = PP_SYSV },
+		{ .name = "eventfd-pingpong",
+		  .label = "eventfd ping-pong (2 fds)", .kind = PP_EFD },
 	};
 	const struct peer *const *p;
+	char spin[32];
 	int n = 4, j;
 
 	memcpy(vs, fixed, sizeof(fixed));
+	/* Whether spin_ns can be written: write back the value it has. */
+	if (!read_spin(spin, sizeof(spin)) && !set_spin(spin, NULL, 0))
+		vs[n++] = (struct variant){
+			.name = "wsem-no-poll",
+			.label = "wsem, no poll (spin_ns 0)",
+			.kind = LOCK, .peer = &peer_wsem, .no_poll = true,
+		};
 	for (j = 0; j < 2; j++) {
 		for (p = peers; *p; p++) {
 			if (strcmp((*p)->name, lock_peers[j]))
 				continue;
-			vs[n].kind = LOCK;
-			vs[n].peer = *p;
-			vs[n].name = j ? "flock-lock" : "sysv-lock";
-			vs[n].label = j ? "flock (lock loop)" :
-					  "SysV+UNDO (lock loop)";
-			n++;
+			vs[n++] = (struct variant){
+				.name = j ? "flock-lock" : "sysv-lock",
+				.label = j ? "flock (lock loop)" :
+					     "SysV+UNDO (lock loop)",
+				.kind = LOCK, .peer = *p,
+			};
 		}
 	}
 	return n;
@@ -463,11 +530,12 @@ static void print_table(const struct variant *vs, const struct result *res,
 	}
 }
 
-static void headline(const struct result *res, enum placement place,
-		     double total)
+static void headline(const struct variant *vs, const struct result *res,
+		     int n, enum placement place, double total)
 {
 	const char *name = places[place].name;
 	char key[64], label[96];
+	int i;
 
 	snprintf(key, sizeof(key), "handoff.%s.wsem", name);
 	snprintf(label, sizeof(label), "hand-off %s: wsem hand-offs/s", name);
@@ -484,6 +552,14 @@ static void headline(const struct result *res, enum placement place,
 	snprintf(label, sizeof(label), "hand-off %s: wsem latency, median ns",
 		 name);
 	metric(key, label, res[0].median);
+	for (i = 0; i < n; i++) {
+		if (!vs[i].no_poll || res[i].failed)
+			continue;
+		snprintf(key, sizeof(key), "handoff.%s.no_poll_ratio", name);
+		snprintf(label, sizeof(label), "hand-off %s: wsem without the "
+			 "poll / sem_t ping-pong", name);
+		metric(key, label, ratio(res[i].rate, res[1].rate));
+	}
 }
 
 void scenario_handoff(void)
@@ -514,7 +590,7 @@ void scenario_handoff(void)
 	for (p = 0; p < NPLACEMENTS; p++) {
 		print_plot(vs, res[p], n, p);
 		print_json(vs, res[p], n, p, q[p], total[p]);
-		headline(res[p], p, total[p]);
+		headline(vs, res[p], n, p, total[p]);
 	}
 	for (p = 0; p < NPLACEMENTS; p++) {
 		for (i = 0; i < n; i++)

@@ -37,6 +37,11 @@ module_param(max_sems_per_user, uint, 0644);
 MODULE_PARM_DESC(max_sems_per_user,
 		 "Semaphores one user may have created in one IPC namespace (default 256)");
 
+unsigned int spin_ns = 20000;
+module_param(spin_ns, uint, 0644);
+MODULE_PARM_DESC(spin_ns,
+		 "How long a waiter at the head of the queue polls for its grant before it sleeps, while its CPU has nothing else to run (ns, default 20000; 0: never)");
+
 /* The command without its size bits: structs grow, the command stays. */
 #define WSEM_CMD(cmd)	((cmd) & ~IOCSIZE_MASK)
 

@@ -26,6 +26,12 @@
  * a sleeper that sees WSEM_HANDING waits (uninterruptibly, briefly) for the
  * result.
  *
+ * A waiter at the head of the queue polls its status for up to spin_ns
+ * before it sleeps, while its CPU has nothing else to run (wsem_spin()): a
+ * holder on another CPU that releases meanwhile hands over without a sleep
+ * and without a wake-up, and the granter's wake_up_process() finds it
+ * running.  The poll changes no order: the waiter is queued throughout.
+ *
  * The sleeper checks its status before signals and timeouts, and leaves the
  * queue only under sem->lock while still WSEM_WAITING, so a grant that
  * races with a signal wins.  A sleeper that leaves without a grant (signal,
@@ -42,6 +48,7 @@
  */
 #include <linux/capability.h>
 #include <linux/cgroup.h>
+#include <linux/cpumask.h>
 #include <linux/cred.h>
 #include <linux/hrtimer.h>
 #include <linux/idr.h>
@@ -56,6 +63,7 @@
 #include <linux/sched.h>
 #include <linux/sched/debug.h>
 #include <linux/sched/signal.h>
+#include <linux/sched/stat.h>
 #include <linux/sched/task.h>
 #include <linux/slab.h>
 #include <linux/string.h>
@@ -542,10 +550,71 @@ static bool __sched wsem_sleep(clockid_t clock, ktime_t *deadline)
 					      HRTIMER_MODE_ABS, clock) != 0;
 }
 
+/* Now on @clock: CLOCK_MONOTONIC, CLOCK_BOOTTIME or CLOCK_REALTIME. */
+static ktime_t wsem_now(clockid_t clock)
+{
+	switch (clock) {
+	case CLOCK_REALTIME:
+		return ktime_get_real();
+	case CLOCK_BOOTTIME:
+		return ktime_get_boottime();
+	default:
+		return ktime_get();
+	}
+}
+
+/*
+ * Poll for the end of @w's wait on @sem for up to spin_ns (and not past
+ * @deadline on @clock) before sleeping, while this CPU has nothing else to
+ * run.  A holder running on another CPU that releases meanwhile then hands
+ * over without the waiter's sleep and without a wake-up IPI, the cost that
+ * dominates a hand-off between CPUs.  KVM polls a halted vCPU the same way.
+ * Anything else to do, a signal included, ends the poll early: the caller's
+ * loop then handles it as after a sleep.
+ */
+static void wsem_spin(struct wsem *sem, struct wsem_waiter *w,
+		      clockid_t clock, const ktime_t *deadline)
+{
+	u64 budget = READ_ONCE(spin_ns), start, now;
+	int end = WSEM_SPIN_BUDGET;
+	s64 left;
+
+	if (!budget || num_online_cpus() < 2)
+		return;
+	if (deadline) {
+		left = ktime_to_ns(ktime_sub(*deadline, wsem_now(clock)));
+		if (left <= 0)
+			return;
+		if (left < budget) {
+			budget = left;
+			end = WSEM_SPIN_DEADLINE;
+		}
+	}
+	start = ktime_get_ns();
+	for (now = start; now - start < budget; now = ktime_get_ns()) {
+		/* Not WSEM_WAITING nor WSEM_HANDING: the caller reads it. */
+		if (READ_ONCE(w->status) <= 0) {
+			end = WSEM_SPIN_TOLD;
+			break;
+		}
+		if (signal_pending(current)) {
+			end = WSEM_SPIN_SIGNAL;
+			break;
+		}
+		if (need_resched() || !single_task_running()) {
+			end = WSEM_SPIN_BUSY;
+			break;
+		}
+		cpu_relax();
+	}
+	trace_wsem_spin(sem->id, current->pid, now - start, end);
+}
+
 /*
  * Queue @h's request for @weight at the tail and sleep until it is granted,
- * a signal arrives or @deadline (if any) on @clock passes.  Entered with
- * @sem->lock held, which it drops.
+ * a signal arrives or @deadline (if any) on @clock passes; at the head of
+ * the queue, poll a moment first (wsem_spin()).  Entered with @sem->lock
+ * held, which it drops.
  */
 static int __sched wsem_wait(struct wsem *sem, struct wsem_handle *h,
 			     u64 weight, clockid_t clock, ktime_t *deadline)
@@ -558,11 +627,15 @@ static int __sched wsem_wait(struct wsem *sem, struct wsem_handle *h,
 		.since = ktime_get_ns(),
 		.status = WSEM_WAITING,
 	};
-	bool timed_out = false, notify = false;
+	bool timed_out = false, notify = false, head;
 	int ret;
 
 	wsem_enqueue(sem, &w);
+	head = list_is_first(&w.node, &sem->waiters);
 	spin_unlock(&sem->lock);
+
+	if (head)
+		wsem_spin(sem, &w, clock, deadline);
 
 	for (;;) {
 		set_current_state(TASK_INTERRUPTIBLE);
@@ -584,19 +657,6 @@ out:
 	if (notify)
 		set_thread_flag(TIF_NOTIFY_SIGNAL);
 	return ret;
-}
-
-/* Now on @clock: CLOCK_MONOTONIC, CLOCK_BOOTTIME or CLOCK_REALTIME. */
-static ktime_t wsem_now(clockid_t clock)
-{
-	switch (clock) {
-	case CLOCK_REALTIME:
-		return ktime_get_real();
-	case CLOCK_BOOTTIME:
-		return ktime_get_boottime();
-	default:
-		return ktime_get();
-	}
 }
 
 /* Queue @h's asynchronous request for @weight; the caller checked it. */

@@ -144,6 +144,15 @@ struct wsem_waiter {
 #define WSEM_WAITING	1	/* in the queue */
 #define WSEM_HANDING	2	/* off the queue, about to be told @result */
 
+/* Why a waiter's poll before sleeping ended (tracepoint wsem_spin) */
+enum wsem_spin_end {
+	WSEM_SPIN_TOLD,		/* its wait ended: it need not sleep */
+	WSEM_SPIN_BUDGET,	/* spin_ns ran out */
+	WSEM_SPIN_DEADLINE,	/* its deadline came first */
+	WSEM_SPIN_BUSY,		/* its CPU has something else to run */
+	WSEM_SPIN_SIGNAL,	/* a signal (or task work) is pending */
+};
+
 /**
  * struct wsem_handle - the state of one open file of /dev/wsem
  * @sem: the bound semaphore; set once with cmpxchg_release() (wsem_bind()),
@@ -247,5 +256,6 @@ void wsem_fs_exit(void);
 
 extern unsigned int max_sems_per_ns;
 extern unsigned int max_sems_per_user;
+extern unsigned int spin_ns;
 
 #endif /* _WSEM_INTERNAL_H */

@@ -83,6 +83,36 @@ TRACE_EVENT(wsem_wait_end,
 		      __entry->wait_ns)
 );
 
+TRACE_DEFINE_ENUM(WSEM_SPIN_TOLD);
+TRACE_DEFINE_ENUM(WSEM_SPIN_BUDGET);
+TRACE_DEFINE_ENUM(WSEM_SPIN_DEADLINE);
+TRACE_DEFINE_ENUM(WSEM_SPIN_BUSY);
+TRACE_DEFINE_ENUM(WSEM_SPIN_SIGNAL);
+
+/* A waiter's poll before sleeping (spin_ns): how long, and why it ended. */
+TRACE_EVENT(wsem_spin,
+	    TP_PROTO(int id, pid_t pid, u64 spin_ns, int end),
+	    TP_ARGS(id, pid, spin_ns, end),
+	    TP_STRUCT__entry(__field(int, id)
+			     __field(pid_t, pid)
+			     __field(u64, spin_ns)
+			     __field(int, end)
+	    ),
+	    TP_fast_assign(__entry->id = id;
+			   __entry->pid = pid;
+			   __entry->spin_ns = spin_ns;
+			   __entry->end = end;
+	    ),
+	    TP_printk("id=%d pid=%d spin_ns=%llu end=%s", __entry->id,
+		      __entry->pid, __entry->spin_ns,
+		      __print_symbolic(__entry->end,
+				       { WSEM_SPIN_TOLD, "told" },
+				       { WSEM_SPIN_BUDGET, "budget" },
+				       { WSEM_SPIN_DEADLINE, "deadline" },
+				       { WSEM_SPIN_BUSY, "busy" },
+				       { WSEM_SPIN_SIGNAL, "signal" }))
+);
+
 TRACE_EVENT(wsem_capacity,
 	    TP_PROTO(int id, u64 old, u64 capacity),
 	    TP_ARGS(id, old, capacity),

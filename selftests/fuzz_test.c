@@ -46,6 +46,10 @@
  * make sense (a name created must be valid, a stat must add up, a list
  * must be in name order).
  *
+ * The chaos threads of root workers also set the module parameter spin_ns
+ * now and then (0, 1 us, 20 us, 1 ms), so that waiters poll for their grant
+ * (or do not) while the rest goes on; the test puts the old value back.
+ *
  * Environment: WSEM_FUZZ_SEED replays the random choices of a run (the
  * interleaving of the processes is the scheduler's); WSEM_FUZZ_OPS is the
  * number of requests (default 600000); WSEM_FUZZ_SECONDS bounds the run
@@ -105,6 +109,7 @@
 #define NMNT		4		/* wsemfs mount points */
 #define NBIND		2		/* file bind-mount targets */
 #define NNSNAMES	3		/* names a dying namespace makes */
+#define SPIN_PARAM	"/sys/module/wsem/parameters/spin_ns"
 
 /* The base semaphores: the workers find them by name. */
 static const struct {
@@ -1717,6 +1722,7 @@ static void fs_chaos(struct rng *r)
 
 static void chaos_one(struct rng *r)
 {
+	static const char *const spins[] = { "0", "1000", "20000", "1000000" };
 	int fd, nfd, target;
 	pid_t pid;
 
@@ -1770,7 +1776,11 @@ static void chaos_one(struct rng *r)
 			add(&sh->forks, 1);
 		}
 		break;
-	case 82 ... 84:
+	case 82:
+		/* The poll before a sleep: off, short, as shipped, long. */
+		write_file(SPIN_PARAM, spins[below(r, ARRAY_SIZE(spins))]);
+		break;
+	case 83 ... 84:
 		/* Drain the epoll set: handles bound after they joined it. */
 		{
 			struct epoll_event ev[8];
@@ -1981,6 +1991,8 @@ static int make_mounts(void)
 FIXTURE(fuzz) {
 	/* handles on the base semaphores, kept by the test, never fuzzed */
 	int witness[NBASE];
+	/* spin_ns before the test (the chaos threads change it), or "" */
+	char spin[32];
 	/* setup done: false after a SKIP, so body and teardown do nothing */
 	bool ready;
 };
@@ -1995,6 +2007,8 @@ FIXTURE_SETUP(fuzz)
 		SKIP(return, "/dev/wsem is missing (module not loaded)");
 	if (geteuid() != 0)
 		SKIP(return, "needs root (namespaces, a second user)");
+	if (read_file(SPIN_PARAM, self->spin, sizeof(self->spin)))
+		self->spin[0] = 0;
 	/* Our own IPC namespace: every name here is the fuzz's. */
 	ASSERT_EQ(0, unshare(CLONE_NEWIPC));
 	umask(0);
@@ -2030,6 +2044,8 @@ FIXTURE_TEARDOWN(fuzz)
 	for (i = 0; i < NBASE; i++)
 		if (self->witness[i] >= 0)
 			EXPECT_EQ(0, close(self->witness[i]));
+	if (self->spin[0])
+		EXPECT_EQ(0, write_file(SPIN_PARAM, self->spin));
 }
 
 TEST_F_TIMEOUT(fuzz, ioctls, 1800)

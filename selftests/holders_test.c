@@ -36,8 +36,6 @@
 #define NOBODY		65534
 #define CGROOT		"/sys/fs/cgroup"
 #define CGROUP2_MAGIC	0x63677270
-#define TRACEFS		"/sys/kernel/tracing"
-#define TRACEFS_MAGIC	0x74726163
 
 /* WSEM_IOC_HOLDERS on @fd into @who (room for @n); the ioctl's result. */
 static int holders(int fd, struct wsem_holder *who, unsigned int n,
@@ -665,16 +663,6 @@ TEST_F(who, text_lists_holders_and_waiters)
 	EXPECT_NE(NULL, strstr(text, "\ngrants_at_once: 1\n"));
 	reap(w);
 	EXPECT_EQ(0, wsem_release(self->fd, CAP));
-}
-
-/* Tracefs: ensure it is mounted; 0 or -1. */
-static int tracefs(void)
-{
-	struct statfs sfs;
-
-	if (!statfs(TRACEFS, &sfs) && sfs.f_type == TRACEFS_MAGIC)
-		return 0;
-	return mount("tracefs", TRACEFS, "tracefs", 0, NULL);
 }
 
 /*

@@ -3,7 +3,7 @@
  * Helpers that more than one selftest needs: passing a descriptor over a
  * unix socket, one-line files in /proc, /sys and cgroupfs, "key: value"
  * text (fdinfo, a wsemfs handle's read), the monotonic clock, a seeded
- * random generator, and numbers from the environment.  All static inline, so a
+ * random generator, numbers from the environment, and tracefs.  All static inline, so a
  * test that uses some of them builds without warnings about the others.
  */
 #ifndef WSEM_SELFTEST_UTIL_H
@@ -16,11 +16,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/statfs.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <wsem.h>
+
+#define TRACEFS		"/sys/kernel/tracing"
+#define TRACEFS_MAGIC	0x74726163
 
 /* Send @fd over the unix socket @sock (never SIGPIPE); 0, or -1 and errno. */
 static inline int send_fd(int sock, int fd, int flags)
@@ -207,6 +212,16 @@ static inline uint64_t env_u64(const char *name, uint64_t def)
 	const char *v = getenv(name);
 
 	return v && *v ? strtoull(v, NULL, 0) : def;
+}
+
+/* Tracefs: ensure it is mounted; 0 or -1. */
+static inline int tracefs(void)
+{
+	struct statfs sfs;
+
+	if (!statfs(TRACEFS, &sfs) && sfs.f_type == TRACEFS_MAGIC)
+		return 0;
+	return mount("tracefs", TRACEFS, "tracefs", 0, NULL);
 }
 
 #endif

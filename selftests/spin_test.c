@@ -1,0 +1,313 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The poll before the sleep (module parameter spin_ns): a waiter at the
+ * head of the queue whose CPU has nothing else to run polls for its grant
+ * a moment before it sleeps.
+ *
+ *  - a grant that comes while it polls is taken without a sleep: no
+ *    voluntary context switch in the acquire call;
+ *  - a signal ends the poll at once, and so does the deadline: neither
+ *    waits for the poll's budget to run out.
+ *
+ * Every test sets spin_ns to SPIN_LONG (4 s), so that the poll outlasts
+ * what the test does, and puts the old value back.  The waiter is a thread
+ * pinned to CPU 1 with its own handle; the test's thread, pinned to CPU 0,
+ * holds the semaphore's one unit.
+ *
+ * Why a poll ended is read from the tracepoint wsem_spin ("end=..."), not
+ * from how long it took: any other task that wants the waiter's CPU (a
+ * kernel thread, RCU asking for a quiescent state) ends a poll as well,
+ * after 10 ms to 0.5 s here, so timing cannot tell a poll that heeded the
+ * signal from one that did not.  That same early end can come before what
+ * a try waits for, so each test passes on the first of its tries that
+ * shows it, and no try can show it without the code under test.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <wsem.h>
+
+#include "kselftest_harness.h"
+#include "util.h"
+
+#define SPIN_PARAM	"/sys/module/wsem/parameters/spin_ns"
+#define SPIN_LONG	"4000000000"
+#define SPIN_EVENT	TRACEFS "/events/wsem/wsem_spin/enable"
+#define MSEC		1000000LL
+#define HOLD_NS		(2 * MSEC)	/* the waiter polls this long first */
+#define TIMEOUT_NS	(5 * MSEC)
+#define TRIES		20
+
+FIXTURE(spin) {
+	/* a named semaphore of capacity 1, unlinked at once */
+	int fd;
+	/* spin_ns before the test, put back by the teardown */
+	char old[32];
+	/* the event wsem_spin is on (tracefs) */
+	bool traced;
+	bool ready;
+};
+
+/* Pin the calling thread to @cpu; 0 or -1. */
+static int pin(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set);
+}
+
+FIXTURE_SETUP(spin)
+{
+	char name[WSEM_NAME_MAX];
+
+	self->fd = -1;
+	if (access("/dev/wsem", F_OK))
+		SKIP(return, "/dev/wsem is missing (module not loaded)");
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		SKIP(return, "one CPU: nobody polls");
+	if (read_file(SPIN_PARAM, self->old, sizeof(self->old)))
+		SKIP(return, "%s: %s", SPIN_PARAM, strerror(errno));
+	ASSERT_EQ(0, write_file(SPIN_PARAM, SPIN_LONG));
+	self->ready = true;
+	if (!tracefs() && !write_file(TRACEFS "/tracing_on", "0") &&
+	    !write_file(TRACEFS "/trace", "") &&
+	    !write_file(SPIN_EVENT, "1"))
+		self->traced = !write_file(TRACEFS "/tracing_on", "1");
+	ASSERT_EQ(0, pin(0));
+	snprintf(name, sizeof(name), "spin.%d", getpid());
+	self->fd = wsem_open(name, O_CREAT | O_EXCL | O_CLOEXEC, 0600, 1);
+	ASSERT_LE(0, self->fd);
+	ASSERT_EQ(0, wsem_unlink(name));
+	ASSERT_EQ(0, wsem_acquire(self->fd, 1));
+}
+
+FIXTURE_TEARDOWN(spin)
+{
+	if (self->fd >= 0)
+		EXPECT_EQ(0, close(self->fd));
+	if (self->traced) {
+		EXPECT_EQ(0, write_file(TRACEFS "/tracing_on", "0"));
+		EXPECT_EQ(0, write_file(SPIN_EVENT, "0"));
+		EXPECT_EQ(0, write_file(TRACEFS "/trace", ""));
+	}
+	if (self->ready)
+		EXPECT_EQ(0, write_file(SPIN_PARAM, self->old));
+}
+
+/* One waiter thread: what it does and what came of it. */
+struct waiter {
+	int fd;			/* its own handle */
+	int64_t timeout_ns;	/* < 0: wsem_acquire(), else the timeout */
+	_Atomic pid_t tid;
+	int ret, err;
+	long nvcsw;		/* voluntary context switches in the call */
+};
+
+static void on_signal(int sig)
+{
+	(void)sig;
+}
+
+static void *waiter_main(void *p)
+{
+	struct waiter *w = p;
+	struct rusage before, after;
+
+	w->tid = gettid();
+	if (pin(1)) {
+		w->ret = -1;
+		w->err = errno;
+		return NULL;
+	}
+	getrusage(RUSAGE_THREAD, &before);
+	if (w->timeout_ns < 0)
+		w->ret = wsem_acquire(w->fd, 1);
+	else
+		w->ret = wsem_acquire_timeout(w->fd, 1, w->timeout_ns);
+	w->err = errno;
+	getrusage(RUSAGE_THREAD, &after);
+	w->nvcsw = after.ru_nvcsw - before.ru_nvcsw;
+	if (!w->ret)
+		wsem_release(w->fd, 1);
+	return NULL;
+}
+
+/* Empty the trace, then start a waiter thread with a handle of its own. */
+static int start(FIXTURE_DATA(spin) *self, struct waiter *w, pthread_t *th,
+		 int64_t timeout_ns)
+{
+	memset(w, 0, sizeof(*w));
+	if (self->traced && write_file(TRACEFS "/trace", ""))
+		return -1;
+	w->timeout_ns = timeout_ns;
+	w->fd = wsem_reopen(self->fd, O_CLOEXEC);
+	if (w->fd < 0)
+		return -1;
+	errno = pthread_create(th, NULL, waiter_main, w);
+	return errno ? -1 : 0;
+}
+
+/*
+ * How the last poll of thread @tid in the trace ended ("told", "signal",
+ * ...) into @end of @len bytes; 0, or -1 if it did not poll.
+ */
+static int spin_end(pid_t tid, char *end, size_t len)
+{
+	char line[512], want[64], *p;
+	FILE *f = fopen(TRACEFS "/trace", "re");
+	int ret = -1;
+
+	if (!f)
+		return -1;
+	snprintf(want, sizeof(want), " pid=%d spin_ns=", tid);
+	while (fgets(line, sizeof(line), f)) {
+		p = strstr(line, " wsem_spin: ");
+		if (!p || !strstr(p, want))
+			continue;
+		p = strstr(p, " end=");
+		if (!p)
+			continue;
+		snprintf(end, len, "%s", p + 5);
+		end[strcspn(end, "\n")] = 0;
+		ret = 0;
+	}
+	fclose(f);
+	return ret;
+}
+
+static void sleep_ns(int64_t ns)
+{
+	struct timespec ts = { .tv_sec = ns / NSEC, .tv_nsec = ns % NSEC };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+/* Note a try's outcome in @seen: the poll's end, or "-" for none. */
+static void note(char *seen, size_t len, bool traced, pid_t tid, long nvcsw)
+{
+	char end[32] = "-";
+	size_t n = strlen(seen);
+
+	if (traced)
+		spin_end(tid, end, sizeof(end));
+	snprintf(seen + n, len - n, " %s/%ld", end, nvcsw);
+}
+
+/*
+ * A release while the head waiter polls hands it the weight, and it never
+ * sleeps: the poll ends "told" and the call made no voluntary context
+ * switch.  Without the poll no try can pass, as the waiter is asleep for
+ * HOLD_NS before the release.  (Without tracefs, the switches alone.)
+ */
+TEST_F(spin, a_grant_while_polling_costs_no_sleep)
+{
+	char seen[16 * TRIES] = "", end[32];
+	bool shown = false;
+	struct waiter w;
+	pthread_t th;
+	int i;
+
+	if (!self->ready)
+		return;
+	for (i = 0; i < TRIES && !shown; i++) {
+		ASSERT_EQ(0, start(self, &w, &th, -1));
+		ASSERT_EQ(0, wait_waiters(self->fd, 1));
+		sleep_ns(HOLD_NS);
+		ASSERT_EQ(0, wsem_release(self->fd, 1));
+		ASSERT_EQ(0, pthread_join(th, NULL));
+		EXPECT_EQ(0, w.ret) {
+			TH_LOG("acquire: %s", strerror(w.err));
+		}
+		EXPECT_EQ(0, close(w.fd));
+		ASSERT_EQ(0, wsem_acquire(self->fd, 1));
+		shown = !w.nvcsw && (!self->traced ||
+				     (!spin_end(w.tid, end, sizeof(end)) &&
+				      !strcmp(end, "told")));
+		note(seen, sizeof(seen), self->traced, w.tid, w.nvcsw);
+	}
+	EXPECT_TRUE(shown) {
+		TH_LOG("no try was granted while polling (end/switches):%s",
+		       seen);
+	}
+}
+
+/* A signal ends the poll ("signal"), and the wait with EINTR. */
+TEST_F(spin, a_signal_ends_the_poll)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+	char seen[16 * TRIES] = "", end[32];
+	struct wsem_stat st;
+	bool shown = false;
+	struct waiter w;
+	pthread_t th;
+	int i;
+
+	if (!self->ready)
+		return;
+	if (!self->traced)
+		SKIP(return, "no tracefs with the event wsem_spin");
+	sigemptyset(&sa.sa_mask);
+	ASSERT_EQ(0, sigaction(SIGUSR1, &sa, NULL));
+	for (i = 0; i < TRIES && !shown; i++) {
+		ASSERT_EQ(0, start(self, &w, &th, -1));
+		ASSERT_EQ(0, wait_waiters(self->fd, 1));
+		sleep_ns(HOLD_NS);
+		ASSERT_EQ(0, pthread_kill(th, SIGUSR1));
+		ASSERT_EQ(0, pthread_join(th, NULL));
+		EXPECT_EQ(-1, w.ret);
+		EXPECT_EQ(EINTR, w.err);
+		ASSERT_EQ(0, wsem_stat(self->fd, &st));
+		EXPECT_EQ(0, st.waiters);
+		EXPECT_EQ(1, st.held);
+		EXPECT_EQ(0, close(w.fd));
+		shown = !spin_end(w.tid, end, sizeof(end)) &&
+			!strcmp(end, "signal");
+		note(seen, sizeof(seen), true, w.tid, w.nvcsw);
+	}
+	EXPECT_TRUE(shown) {
+		TH_LOG("no poll ended for the signal (end/switches):%s", seen);
+	}
+}
+
+/* The deadline ends the poll ("deadline"), and the wait with ETIMEDOUT. */
+TEST_F(spin, the_deadline_ends_the_poll)
+{
+	char seen[16 * TRIES] = "", end[32];
+	bool shown = false;
+	struct waiter w;
+	pthread_t th;
+	int i;
+
+	if (!self->ready)
+		return;
+	if (!self->traced)
+		SKIP(return, "no tracefs with the event wsem_spin");
+	for (i = 0; i < TRIES && !shown; i++) {
+		ASSERT_EQ(0, start(self, &w, &th, TIMEOUT_NS));
+		ASSERT_EQ(0, pthread_join(th, NULL));
+		EXPECT_EQ(-1, w.ret);
+		EXPECT_EQ(ETIMEDOUT, w.err);
+		EXPECT_EQ(0, close(w.fd));
+		shown = !spin_end(w.tid, end, sizeof(end)) &&
+			!strcmp(end, "deadline");
+		note(seen, sizeof(seen), true, w.tid, w.nvcsw);
+	}
+	EXPECT_TRUE(shown) {
+		TH_LOG("no poll ended at the deadline (end/switches):%s",
+		       seen);
+	}
+}
+
+TEST_HARNESS_MAIN
