@@ -579,7 +579,7 @@ static void wsem_spin(struct wsem *sem, struct wsem_waiter *w,
 	int end = WSEM_SPIN_BUDGET;
 	s64 left;
 
-	if (!budget || num_online_cpus() < 2)
+	if (!budget || num_online_cpus() < 2 || !single_task_running())
 		return;
 	if (deadline) {
 		left = ktime_to_ns(ktime_sub(*deadline, wsem_now(clock)));
