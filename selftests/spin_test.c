@@ -194,15 +194,20 @@ static void sleep_ns(int64_t ns)
 		;
 }
 
-/* Note a try's outcome in @seen: the poll's end, or "-" for none. */
-static void note(char *seen, size_t len, bool traced, pid_t tid, long nvcsw)
+/*
+ * Note waiter @w's try in @seen of @len bytes ("end/switches", end "-" for
+ * no poll) and tell whether its poll ended @want (always true untraced).
+ */
+static bool ended(bool traced, const struct waiter *w, const char *want,
+		  char *seen, size_t len)
 {
 	char end[32] = "-";
 	size_t n = strlen(seen);
+	bool ok = !traced || (!spin_end(w->tid, end, sizeof(end)) &&
+			      !strcmp(end, want));
 
-	if (traced)
-		spin_end(tid, end, sizeof(end));
-	snprintf(seen + n, len - n, " %s/%ld", end, nvcsw);
+	snprintf(seen + n, len - n, " %s/%ld", end, w->nvcsw);
+	return ok;
 }
 
 /*
@@ -213,7 +218,7 @@ static void note(char *seen, size_t len, bool traced, pid_t tid, long nvcsw)
  */
 TEST_F(spin, a_grant_while_polling_costs_no_sleep)
 {
-	char seen[16 * TRIES] = "", end[32];
+	char seen[16 * TRIES] = "";
 	bool shown = false;
 	struct waiter w;
 	pthread_t th;
@@ -232,10 +237,8 @@ TEST_F(spin, a_grant_while_polling_costs_no_sleep)
 		}
 		EXPECT_EQ(0, close(w.fd));
 		ASSERT_EQ(0, wsem_acquire(self->fd, 1));
-		shown = !w.nvcsw && (!self->traced ||
-				     (!spin_end(w.tid, end, sizeof(end)) &&
-				      !strcmp(end, "told")));
-		note(seen, sizeof(seen), self->traced, w.tid, w.nvcsw);
+		shown = ended(self->traced, &w, "told", seen, sizeof(seen)) &&
+			!w.nvcsw;
 	}
 	EXPECT_TRUE(shown) {
 		TH_LOG("no try was granted while polling (end/switches):%s",
@@ -247,7 +250,7 @@ TEST_F(spin, a_grant_while_polling_costs_no_sleep)
 TEST_F(spin, a_signal_ends_the_poll)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
-	char seen[16 * TRIES] = "", end[32];
+	char seen[16 * TRIES] = "";
 	struct wsem_stat st;
 	bool shown = false;
 	struct waiter w;
@@ -272,9 +275,7 @@ TEST_F(spin, a_signal_ends_the_poll)
 		EXPECT_EQ(0, st.waiters);
 		EXPECT_EQ(1, st.held);
 		EXPECT_EQ(0, close(w.fd));
-		shown = !spin_end(w.tid, end, sizeof(end)) &&
-			!strcmp(end, "signal");
-		note(seen, sizeof(seen), true, w.tid, w.nvcsw);
+		shown = ended(true, &w, "signal", seen, sizeof(seen));
 	}
 	EXPECT_TRUE(shown) {
 		TH_LOG("no poll ended for the signal (end/switches):%s", seen);
@@ -284,7 +285,7 @@ TEST_F(spin, a_signal_ends_the_poll)
 /* The deadline ends the poll ("deadline"), and the wait with ETIMEDOUT. */
 TEST_F(spin, the_deadline_ends_the_poll)
 {
-	char seen[16 * TRIES] = "", end[32];
+	char seen[16 * TRIES] = "";
 	bool shown = false;
 	struct waiter w;
 	pthread_t th;
@@ -300,9 +301,7 @@ TEST_F(spin, the_deadline_ends_the_poll)
 		EXPECT_EQ(-1, w.ret);
 		EXPECT_EQ(ETIMEDOUT, w.err);
 		EXPECT_EQ(0, close(w.fd));
-		shown = !spin_end(w.tid, end, sizeof(end)) &&
-			!strcmp(end, "deadline");
-		note(seen, sizeof(seen), true, w.tid, w.nvcsw);
+		shown = ended(true, &w, "deadline", seen, sizeof(seen));
 	}
 	EXPECT_TRUE(shown) {
 		TH_LOG("no poll ended at the deadline (end/switches):%s",
