@@ -267,17 +267,12 @@ static int read_spin(char *buf, size_t len)
 	return 0;
 }
 
-/*
- * Set wsem's spin_ns to @val, after reading the old value into @old (of
- * @len bytes) if not NULL; 0, or -1.
- */
-static int set_spin(const char *val, char *old, size_t len)
+/* Set wsem's spin_ns to @val; 0, or -1. */
+static int set_spin(const char *val)
 {
 	ssize_t n = (ssize_t)strlen(val);
 	int fd;
 
-	if (old && read_spin(old, len))
-		return -1;
 	fd = open(SPIN_PARAM, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
@@ -313,7 +308,7 @@ static int run(const struct variant *v, enum placement place,
 	atomic_store(&x->last, -1);
 	for (i = 0; i < 2; i++)
 		x->lat[i] = samples_new(MAX_SAMPLES, true);
-	if (v->no_poll && set_spin("0", spin, sizeof(spin))) {
+	if (v->no_poll && (read_spin(spin, sizeof(spin)) || set_spin("0"))) {
 		ret = -1;
 		goto out;
 	}
@@ -346,7 +341,7 @@ static int run(const struct variant *v, enum placement place,
 	for (i = 0; i < 2; i++)
 		samples_merge(res->lat, x->lat[i]);
 spin:
-	if (v->no_poll && set_spin(spin, NULL, 0))
+	if (v->no_poll && set_spin(spin))
 		ret = -1;
 out:
 	for (i = 0; i < 2; i++)
@@ -375,7 +370,7 @@ static int variants(struct variant *vs)
 
 	memcpy(vs, fixed, sizeof(fixed));
 	/* Whether spin_ns can be written: write back the value it has. */
-	if (!read_spin(spin, sizeof(spin)) && !set_spin(spin, NULL, 0))
+	if (!read_spin(spin, sizeof(spin)) && !set_spin(spin))
 		vs[n++] = (struct variant){
 			.name = "wsem-no-poll",
 			.label = "wsem, no poll (spin_ns 0)",

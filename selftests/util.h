@@ -3,8 +3,9 @@
  * Helpers that more than one selftest needs: passing a descriptor over a
  * unix socket, one-line files in /proc, /sys and cgroupfs, "key: value"
  * text (fdinfo, a wsemfs handle's read), the monotonic clock, a seeded
- * random generator, numbers from the environment, and tracefs.  All static inline, so a
- * test that uses some of them builds without warnings about the others.
+ * random generator, numbers from the environment, and tracefs.  All static
+ * inline, so a test that uses some of them builds without warnings about
+ * the others.
  */
 #ifndef WSEM_SELFTEST_UTIL_H
 #define WSEM_SELFTEST_UTIL_H
