@@ -11,7 +11,8 @@ set -u
 # dkms and lintian make deb; pip, setuptools and wheel for
 # python_pip_test's offline "pip install"; debootstrap, qemu-utils and
 # e2fsprogs build make check-distro's image.
-PKGS="make gcc libc6-dev gcc-multilib binutils perl python3 xz-utils gzip
+PKGS="build-essential pkg-config make gcc libc6-dev gcc-multilib binutils perl
+python3 xz-utils gzip
 cpio kmod busybox-static qemu-system-x86 sparse codespell
 linux-image-amd64 linux-headers-amd64
 linux-image-6.12-amd64 linux-headers-6.12-amd64
