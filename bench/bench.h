@@ -117,6 +117,12 @@ int batch_sched(void);
 int open_task_stat(pid_t pid);
 char task_state(int statfd);
 void raise_limits(int threads, int files);
+uint64_t cpu_ns(pid_t pid);
+uint64_t cpu_ns_all(const pid_t *pids, int n);
+uint64_t thread_cpu_ns(void);
+double per_op(uint64_t cpu, uint64_t ops);
+int spin_read(char *buf, size_t len);
+int spin_set(const char *val);
 
 /* report.c */
 struct options {

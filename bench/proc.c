@@ -15,6 +15,7 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bench.h"
@@ -161,4 +162,83 @@ void raise_limits(int threads, int files)
 			fclose(f);
 		}
 	}
+}
+
+/*
+ * CPU time, user + system, of every thread of process @pid so far (0: the
+ * caller's), in ns; 0 once it is gone.  The kernel's process CPU clock
+ * sums the threads' scheduler run time, the part of a running one's slice
+ * included, so that a scenario's cost is read at the edges of its
+ * measuring window, exactly, while every participant still runs: what
+ * wait4()'s rusage cannot (it counts set-up and warm-up too) and
+ * /proc/PID/stat cannot (whole ticks).
+ */
+uint64_t cpu_ns(pid_t pid)
+{
+	struct timespec ts;
+	clockid_t clk;
+
+	if (clock_getcpuclockid(pid, &clk) || clock_gettime(clk, &ts))
+		return 0;
+	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+/* The sum of cpu_ns() over @n processes. */
+uint64_t cpu_ns_all(const pid_t *pids, int n)
+{
+	uint64_t sum = 0;
+	int i;
+
+	for (i = 0; i < n; i++)
+		sum += cpu_ns(pids[i]);
+	return sum;
+}
+
+/* CPU time of the calling thread, ns. */
+uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+/* @cpu ns spread over @ops operations; NaN without any. */
+double per_op(uint64_t cpu, uint64_t ops)
+{
+	return ops ? (double)cpu / (double)ops : __builtin_nan("");
+}
+
+#define SPIN_PARAM	"/sys/module/wsem/parameters/spin_ns"
+
+/* wsem's spin_ns, as text in @buf of @len bytes; 0, or -1. */
+int spin_read(char *buf, size_t len)
+{
+	int fd = open(SPIN_PARAM, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	return 0;
+}
+
+/* Set wsem's spin_ns to @val; 0, or -1. */
+int spin_set(const char *val)
+{
+	ssize_t n = (ssize_t)strlen(val);
+	int fd;
+
+	fd = open(SPIN_PARAM, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (write(fd, val, (size_t)n) != n) {
+		close(fd);
+		return -1;
+	}
+	return close(fd);
 }

@@ -7,6 +7,8 @@
  *
  * Phase 1 (throughput) counts grants per process and times each acquire;
  * nothing else is done, so no peer pays for the bookkeeping of phase 2.
+ * The CPU time (user + system) of all N processes over phase 1, divided
+ * by its grants, is what a grant cost in CPU.
  *
  * Phase 2 (order) counts the grants that jumped the arrival order.  Each
  * process posts a ticket from a shared counter in its slot right before
@@ -158,7 +160,7 @@ struct result {
 	const struct peer *peer;
 	int nprocs;
 	uint64_t capacity;
-	double rate, share, median, p99;
+	double rate, share, median, p99, cpu;	/* cpu: ns per grant */
 	uint64_t grants, order_grants, jumps;
 	bool ok;
 };
@@ -169,7 +171,7 @@ static void run(const struct peer *peer, int nprocs, uint64_t capacity,
 	size_t ssize = sizeof(struct samples) + MAX_SAMPLES * sizeof(uint64_t);
 	struct ct *x = shared_alloc(sizeof(*x));
 	struct samples *all = samples_new(MAX_SAMPLES, false);
-	uint64_t t0, t1, lo = UINT64_MAX, hi = 0;
+	uint64_t t0, t1, c0, c1, lo = UINT64_MAX, hi = 0;
 	pid_t pids[MAX_PROCS];
 	int i;
 
@@ -194,11 +196,13 @@ static void run(const struct peer *peer, int nprocs, uint64_t capacity,
 	atomic_store(&x->go, 1);
 	futex_wake_all(&x->go);
 	sleep_ns(run_ns(0.1));
+	c0 = cpu_ns_all(pids, nprocs);
 	t0 = now_ns();
 	atomic_store(&x->phase, THROUGHPUT);
 	sleep_ns(run_ns(SECONDS));
 	atomic_store(&x->phase, ORDER);
 	t1 = now_ns();
+	c1 = cpu_ns_all(pids, nprocs);
 	sleep_ns(run_ns(SECONDS));
 	atomic_store(&x->phase, STOP);
 	r->ok = !reap(pids, nprocs, 60 * NSEC_PER_SEC) && !x->failed;
@@ -215,11 +219,13 @@ static void run(const struct peer *peer, int nprocs, uint64_t capacity,
 		samples_merge(all, s->wait);
 	}
 	r->rate = (double)r->grants * NSEC_PER_SEC / (double)(t1 - t0);
+	r->cpu = per_op(c1 - c0, r->grants);
 	r->share = lo ? (double)hi / (double)lo : INFINITY;
 	r->median = samples_pct(all, 50);
 	r->p99 = samples_pct(all, 99);
-	progress("contention: %-7s C=%llu N=%d: %.0f grants/s, jumps %llu/%llu",
-		 peer->name, (unsigned long long)capacity, nprocs, r->rate,
+	progress("contention: %-7s C=%llu N=%d: %.0f grants/s, CPU %.0f ns "
+		 "per grant, jumps %llu/%llu",
+		 peer->name, (unsigned long long)capacity, nprocs, r->rate, r->cpu,
 		 (unsigned long long)r->jumps,
 		 (unsigned long long)r->order_grants);
 out:
@@ -252,11 +258,12 @@ static void print(struct result *res, int n)
 	      "acquire(1)/release(1)\n");
 	table("   grants/s; ratio = peer / wsem (grants/s); share = most / "
 	      "fewest grants of one process;\n");
-	table("   wait = one acquire, ns; jumps = grants that overtook an "
+	table("   CPU = user+system time of all N processes per grant, ns; "
+	      "wait = one acquire, ns;\n   jumps = grants that overtook an "
 	      "older sleeping request\n");
-	table("   %-18s %2s %2s %10s %7s %7s %10s %10s %16s\n", "", "C", "N",
-	      "grants/s", "ratio", "share", "wait med", "wait p99",
-	      "jumps/grants");
+	table("   %-18s %2s %2s %10s %7s %8s %7s %10s %10s %16s\n", "", "C",
+	      "N", "grants/s", "ratio", "CPU", "share", "wait med",
+	      "wait p99", "jumps/grants");
 	json_begin("contention");
 	json_str("unit", "grants per second; wait ns");
 	json_begin_array("rows");
@@ -270,10 +277,11 @@ static void print(struct result *res, int n)
 		snprintf(jumps, sizeof(jumps), "%llu/%llu",
 			 (unsigned long long)r->jumps,
 			 (unsigned long long)r->order_grants);
-		table("   %-18s %2llu %2d %10.0f %7.2f %7.2f %10.0f %10.0f "
-		      "%16s%s\n", r->peer->label,
+		table("   %-18s %2llu %2d %10.0f %7.2f %8.0f %7.2f %10.0f "
+		      "%10.0f %16s%s\n", r->peer->label,
 		      (unsigned long long)r->capacity,
-		      r->nprocs, r->rate, q, r->share, r->median, r->p99,
+		      r->nprocs, r->rate, q, r->cpu, r->share, r->median,
+		      r->p99,
 		      jumps, r->ok ? "" : "  (failed)");
 		json_begin(NULL);
 		json_str("peer", r->peer->name);
@@ -281,6 +289,8 @@ static void print(struct result *res, int n)
 		json_int("procs", r->nprocs);
 		json_num("grants_per_s", r->rate);
 		json_num("ratio_to_wsem", q);
+		json_num("cpu_ns_per_grant", r->cpu);
+		json_num("cpu_ratio_to_wsem", w ? ratio(r->cpu, w->cpu) : NAN);
 		json_num("max_min_share", r->share);
 		json_num("wait_median_ns", r->median);
 		json_num("wait_p99_ns", r->p99);

@@ -8,7 +8,9 @@
  * one by one.  flock has one slot: the small ones take LOCK_SH (shared by
  * any number, so its capacity is really unbounded) and the big one LOCK_EX.
  * A request still waiting at the end counts with the time it had waited
- * by then (a lower bound), and the peer is marked as starving it.
+ * by then (a lower bound), and the peer is marked as starving it.  CPU =
+ * the user + system time of all SMALL + 1 processes over the run, per
+ * grant (small and big).
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -74,7 +76,7 @@ fail:
 
 struct result {
 	const struct peer *peer;
-	double median, p99, max, small_rate;
+	double median, p99, max, small_rate, cpu;	/* cpu: ns per grant */
 	uint64_t big_grants;
 	bool starved, ok;
 };
@@ -83,7 +85,7 @@ static void run(const struct peer *peer, struct result *r)
 {
 	struct fair *x = shared_alloc(sizeof(*x));
 	pid_t pids[SMALL + 1];
-	uint64_t t0, t1, since, small = 0;
+	uint64_t t0, t1, c0, c1, since, small = 0;
 	int i;
 
 	memset(r, 0, sizeof(*r));
@@ -96,12 +98,14 @@ static void run(const struct peer *peer, struct result *r)
 	}
 	for (i = 0; i <= SMALL; i++)
 		pids[i] = spawn(worker, x, i);
+	c0 = cpu_ns_all(pids, SMALL + 1);
 	t0 = now_ns();
 	atomic_store(&x->go, 1);
 	futex_wake_all(&x->go);
 	sleep_ns(run_ns(SECONDS));
 	atomic_store(&x->stop, 1);
 	t1 = now_ns();
+	c1 = cpu_ns_all(pids, SMALL + 1);
 	since = atomic_load(&x->waiting_since);
 	r->ok = !reap(pids, SMALL + 1, 60 * NSEC_PER_SEC) && !x->failed;
 	peer->destroy(&x->sem);
@@ -110,6 +114,7 @@ static void run(const struct peer *peer, struct result *r)
 		small += x->small_grants[i];
 	r->small_rate = (double)small * NSEC_PER_SEC / (double)(t1 - t0);
 	r->big_grants = x->big_grants;
+	r->cpu = per_op(c1 - c0, small + x->big_grants);
 	r->median = samples_pct(x->wait, 50);
 	r->p99 = samples_pct(x->wait, 99);
 	r->max = (double)x->max_wait;
@@ -143,8 +148,10 @@ void scenario_fairness(void)
 	      "acquire(%d), capacity %d\n", SMALL, CAP, CAP);
 	table("   waits of the acquire(%d), ns; ratio = peer / wsem (largest "
 	      "wait)\n", CAP);
-	table("   %-18s %8s %10s %10s %12s %8s %12s\n", "", "grants", "median",
-	      "p99", "largest", "ratio", "small/s");
+	table("   small/s = grants/s of the acquire(1)s; CPU = user+system "
+	      "time of all %d processes per grant, ns\n", SMALL + 1);
+	table("   %-18s %8s %10s %10s %12s %8s %12s %8s\n", "", "grants",
+	      "median", "p99", "largest", "ratio", "small/s", "CPU");
 	plot("# fairness\n");
 	json_begin("fairness");
 	json_str("unit", "wait of the full-capacity request, ns");
@@ -156,9 +163,10 @@ void scenario_fairness(void)
 		struct result *r = &res[i];
 		double q = ratio(r->max, res[0].max);
 
-		table("   %-18s %8llu %10.0f %10.0f %12.0f %8.1f %12.0f%s%s\n",
-		      r->peer->label, (unsigned long long)r->big_grants,
-		      r->median, r->p99, r->max, q, r->small_rate,
+		table("   %-18s %8llu %10.0f %10.0f %12.0f %8.1f %12.0f %8.0f"
+		      "%s%s\n", r->peer->label,
+		      (unsigned long long)r->big_grants,
+		      r->median, r->p99, r->max, q, r->small_rate, r->cpu,
 		      r->starved ? "  starved" : "", r->ok ? "" : " (failed)");
 		plot("%d \"%s\" %.1f %.1f %.1f %.4f\n", i, r->peer->name,
 		     r->median, r->p99, r->max, q);
@@ -171,6 +179,8 @@ void scenario_fairness(void)
 		json_num("ratio_to_wsem", q);
 		json_bool("starved", r->starved);
 		json_num("small_grants_per_s", r->small_rate);
+		json_num("cpu_ns_per_grant", r->cpu);
+		json_num("cpu_ratio_to_wsem", ratio(r->cpu, res[0].cpu));
 		json_bool("ok", r->ok);
 		json_end();
 	}

@@ -65,7 +65,6 @@
 #define MAX_ROUNDS	5
 #define MAX_VARIANTS	8
 #define MAX_SAMPLES	(1u << 16)
-#define SPIN_PARAM	"/sys/module/wsem/parameters/spin_ns"
 
 enum kind { LOCK, PP_PSEM, PP_SYSV, PP_EFD };
 
@@ -251,42 +250,11 @@ static void teardown(struct ho *x)
 	}
 }
 
-/* wsem's spin_ns, as text in @buf of @len bytes; 0, or -1. */
-static int read_spin(char *buf, size_t len)
-{
-	int fd = open(SPIN_PARAM, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
-	return 0;
-}
-
-/* Set wsem's spin_ns to @val; 0, or -1. */
-static int set_spin(const char *val)
-{
-	ssize_t n = (ssize_t)strlen(val);
-	int fd;
-
-	fd = open(SPIN_PARAM, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	if (write(fd, val, (size_t)n) != n) {
-		close(fd);
-		return -1;
-	}
-	return close(fd);
-}
-
 /* Accumulated over the rounds. */
 struct result {
 	double rate, median, p99;
 	uint64_t handoffs, grants, same_cpu, ns;
+	uint64_t cpu;		/* both processes, ns */
 	double round_rate[MAX_ROUNDS];
 	struct samples *lat;
 	bool failed;
@@ -298,7 +266,7 @@ static int run(const struct variant *v, enum placement place,
 {
 	size_t lsize = sizeof(struct samples) + MAX_SAMPLES * sizeof(uint64_t);
 	struct ho *x = shared_alloc(sizeof(*x));
-	uint64_t t0, t1;
+	uint64_t t0, t1, c0, c1;
 	char spin[32];
 	pid_t pids[2];
 	int i, ret;
@@ -308,7 +276,7 @@ static int run(const struct variant *v, enum placement place,
 	atomic_store(&x->last, -1);
 	for (i = 0; i < 2; i++)
 		x->lat[i] = samples_new(MAX_SAMPLES, true);
-	if (v->no_poll && (read_spin(spin, sizeof(spin)) || set_spin("0"))) {
+	if (v->no_poll && (spin_read(spin, sizeof(spin)) || spin_set("0"))) {
 		ret = -1;
 		goto out;
 	}
@@ -322,11 +290,13 @@ static int run(const struct variant *v, enum placement place,
 	atomic_store(&x->go, 1);
 	futex_wake_all(&x->go);
 	sleep_ns(run_ns(0.05));
+	c0 = cpu_ns_all(pids, 2);
 	t0 = now_ns();
 	atomic_store(&x->phase, 1);
 	sleep_ns(ns);
 	atomic_store(&x->phase, 2);
 	t1 = now_ns();
+	c1 = cpu_ns_all(pids, 2);
 	ret = reap(pids, 2, 30 * NSEC_PER_SEC);
 	if (!ret && x->failed)
 		ret = -1;
@@ -335,13 +305,14 @@ static int run(const struct variant *v, enum placement place,
 	res->grants += x->grants[0] + x->grants[1];
 	res->same_cpu += x->same_cpu[0] + x->same_cpu[1];
 	res->ns += t1 - t0;
+	res->cpu += c1 - c0;
 	if (round >= 0 && round < MAX_ROUNDS)
 		res->round_rate[round] = (double)(x->handoffs[0] +
 			x->handoffs[1]) * NSEC_PER_SEC / (double)(t1 - t0);
 	for (i = 0; i < 2; i++)
 		samples_merge(res->lat, x->lat[i]);
 spin:
-	if (v->no_poll && set_spin(spin))
+	if (v->no_poll && spin_set(spin))
 		ret = -1;
 out:
 	for (i = 0; i < 2; i++)
@@ -370,7 +341,7 @@ static int variants(struct variant *vs)
 
 	memcpy(vs, fixed, sizeof(fixed));
 	/* Whether spin_ns can be written: write back the value it has. */
-	if (!read_spin(spin, sizeof(spin)) && !set_spin(spin))
+	if (!spin_read(spin, sizeof(spin)) && !spin_set(spin))
 		vs[n++] = (struct variant){
 			.name = "wsem-no-poll",
 			.label = "wsem, no poll (spin_ns 0)",
@@ -422,8 +393,9 @@ static void measure(const struct variant *vs, int n, enum placement place,
 				  (double)r->ns : 0;
 		r->median = samples_pct(r->lat, 50);
 		r->p99 = samples_pct(r->lat, 99);
-		progress("handoff %-8s %-16s %.0f hand-offs/s, median %.0f ns%s",
-			 pl->name, vs[i].name, r->rate, r->median,
+		progress("handoff %-8s %-16s %.0f hand-offs/s, median %.0f ns, "
+			 "CPU %.0f ns per hand-off%s", pl->name, vs[i].name,
+			 r->rate, r->median, per_op(r->cpu, r->handoffs),
 			 r->failed ? " (failed)" : "");
 	}
 }
@@ -482,6 +454,11 @@ static void print_json(const struct variant *vs, const struct result *res,
 		json_num("median_ns", r->median);
 		json_num("p99_ns", r->p99);
 		json_num("ratio_to_wsem", ratio(r->rate, res[0].rate));
+		json_num("cpu_ns_per_handoff", per_op(r->cpu, r->handoffs));
+		json_num("cpu_ratio_to_wsem",
+			 ratio(per_op(r->cpu, r->handoffs),
+			       per_op(res[0].cpu, res[0].handoffs)));
+		json_num("cpus_busy", (double)r->cpu / (double)r->ns);
 		json_int("handoffs", (long long)r->handoffs);
 		json_int("grants", (long long)r->grants);
 		json_int("same_cpu_handoffs", (long long)r->same_cpu);
@@ -517,12 +494,29 @@ static void print_table(const struct variant *vs, const struct result *res,
 	for (i = 0; i < n; i++) {
 		const struct result *r = &res[i];
 
-		table("   %-28s %10.0f %10.0f %10.0f %7.2f %6.0f%% %6.0f%%%s\n",
+		table("   %-28s %10.0f %10.0f %10.0f %7.2f %8.0f %5.2f "
+		      "%6.0f%% %6.0f%%%s\n",
 		      vs[i].label, r->rate, r->median, r->p99,
-		      ratio(r->rate, res[0].rate), pct(r->handoffs, r->grants),
+		      ratio(r->rate, res[0].rate),
+		      per_op(r->cpu, r->handoffs),
+		      r->ns ? (double)r->cpu / (double)r->ns : 0,
+		      pct(r->handoffs, r->grants),
 		      pct(r->same_cpu, r->handoffs),
 		      r->failed ? "  (failed)" : "");
 	}
+}
+
+/* The "wsem, no poll" row, or -1. */
+static int no_poll_row(const struct variant *vs, const struct result *res,
+		       int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (vs[i].no_poll && !res[i].failed)
+			return i;
+	}
+	return -1;
 }
 
 static void headline(const struct variant *vs, const struct result *res,
@@ -547,14 +541,56 @@ static void headline(const struct variant *vs, const struct result *res,
 	snprintf(label, sizeof(label), "hand-off %s: wsem latency, median ns",
 		 name);
 	metric(key, label, res[0].median);
-	for (i = 0; i < n; i++) {
-		if (!vs[i].no_poll || res[i].failed)
-			continue;
-		snprintf(key, sizeof(key), "handoff.%s.no_poll_ratio", name);
-		snprintf(label, sizeof(label), "hand-off %s: wsem without the "
-			 "poll / sem_t ping-pong", name);
-		metric(key, label, ratio(res[i].rate, res[1].rate));
+	snprintf(key, sizeof(key), "handoff.%s.cpu", name);
+	snprintf(label, sizeof(label), "hand-off %s: wsem CPU per hand-off, ns",
+		 name);
+	metric(key, label, per_op(res[0].cpu, res[0].handoffs));
+	snprintf(key, sizeof(key), "handoff.%s.cpu_per_sem_t", name);
+	snprintf(label, sizeof(label), "hand-off %s: wsem / sem_t ping-pong, "
+		 "CPU per hand-off", name);
+	metric(key, label, ratio(per_op(res[0].cpu, res[0].handoffs),
+				 per_op(res[1].cpu, res[1].handoffs)));
+	i = no_poll_row(vs, res, n);
+	if (i < 0)
+		return;
+	snprintf(key, sizeof(key), "handoff.%s.no_poll_ratio", name);
+	snprintf(label, sizeof(label), "hand-off %s: wsem without the "
+		 "poll / sem_t ping-pong", name);
+	metric(key, label, ratio(res[i].rate, res[1].rate));
+	snprintf(key, sizeof(key), "handoff.%s.poll_cpu", name);
+	snprintf(label, sizeof(label), "hand-off %s: wsem / wsem no poll, "
+		 "CPU per hand-off", name);
+	metric(key, label, ratio(per_op(res[0].cpu, res[0].handoffs),
+				 per_op(res[i].cpu, res[i].handoffs)));
+}
+
+/*
+ * The comparison that does not lean on the poll: wsem without it against
+ * the sem_t ping-pong; beside it what the poll buys (wsem / no poll, rate)
+ * and what it costs (wsem / no poll, CPU per hand-off).
+ */
+static void print_no_poll(const struct variant *vs,
+			  struct result (*res)[MAX_VARIANTS], int n)
+{
+	const struct result *w, *np;
+	int p, k = no_poll_row(vs, res[0], n);
+
+	if (k < 0)
+		return;
+	table("   without the poll: %-19s %10s %10s %10s\n", "",
+	      "no poll /", "poll's", "poll's");
+	table("   %-38s %10s %10s %10s\n", "", "sem_t", "gain", "CPU");
+	for (p = 0; p < NPLACEMENTS; p++) {
+		w = &res[p][0];
+		np = &res[p][k];
+		table("   %-38s %10.2f %10.2f %10.2f\n", places[p].name,
+		      ratio(np->rate, res[p][1].rate), ratio(w->rate, np->rate),
+		      ratio(per_op(w->cpu, w->handoffs),
+			    per_op(np->cpu, np->handoffs)));
 	}
+	table("   (no poll / sem_t: wsem with spin_ns 0 / sem_t ping-pong, "
+	      "rate; poll's gain: wsem / no poll,\n    rate; poll's CPU: "
+	      "wsem / no poll, CPU per hand-off)\n");
 }
 
 void scenario_handoff(void)
@@ -571,10 +607,12 @@ void scenario_handoff(void)
 	table("\n2. Strict hand-off between two processes, in three "
 	      "placements\n");
 	table("   hand-offs/s; latency = release -> other's grant, ns; ratio = "
-	      "peer / wsem (rate);\n   alt = grants that changed hands; "
+	      "peer / wsem (rate);\n   CPU = user+system time of both "
+	      "processes per hand-off, ns; busy = CPUs they kept busy;\n"
+	      "   alt = grants that changed hands; "
 	      "same CPU = hand-offs within one CPU\n");
-	table("   %-28s %10s %10s %10s %7s %7s %7s\n", "", "handoff/s",
-	      "median", "p99", "ratio", "alt", "sameCPU");
+	table("   %-28s %10s %10s %10s %7s %8s %5s %7s %7s\n", "", "handoff/s",
+	      "median", "p99", "ratio", "CPU", "busy", "alt", "sameCPU");
 	for (p = 0; p < NPLACEMENTS; p++)
 		print_table(vs, res[p], n, p);
 	table("   wsem / sem_t ping-pong, side by side: %10s %10s %10s %10s\n",
@@ -582,6 +620,7 @@ void scenario_handoff(void)
 	for (p = 0; p < NPLACEMENTS; p++)
 		table("   %-38s %10.2f %10.2f %10.2f %10.2f\n", places[p].name,
 		      total[p], q[p][0], q[p][1], q[p][2]);
+	print_no_poll(vs, res, n);
 	for (p = 0; p < NPLACEMENTS; p++) {
 		print_plot(vs, res[p], n, p);
 		print_json(vs, res[p], n, p, q[p], total[p]);

@@ -25,7 +25,9 @@
  * release call: the call's time is the release path's own (with its
  * wake-ups and whatever waits for its lock), not that of waiters run in
  * its place.  The first repetition only warms up; the table shows medians
- * of REPS.
+ * of REPS.  CPU = the user + system time of all the child's threads (the
+ * holder and the N waiters) from the start of the release call until the
+ * last waiter is through, per waiter granted.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -67,6 +69,7 @@ struct mg {
 	/* Per measured repetition. */
 	int reps;
 	uint64_t release_ns[REPS], first_ns[REPS], last_ns[REPS];
+	uint64_t cpu_ns[REPS];		/* all threads, per waiter granted */
 	long queued[REPS];
 };
 
@@ -161,7 +164,7 @@ static long wait_queued(struct mg *x)
 /* Repetition @k (0 only warms up), run by the holder. */
 static int holder_rep(struct mg *x, int k)
 {
-	uint64_t t0, t1, first = UINT64_MAX, last = 0;
+	uint64_t t0, t1, c0, c1, first = UINT64_MAX, last = 0;
 	long q;
 	int i;
 
@@ -175,11 +178,13 @@ static int holder_rep(struct mg *x, int k)
 	q = wait_queued(x);
 	if (q < 0)
 		return -1;
+	c0 = cpu_ns(0);
 	t0 = now_ns();
 	if (x->peer->release(&x->holder, (uint64_t)x->n))
 		return -1;
 	t1 = now_ns();
 	futex_wait_for(&x->all_done, 0);
+	c1 = cpu_ns(0);
 	if (x->failed)
 		return -1;
 	for (i = 0; i < x->n; i++) {
@@ -193,6 +198,7 @@ static int holder_rep(struct mg *x, int k)
 	x->release_ns[x->reps] = t1 - t0;
 	x->first_ns[x->reps] = first - t0;
 	x->last_ns[x->reps] = last - t0;
+	x->cpu_ns[x->reps] = (c1 - c0) / (uint64_t)x->n;
 	x->queued[x->reps] = q;
 	x->reps++;
 	return 0;
@@ -234,7 +240,7 @@ fail:
 struct result {
 	const struct peer *peer;
 	int n;
-	double release, first, last, last_min, last_max;
+	double release, first, last, last_min, last_max, cpu;
 	long queued;		/* smallest count seen before a release */
 	bool ok;
 };
@@ -284,6 +290,7 @@ static void run(const struct peer *peer, int n, struct result *r)
 	r->release = median_u64(x->release_ns, REPS, NULL, NULL);
 	r->first = median_u64(x->first_ns, REPS, NULL, NULL);
 	r->last = median_u64(x->last_ns, REPS, &r->last_min, &r->last_max);
+	r->cpu = median_u64(x->cpu_ns, REPS, NULL, NULL);
 	for (i = 0; i < REPS; i++) {
 		if (r->queued < 0 || x->queued[i] < r->queued)
 			r->queued = x->queued[i];
@@ -307,9 +314,10 @@ static const struct result *find(const struct result *res, int n,
 static void print_row(const struct result *r, const struct result *w)
 {
 	table("   %-18s %5d %7ld %10.1f %10.1f %10.1f %10.1f %10.1f %7.2f"
-	      "%s\n", r->peer->label, r->n, r->queued, r->release / 1e3,
+	      " %8.1f%s\n", r->peer->label, r->n, r->queued, r->release / 1e3,
 	      r->first / 1e3, r->last / 1e3, r->last_min / 1e3,
 	      r->last_max / 1e3, w ? ratio(r->last, w->last) : NAN,
+	      r->cpu / 1e3,
 	      r->ok ? "" : "  (failed)");
 	json_begin(NULL);
 	json_str("peer", r->peer->name);
@@ -321,6 +329,7 @@ static void print_row(const struct result *r, const struct result *w)
 	json_num("last_wake_min_ns", r->last_min);
 	json_num("last_wake_max_ns", r->last_max);
 	json_num("last_ratio_to_wsem", w ? ratio(r->last, w->last) : NAN);
+	json_num("cpu_ns_per_waiter", r->cpu);
 	json_bool("ok", r->ok);
 	json_end();
 }
@@ -335,11 +344,12 @@ static void print(const struct result *res, int n)
 	      "held, then one release(N); unpinned\n");
 	table("   us, median of %d; release = the call itself; first/last = "
 	      "release -> first/last waiter back;\n   queued = kernel's count"
-	      " (eventfd: waiters asleep); ratio = peer / wsem (last)\n",
-	      REPS);
-	table("   %-18s %5s %7s %10s %10s %10s %10s %10s %7s\n", "", "N",
+	      " (eventfd: waiters asleep); ratio = peer / wsem (last);\n"
+	      "   CPU = user+system time of holder and waiters, release -> "
+	      "last back, per waiter, us\n", REPS);
+	table("   %-18s %5s %7s %10s %10s %10s %10s %10s %7s %8s\n", "", "N",
 	      "queued", "release", "first", "last", "last min", "last max",
-	      "ratio");
+	      "ratio", "CPU");
 	json_begin("massgrant");
 	json_str("unit", "ns from the start of the release call");
 	json_int("repetitions", REPS);

@@ -22,7 +22,8 @@
  * that walks all namespaces); busy / spinning shows what their opens cost
  * beyond the CPU they take (a lock that all namespaces share).  The three
  * settings with the others run in ROUNDS interleaved rounds; each figure
- * is the median.
+ * is the median.  CPU = the measuring process's user + system time per
+ * open (the helpers' is theirs: they are the load, not the measured).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -58,13 +59,14 @@ struct nsb {
 	_Atomic int stop;		/* helpers: stop */
 	int failed;			/* errno of the first failure */
 	double rate[NSET][ROUNDS];	/* opens per second */
+	double cpu[NSET][ROUNDS];	/* ns per open */
 	uint64_t helper_opens;
 };
 
-/* Open and close NAME for @ns; opens per second, or -1. */
-static double measure(uint64_t ns)
+/* Open and close NAME for @ns; opens per second, or -1; CPU per open. */
+static double measure(uint64_t ns, double *cpu)
 {
-	uint64_t t0 = now_ns(), t1, n = 0;
+	uint64_t t0 = now_ns(), t1, n = 0, c0 = thread_cpu_ns();
 	int fd, i;
 
 	do {
@@ -77,6 +79,7 @@ static double measure(uint64_t ns)
 		n += 64;
 		t1 = now_ns();
 	} while (t1 - t0 < ns);
+	*cpu = per_op(thread_cpu_ns() - c0, n);
 	return n * (double)NSEC_PER_SEC / (t1 - t0);
 }
 
@@ -110,7 +113,7 @@ static void opener(struct nsb *x, int nsfd)
 
 /* Start BUSY helpers (spinning or opening), measure, stop them. */
 static double with_helpers(struct nsb *x, const int *nsfd, bool open,
-			   uint64_t ns)
+			   uint64_t ns, double *cpu)
 {
 	pid_t pid[BUSY];
 	double rate;
@@ -127,7 +130,7 @@ static double with_helpers(struct nsb *x, const int *nsfd, bool open,
 		}
 	}
 	sleep_ns(20 * NSEC_PER_MSEC);
-	rate = measure(ns);
+	rate = measure(ns, cpu);
 	atomic_store(&x->stop, 1);
 	for (i = 0; i < BUSY; i++) {
 		if (pid[i] < 0 || waitpid(pid[i], &st, 0) != pid[i] ||
@@ -155,14 +158,15 @@ static int run(struct nsb *x)
 {
 	uint64_t slice = run_ns(SECONDS);
 	static int nsfd[NS_OTHERS];
+	double warm;
 	int home, i, k;
 
 	home = other_namespace();	/* the one measured */
 	if (home < 0)
 		return -1;
-	measure(slice / 4);		/* warm up */
+	measure(slice / 4, &warm);	/* warm up */
 	for (k = 0; k < ROUNDS; k++) {
-		x->rate[ALONE][k] = measure(slice);
+		x->rate[ALONE][k] = measure(slice, &x->cpu[ALONE][k]);
 		if (x->rate[ALONE][k] < 0)
 			return -1;
 	}
@@ -174,9 +178,11 @@ static int run(struct nsb *x)
 	if (setns(home, CLONE_NEWIPC))
 		return -1;
 	for (k = 0; k < ROUNDS; k++) {
-		x->rate[IDLE][k] = measure(slice);
-		x->rate[SPIN][k] = with_helpers(x, nsfd, false, slice);
-		x->rate[BUSYOPEN][k] = with_helpers(x, nsfd, true, slice);
+		x->rate[IDLE][k] = measure(slice, &x->cpu[IDLE][k]);
+		x->rate[SPIN][k] = with_helpers(x, nsfd, false, slice,
+						&x->cpu[SPIN][k]);
+		x->rate[BUSYOPEN][k] = with_helpers(x, nsfd, true, slice,
+						    &x->cpu[BUSYOPEN][k]);
 		for (i = IDLE; i < NSET; i++)
 			if (x->rate[i][k] < 0)
 				return -1;
@@ -214,26 +220,30 @@ static double median(const double *v)
 
 static void print(const struct nsb *x)
 {
-	double m[NSET];
+	double m[NSET], c[NSET];
 	int i;
 
-	for (i = 0; i < NSET; i++)
+	for (i = 0; i < NSET; i++) {
 		m[i] = median(x->rate[i]);
+		c[i] = median(x->cpu[i]);
+	}
 	table("\n8. Opens in one IPC namespace beside %d others\n", NS_OTHERS);
 	table("   wsem_open(name) + close() per second, median of %d; "
-	      "ratio to alone\n", ROUNDS);
-	table("   %-28s %10s %8s\n", "", "opens/s", "ratio");
+	      "ratio to alone;\n   CPU = the measuring process's "
+	      "user+system time per open, ns (median)\n", ROUNDS);
+	table("   %-28s %10s %8s %8s\n", "", "opens/s", "ratio", "CPU");
 	json_begin("namespaces");
 	json_int("others", NS_OTHERS);
 	json_int("helpers", BUSY);
 	json_begin_array("rows");
 	for (i = 0; i < NSET; i++) {
-		table("   %-28s %10.0f %8.2f\n", set_label[i], m[i],
-		      ratio(m[i], m[ALONE]));
+		table("   %-28s %10.0f %8.2f %8.0f\n", set_label[i], m[i],
+		      ratio(m[i], m[ALONE]), c[i]);
 		json_begin(NULL);
 		json_str("setting", set_key[i]);
 		json_num("opens_per_s", m[i]);
 		json_num("ratio_to_alone", ratio(m[i], m[ALONE]));
+		json_num("cpu_ns_per_open", c[i]);
 		json_end();
 	}
 	json_end_array();

@@ -17,7 +17,8 @@
  * thread take it again rarely hands off, and its cost is then that of an
  * uncontended pair).  For wsem and SysV the kernel's own count of waiters
  * is sampled too.  The child is killed at the end: tearing down N waiters
- * is timed as well.
+ * is timed as well.  CPU = the user + system time of all the child's
+ * threads over the measuring window, per grant.
  *
  * The machine adds to that latency as N grows (N threads' stacks and task
  * structs go cold in caches and TLBs), whatever the peer: compare the
@@ -169,6 +170,7 @@ struct result {
 	const struct peer *peer;
 	int waiters;
 	double cost, rate, median, p99, handoff, setup_s, teardown_s;
+	double cpu;			/* ns per grant */
 	long queued;			/* largest kernel count seen */
 	bool ok;
 };
@@ -177,7 +179,7 @@ static void run(const struct peer *peer, int waiters, struct result *r)
 {
 	size_t gsize = sizeof(struct samples) + MAX_SAMPLES * sizeof(uint64_t);
 	struct sc *x = shared_alloc(sizeof(*x));
-	uint64_t t0, t1, end;
+	uint64_t t0, t1, c0, c1, end;
 	long q;
 	pid_t pid;
 	int st;
@@ -186,6 +188,7 @@ static void run(const struct peer *peer, int waiters, struct result *r)
 	r->peer = peer;
 	r->waiters = waiters;
 	r->queued = -1;
+	r->cpu = NAN;
 	x->peer = peer;
 	x->nthreads = waiters + 1;
 	x->last = -1;
@@ -203,6 +206,7 @@ static void run(const struct peer *peer, int waiters, struct result *r)
 		atomic_store(&x->go, 1);
 		futex_wake_all(&x->go);
 		sleep_ns(run_ns(0.3));
+		c0 = cpu_ns(pid);
 		atomic_store(&x->phase, MEASURE);
 		t0 = now_ns();
 		end = t0 + run_ns(SECONDS);
@@ -213,6 +217,8 @@ static void run(const struct peer *peer, int waiters, struct result *r)
 		}
 		atomic_store(&x->phase, STOP);
 		t1 = now_ns();
+		c1 = cpu_ns(pid);
+		r->cpu = per_op(c1 - c0, x->grants);
 		r->ok = !x->failed;
 		if (x->failed)
 			progress("scale: %s N=%d: a thread failed (error %d)",
@@ -261,9 +267,10 @@ static void print(const struct result *res, int n)
 	      "growth = median / median at N=1;\n");
 	table("   ratio = peer / wsem (median); hand-off = grants that went to "
 	      "another thread; queued = kernel's count\n");
-	table("   %-18s %6s %10s %10s %10s %7s %7s %8s %7s\n", "", "N",
-	      "median", "p99", "grants/s", "growth", "ratio", "handoff",
-	      "queued");
+	table("   CPU = user+system time of all threads per grant, ns\n");
+	table("   %-18s %6s %10s %10s %10s %8s %7s %7s %8s %7s\n", "", "N",
+	      "median", "p99", "grants/s", "CPU", "growth", "ratio",
+	      "handoff", "queued");
 	json_begin("scale");
 	json_str("unit", "ns from a release to the next grant");
 	json_begin_array("rows");
@@ -277,9 +284,9 @@ static void print(const struct result *res, int n)
 
 		if (r->queued >= 0)
 			snprintf(queued, sizeof(queued), "%ld", r->queued);
-		table("   %-18s %6d %10.0f %10.0f %10.0f %7.2f %7.2f %7.0f%% "
-		      "%7s%s\n", r->peer->label, r->waiters, r->median, r->p99,
-		      r->rate, g, q, 100 * r->handoff, queued,
+		table("   %-18s %6d %10.0f %10.0f %10.0f %8.0f %7.2f %7.2f "
+		      "%7.0f%% %7s%s\n", r->peer->label, r->waiters, r->median,
+		      r->p99, r->rate, r->cpu, g, q, 100 * r->handoff, queued,
 		      r->ok ? "" : "  (failed)");
 		json_begin(NULL);
 		json_str("peer", r->peer->name);
@@ -288,6 +295,7 @@ static void print(const struct result *res, int n)
 		json_num("p99_ns", r->p99);
 		json_num("grants_per_s", r->rate);
 		json_num("mean_ns_per_grant", r->cost);
+		json_num("cpu_ns_per_grant", r->cpu);
 		json_num("growth_vs_1", g);
 		json_num("ratio_to_wsem", q);
 		json_num("handoff_fraction", r->handoff);

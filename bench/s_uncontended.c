@@ -9,7 +9,9 @@
  * machine's speed hits them all alike.  Where make bench BEFORE=REV loaded
  * REV's module beside ours (/dev/wsem_before), it is one more row, and
  * batches of the two, back to back, give the before/after ratio that the
- * drift cannot reach (paired()).
+ * drift cannot reach (paired()).  CPU = the process's user + system time
+ * per pair over the measured batches: one process, busy throughout, so it
+ * stays near the mean wall time, unlike the median.
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -31,6 +33,7 @@ struct row {
 	struct bhandle h;
 	struct samples *s;
 	double median, p99;
+	uint64_t cpu, pairs;	/* measured batches */
 };
 
 static int pair(struct row *r)
@@ -60,15 +63,17 @@ static int batch(struct row *r)
 /* Collect samples for @ns nanoseconds. */
 static int measure(struct row *r, uint64_t ns)
 {
-	uint64_t t0 = now_ns(), end = t0 + ns, t1;
+	uint64_t t0 = now_ns(), end = t0 + ns, t1, c0 = thread_cpu_ns();
 
 	do {
 		if (batch(r))
 			return -1;
 		t1 = now_ns();
 		samples_add(r->s, (t1 - t0) / BATCH);
+		r->pairs += BATCH;
 		t0 = t1;
 	} while (t1 < end);
+	r->cpu += thread_cpu_ns() - c0;
 	return 0;
 }
 
@@ -127,8 +132,10 @@ static void print_rows(struct row *rows, int n, const struct row *wsem)
 	int i;
 
 	table("\n1. Uncontended acquire(1)+release(1), one process\n");
-	table("   ns per pair; ratio = peer / wsem (median)\n");
-	table("   %-28s %10s %10s %8s\n", "", "median", "p99", "ratio");
+	table("   ns per pair; ratio = peer / wsem (median); CPU = user+system "
+	      "time per pair, ns\n");
+	table("   %-28s %10s %10s %8s %8s\n", "", "median", "p99", "ratio",
+	      "CPU");
 	plot("# uncontended\n");
 	json_begin("uncontended");
 	json_str("unit", "ns per acquire(1)+release(1) pair");
@@ -138,8 +145,8 @@ static void print_rows(struct row *rows, int n, const struct row *wsem)
 		struct row *r = &rows[i];
 		double q = ratio(r->median, wsem->median);
 
-		table("   %-28s %10.0f %10.0f %8.2f\n", r->label, r->median,
-		      r->p99, q);
+		table("   %-28s %10.0f %10.0f %8.2f %8.0f\n", r->label,
+		      r->median, r->p99, q, per_op(r->cpu, r->pairs));
 		plot("%d \"%s\" %.1f %.1f %.4f\n", i, r->name, r->median,
 		     r->p99, q);
 		json_begin(NULL);
@@ -148,6 +155,7 @@ static void print_rows(struct row *rows, int n, const struct row *wsem)
 		json_num("p99_ns", r->p99);
 		json_num("ratio_to_wsem", q);
 		json_num("p99_ratio_to_wsem", ratio(r->p99, wsem->p99));
+		json_num("cpu_ns_per_pair", per_op(r->cpu, r->pairs));
 		json_int("samples", r->s->n);
 		json_end();
 	}
@@ -209,6 +217,8 @@ void scenario_uncontended(void)
 		measure(&rows[i], slice / 4);	/* warm up */
 		rows[i].s->n = 0;
 		rows[i].s->seen = 0;
+		rows[i].cpu = 0;
+		rows[i].pairs = 0;
 	}
 	for (k = 0; k < ROUNDS; k++) {
 		for (i = 0; i < n; i++) {
