@@ -161,5 +161,7 @@ void scenario_fairness(void);
 void scenario_scale(void);
 void scenario_memory(void);
 void scenario_namespaces(void);
+void scenario_longhold(void);
+void scenario_idleherd(void);
 
 #endif /* WSEM_BENCH_H */

@@ -5,9 +5,12 @@
  *	wsem-bench [-o DIR] [-t SCALE] [-s SCENARIO,...] [-q]
  *
  * Runs the scenarios (uncontended, handoff, contention, fairness, scale,
- * memory, massgrant, namespaces) in that order, writes DIR/results.json,
- * DIR/results.dat and DIR/metrics.txt and prints the table on stdout.  -t multiplies every measuring time.  Needs
- * /dev/wsem; the memory scenario and 10,000 threads need root.
+ * memory, massgrant, namespaces, longhold, idleherd) in that order, or
+ * those that -s names, writes DIR/results.json, DIR/results.dat and
+ * DIR/metrics.txt and prints the table on stdout.  -t multiplies every
+ * measuring time.  Needs /dev/wsem; the memory scenario and 10,000
+ * threads need root, and the rows without wsem's poll need spin_ns to be
+ * writable.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -33,6 +36,8 @@ static const struct {
 	{ "memory", scenario_memory },
 	{ "massgrant", scenario_massgrant },
 	{ "namespaces", scenario_namespaces },
+	{ "longhold", scenario_longhold },
+	{ "idleherd", scenario_idleherd },
 };
 
 static bool wanted(const char *name)

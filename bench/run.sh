@@ -11,13 +11,18 @@
 #                           /dev/wsem (as root with ./wsem.ko built, it is
 #                           loaded for the run); results into build/bench-host/
 # WSEM_BENCH_ARGS adds options for wsem-bench (e.g. "-t 0.5" halves the
-# measuring times).  The binary must be built already (make bench does).
+# measuring times); WSEM_BENCH_SCENARIOS=a,b runs only those scenarios
+# (wsem-bench -s: uncontended, handoff, contention, fairness, scale,
+# memory, massgrant, namespaces, longhold, idleherd), and bench/results.*
+# are then left alone: the results go to build/bench-part/.  The binary
+# must be built already (make bench does).
 #
 # Before/after (vm only): with WSEM_BENCH_BEFORE=REV (make bench BEFORE=REV)
 # the module of git revision REV is built too, for the same kernel, and
 # both go into the one VM; there the chosen scenarios (by default
-# WSEM_BENCH_BA_SCENARIOS="uncontended,handoff,massgrant,namespaces"; a -s in
-# WSEM_BENCH_ARGS wins) run with REV's module loaded, then, after rmmod and
+# WSEM_BENCH_BA_SCENARIOS="uncontended,handoff,massgrant,namespaces,
+# longhold,idleherd", else WSEM_BENCH_SCENARIOS; a -s in WSEM_BENCH_ARGS
+# wins) run with REV's module loaded, then, after rmmod and
 # insmod, with the working tree's.  WSEM_BENCH_PASSES=N (default 1) repeats
 # that pair N times and takes each figure's median.  WSEM_BENCH_BEFORE_KO=KO
 # takes a built module instead of REV.  The tables and the before/after
@@ -97,12 +102,17 @@ wait_quiet() {
 }
 
 run_vm() {
-	local out=$BENCH st
+	local out=$BENCH st scen=${WSEM_BENCH_SCENARIOS:-}
+	# A part of the scenarios does not replace the committed results.
+	if [ -n "$scen" ]; then
+		out=$ROOT/build/bench-part
+		mkdir -p "$out"
+	fi
 	CONSOLE=$(mktemp)
 	trap 'rm -f "$CONSOLE"' EXIT
 	# In the guest: the table goes to a file, the progress to the console;
 	# then each file is printed between markers.
-	local cmd="mkdir -p /tmp/bench && wsem-bench -o /tmp/bench ${WSEM_BENCH_ARGS:-} >/tmp/bench/results.txt; st=\$?
+	local cmd="mkdir -p /tmp/bench && wsem-bench -o /tmp/bench ${scen:+-s $scen} ${WSEM_BENCH_ARGS:-} >/tmp/bench/results.txt; st=\$?
 for f in $FILES; do echo \"@@bench-file \$f\"; cat /tmp/bench/\$f; echo '@@bench-end'; done
 exit \$st"
 	wait_quiet
@@ -191,7 +201,7 @@ twin_module() {
 # then the working tree's, each run into /tmp/bench/SIDE.PASS/; then every
 # file between markers.
 ba_guest_cmd() {
-	local scen=${WSEM_BENCH_BA_SCENARIOS:-uncontended,handoff,massgrant,namespaces}
+	local scen=${WSEM_BENCH_BA_SCENARIOS:-${WSEM_BENCH_SCENARIOS:-uncontended,handoff,massgrant,namespaces,longhold,idleherd}}
 	cat <<GUEST
 st=0
 p=1
@@ -322,7 +332,8 @@ run_host() {
 	fi
 	mkdir -p "$out"
 	# shellcheck disable=SC2086 # options
-	"$BIN" -o "$out" ${WSEM_BENCH_ARGS:-} >"$out/results.txt"
+	"$BIN" -o "$out" ${WSEM_BENCH_SCENARIOS:+-s "$WSEM_BENCH_SCENARIOS"} \
+		${WSEM_BENCH_ARGS:-} >"$out/results.txt"
 	st=$?
 	[ -n "$loaded" ] && rmmod wsem
 	[ "$st" -eq 0 ] || die "wsem-bench failed (status $st)"
