@@ -35,9 +35,11 @@
 #                   default 6.12); prints the table, writes bench/results.{txt,
 #                   json,dat,png}; about 5 minutes on 2 CPUs; with
 #                   BEFORE=<git rev> also builds that revision's module
-#                   and runs uncontended, hand-off and mass grant with it,
-#                   then with this tree's, in the same boot: a before /
-#                   after table in build/bench-ba/last/compare.txt
+#                   and runs uncontended, hand-off, mass grant,
+#                   namespaces, long-hold and idle herd with it, then
+#                   with this tree's, in the same boot: a before / after
+#                   table in build/bench-ba/last/compare.txt;
+#                   WSEM_BENCH_SCENARIOS=a,b runs only those scenarios
 # make bench-host   the same program on this machine (needs /dev/wsem, or root
 #                   and a built ./wsem.ko); results in build/bench-host/
 # make lint         W=1 -Werror, sparse, kernel-doc, checkpatch, uapi header
