@@ -16,6 +16,7 @@
  * (names and namespaces); see include file wsem.h for the locking rules.
  */
 #include <linux/anon_inodes.h>
+#include <linux/delay.h>
 #include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
@@ -37,10 +38,53 @@ module_param(max_sems_per_user, uint, 0644);
 MODULE_PARM_DESC(max_sems_per_user,
 		 "Semaphores one user may have created in one IPC namespace (default 256)");
 
+/*
+ * spin_ns above this is refused: a poll that long is a busy wait.  Test
+ * builds poll for seconds, so that a test sees a poll end for its reason.
+ */
+#ifdef WSEM_TEST_KNOBS
+#define WSEM_SPIN_NS_MAX	4000000000U
+#else
+#define WSEM_SPIN_NS_MAX	1000000U
+#endif
+
+static int wsem_set_spin_ns(const char *val, const struct kernel_param *kp)
+{
+	unsigned int ns;
+	int ret = kstrtouint(val, 0, &ns);
+
+	if (ret)
+		return ret;
+	if (ns > WSEM_SPIN_NS_MAX)
+		return -EINVAL;
+	WRITE_ONCE(spin_ns, ns);
+	return 0;
+}
+
+static const struct kernel_param_ops wsem_spin_ns_ops = {
+	.set	= wsem_set_spin_ns,
+	.get	= param_get_uint,
+};
+
 unsigned int spin_ns = 20000;
-module_param(spin_ns, uint, 0644);
+module_param_cb(spin_ns, &wsem_spin_ns_ops, &spin_ns, 0644);
 MODULE_PARM_DESC(spin_ns,
-		 "How long a waiter at the head of the queue polls for its grant before it sleeps, while its CPU has nothing else to run (ns, default 20000; 0: never)");
+		 "How long a waiter at the head of the queue polls for its grant before it sleeps, while its CPU has nothing else to run (ns, default 20000, at most 1000000; 0: never); each semaphore polls less while its waits are longer");
+
+#ifdef WSEM_TEST_KNOBS
+static unsigned int test_tell_delay_ms;
+module_param(test_tell_delay_ms, uint, 0600);
+MODULE_PARM_DESC(test_tell_delay_ms,
+		 "Test builds only: the next granter waits this long between dropping the lock and telling whom it granted (ms, once)");
+
+void wsem_test_pause(void)
+{
+	unsigned int ms = xchg(&test_tell_delay_ms, 0);
+
+	if (ms)
+		msleep(ms);
+}
+#endif
 
 /* The command without its size bits: structs grow, the command stays. */
 #define WSEM_CMD(cmd)	((cmd) & ~IOCSIZE_MASK)
@@ -166,6 +210,8 @@ static struct wsem_handle *wsem_handle_alloc(void)
 
 	if (h) {
 		INIT_LIST_HEAD(&h->hold_node);
+		INIT_LIST_HEAD(&h->parked);
+		refcount_set(&h->ref, 1);
 		init_waitqueue_head(&h->wqh);
 		mutex_init(&h->text_lock);
 	}
@@ -769,15 +815,8 @@ static int wsem_file_release(struct inode *inode, struct file *file)
 	wsem_handle_forget(h);
 	kvfree(h->text);
 	mutex_destroy(&h->text_lock);
-	/*
-	 * A granter may still be telling h->async (wsem_tell_async()), so a
-	 * handle that ever made a request is freed after a grace period; the
-	 * others at once, so that their memory is back in the cgroup at once.
-	 */
-	if (h->async.async)
-		kfree_rcu(h, rcu);
-	else
-		kfree(h);
+	/* A granter still waking h->wqh holds the handle a moment longer. */
+	wsem_handle_put(h);
 	return 0;
 }
 

@@ -13,38 +13,47 @@
  * Grants are hand-offs.  Whoever makes room (release, close, a grown
  * capacity, a waiter leaving the head) walks the queue from the head under
  * sem->lock and, while the head fits, adds its weight to U and to the
- * waiter's handle and moves the waiter from the queue to a list on its own
- * stack, marked WSEM_HANDING.  The sleeper finds the weight already its
- * own: there is no thundering herd and no window for a newcomer to barge.
+ * waiter's handle, takes it off the queue and publishes the end of its
+ * wait with smp_store_release() on its status.  That is the granter's last
+ * touch of the waiter: it keeps a reference on the sleeping task (or, for
+ * an asynchronous request, on the handle) in a small batch on its own
+ * stack, and wakes them after dropping the lock, as rwsem_mark_wake() does
+ * with a wake_q (which modules cannot use).  A full batch is woken and the
+ * walk goes on under the lock again.  The sleeper finds the weight already
+ * its own: there is no thundering herd, no window for a newcomer to barge,
+ * and nobody ever waits for a granter.
  *
- * The sleeper is told after sem->lock is dropped: the granter takes a
- * reference on its task, publishes the result with smp_store_release() and
- * wakes it.  The sleeper reads its status with smp_load_acquire() and never
- * takes the lock again after a grant, so a mass grant does not convoy on
- * it, and as many waiters as fit are granted in one pass with no wake-up
- * under the lock.  Until it is told, the waiter's stack frame must stay, so
- * a sleeper that sees WSEM_HANDING waits (uninterruptibly, briefly) for the
- * result.
- *
- * A waiter at the head of the queue polls its status for up to spin_ns
- * before it sleeps, while its CPU has nothing else to run (wsem_spin()): a
- * holder on another CPU that releases meanwhile hands over without a sleep
- * and without a wake-up, and the granter's wake_up_process() finds it
- * running.  The poll changes no order: the waiter is queued throughout.
+ * A waiter at the head of the queue polls its status a moment before it
+ * sleeps, while its CPU has nothing else to run (wsem_spin()): a holder on
+ * another CPU that releases meanwhile hands over without a sleep and
+ * without a wake-up, and the granter's wake_up_process() finds it running.
+ * The poll changes no order: the waiter is queued throughout.  How long it
+ * polls adapts to the semaphore (wsem_adapt_spin()): while its head waits
+ * are short the budget grows up to spin_ns, and one long wait ends the
+ * polling, so that a semaphore whose leases last for long spends no CPU on
+ * it.
  *
  * The sleeper checks its status before signals and timeouts, and leaves the
  * queue only under sem->lock while still WSEM_WAITING, so a grant that
  * races with a signal wins.  A sleeper that leaves without a grant (signal,
  * timeout) runs the grant walk again, since the waiters behind it may fit
- * now.
+ * now.  Task work (io_uring's completions) must run in user-return context,
+ * which a module cannot enter: the sleeper leaves a copy of its waiter in
+ * its place (parked), returns to run it, and the restarted call takes the
+ * place back (wsem_park()).
+ *
+ * Pollers and idle waiters are woken only with what a change made new:
+ * each change notes the events before it (wsem_events()) and wakes with
+ * those that hold after it and did not before, so a release that leaves
+ * the semaphore as ready as it was wakes nobody.
  *
  * Who holds and who waits: a handle that comes to hold weight for the
  * first time joins sem->holders, and stays there, holding or not, until it
  * is unbound (so that acquire and release touch no list); every grant
- * notes the acquirer (pid, command, cgroup, when); a
- * waiter notes when it queued.  The statistics are counters under
- * sem->lock.  Nothing of this allocates, and an acquirer that is the
- * handle's last one takes no reference on anything.
+ * notes the acquirer (pid, command, cgroup, when); a waiter notes when it
+ * queued.  The statistics are counters under sem->lock.  Nothing of this
+ * allocates, and an acquirer that is the handle's last one takes no
+ * reference on anything.
  */
 #include <linux/capability.h>
 #include <linux/cgroup.h>
@@ -75,72 +84,95 @@
 #define CREATE_TRACE_POINTS
 #include "wsem_trace.h"
 
+/* Grants told per pass under the lock; a full batch is woken, then more. */
+#define WSEM_WAKE_BATCH	8
+
 /* What to do once sem->lock is dropped. */
 struct wsem_wake {
-	struct list_head waiters;	/* WSEM_HANDING, to be told */
-	struct wsem *poll;		/* wake its pollers ... */
-	__poll_t events;		/* ... with these */
+	unsigned int nr_tasks;		/* sleepers to wake ... */
+	unsigned int nr_handles;	/* ... asynchronous requests' handles */
+	struct task_struct *tasks[WSEM_WAKE_BATCH];	/* with a reference */
+	struct wsem_handle *handles[WSEM_WAKE_BATCH];	/* with a reference */
+	struct wsem *sem;		/* wake its pollers ... */
+	__poll_t events;		/* ... with these, new since the change */
 };
 
 static DEFINE_IDA(wsem_ida);
 
 static __always_inline void wsem_wake_init(struct wsem_wake *wake)
 {
-	INIT_LIST_HEAD(&wake->waiters);
-	wake->poll = NULL;
+	wake->nr_tasks = 0;
+	wake->nr_handles = 0;
+	wake->events = 0;
 }
 
-/*
- * Tell a handle's asynchronous request how it ended and wake the handle's
- * pollers.  The file may be closing meanwhile: the handle is freed only
- * after a grace period (wsem_file_release()).
+static bool wsem_wake_full(const struct wsem_wake *wake)
+{
+	return wake->nr_tasks == WSEM_WAKE_BATCH ||
+	       wake->nr_handles == WSEM_WAKE_BATCH;
+}
+
+/**
+ * wsem_handle_put() - drop a reference to a handle
+ * @h: the handle; the last reference frees it
+ *
+ * Context: Any context that may kfree().
  */
-static void wsem_tell_async(struct wsem_waiter *w)
+void wsem_handle_put(struct wsem_handle *h)
 {
-	struct wsem_handle *h = w->handle;
-	struct task_struct *task = w->task;
-
-	rcu_read_lock();
-	/* Pairs with wsem_async_end() and wsem_poll(). */
-	smp_store_release(&w->status, w->result);
-	wake_up_poll(&h->wqh, EPOLLIN | EPOLLRDNORM);
-	rcu_read_unlock();
-	put_task_struct(task);		/* the request's */
+	if (refcount_dec_and_test(&h->ref))
+		kfree(h);
 }
 
-/* Tell each waiter on @list how its wait ended, and wake it. */
-static void wsem_tell(struct list_head *list)
+/* Wake whom @wake's grants ended the wait of, then the pollers. */
+static void wsem_wake_up(struct wsem_wake *wake)
 {
-	struct wsem_waiter *w, *next;
-	struct task_struct *task;
+	struct wsem_handle *h;
+	unsigned int i;
 
-	/* The _safe walk reads @w's successor before @w may vanish. */
-	list_for_each_entry_safe(w, next, list, node) {
-		if (w->async) {
-			wsem_tell_async(w);
-			continue;
-		}
-		task = w->task;
-		get_task_struct(task);
-		/* Pairs with wsem_wait(); from here on @w may be gone. */
-		smp_store_release(&w->status, w->result);
-		wake_up_process(task);
-		put_task_struct(task);
+	if (wake->nr_tasks || wake->nr_handles)
+		wsem_test_pause();
+	for (i = 0; i < wake->nr_tasks; i++) {
+		wake_up_process(wake->tasks[i]);
+		put_task_struct(wake->tasks[i]);
 	}
-}
-
-static __always_inline void wsem_wake_up(struct wsem_wake *wake)
-{
-	if (!list_empty(&wake->waiters))
-		wsem_tell(&wake->waiters);
-	if (unlikely(wake->poll))
-		wake_up_poll(&wake->poll->pollers, wake->events);
+	for (i = 0; i < wake->nr_handles; i++) {
+		h = wake->handles[i];
+		wake_up_poll(&h->wqh, EPOLLIN | EPOLLRDNORM);
+		wsem_handle_put(h);
+	}
+	wake->nr_tasks = 0;
+	wake->nr_handles = 0;
+	if (unlikely(wake->events)) {
+		wake_up_poll(&wake->sem->pollers, wake->events);
+		if (wake->events & EPOLLPRI)
+			wake_up_all(&wake->sem->idle_waiters);
+		wake->events = 0;
+	}
 }
 
 static bool wsem_fits(const struct wsem *sem, u64 weight)
 {
 	return sem->used <= sem->capacity &&
 	       weight <= sem->capacity - sem->used;
+}
+
+/*
+ * What poll() reports without an asynchronous request: EPOLLIN while a
+ * try-acquire of 1 would succeed (nobody queued, weight free), EPOLLPRI
+ * while the semaphore is idle (nothing held, nobody queued).
+ */
+static __poll_t wsem_events(const struct wsem *sem)
+{
+	__poll_t events = 0;
+
+	if (list_empty(&sem->waiters)) {
+		if (wsem_fits(sem, 1))
+			events |= EPOLLIN | EPOLLRDNORM;
+		if (!sem->used)
+			events |= EPOLLPRI;
+	}
+	return events;
 }
 
 /*
@@ -177,8 +209,8 @@ static void wsem_note_holder(struct wsem_handle *h, struct task_struct *task)
 }
 
 /* @task, acquiring through @h, is granted @weight. */
-static void wsem_take(struct wsem *sem, struct wsem_handle *h, u64 weight,
-		      struct task_struct *task)
+static void wsem_add_held(struct wsem *sem, struct wsem_handle *h, u64 weight,
+			  struct task_struct *task)
 {
 	sem->used += weight;
 	if (!h->held) {
@@ -192,7 +224,7 @@ static void wsem_take(struct wsem *sem, struct wsem_handle *h, u64 weight,
 }
 
 /* @h gives back @weight of what it holds. */
-static void wsem_give(struct wsem *sem, struct wsem_handle *h, u64 weight)
+static void wsem_sub_held(struct wsem *sem, struct wsem_handle *h, u64 weight)
 {
 	sem->used -= weight;
 	h->held -= weight;
@@ -202,6 +234,7 @@ static void wsem_give(struct wsem *sem, struct wsem_handle *h, u64 weight)
 
 static void wsem_enqueue(struct wsem *sem, struct wsem_waiter *w)
 {
+	w->head = list_empty(&sem->waiters);
 	list_add_tail(&w->node, &sem->waiters);
 	sem->nr_waiters++;
 	if (sem->nr_waiters > sem->stats.queue_max)
@@ -247,23 +280,70 @@ static void wsem_dequeue(struct wsem *sem, struct wsem_waiter *w)
 	sem->queued_weight -= w->weight;
 }
 
-/* End @w's wait at @now with @result: 0 (granted) or a negative errno. */
-static void wsem_finish(struct wsem *sem, struct wsem_waiter *w, int result,
-			u64 now, struct wsem_wake *wake)
+/* A poll that would catch more than one grant is never shorter than this. */
+#define WSEM_SPIN_START	2000
+
+/*
+ * Adapt @sem's poll to a head sleeper's wait of @waited ns that ended in a
+ * grant, as KVM adapts a vCPU's halt polling: a wait that a poll of spin_ns
+ * would have caught doubles the budget (from WSEM_SPIN_START, up to
+ * spin_ns); one that it would not have caught ends the polling until short
+ * waits come again, so that leases held for long cost no poll at all.
+ */
+static void wsem_adapt_spin(struct wsem *sem, u64 waited)
+{
+	u64 max = READ_ONCE(spin_ns);
+	u64 budget = sem->spin_budget;
+
+	lockdep_assert_held(&sem->lock);
+
+	if (waited > max)
+		budget = 0;
+	else
+		budget = clamp_t(u64, budget * 2, WSEM_SPIN_START, max);
+	WRITE_ONCE(sem->spin_budget, budget);
+}
+
+/*
+ * End @w's wait at @now with @result, 0 (granted) or a negative errno, and
+ * note in @wake whom to wake; @wake must have room.  From the status store
+ * on, @w belongs to its sleeper (or its handle) again: not touched here.
+ */
+static void wsem_end_wait(struct wsem *sem, struct wsem_waiter *w, int result,
+			  u64 now, struct wsem_wake *wake)
 {
 	lockdep_assert_held(&sem->lock);
 
 	wsem_dequeue(sem, w);
 	wsem_count_wait(sem, w, result, now);
 	if (!result)
-		wsem_take(sem, w->handle, w->weight, w->task);
-	w->result = result;
-	WRITE_ONCE(w->status, WSEM_HANDING);
-	list_add_tail(&w->node, &wake->waiters);
+		wsem_add_held(sem, w->handle, w->weight, w->task);
+	if (!result && w->head && !w->async)
+		wsem_adapt_spin(sem, now > w->since ? now - w->since : 0);
+	if (w->async) {
+		refcount_inc(&w->handle->ref);
+		wake->handles[wake->nr_handles++] = w->handle;
+	} else if (!w->parked) {
+		wake->tasks[wake->nr_tasks++] = get_task_struct(w->task);
+	}
+	/* Pairs with wsem_wait(), wsem_async_end() and wsem_poll(). */
+	smp_store_release(&w->status, result);
 }
 
-/* Grant the head of the queue, and the next, while each fits. */
-static void wsem_grant(struct wsem *sem, struct wsem_wake *wake)
+/*
+ * A parked waiter whose task is exiting never comes back for its place:
+ * it leaves the queue instead of being granted.
+ */
+static bool wsem_abandoned(const struct wsem_waiter *w)
+{
+	return w->parked && (READ_ONCE(w->task->flags) & PF_EXITING);
+}
+
+/*
+ * Grant the head of the queue, and the next, while each fits and @wake has
+ * room.  Return: true if it stopped for room, with a head that may fit.
+ */
+static bool wsem_grant_waiters(struct wsem *sem, struct wsem_wake *wake)
 {
 	struct wsem_waiter *w, *next;
 	u64 now = 0;
@@ -271,48 +351,62 @@ static void wsem_grant(struct wsem *sem, struct wsem_wake *wake)
 	lockdep_assert_held(&sem->lock);
 
 	list_for_each_entry_safe(w, next, &sem->waiters, node) {
-		if (!wsem_fits(sem, w->weight))
-			break;
+		if (wsem_wake_full(wake))
+			return true;
 		if (!now)
 			now = ktime_get_ns();
-		wsem_finish(sem, w, 0, now, wake);
+		if (unlikely(wsem_abandoned(w))) {
+			wsem_end_wait(sem, w, -EINTR, now, wake);
+			continue;
+		}
+		if (!wsem_fits(sem, w->weight))
+			break;
+		wsem_end_wait(sem, w, 0, now, wake);
 	}
-}
-
-/* Would a try-acquire of 1 succeed now?  What poll() reports as EPOLLIN. */
-static bool wsem_ready(const struct wsem *sem)
-{
-	return list_empty(&sem->waiters) && wsem_fits(sem, 1);
-}
-
-/* Nothing held, nobody queued: what poll() reports as EPOLLPRI. */
-static bool wsem_idle(const struct wsem *sem)
-{
-	return list_empty(&sem->waiters) && !sem->used;
+	return false;
 }
 
 /*
- * After weight came back or a waiter left: grant the waiters that fit now,
- * then, if weight is still free, note the pollers for @wake.
+ * Does anyone poll for @events, or wait for idle if EPOLLPRI is among them?
+ * Looked at under @sem->lock, without the queues' locks: a poller queues
+ * itself before it takes @sem->lock to look (wsem_poll(),
+ * wsem_wait_idle()), so one that looked before us is seen here, and one
+ * that looks after us sees the new state.
  */
-static void wsem_settle(struct wsem *sem, struct wsem_wake *wake)
+static bool wsem_has_pollers(struct wsem *sem, __poll_t events)
 {
 	lockdep_assert_held(&sem->lock);
 
-	if (!list_empty(&sem->waiters))
-		wsem_grant(sem, wake);
-	/*
-	 * No barrier needed: a poller adds itself to @sem->pollers before it
-	 * takes @sem->lock to look (wsem_poll()), so one that looked before
-	 * us is seen here, and one that looks after us sees the free weight.
-	 * Idle implies free weight, so idle waiters are seen too.
-	 */
-	if (unlikely(waitqueue_active(&sem->pollers)) && wsem_ready(sem)) {
-		wake->poll = sem;
-		wake->events = EPOLLIN | EPOLLRDNORM;
-		if (wsem_idle(sem))
-			wake->events |= EPOLLPRI;
+	/* Ordered by @sem->lock, as said above. */
+	if (waitqueue_active(&sem->pollers))
+		return true;
+	/* Likewise. */
+	return (events & EPOLLPRI) && waitqueue_active(&sem->idle_waiters);
+}
+
+/*
+ * After weight came back or a waiter left (@before: wsem_events() before
+ * the change): grant the waiters that fit now, drop @sem->lock, and wake
+ * the grantees, then the pollers with the events that are new.  A full
+ * batch of grantees is woken before the walk goes on, under the lock again.
+ */
+static void wsem_unlock_and_wake(struct wsem *sem, __poll_t before,
+				 struct wsem_wake *wake)
+	__releases(&sem->lock)
+{
+	lockdep_assert_held(&sem->lock);
+
+	while (wsem_grant_waiters(sem, wake)) {
+		spin_unlock(&sem->lock);
+		wsem_wake_up(wake);
+		spin_lock(&sem->lock);
 	}
+	wake->events = wsem_events(sem) & ~before;
+	if (wake->events && !wsem_has_pollers(sem, wake->events))
+		wake->events = 0;
+	wake->sem = sem;
+	spin_unlock(&sem->lock);
+	wsem_wake_up(wake);
 }
 
 /**
@@ -342,6 +436,7 @@ struct wsem *wsem_alloc(u64 capacity, umode_t mode, const char *name)
 	INIT_LIST_HEAD(&sem->waiters);
 	INIT_LIST_HEAD(&sem->holders);
 	init_waitqueue_head(&sem->pollers);
+	init_waitqueue_head(&sem->idle_waiters);
 	RB_CLEAR_NODE(&sem->node);
 	kref_init(&sem->ref);
 	sem->user_ns = get_user_ns(current->nsproxy->ipc_ns->user_ns);
@@ -362,7 +457,8 @@ static void wsem_free(struct kref *ref)
 		wsem_ns_uncharge(sem);
 	put_user_ns(sem->user_ns);
 	ida_free(&wsem_ida, sem->id);
-	kfree(sem);
+	/* RCU-walk lookups read it through its inode (wsemfs). */
+	kfree_rcu(sem, rcu);
 }
 
 /**
@@ -425,12 +521,20 @@ int wsem_bind(struct wsem_handle *h, struct wsem *sem)
 	return 0;
 }
 
+/* Free a parked waiter that is off the queue. */
+static void wsem_free_parked(struct wsem_waiter *w)
+{
+	put_task_struct(w->task);
+	kfree(w);
+}
+
 /**
  * wsem_unbind() - give back what a closing handle holds
  * @h: the handle, bound, with no caller left inside an ioctl on it
  *
  * The handle's weight returns to the semaphore and the waiters that now fit
- * are granted.  Drops the handle's reference to the semaphore.
+ * are granted; its queued request and its parked waiters leave the queue.
+ * Drops the handle's reference to the semaphore.
  *
  * Context: Process context.
  */
@@ -438,28 +542,44 @@ void wsem_unbind(struct wsem_handle *h)
 {
 	struct wsem *sem = h->sem;
 	struct task_struct *requester = NULL;
+	struct wsem_waiter *w, *next;
 	struct wsem_wake wake;
+	LIST_HEAD(parked);
+	__poll_t before;
+	u64 now;
 
 	if (h->relay.func)
 		remove_wait_queue(&sem->pollers, &h->relay);
 	wsem_wake_init(&wake);
 	spin_lock(&sem->lock);
+	before = wsem_events(sem);
+	now = ktime_get_ns();
 	/* Closing cancels a queued request; a granted one is in @h->held. */
-	if (h->requested && h->async.status == WSEM_WAITING) {
-		wsem_dequeue(sem, &h->async);
-		wsem_count_wait(sem, &h->async, -ECANCELED, ktime_get_ns());
+	if (h->requested) {
+		if (h->async.status == WSEM_WAITING) {
+			wsem_dequeue(sem, &h->async);
+			wsem_count_wait(sem, &h->async, -ECANCELED, now);
+		}
 		requester = h->async.task;
 		h->requested = false;
 	}
+	/* A parked sleeper cannot come back through a closed file. */
+	list_for_each_entry(w, &h->parked, park_node) {
+		if (w->status != WSEM_WAITING)
+			continue;
+		wsem_dequeue(sem, w);
+		wsem_count_wait(sem, w, -ECANCELED, now);
+	}
+	list_splice_init(&h->parked, &parked);
 	if (h->held)
 		trace_wsem_release(sem->id, h->held, sem->used - h->held);
-	wsem_give(sem, h, h->held);
+	wsem_sub_held(sem, h, h->held);
 	list_del_init(&h->hold_node);
-	wsem_settle(sem, &wake);
-	spin_unlock(&sem->lock);
-	wsem_wake_up(&wake);
+	wsem_unlock_and_wake(sem, before, &wake);
 	if (requester)
 		put_task_struct(requester);
+	list_for_each_entry_safe(w, next, &parked, park_node)
+		wsem_free_parked(w);
 	wsem_put(sem);
 }
 
@@ -478,64 +598,113 @@ void wsem_handle_forget(struct wsem_handle *h)
 #endif
 }
 
-/* Leave the queue for @why unless granted meanwhile; true if it left. */
+/*
+ * Leave the queue for @why unless the wait ended meanwhile; true if it
+ * left.  The waiters behind may fit now: they are granted.
+ */
 static bool wsem_leave(struct wsem *sem, struct wsem_waiter *w, int why)
 {
 	struct wsem_wake wake;
-	bool left = false;
+	__poll_t before;
 
 	wsem_wake_init(&wake);
 	spin_lock(&sem->lock);
-	if (w->status == WSEM_WAITING) {
-		wsem_dequeue(sem, w);
-		wsem_count_wait(sem, w, why, ktime_get_ns());
-		/* The waiters behind may fit now. */
-		wsem_settle(sem, &wake);
-		left = true;
+	if (w->status != WSEM_WAITING) {
+		spin_unlock(&sem->lock);
+		return false;
 	}
-	spin_unlock(&sem->lock);
-	wsem_wake_up(&wake);
-	return left;
+	before = wsem_events(sem);
+	wsem_dequeue(sem, w);
+	wsem_count_wait(sem, w, why, ktime_get_ns());
+	wsem_unlock_and_wake(sem, before, &wake);
+	return true;
 }
 
 /*
  * Must the wait end now?  -EINTR for a fatal signal; -ERESTARTNOHAND for
  * any other signal or a stop (the call fails with EINTR if a handler runs,
- * and is restarted, at the tail of the queue, if none does); -ETIMEDOUT
- * once @timed_out; else 0.
- *
- * Task work alone (TIF_NOTIFY_SIGNAL, as io_uring queues it) is no reason
- * to lose our place: the flag is cleared, *@notify remembers it, and the
- * caller sets it again when the wait ends, so the work runs then, on the
- * way back to user space.
+ * and is restarted, at the tail of the queue, if none does);
+ * -ERESTARTNOINTR for task work alone (TIF_NOTIFY_SIGNAL, as io_uring
+ * queues it: see wsem_park()); -ETIMEDOUT once @timed_out; else 0.
  */
-static int wsem_wait_check(bool timed_out, bool *notify)
+static int wsem_wait_check(bool timed_out)
 {
 	if (fatal_signal_pending(current))
 		return -EINTR;
 	if (task_sigpending(current))
 		return -ERESTARTNOHAND;
-	if (test_thread_flag(TIF_NOTIFY_SIGNAL)) {
-		clear_notify_signal();
-		*notify = true;
-	}
+	if (test_thread_flag(TIF_NOTIFY_SIGNAL))
+		return -ERESTARTNOINTR;
 	return timed_out ? -ETIMEDOUT : 0;
 }
 
-/* Off the queue: wait until the granter has said how the wait ended. */
-static int wsem_wait_told(struct wsem_waiter *w)
+/*
+ * Task work is pending, and only the way back to user space runs it: a
+ * module cannot.  Leave a copy of @w in its place in the queue, parked on
+ * its handle, and restart the call, which takes the place back
+ * (wsem_acquire()).  Should the memory for the copy be missing, the wait
+ * is left and the restarted call queues at the tail, as after a stop.
+ *
+ * Return: -ERESTARTNOINTR, or how the wait ended if it ended meanwhile.
+ */
+static int wsem_park(struct wsem *sem, struct wsem_waiter *w)
 {
-	int status;
+	struct wsem_waiter *p = kmalloc(sizeof(*p), WSEM_GFP);
+	int ret = -ERESTARTNOINTR;
 
-	for (;;) {
-		set_current_state(TASK_UNINTERRUPTIBLE);
-		/* Pairs with wsem_tell(). */
-		status = smp_load_acquire(&w->status);
-		if (status <= 0)
-			break;
-		schedule();
+	if (!p)
+		return wsem_leave(sem, w, ret) ? ret : READ_ONCE(w->status);
+	spin_lock(&sem->lock);
+	if (w->status == WSEM_WAITING) {
+		*p = *w;
+		p->parked = true;
+		get_task_struct(p->task);
+		list_replace(&w->node, &p->node);
+		list_add_tail(&p->park_node, &w->handle->parked);
+		p = NULL;
+	} else {
+		ret = w->status;
 	}
-	__set_current_state(TASK_RUNNING);
+	spin_unlock(&sem->lock);
+	kfree(p);
+	return ret;
+}
+
+/* The caller's parked waiter on @h (wsem_park()), or NULL. */
+static struct wsem_waiter *wsem_find_parked(struct wsem_handle *h)
+{
+	struct wsem_waiter *w;
+
+	list_for_each_entry(w, &h->parked, park_node)
+		if (w->task == current)
+			return w;
+	return NULL;
+}
+
+/*
+ * A parked waiter the restarted call cannot take back (another weight, a
+ * try): off the queue if still on it, and freed.  Entered with @sem->lock
+ * held, which it drops.  Return: how its wait had ended, or WSEM_WAITING
+ * if it was still queued.
+ */
+static int wsem_drop_parked(struct wsem *sem, struct wsem_waiter *p)
+	__releases(&sem->lock)
+{
+	int status = p->status;
+	struct wsem_wake wake;
+	__poll_t before;
+
+	wsem_wake_init(&wake);
+	list_del(&p->park_node);
+	if (status == WSEM_WAITING) {
+		before = wsem_events(sem);
+		wsem_dequeue(sem, p);
+		wsem_count_wait(sem, p, -ECANCELED, ktime_get_ns());
+		wsem_unlock_and_wake(sem, before, &wake);
+	} else {
+		spin_unlock(&sem->lock);
+	}
+	wsem_free_parked(p);
 	return status;
 }
 
@@ -564,18 +733,20 @@ static ktime_t wsem_now(clockid_t clock)
 }
 
 /*
- * Poll for the end of @w's wait on @sem for up to spin_ns (and not past
- * @deadline on @clock) before sleeping, while this CPU has nothing else to
- * run.  A holder running on another CPU that releases meanwhile then hands
- * over without the waiter's sleep and without a wake-up IPI, the cost that
- * dominates a hand-off between CPUs.  KVM polls a halted vCPU the same way.
+ * Poll for the end of @w's wait on @sem for up to its poll budget (at most
+ * spin_ns, see wsem_adapt_spin(); not past @deadline on @clock) before
+ * sleeping, while this CPU has nothing else to run.  A holder running on
+ * another CPU that releases meanwhile then hands over without the waiter's
+ * sleep and without a wake-up IPI, the cost that dominates a hand-off
+ * between CPUs.  KVM polls a halted vCPU the same way.
  * Anything else to do, a signal included, ends the poll early: the caller's
  * loop then handles it as after a sleep.
  */
 static void wsem_spin(struct wsem *sem, struct wsem_waiter *w,
 		      clockid_t clock, const ktime_t *deadline)
 {
-	u64 budget = READ_ONCE(spin_ns), start, now;
+	u64 budget = min_t(u64, READ_ONCE(sem->spin_budget), READ_ONCE(spin_ns));
+	u64 start, now;
 	int end = WSEM_SPIN_BUDGET;
 	s64 left;
 
@@ -592,7 +763,7 @@ static void wsem_spin(struct wsem *sem, struct wsem_waiter *w,
 	}
 	start = ktime_get_ns();
 	for (now = start; now - start < budget; now = ktime_get_ns()) {
-		/* Not WSEM_WAITING nor WSEM_HANDING: the caller reads it. */
+		/* Not WSEM_WAITING: ended, the caller reads how. */
 		if (READ_ONCE(w->status) <= 0) {
 			end = WSEM_SPIN_TOLD;
 			break;
@@ -611,13 +782,15 @@ static void wsem_spin(struct wsem *sem, struct wsem_waiter *w,
 }
 
 /*
- * Queue @h's request for @weight at the tail and sleep until it is granted,
- * a signal arrives or @deadline (if any) on @clock passes; at the head of
- * the queue, poll a moment first (wsem_spin()).  Entered with @sem->lock
- * held, which it drops.
+ * Queue @h's request for @weight at the tail, or take the place of the
+ * caller's @parked waiter, and sleep until it is granted, a signal arrives
+ * or @deadline (if any) on @clock passes; at the head of the queue, poll a
+ * moment first (wsem_spin()).  Entered with @sem->lock held, which it
+ * drops.
  */
 static int __sched wsem_wait(struct wsem *sem, struct wsem_handle *h,
-			     u64 weight, clockid_t clock, ktime_t *deadline)
+			     struct wsem_waiter *parked, u64 weight,
+			     clockid_t clock, ktime_t *deadline)
 	__releases(&sem->lock)
 {
 	struct wsem_waiter w = {
@@ -627,35 +800,43 @@ static int __sched wsem_wait(struct wsem *sem, struct wsem_handle *h,
 		.since = ktime_get_ns(),
 		.status = WSEM_WAITING,
 	};
-	bool timed_out = false, notify = false, head;
+	bool timed_out = false, head;
 	int ret;
 
-	wsem_enqueue(sem, &w);
+	if (parked) {
+		w.since = parked->since;
+		list_replace(&parked->node, &w.node);
+		list_del(&parked->park_node);
+	} else {
+		wsem_enqueue(sem, &w);
+	}
 	head = list_is_first(&w.node, &sem->waiters);
 	spin_unlock(&sem->lock);
 
-	if (head)
+	if (parked)
+		wsem_free_parked(parked);
+	else if (head)
 		wsem_spin(sem, &w, clock, deadline);
 
 	for (;;) {
 		set_current_state(TASK_INTERRUPTIBLE);
-		/* Pairs with wsem_tell(): the grant's accounting is seen. */
+		/* Pairs with wsem_end_wait(): the grant's accounting is seen. */
 		ret = smp_load_acquire(&w.status);
 		if (ret != WSEM_WAITING)
 			break;
-		ret = wsem_wait_check(timed_out, &notify);
+		ret = wsem_wait_check(timed_out);
 		if (ret) {
 			__set_current_state(TASK_RUNNING);
+			if (ret == -ERESTARTNOINTR)
+				return wsem_park(sem, &w);
 			if (wsem_leave(sem, &w, ret))
-				goto out;
-			break;		/* granted meanwhile: the grant wins */
+				return ret;
+			/* It ended meanwhile, under the lock: a grant wins. */
+			return READ_ONCE(w.status);
 		}
 		timed_out = !wsem_sleep(clock, deadline);
 	}
-	ret = wsem_wait_told(&w);
-out:
-	if (notify)
-		set_thread_flag(TIF_NOTIFY_SIGNAL);
+	__set_current_state(TASK_RUNNING);
 	return ret;
 }
 
@@ -671,7 +852,6 @@ static void wsem_queue_async(struct wsem *sem, struct wsem_handle *h,
 	w->handle = h;
 	w->weight = weight;
 	w->since = ktime_get_ns();
-	w->result = 0;
 	w->status = WSEM_WAITING;
 	w->async = true;
 	h->requested = true;
@@ -688,28 +868,46 @@ static void wsem_queue_async(struct wsem *sem, struct wsem_handle *h,
  *
  * WSEM_ACQUIRE_ASYNC queues the handle's request (struct wsem_handle
  * @async) at the tail instead of sleeping; its end wakes the handle's
- * pollers, and wsem_async_end() collects it.
+ * pollers, and wsem_async_end() collects it.  A call restarted after its
+ * sleeper left to run task work takes its parked place back.
  *
  * Context: Process context, may sleep unless WSEM_ACQUIRE_TRY or _ASYNC.
  * Return: 0 when granted; -EINVAL for a weight of 0 or above the capacity
  * (also when a shrink makes it so while waiting); -EAGAIN for a try that
  * cannot be granted at once; -ETIMEDOUT at the deadline; -EINTR or
- * -ERESTARTNOHAND on a signal; -EINPROGRESS for a queued asynchronous
- * request, -EBUSY if the handle has one already.
+ * -ERESTARTNOHAND on a signal; -ERESTARTNOINTR to run task work;
+ * -EINPROGRESS for a queued asynchronous request, -EBUSY if the handle has
+ * one already.
  */
 int wsem_acquire(struct wsem_handle *h, u64 weight, u64 flags,
 		 clockid_t clock, ktime_t deadline)
 {
+	ktime_t *until = flags & WSEM_ACQUIRE_DEADLINE ? &deadline : NULL;
 	struct wsem *sem = h->sem;
+	struct wsem_waiter *p;
 	int ret = 0;
 
+again:
 	spin_lock(&sem->lock);
+	p = unlikely(!list_empty(&h->parked)) ? wsem_find_parked(h) : NULL;
+	if (p && p->weight == weight && p->status == WSEM_WAITING &&
+	    !(flags & (WSEM_ACQUIRE_TRY | WSEM_ACQUIRE_ASYNC)))
+		return wsem_wait(sem, h, p, weight, clock, until);
+	if (p) {
+		u64 parked_weight = p->weight;
+
+		/* One that ended for this very call is its answer. */
+		ret = wsem_drop_parked(sem, p);
+		if (ret != WSEM_WAITING && parked_weight == weight)
+			return ret;
+		goto again;
+	}
 	if (!weight || weight > sem->capacity) {
 		ret = -EINVAL;
 	} else if ((flags & WSEM_ACQUIRE_ASYNC) && h->requested) {
 		ret = -EBUSY;
 	} else if (list_empty(&sem->waiters) && wsem_fits(sem, weight)) {
-		wsem_take(sem, h, weight, current);
+		wsem_add_held(sem, h, weight, current);
 		sem->stats.grants_at_once++;
 		trace_wsem_grant(sem->id, current->pid, weight, 0);
 	} else if (flags & WSEM_ACQUIRE_TRY) {
@@ -717,13 +915,13 @@ int wsem_acquire(struct wsem_handle *h, u64 weight, u64 flags,
 	} else if (flags & WSEM_ACQUIRE_ASYNC) {
 		wsem_queue_async(sem, h, weight);
 		ret = -EINPROGRESS;
-	} else if (!(flags & WSEM_ACQUIRE_DEADLINE)) {
-		return wsem_wait(sem, h, weight, clock, NULL);
-	} else if (ktime_compare(deadline, wsem_now(clock)) <= 0) {
+	} else if (until && ktime_compare(deadline, wsem_now(clock)) <= 0) {
 		sem->stats.timeouts++;
+		trace_wsem_wait_end(sem->id, current->pid, weight, -ETIMEDOUT,
+				    0);
 		ret = -ETIMEDOUT;
 	} else {
-		return wsem_wait(sem, h, weight, clock, &deadline);
+		return wsem_wait(sem, h, NULL, weight, clock, until);
 	}
 	spin_unlock(&sem->lock);
 	return ret;
@@ -734,11 +932,10 @@ int wsem_acquire(struct wsem_handle *h, u64 weight, u64 flags,
  * @h: the bound handle
  * @cancel: leave the queue if still in it
  *
- * An ended request is collected: the handle may make another.  One whose
- * end is being told (WSEM_HANDING) is waited for, briefly, so that the
- * answer is final.
+ * An ended request is collected: the handle may make another.  The end of
+ * a request is final once published (wsem_end_wait()): nothing here waits.
  *
- * Context: Process context, may sleep (briefly, uninterruptibly).
+ * Context: Process context.
  * Return: 0 when it was granted (the weight is @h's) or, with @cancel, when
  * it left the queue; -EALREADY with @cancel for one granted meanwhile;
  * -EINPROGRESS while it is queued, without @cancel; the error it ended with
@@ -748,39 +945,31 @@ int wsem_async_end(struct wsem_handle *h, bool cancel)
 {
 	struct wsem_waiter *w = &h->async;
 	struct wsem *sem = h->sem;
-	struct task_struct *requester = NULL;
+	struct task_struct *requester;
 	struct wsem_wake wake;
-	int ret, status;
+	__poll_t before;
+	int ret;
 
 	wsem_wake_init(&wake);
-again:
 	spin_lock(&sem->lock);
-	/* Pairs with wsem_tell_async(): the grant's accounting is seen. */
-	status = smp_load_acquire(&w->status);
-	if (!h->requested) {
-		ret = -ENOENT;
-	} else if (status == WSEM_HANDING) {
+	if (!h->requested || (w->status == WSEM_WAITING && !cancel)) {
+		ret = h->requested ? -EINPROGRESS : -ENOENT;
 		spin_unlock(&sem->lock);
-		/* Pairs with wsem_tell_async(), which wakes h->wqh after. */
-		wait_event(h->wqh, smp_load_acquire(&w->status) <= 0);
-		goto again;
-	} else if (status == WSEM_WAITING && !cancel) {
-		ret = -EINPROGRESS;
-	} else if (status == WSEM_WAITING) {
+		return ret;
+	}
+	requester = w->task;
+	h->requested = false;
+	if (w->status == WSEM_WAITING) {
+		before = wsem_events(sem);
 		wsem_dequeue(sem, w);
 		wsem_count_wait(sem, w, -ECANCELED, ktime_get_ns());
-		wsem_settle(sem, &wake);
-		requester = w->task;
-		h->requested = false;
+		wsem_unlock_and_wake(sem, before, &wake);
 		ret = 0;
 	} else {
-		h->requested = false;
-		ret = cancel && !status ? -EALREADY : status;
+		ret = cancel && !w->status ? -EALREADY : w->status;
+		spin_unlock(&sem->lock);
 	}
-	spin_unlock(&sem->lock);
-	wsem_wake_up(&wake);
-	if (requester)
-		put_task_struct(requester);
+	put_task_struct(requester);
 	return ret;
 }
 
@@ -791,9 +980,9 @@ again:
  * @clock: the clock of @deadline
  * @deadline: absolute deadline on @clock, with WSEM_ACQUIRE_DEADLINE
  *
- * The waiter sleeps among the semaphore's pollers, which wsem_settle()
- * wakes whenever weight is free, and so whenever it becomes idle.  It takes
- * no place in the queue: a signal restarts the call, with its deadline.
+ * The waiter sleeps on the semaphore's idle_waiters, which are woken only
+ * when it comes to be idle (wsem_unlock_and_wake()).  It takes no place in
+ * the queue: a signal restarts the call, with its deadline.
  *
  * Context: Process context, may sleep unless WSEM_ACQUIRE_TRY.
  * Return: 0 when idle; -EDEADLK while @h itself holds weight or has a
@@ -809,12 +998,12 @@ int __sched wsem_wait_idle(struct wsem_handle *h, u64 flags, clockid_t clock,
 	int ret;
 
 	for (;;) {
-		/* Queued before looking: see wsem_settle(). */
-		prepare_to_wait(&sem->pollers, &wait, TASK_INTERRUPTIBLE);
+		/* Queued before looking: see wsem_unlock_and_wake(). */
+		prepare_to_wait(&sem->idle_waiters, &wait, TASK_INTERRUPTIBLE);
 		spin_lock(&sem->lock);
-		if (h->held || h->requested)
+		if (h->held || h->requested || !list_empty(&h->parked))
 			ret = -EDEADLK;
-		else if (wsem_idle(sem))
+		else if (wsem_events(sem) & EPOLLPRI)
 			ret = 0;
 		else if (flags & WSEM_ACQUIRE_TRY)
 			ret = -EAGAIN;
@@ -834,7 +1023,7 @@ int __sched wsem_wait_idle(struct wsem_handle *h, u64 flags, clockid_t clock,
 		timed_out = !wsem_sleep(clock, flags & WSEM_ACQUIRE_DEADLINE ?
 					&deadline : NULL);
 	}
-	finish_wait(&sem->pollers, &wait);
+	finish_wait(&sem->idle_waiters, &wait);
 	return ret;
 }
 
@@ -851,20 +1040,19 @@ int wsem_release(struct wsem_handle *h, u64 weight)
 {
 	struct wsem *sem = h->sem;
 	struct wsem_wake wake;
-	int ret = 0;
+	__poll_t before;
 
 	wsem_wake_init(&wake);
 	spin_lock(&sem->lock);
 	if (!weight || weight > h->held) {
-		ret = -EINVAL;
-	} else {
-		wsem_give(sem, h, weight);
-		trace_wsem_release(sem->id, weight, sem->used);
-		wsem_settle(sem, &wake);
+		spin_unlock(&sem->lock);
+		return -EINVAL;
 	}
-	spin_unlock(&sem->lock);
-	wsem_wake_up(&wake);
-	return ret;
+	before = wsem_events(sem);
+	wsem_sub_held(sem, h, weight);
+	trace_wsem_release(sem->id, weight, sem->used);
+	wsem_unlock_and_wake(sem, before, &wake);
+	return 0;
 }
 
 /**
@@ -883,6 +1071,7 @@ int wsem_set_capacity(struct wsem *sem, u64 capacity)
 {
 	struct wsem_waiter *w, *next;
 	struct wsem_wake wake;
+	__poll_t before;
 	u64 now = 0;
 
 	if (!capacity || capacity > WSEM_CAPACITY_MAX)
@@ -890,18 +1079,24 @@ int wsem_set_capacity(struct wsem *sem, u64 capacity)
 
 	wsem_wake_init(&wake);
 	spin_lock(&sem->lock);
+	before = wsem_events(sem);
 	trace_wsem_capacity(sem->id, sem->capacity, capacity);
 	sem->capacity = capacity;
+again:
 	list_for_each_entry_safe(w, next, &sem->waiters, node) {
-		if (w->weight <= capacity)
+		if (w->weight <= sem->capacity)
 			continue;
+		if (wsem_wake_full(&wake)) {
+			spin_unlock(&sem->lock);
+			wsem_wake_up(&wake);
+			spin_lock(&sem->lock);
+			goto again;
+		}
 		if (!now)
 			now = ktime_get_ns();
-		wsem_finish(sem, w, -EINVAL, now, &wake);
+		wsem_end_wait(sem, w, -EINVAL, now, &wake);
 	}
-	wsem_settle(sem, &wake);
-	spin_unlock(&sem->lock);
-	wsem_wake_up(&wake);
+	wsem_unlock_and_wake(sem, before, &wake);
 	return 0;
 }
 
@@ -955,17 +1150,24 @@ struct wsem_who {
 	char comm[TASK_COMM_LEN];
 };
 
-/* Fill @out from @who for the caller, and drop @who's references. */
+/*
+ * Fill @out from @who for the caller, and drop @who's references.  What
+ * the caller's namespaces cannot see stays empty: the pid, command and
+ * cgroup of a process its PID namespace does not hold (a host's process,
+ * seen from a container), and a cgroup outside its cgroup namespace.
+ */
 static void wsem_describe(struct wsem_who *who, struct wsem_holder *out)
 {
 	struct pid_namespace *pidns = task_active_pid_ns(current);
 	struct cgroup *cgrp = who->cgrp;
+	bool visible;
 
 	out->weight = who->weight;
 	out->age_ns = who->age_ns;
 	if (who->task) {
 		out->flags = WSEM_HOLDER_WAITING;
 		out->pid = task_tgid_nr_ns(who->task, pidns);
+		visible = out->pid;
 		__get_task_comm(out->comm, sizeof(out->comm), who->task);
 #ifdef CONFIG_CGROUPS
 		rcu_read_lock();
@@ -976,19 +1178,25 @@ static void wsem_describe(struct wsem_who *who, struct wsem_holder *out)
 #endif
 		put_task_struct(who->task);
 	} else {
+		/* A struct pid keeps its numbers after its process is gone. */
+		visible = who->pid && pid_nr_ns(who->pid, pidns);
 		/* A process that is gone has no pid any more. */
 		rcu_read_lock();
-		if (who->pid && pid_has_task(who->pid, PIDTYPE_TGID))
+		if (visible && pid_has_task(who->pid, PIDTYPE_TGID))
 			out->pid = pid_nr_ns(who->pid, pidns);
 		rcu_read_unlock();
 		memcpy(out->comm, who->comm, sizeof(out->comm));
 		put_pid(who->pid);
 	}
+	if (!visible)
+		memset(out->comm, 0, sizeof(out->comm));
 #ifdef CONFIG_CGROUPS
 	if (cgrp) {
 		/* Cut to fit, NUL-terminated, or empty on an error. */
-		if (cgroup_path_ns(cgrp, out->cgroup, sizeof(out->cgroup),
-				   current->nsproxy->cgroup_ns) < 0)
+		if (!visible ||
+		    cgroup_path_ns(cgrp, out->cgroup, sizeof(out->cgroup),
+				   current->nsproxy->cgroup_ns) < 0 ||
+		    !strncmp(out->cgroup, "/..", 3))
 			out->cgroup[0] = '\0';
 		cgroup_put(cgrp);
 	}
@@ -1006,7 +1214,10 @@ static void wsem_describe(struct wsem_who *who, struct wsem_holder *out)
  *
  * A snapshot under @sem->lock, with references on the processes; pids,
  * commands and cgroup paths are read after the lock is dropped, as the
- * caller sees them (its PID and cgroup namespaces).
+ * caller sees them (its PID and cgroup namespaces; wsem_describe()).  The
+ * walk takes the handles that hold nothing any more off @sem->holders (a
+ * grant puts them back), so that it covers the holders, not every handle
+ * that ever held.  The arrays are charged to the caller's memory cgroup.
  *
  * Context: Process context, may sleep.
  * Return: the number of entries in *@out, or -ENOMEM.
@@ -1014,7 +1225,7 @@ static void wsem_describe(struct wsem_who *who, struct wsem_holder *out)
 int wsem_holders(struct wsem *sem, u32 count, struct wsem_holder **out,
 		 u32 *holders, u32 *waiters)
 {
-	struct wsem_handle *h;
+	struct wsem_handle *h, *hnext;
 	struct wsem_waiter *w;
 	struct wsem_who *who;
 	u64 now, jnow;
@@ -1029,7 +1240,7 @@ int wsem_holders(struct wsem *sem, u32 count, struct wsem_holder **out,
 	for (;;) {
 		room = min_t(u64, count, READ_ONCE(sem->nr_holders) +
 			     READ_ONCE(sem->nr_waiters) + 16);
-		who = kvcalloc(room, sizeof(*who), GFP_KERNEL);
+		who = kvcalloc(room, sizeof(*who), WSEM_GFP);
 		if (room && !who)
 			return -ENOMEM;
 		spin_lock(&sem->lock);
@@ -1044,11 +1255,13 @@ int wsem_holders(struct wsem *sem, u32 count, struct wsem_holder **out,
 	jnow = get_jiffies_64();
 	*holders = sem->nr_holders;
 	*waiters = min_t(u64, sem->nr_waiters, U32_MAX);
-	list_for_each_entry(h, &sem->holders, hold_node) {
+	list_for_each_entry_safe(h, hnext, &sem->holders, hold_node) {
 		if (n == count)
 			break;
-		if (!h->held)
+		if (!h->held) {
+			list_del_init(&h->hold_node);
 			continue;
+		}
 		who[n].pid = get_pid(h->pid);
 #ifdef CONFIG_CGROUPS
 		who[n].cgrp = h->cgrp;
@@ -1072,7 +1285,7 @@ int wsem_holders(struct wsem *sem, u32 count, struct wsem_holder **out,
 	spin_unlock(&sem->lock);
 
 	if (n) {
-		*out = kvcalloc(n, sizeof(**out), GFP_KERNEL);
+		*out = kvcalloc(n, sizeof(**out), WSEM_GFP);
 		for (i = 0; i < n; i++) {
 			if (*out) {
 				wsem_describe(&who[i], &(*out)[i]);
@@ -1106,6 +1319,10 @@ int wsem_holders(struct wsem *sem, u32 count, struct wsem_holder **out,
  * succeed: nobody is queued and some weight is free; polling takes
  * nothing, and the weight may be gone again before the caller's acquire.
  * EPOLLPRI while the semaphore is idle: nothing held, nobody queued.
+ * Pollers are woken when one of these comes to hold, not while it holds
+ * (wsem_unlock_and_wake()): an edge-triggered poller of EPOLLIN hears a
+ * semaphore that was full come to have room, not each release after that;
+ * a weight above 1 is waited for with an asynchronous request.
  *
  * Context: Process context; takes @sem->lock.
  * Return: EPOLLIN | EPOLLRDNORM, EPOLLPRI, both or 0.
@@ -1113,19 +1330,17 @@ int wsem_holders(struct wsem *sem, u32 count, struct wsem_holder **out,
 __poll_t wsem_poll(struct wsem *sem, struct wsem_handle *h, struct file *file,
 		   poll_table *wait)
 {
-	__poll_t events = 0;
+	__poll_t events;
 
 	poll_wait(file, &sem->pollers, wait);
 	spin_lock(&sem->lock);
+	events = wsem_events(sem);
 	if (h->requested) {
-		/* Pairs with wsem_tell_async(). */
+		events &= ~(EPOLLIN | EPOLLRDNORM);
+		/* Pairs with wsem_end_wait(). */
 		if (smp_load_acquire(&h->async.status) <= 0)
-			events = EPOLLIN | EPOLLRDNORM;
-	} else if (wsem_ready(sem)) {
-		events = EPOLLIN | EPOLLRDNORM;
+			events |= EPOLLIN | EPOLLRDNORM;
 	}
-	if (wsem_idle(sem))
-		events |= EPOLLPRI;
 	spin_unlock(&sem->lock);
 	return events;
 }

@@ -7,10 +7,25 @@
  *   wsem_ns_lock (mutex)  registering and forgetting namespaces (ns.c);
  *                         lookups take no lock (RCU)
  *   wns->lock (mutex)     one namespace: its names, its per-user counts
- *   sem->lock (spin)      one semaphore: its counters and its wait queue
+ *   h->text_lock (mutex)  one handle's read(2) text; taken before the
+ *                         semaphore's lock (wsem_text())
+ *   sem->lock (spin)      one semaphore: its counters, its wait queue, what
+ *                         its handles hold and their parked waiters
+ *   sem->pollers.lock,    the wait queues' own locks: woken after sem->lock
+ *   sem->idle_waiters.lock  is dropped, never taken under it; a poller
+ *                         queues itself before it takes sem->lock to look
+ *   h->wqh.lock           a handle's pollers; taken under sem->pollers.lock
+ *                         by the relay of early pollers (wsem_bind()), and
+ *                         by itself when an asynchronous request is told
  *
  * A handle is bound once, with cmpxchg_release() on h->sem, under no lock.
  * No user memory is touched and nothing is allocated under a spinlock.
+ *
+ * Lifetimes: a semaphore is freed after an RCU grace period, since
+ * RCU-walk path lookups read it through its wsemfs inode.  A handle is
+ * freed at its last reference: its file's, and one a granter holds from
+ * granting its asynchronous request under sem->lock until it has woken
+ * the handle's pollers after the lock is dropped.
  */
 #ifndef _WSEM_INTERNAL_H
 #define _WSEM_INTERNAL_H
@@ -21,6 +36,8 @@
 #include <linux/mutex.h>
 #include <linux/poll.h>
 #include <linux/rbtree.h>
+#include <linux/rcupdate.h>
+#include <linux/refcount.h>
 #include <linux/sched.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
@@ -56,9 +73,15 @@ struct wsem_user;
  *	hold none now are skipped by readers
  * @nr_holders: how many on @holders hold weight now
  * @stats: counters since creation, reported by stat (struct wsem_stat)
- * @pollers: poll() and epoll waiting for weight to become free; woken,
- *	after @lock is dropped, by whoever makes a try-acquire of 1 succeed
- *	(see wsem_settle())
+ * @pollers: poll() and epoll on the semaphore's handles; woken, after
+ *	@lock is dropped, only with the events that a change made new: ready
+ *	(EPOLLIN) when a try-acquire of 1 comes to succeed, idle (EPOLLPRI)
+ *	when the semaphore comes to be idle (wsem_unlock_and_wake())
+ * @idle_waiters: WSEM_IOC_WAIT_IDLE sleepers; woken only when the
+ *	semaphore comes to be idle
+ * @spin_budget: how long a head waiter polls before it sleeps (ns, at
+ *	most spin_ns); grown by waits that polling would have caught, set to
+ *	0 by one it would not have (wsem_adapt_spin()); written under @lock
  * @node: in the name tree of @wns while @linked; protected by @wns->lock
  * @ref: one per bound handle, one for the name while @linked
  * @wns: the namespace charged for this semaphore (holds a reference), or
@@ -98,6 +121,9 @@ struct wsem {
 		u64 queue_max;
 	} stats;
 	wait_queue_head_t pollers;
+	wait_queue_head_t idle_waiters;
+	u32 spin_budget;
+	struct rcu_head rcu;	/* freed after a grace period */
 
 	struct rb_node node;
 	struct kref ref;
@@ -112,22 +138,27 @@ struct wsem {
 };
 
 /**
- * struct wsem_waiter - one queue entry: on the stack of a sleeper, or in a
- *	handle for an asynchronous request
- * @node: in sem->waiters, then in the granter's struct wsem_wake
- * @task: the sleeper, or the asynchronous requester (holds a reference)
+ * struct wsem_waiter - one queue entry: on the stack of a sleeper, in a
+ *	handle for an asynchronous request, or parked (see below)
+ * @node: in sem->waiters while WSEM_WAITING
+ * @task: the sleeper, or the requester (an asynchronous or parked waiter
+ *	holds a reference)
  * @handle: where a granted weight is accounted
  * @weight: what it waits for
  * @since: when it queued, ktime_get_ns()
- * @result: how the wait ended, 0 (granted) or a negative errno; set with
- *	WSEM_HANDING
- * @status: WSEM_WAITING, WSEM_HANDING, then @result; the last store is the
- *	granter's smp_store_release(), after which a sleeper's waiter may
- *	vanish and an asynchronous one may be reused
+ * @status: WSEM_WAITING while queued, then how the wait ended: 0
+ *	(granted) or a negative errno.  The granter publishes the end under
+ *	sem->lock with smp_store_release() and never touches the waiter
+ *	after that: a sleeper's waiter may vanish at once, an asynchronous
+ *	one be collected and reused
  * @async: the handle's asynchronous request (@handle->async)
+ * @parked: a sleeper's place kept while it returned to run task work
+ *	(kmalloc()ed, on @handle->parked: wsem_park())
+ * @head: a sleeper that was the head of the queue when it queued: the one
+ *	that polls, whose wait adapts the semaphore's poll
+ * @park_node: in @handle->parked
  *
- * Protected by the lock of the semaphore it waits on while WSEM_WAITING;
- * owned by the granter while WSEM_HANDING.
+ * Protected by the lock of the semaphore it waits on.
  */
 struct wsem_waiter {
 	struct list_head node;
@@ -135,14 +166,15 @@ struct wsem_waiter {
 	struct wsem_handle *handle;
 	u64 weight;
 	u64 since;
-	int result;
 	int status;
 	bool async;
+	bool parked;
+	bool head;
+	struct list_head park_node;
 };
 
-/* struct wsem_waiter.status until it is told how its wait ended */
-#define WSEM_WAITING	1	/* in the queue */
-#define WSEM_HANDING	2	/* off the queue, about to be told @result */
+/* struct wsem_waiter.status until its wait ends (then 0 or -errno) */
+#define WSEM_WAITING	1
 
 /* Why a waiter's poll before sleeping ended (tracepoint wsem_spin) */
 enum wsem_spin_end {
@@ -173,13 +205,14 @@ enum wsem_spin_end {
  *	that came before the handle was bound hear the semaphore's wake-ups
  *	through @relay
  * @relay: on @sem->pollers from binding on, if @wqh had waiters then
+ * @parked: struct wsem_waiter (park_node) of sleepers that left to run
+ *	task work and have not come back yet; protected by @sem->lock
+ * @ref: the file's, and a granter's while it tells @async (see wsem.h's
+ *	lifetimes); the last one frees the handle
  * @text_lock: serialises read(2) on the handle, for the two below
  * @text: what read(2) reads: taken at offset 0, kept for reads further
  *	on, so that a text read in pieces is one state (kvmalloc()ed)
  * @text_len: its length
- * @rcu: a handle that made a request is freed after a grace period: a
- *	granter tells @async and wakes @wqh under rcu_read_lock(), perhaps
- *	after the file closed
  */
 struct wsem_handle {
 	struct wsem *sem;
@@ -193,10 +226,11 @@ struct wsem_handle {
 	struct wsem_waiter async;
 	wait_queue_head_t wqh;
 	wait_queue_entry_t relay;
+	struct list_head parked;
+	refcount_t ref;
 	struct mutex text_lock;	/* see the kernel-doc above */
 	char *text;
 	size_t text_len;
-	struct rcu_head rcu;
 };
 
 static inline struct wsem *wsem_handle_sem(struct wsem_handle *h)
@@ -224,6 +258,7 @@ void wsem_fill_stat(struct wsem *sem, struct wsem_handle *h,
 int wsem_holders(struct wsem *sem, u32 count, struct wsem_holder **out,
 		 u32 *holders, u32 *waiters);
 void wsem_handle_forget(struct wsem_handle *h);
+void wsem_handle_put(struct wsem_handle *h);
 __poll_t wsem_poll(struct wsem *sem, struct wsem_handle *h, struct file *file,
 		   poll_table *wait);
 bool wsem_may(const struct wsem *sem, int mask, bool audit);
@@ -253,6 +288,20 @@ unsigned int wsem_ns_inum(const struct wsem_ns *wns);
 /* fs.c: wsemfs */
 int wsem_fs_init(void);
 void wsem_fs_exit(void);
+
+/*
+ * Test builds only (Kbuild: WSEM_TEST_KNOBS=y, as make check builds the
+ * module): a granter pauses once, when armed through the test_tell_delay_ms
+ * parameter, between dropping sem->lock and telling whom it granted, so
+ * that tests reach the races of that window every run.
+ */
+#ifdef WSEM_TEST_KNOBS
+void wsem_test_pause(void);
+#else
+static inline void wsem_test_pause(void)
+{
+}
+#endif
 
 extern unsigned int max_sems_per_ns;
 extern unsigned int max_sems_per_user;

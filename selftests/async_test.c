@@ -732,4 +732,212 @@ TEST_F(async, idle_by_poll)
 	EXPECT_EQ(0, close(w));
 }
 
+/* The idle herd: a sleeper of each kind, and whether it was woken. */
+struct sleeper {
+	pthread_t thread;
+	int fd;
+	bool by_poll;		/* poll(2) for POLLPRI, not wsem_wait_idle() */
+	atomic_int tid;
+	int ret;
+};
+
+static void *sleeper_main(void *arg)
+{
+	struct sleeper *s = arg;
+	struct pollfd p = { .fd = s->fd, .events = POLLPRI };
+
+	atomic_store(&s->tid, gettid());
+	if (s->by_poll)
+		s->ret = poll(&p, 1, -1) == 1 ? 0 : -1;
+	else
+		s->ret = wsem_wait_idle(s->fd, -1);
+	return NULL;
+}
+
+/*
+ * Idle waiters and pollers of idle sleep through every release that
+ * leaves the semaphore busy: they are woken when it comes to be idle, not
+ * at each change (a herd of them made every release slow).
+ */
+TEST_F(async, idle_sleepers_sleep_through_busy_releases)
+{
+	struct sleeper sl[2] = { { .by_poll = false }, { .by_poll = true } };
+	long long before[2];
+	int keeper, i, n;
+	pid_t tid;
+
+	keeper = wsem_reopen(self->fd, 0);
+	ASSERT_LE(0, keeper);
+	ASSERT_EQ(0, wsem_acquire(keeper, 1));
+	for (i = 0; i < 2; i++) {
+		sl[i].fd = wsem_reopen(self->fd, 0);
+		ASSERT_LE(0, sl[i].fd);
+		ASSERT_EQ(0, pthread_create(&sl[i].thread, NULL, sleeper_main,
+					    &sl[i]));
+	}
+	for (i = 0; i < 2; i++) {
+		for (n = 0; n < 10000; n++) {
+			tid = atomic_load(&sl[i].tid);
+			if (tid && thread_sleeping(tid))
+				break;
+			usleep(1000);
+		}
+		ASSERT_TRUE(tid && thread_sleeping(tid));
+		before[i] = nvcsw(tid);
+	}
+	/*
+	 * The keeper's unit stays held: never idle.  Each pair is given
+	 * time for a woken sleeper to go back to sleep, so that each release
+	 * would find it there to wake.
+	 */
+	for (n = 0; n < 100; n++) {
+		ASSERT_EQ(0, wsem_acquire(self->fd, 1));
+		ASSERT_EQ(0, wsem_release(self->fd, 1));
+		usleep(2000);
+	}
+	for (i = 0; i < 2; i++)
+		EXPECT_GE(3, nvcsw(atomic_load(&sl[i].tid)) - before[i])
+			TH_LOG("%s woken by releases that left it busy",
+			       sl[i].by_poll ? "a poller" : "an idle waiter");
+	/* Idle now: both wake. */
+	EXPECT_EQ(0, close(keeper));
+	for (i = 0; i < 2; i++) {
+		pthread_join(sl[i].thread, NULL);
+		EXPECT_EQ(0, sl[i].ret);
+		EXPECT_EQ(0, close(sl[i].fd));
+	}
+}
+
+/* ---------------------------------------------------------------- */
+/* The granter's window: between dropping the lock and telling      */
+
+/* The knob of a test build of wsem.ko (make check builds one). */
+#define TELL_DELAY	"/sys/module/wsem/parameters/test_tell_delay_ms"
+
+/* A release of 1 in a thread, and whether it has returned. */
+struct releaser {
+	pthread_t thread;
+	int fd;
+	int ret;
+	atomic_bool done;
+};
+
+static void *releaser_main(void *arg)
+{
+	struct releaser *r = arg;
+
+	r->ret = wsem_release(r->fd, 1);
+	atomic_store(&r->done, true);
+	return NULL;
+}
+
+/*
+ * @fd takes the whole capacity, @req queues a request for 1, and a thread
+ * releases 1 of @fd's with the granter's pause armed for @ms: back once
+ * the grant is published (a poll with no timeout sees the request ended),
+ * the granter still in its pause, before it wakes @req's pollers.
+ * 0, or -1.
+ */
+static int grant_and_pause(int fd, int req, struct releaser *r, int ms)
+{
+	int64_t end = now_ns() + 10 * NSEC;
+	char val[16];
+
+	if (wsem_acquire(fd, CAP) ||
+	    wsem_acquire_async(req, 1) != -1 || errno != EINPROGRESS)
+		return -1;
+	snprintf(val, sizeof(val), "%d", ms);
+	if (write_file(TELL_DELAY, val))
+		return -1;
+	r->fd = fd;
+	atomic_store(&r->done, false);
+	if (pthread_create(&r->thread, NULL, releaser_main, r))
+		return -1;
+	while (!(poll_for(req, POLLIN, 0) & POLLIN))
+		if (now_ns() > end || usleep(1000))
+			return -1;
+	return 0;
+}
+
+/*
+ * A handle closed while its request's grant is being told: the granter
+ * holds the handle until it has woken its pollers (this was a
+ * use-after-free), and the granted weight goes back at the close.
+ */
+TEST_F(async, close_while_the_grant_is_told)
+{
+	struct releaser r;
+	int req;
+
+	if (access(TELL_DELAY, F_OK))
+		SKIP(return, "not a test build of wsem.ko (no %s)", TELL_DELAY);
+	req = wsem_reopen(self->fd, 0);
+	ASSERT_LE(0, req);
+	ASSERT_EQ(0, grant_and_pause(self->fd, req, &r, 500));
+	ASSERT_EQ(0, close(req));
+	EXPECT_FALSE(atomic_load(&r.done));
+	pthread_join(r.thread, NULL);
+	EXPECT_EQ(0, r.ret);
+	EXPECT_EQ(CAP - 1, used(self->fd));
+	EXPECT_EQ(0, wsem_release(self->fd, CAP - 1));
+	EXPECT_EQ(0, used(self->fd));
+}
+
+/* Another thread's look at @req's request, and its answer. */
+struct looker {
+	pthread_t thread;
+	int fd;
+	int ret, err;
+};
+
+static void *looker_main(void *arg)
+{
+	struct looker *l = arg;
+
+	l->ret = wsem_acquire_result(l->fd);
+	l->err = errno;
+	return NULL;
+}
+
+/*
+ * A published grant is final: collecting it waits for nothing, not for
+ * the granter that has yet to wake the pollers, and a new request made on
+ * the handle meanwhile is only that (a collector that slept until the old
+ * grant was told could sleep on through the new request, unkillably).
+ */
+TEST_F(async, collecting_never_waits_for_the_granter)
+{
+	struct looker l = { 0 };
+	struct releaser r;
+	int64_t t0;
+	int req;
+
+	if (access(TELL_DELAY, F_OK))
+		SKIP(return, "not a test build of wsem.ko (no %s)", TELL_DELAY);
+	req = wsem_reopen(self->fd, 0);
+	ASSERT_LE(0, req);
+	ASSERT_EQ(0, grant_and_pause(self->fd, req, &r, 3000));
+	t0 = now_ns();
+	EXPECT_EQ(0, wsem_acquire_result(req));
+	EXPECT_GT(NSEC, now_ns() - t0);
+	EXPECT_EQ(1, held(req));
+	/* A new request, queued behind a full semaphore. */
+	ASSERT_EQ(0, wsem_release(req, 1));
+	ASSERT_EQ(0, wsem_acquire(self->fd, 1));
+	ASSERT_EQ(-1, wsem_acquire_async(req, 1));
+	ASSERT_EQ(EINPROGRESS, errno);
+	l.fd = req;
+	ASSERT_EQ(0, pthread_create(&l.thread, NULL, looker_main, &l));
+	pthread_join(l.thread, NULL);
+	EXPECT_EQ(-1, l.ret);
+	EXPECT_EQ(EINPROGRESS, l.err);
+	EXPECT_FALSE(atomic_load(&r.done));
+	EXPECT_EQ(0, wsem_acquire_cancel(req));
+	pthread_join(r.thread, NULL);
+	EXPECT_EQ(0, r.ret);
+	EXPECT_EQ(0, wsem_release(self->fd, CAP));
+	EXPECT_EQ(0, close(req));
+	EXPECT_EQ(0, used(self->fd));
+}
+
 TEST_HARNESS_MAIN

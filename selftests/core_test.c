@@ -8,8 +8,8 @@
  *  - epoll registered on a handle before it was bound hears the
  *    semaphore's wake-ups after the bind;
  *  - task work (io_uring's completions, TIF_NOTIFY_SIGNAL) that arrives
- *    while a waiter sleeps does not cost it its place in the queue, and
- *    runs once the wait is over;
+ *    while a waiter sleeps runs at once, and the waiter keeps its place
+ *    in the queue;
  *  - fdinfo has a stable id: the same for every handle of a semaphore;
  *  - a mass grant: 256 waiters granted by one release, each gets its
  *    weight exactly once.
@@ -329,6 +329,7 @@ struct tw {
 	int ret[2];
 	int err[2];
 	_Atomic pid_t tid0;	/* waiter 0's thread id, once its ring is up */
+	struct ring ring;	/* waiter 0's, polling pipe[0] */
 	unsigned int cqes;	/* waiter 0's completions once granted */
 	int ring_err;		/* io_uring_setup's errno, or 0 */
 };
@@ -336,10 +337,10 @@ struct tw {
 static void *tw_waiter(void *p, int me)
 {
 	struct tw *t = p;
-	struct ring r;
+	struct ring *r = &t->ring;
 
 	if (me == 0) {
-		if (ring_setup(&r) || ring_poll_add(&r, t->pipe[0])) {
+		if (ring_setup(r) || ring_poll_add(r, t->pipe[0])) {
 			t->ring_err = errno ? errno : EIO;
 			atomic_store(&t->tid0, -1);
 			return NULL;
@@ -350,9 +351,8 @@ static void *tw_waiter(void *p, int me)
 	t->err[me] = errno;
 	t->granted_as[me] = atomic_fetch_add(&t->order, 1) + 1;
 	if (me == 0) {
-		/* The completion was deferred, not lost: it is here now. */
-		t->cqes = ring_completions(&r);
-		ring_close(&r);
+		t->cqes = ring_completions(r);
+		ring_close(r);
 	}
 	if (!t->ret[me])
 		wsem_release(t->fd[me], 1);
@@ -367,18 +367,6 @@ static void *tw_first(void *p)
 static void *tw_second(void *p)
 {
 	return tw_waiter(p, 1);
-}
-
-/* voluntary_ctxt_switches of thread @tid, or -1. */
-static long long nvcsw(pid_t tid)
-{
-	char path[64], buf[4096], *p;
-
-	snprintf(path, sizeof(path), "/proc/self/task/%d/status", tid);
-	if (read_file(path, buf, sizeof(buf)))
-		return -1;
-	p = strstr(buf, "voluntary_ctxt_switches:");
-	return p ? strtoll(p + 24, NULL, 10) : -1;
 }
 
 TEST_F(core, task_work_keeps_the_place_in_the_queue)
@@ -411,14 +399,20 @@ TEST_F(core, task_work_keeps_the_place_in_the_queue)
 	ASSERT_EQ(0, wait_waiters(self->fd, 2));
 
 	/*
-	 * Readable pipe: the ring's poll completes, as task work for waiter
-	 * 0 (TIF_NOTIFY_SIGNAL), which wakes it.  Wait until it has run and
-	 * slept again.
+	 * Readable pipe: the ring's poll completes as task work for waiter
+	 * 0 (TIF_NOTIFY_SIGNAL), which runs only on its way back to user
+	 * space.  The completion must come while waiter 0 still waits (a
+	 * wait that held the task work back could deadlock with whoever
+	 * waits for that completion), and it must keep its place.
 	 */
 	before = nvcsw(tid);
 	ASSERT_LE(0, before);
 	ASSERT_EQ(1, write(t.pipe[1], "x", 1));
 	end = now_ms() + LONG_MS;
+	while (!ring_completions(&t.ring) && now_ms() < end)
+		usleep(1000);
+	EXPECT_EQ(1, ring_completions(&t.ring))
+		TH_LOG("the task work did not run while the waiter waited");
 	while (nvcsw(tid) == before && now_ms() < end)
 		usleep(1000);
 	EXPECT_LT(before, nvcsw(tid));

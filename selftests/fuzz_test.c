@@ -49,6 +49,9 @@
  * The chaos threads of root workers also set the module parameter spin_ns
  * now and then (0, 1 us, 20 us, 1 ms), so that waiters poll for their grant
  * (or do not) while the rest goes on; the test puts the old value back.
+ * With a test build of the module they also arm test_tell_delay_ms (1 to
+ * 5 ms): the next granter pauses between publishing its grants and waking
+ * the grantees, while closes, collects and new requests go on.
  *
  * Environment: WSEM_FUZZ_SEED replays the random choices of a run (the
  * interleaving of the processes is the scheduler's); WSEM_FUZZ_OPS is the
@@ -110,6 +113,7 @@
 #define NBIND		2		/* file bind-mount targets */
 #define NNSNAMES	3		/* names a dying namespace makes */
 #define SPIN_PARAM	"/sys/module/wsem/parameters/spin_ns"
+#define TELL_DELAY	"/sys/module/wsem/parameters/test_tell_delay_ms"
 
 /* The base semaphores: the workers find them by name. */
 static const struct {
@@ -1723,6 +1727,7 @@ static void fs_chaos(struct rng *r)
 static void chaos_one(struct rng *r)
 {
 	static const char *const spins[] = { "0", "1000", "20000", "1000000" };
+	static const char *const tells[] = { "1", "2", "5" };
 	int fd, nfd, target;
 	pid_t pid;
 
@@ -1780,7 +1785,15 @@ static void chaos_one(struct rng *r)
 		/* The poll before a sleep: off, short, as shipped, long. */
 		write_file(SPIN_PARAM, spins[below(r, ARRAY_SIZE(spins))]);
 		break;
-	case 83 ... 84:
+	case 83:
+		/*
+		 * The next granter pauses between its grants and their
+		 * telling (test builds): closes, collects and new requests
+		 * land in that window.
+		 */
+		write_file(TELL_DELAY, tells[below(r, ARRAY_SIZE(tells))]);
+		break;
+	case 84:
 		/* Drain the epoll set: handles bound after they joined it. */
 		{
 			struct epoll_event ev[8];

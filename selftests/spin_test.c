@@ -9,10 +9,23 @@
  *  - a signal ends the poll at once, and so does the deadline: neither
  *    waits for the poll's budget to run out.
  *
- * Every test sets spin_ns to SPIN_LONG (4 s), so that the poll outlasts
- * what the test does, and puts the old value back.  The waiter is a thread
- * pinned to CPU 1 with its own handle; the test's thread, pinned to CPU 0,
- * holds the semaphore's one unit.
+ *  - the poll adapts to the semaphore: short waits grow its budget up to
+ *    spin_ns, one long wait ends the polling (a lease held for long costs
+ *    no CPU in polls);
+ *  - spin_ns has an upper bound.
+ *
+ * Every test sets spin_ns to SPIN_LONG (4 s, which only a test build of
+ * the module accepts), so that the poll outlasts what the test does, grows
+ * its semaphore's budget to that with short waits (train()), and puts the
+ * old value back.  The waiter is a thread pinned to CPU 1 with its own
+ * handle; the test's thread, pinned to CPU 0, holds the semaphore's one
+ * unit.
+ *
+ * The event wsem_spin is switched on once for the program and off at its
+ * end, not around each test: each switch is live code patching on every
+ * CPU, and a 6.12 guest under TCG once died of an int3 that such a patch
+ * left behind (an emulator's window for code modified across vCPUs, as far
+ * as we could tell; fewer switches, fewer windows).
  *
  * Why a poll ended is read from the tracepoint wsem_spin ("end=..."), not
  * from how long it took: any other task that wants the waiter's CPU (a
@@ -46,6 +59,7 @@
 #define HOLD_NS		(2 * MSEC)	/* the waiter polls this long first */
 #define TIMEOUT_NS	(5 * MSEC)
 #define TRIES		20
+#define TRAIN		24
 
 FIXTURE(spin) {
 	/* a named semaphore of capacity 1, unlinked at once */
@@ -65,44 +79,6 @@ static int pin(int cpu)
 	CPU_ZERO(&set);
 	CPU_SET(cpu, &set);
 	return sched_setaffinity(0, sizeof(set), &set);
-}
-
-FIXTURE_SETUP(spin)
-{
-	char name[WSEM_NAME_MAX];
-
-	self->fd = -1;
-	if (access("/dev/wsem", F_OK))
-		SKIP(return, "/dev/wsem is missing (module not loaded)");
-	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
-		SKIP(return, "one CPU: nobody polls");
-	if (read_file(SPIN_PARAM, self->old, sizeof(self->old)))
-		SKIP(return, "%s: %s", SPIN_PARAM, strerror(errno));
-	ASSERT_EQ(0, write_file(SPIN_PARAM, SPIN_LONG));
-	self->ready = true;
-	if (!tracefs() && !write_file(TRACEFS "/tracing_on", "0") &&
-	    !write_file(TRACEFS "/trace", "") &&
-	    !write_file(SPIN_EVENT, "1"))
-		self->traced = !write_file(TRACEFS "/tracing_on", "1");
-	ASSERT_EQ(0, pin(0));
-	snprintf(name, sizeof(name), "spin.%d", getpid());
-	self->fd = wsem_open(name, O_CREAT | O_EXCL | O_CLOEXEC, 0600, 1);
-	ASSERT_LE(0, self->fd);
-	ASSERT_EQ(0, wsem_unlink(name));
-	ASSERT_EQ(0, wsem_acquire(self->fd, 1));
-}
-
-FIXTURE_TEARDOWN(spin)
-{
-	if (self->fd >= 0)
-		EXPECT_EQ(0, close(self->fd));
-	if (self->traced) {
-		EXPECT_EQ(0, write_file(TRACEFS "/tracing_on", "0"));
-		EXPECT_EQ(0, write_file(SPIN_EVENT, "0"));
-		EXPECT_EQ(0, write_file(TRACEFS "/trace", ""));
-	}
-	if (self->ready)
-		EXPECT_EQ(0, write_file(SPIN_PARAM, self->old));
 }
 
 /* One waiter thread: what it does and what came of it. */
@@ -156,6 +132,81 @@ static int start(FIXTURE_DATA(spin) *self, struct waiter *w, pthread_t *th,
 		return -1;
 	errno = pthread_create(th, NULL, waiter_main, w);
 	return errno ? -1 : 0;
+}
+
+/*
+ * Grow the poll budget of @self's semaphore to spin_ns: only short waits
+ * that end in a grant grow it, doubling it from 2 us (wsem_adapt_spin()),
+ * so TRAIN of them reach any spin_ns up to 4 s.  @self->fd holds the unit
+ * before and after.  0 or -1.
+ */
+static int train(FIXTURE_DATA(spin) *self)
+{
+	struct waiter w;
+	pthread_t th;
+	int i;
+
+	for (i = 0; i < TRAIN; i++)
+		if (start(self, &w, &th, -1) || wait_waiters(self->fd, 1) ||
+		    wsem_release(self->fd, 1) || pthread_join(th, NULL) ||
+		    w.ret || close(w.fd) || wsem_acquire(self->fd, 1))
+			return -1;
+	return 0;
+}
+
+/* The event wsem_spin, on from the start of the program to its end. */
+static bool traced;
+
+static void __attribute__((constructor)) trace_on(void)
+{
+	if (!tracefs() && !write_file(TRACEFS "/tracing_on", "0") &&
+	    !write_file(TRACEFS "/trace", "") &&
+	    !write_file(SPIN_EVENT, "1"))
+		traced = !write_file(TRACEFS "/tracing_on", "1");
+}
+
+static void __attribute__((destructor)) trace_off(void)
+{
+	if (!traced)
+		return;
+	write_file(TRACEFS "/tracing_on", "0");
+	write_file(SPIN_EVENT, "0");
+	write_file(TRACEFS "/trace", "");
+	traced = false;
+}
+
+FIXTURE_SETUP(spin)
+{
+	char name[WSEM_NAME_MAX];
+
+	self->fd = -1;
+	if (access("/dev/wsem", F_OK))
+		SKIP(return, "/dev/wsem is missing (module not loaded)");
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		SKIP(return, "one CPU: nobody polls");
+	if (read_file(SPIN_PARAM, self->old, sizeof(self->old)))
+		SKIP(return, "%s: %s", SPIN_PARAM, strerror(errno));
+	ASSERT_EQ(0, write_file(SPIN_PARAM, SPIN_LONG)) {
+		TH_LOG("spin_ns %s: %s (not a test build?)", SPIN_LONG,
+		       strerror(errno));
+	}
+	self->ready = true;
+	self->traced = traced;
+	ASSERT_EQ(0, pin(0));
+	snprintf(name, sizeof(name), "spin.%d", getpid());
+	self->fd = wsem_open(name, O_CREAT | O_EXCL | O_CLOEXEC, 0600, 1);
+	ASSERT_LE(0, self->fd);
+	ASSERT_EQ(0, wsem_unlink(name));
+	ASSERT_EQ(0, wsem_acquire(self->fd, 1));
+	ASSERT_EQ(0, train(self));
+}
+
+FIXTURE_TEARDOWN(spin)
+{
+	if (self->fd >= 0)
+		EXPECT_EQ(0, close(self->fd));
+	if (self->ready)
+		EXPECT_EQ(0, write_file(SPIN_PARAM, self->old));
 }
 
 /*
@@ -307,6 +358,68 @@ TEST_F(spin, the_deadline_ends_the_poll)
 		TH_LOG("no poll ended at the deadline (end/switches):%s",
 		       seen);
 	}
+}
+
+/*
+ * The poll adapts: a wait longer than spin_ns ends the polling on its
+ * semaphore, and the next head waiter sleeps without a poll; short waits
+ * bring the poll back.
+ */
+TEST_F(spin, a_long_wait_ends_the_polling)
+{
+	struct waiter w;
+	char end[32];
+	pthread_t th;
+
+	if (!self->ready)
+		return;
+	if (!self->traced)
+		SKIP(return, "no tracefs with the event wsem_spin");
+	/* 1 ms of poll at most; then a wait of 20 ms. */
+	ASSERT_EQ(0, write_file(SPIN_PARAM, "1000000"));
+	ASSERT_EQ(0, start(self, &w, &th, -1));
+	ASSERT_EQ(0, wait_waiters(self->fd, 1));
+	sleep_ns(20 * MSEC);
+	ASSERT_EQ(0, wsem_release(self->fd, 1));
+	ASSERT_EQ(0, pthread_join(th, NULL));
+	EXPECT_EQ(0, w.ret);
+	EXPECT_EQ(0, close(w.fd));
+	ASSERT_EQ(0, wsem_acquire(self->fd, 1));
+	/* The next waiter does not poll at all. */
+	ASSERT_EQ(0, start(self, &w, &th, -1));
+	ASSERT_EQ(0, wait_waiters(self->fd, 1));
+	ASSERT_EQ(0, wsem_release(self->fd, 1));
+	ASSERT_EQ(0, pthread_join(th, NULL));
+	EXPECT_EQ(0, close(w.fd));
+	ASSERT_EQ(0, wsem_acquire(self->fd, 1));
+	EXPECT_EQ(-1, spin_end(w.tid, end, sizeof(end))) {
+		TH_LOG("it polled after a long wait (end=%s)", end);
+	}
+	/* Short waits grow it again. */
+	ASSERT_EQ(0, write_file(SPIN_PARAM, SPIN_LONG));
+	ASSERT_EQ(0, train(self));
+	ASSERT_EQ(0, start(self, &w, &th, -1));
+	ASSERT_EQ(0, wait_waiters(self->fd, 1));
+	ASSERT_EQ(0, wsem_release(self->fd, 1));
+	ASSERT_EQ(0, pthread_join(th, NULL));
+	EXPECT_EQ(0, close(w.fd));
+	ASSERT_EQ(0, wsem_acquire(self->fd, 1));
+	EXPECT_EQ(0, spin_end(w.tid, end, sizeof(end))) {
+		TH_LOG("short waits did not bring the poll back");
+	}
+}
+
+/* spin_ns is bounded: a value above the bound is refused, nothing changes. */
+TEST_F(spin, spin_ns_has_an_upper_bound)
+{
+	char now[32];
+
+	if (!self->ready)
+		return;
+	EXPECT_EQ(-1, write_file(SPIN_PARAM, "4000000001"));
+	EXPECT_EQ(EINVAL, errno);
+	ASSERT_EQ(0, read_file(SPIN_PARAM, now, sizeof(now)));
+	EXPECT_EQ(0, strncmp(now, SPIN_LONG, strlen(SPIN_LONG)));
 }
 
 TEST_HARNESS_MAIN

@@ -183,6 +183,30 @@ static inline int wait_waiters(int fd, uint64_t n)
 	return -1;
 }
 
+/* voluntary_ctxt_switches of this process's thread @tid, or -1. */
+static inline long long nvcsw(pid_t tid)
+{
+	char path[64], buf[4096], *p;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/status", tid);
+	if (read_file(path, buf, sizeof(buf)))
+		return -1;
+	p = strstr(buf, "voluntary_ctxt_switches:");
+	return p ? strtoll(p + 24, NULL, 10) : -1;
+}
+
+/* Is this process's thread @tid asleep (state S)?  False if unknown. */
+static inline bool thread_sleeping(pid_t tid)
+{
+	char path[64], buf[512], *p;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	if (read_file(path, buf, sizeof(buf)))
+		return false;
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && p[2] == 'S';
+}
+
 /* splitmix64: small, fast, and the same everywhere for one seed. */
 struct rng {
 	uint64_t s;

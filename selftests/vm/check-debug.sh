@@ -46,7 +46,7 @@ name=debug-$(cat "$dk/build/include/config/kernel.release")
 stage "wsem.ko for $name"
 mod=$BUILD/$name/mod
 copy_module_tree "$mod" >"$out/module.log" 2>&1 &&
-	$MAKE -s -C "$dk/build" M="$mod" W=1 KCFLAGS=-Werror modules \
+	$MAKE -s -C "$dk/build" M="$mod" W=1 KCFLAGS=-Werror WSEM_TEST_KNOBS=y modules \
 		>>"$out/module.log" 2>&1 && [ -f "$mod/wsem.ko" ]
 tap $? "build: wsem.ko for $name" "$out/module.log"
 [ -f "$mod/wsem.ko" ] || summary label=- "$tapf"

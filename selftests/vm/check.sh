@@ -49,7 +49,7 @@ kernels=$(find_kernels)
 
 for k in $kernels; do
 	stage "wsem.ko for $k"
-	build_module "$k" >"$out/module-$k.log" 2>&1
+	WSEM_TEST_KNOBS=y build_module "$k" >"$out/module-$k.log" 2>&1
 	tap $? "build: wsem.ko for $k" "$out/module-$k.log"
 done
 

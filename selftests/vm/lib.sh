@@ -121,7 +121,8 @@ copy_module_tree() {
 
 # build_module KVER: build wsem.ko for KVER in $BUILD/KVER/mod with our
 # warnings as errors; prints the compiler output.  Several builds for one
-# kernel at once take turns.
+# kernel at once take turns.  WSEM_TEST_KNOBS=y (make check's) builds in
+# the test knobs (module/wsem.h).
 build_module() {
 	local kver=$1 dir=$BUILD/$1/mod
 	mkdir -p "$BUILD/$kver"
@@ -129,6 +130,7 @@ build_module() {
 		flock 9
 		copy_module_tree "$dir" || exit 1
 		$MAKE -s -C "$(kdir_of "$kver")" M="$dir" W=1 KCFLAGS=-Werror \
+			${WSEM_TEST_KNOBS:+WSEM_TEST_KNOBS=$WSEM_TEST_KNOBS} \
 			modules 2>&1 | grep -v '^Skipping BTF generation'
 		[ "${PIPESTATUS[0]}" -eq 0 ] && [ -f "$dir/wsem.ko" ]
 	) 9>"$BUILD/$kver/.lock"
