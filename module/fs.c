@@ -134,8 +134,13 @@ static const struct dentry_operations wsemfs_dops = {
 
 static int wsemfs_unlink(struct inode *dir, struct dentry *dentry)
 {
-	return wsem_ns_unlink_sem(dir->i_sb->s_fs_info,
-				  d_inode(dentry)->i_private);
+	struct inode *inode = d_inode(dentry);
+	int ret;
+
+	ret = wsem_ns_unlink_sem(dir->i_sb->s_fs_info, inode->i_private);
+	if (!ret)
+		clear_nlink(inode);
+	return ret;
 }
 
 /*
@@ -193,7 +198,8 @@ static const struct inode_operations wsemfs_dir_iops = {
 /*
  * chmod and chown, checked by the VFS (the owner, CAP_FOWNER, CAP_CHOWN,
  * through the mount's id mapping); the new owner and mode go to the
- * semaphore.  A semaphore has no size and no set-id bits.
+ * semaphore.  A semaphore has no size and no set-id bits: open(O_TRUNC)
+ * changes nothing, truncate(2) is EINVAL.
  */
 static int wsemfs_setattr(WSEMFS_IDMAP *idmap, struct dentry *dentry,
 			  struct iattr *attr)
@@ -201,8 +207,10 @@ static int wsemfs_setattr(WSEMFS_IDMAP *idmap, struct dentry *dentry,
 	struct inode *inode = d_inode(dentry);
 	int ret;
 
-	if (attr->ia_valid & ATTR_SIZE)
+	if ((attr->ia_valid & ATTR_SIZE) &&
+	    (attr->ia_size || !(attr->ia_valid & ATTR_OPEN)))
 		return -EINVAL;
+	attr->ia_valid &= ~ATTR_SIZE;
 	ret = setattr_prepare(idmap, dentry, attr);
 	if (ret)
 		return ret;
@@ -303,10 +311,18 @@ static int wsemfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	if (!root)
 		return -ENOMEM;
 	root->i_ino = WSEMFS_ROOT_INO;
-	/* Sticky and open to all, as /dev/shm: unlinking is the owner's. */
+	/*
+	 * Sticky and open to all, as /dev/shm: unlinking is the owner's.  The
+	 * directory is the namespace's root's, not its first mounter's, who
+	 * would otherwise unlink what others own.
+	 */
 	root->i_mode = S_IFDIR | S_ISVTX | 0777;
-	root->i_uid = current_fsuid();
-	root->i_gid = current_fsgid();
+	root->i_uid = make_kuid(sb->s_user_ns, 0);
+	root->i_gid = make_kgid(sb->s_user_ns, 0);
+	if (!uid_valid(root->i_uid) || !gid_valid(root->i_gid)) {
+		root->i_uid = GLOBAL_ROOT_UID;
+		root->i_gid = GLOBAL_ROOT_GID;
+	}
 	root->i_op = &wsemfs_dir_iops;
 	root->i_fop = &wsemfs_dir_fops;
 	set_nlink(root, 2);

@@ -268,29 +268,23 @@ static bool wsem_user_less(struct rb_node *a, const struct rb_node *b)
 	return wsem_user_cmp(&rb_entry(a, struct wsem_user, node)->uid, b) < 0;
 }
 
-/* @uid's count in @wns, made on first use; NULL when out of memory. */
+/* @uid's count in @wns, or NULL if it has none yet. */
 static struct wsem_user *wsem_ns_user(struct wsem_ns *wns, kuid_t uid)
 {
-	struct wsem_user *u;
 	struct rb_node *node;
 
 	lockdep_assert_held(&wns->lock);
 
 	node = rb_find(&uid, &wns->users, wsem_user_cmp);
-	if (node)
-		return rb_entry(node, struct wsem_user, node);
-	u = kzalloc(sizeof(*u), WSEM_GFP);
-	if (u) {
-		u->uid = uid;
-		rb_add(&u->node, &wns->users, wsem_user_less);
-	}
-	return u;
+	return node ? rb_entry(node, struct wsem_user, node) : NULL;
 }
 
 /*
  * Charge a new semaphore to @wns and to its creator there, within the
  * namespace's limit, and the user's unless the caller has CAP_SYS_RESOURCE
- * over the namespace (checked last: only a use of it is audited).
+ * over the namespace (checked last: only a use of it is audited).  A user's
+ * count is made only for a charge that passes the limits, so that failed
+ * attempts leave nothing behind.
  */
 static int wsem_ns_charge(struct wsem_ns *wns, struct wsem *sem)
 {
@@ -300,13 +294,18 @@ static int wsem_ns_charge(struct wsem_ns *wns, struct wsem *sem)
 	lockdep_assert_held(&wns->lock);
 
 	u = wsem_ns_user(wns, sem->uid);
-	if (!u)
-		return -ENOMEM;
 	if (atomic_read(&wns->nr_sems) >= READ_ONCE(max_sems_per_ns))
 		return -ENOSPC;
-	if (atomic_read(&u->nr) >= READ_ONCE(max_sems_per_user) &&
+	if ((u ? atomic_read(&u->nr) : 0) >= READ_ONCE(max_sems_per_user) &&
 	    !ns_capable(owner, CAP_SYS_RESOURCE))
 		return -ENOSPC;
+	if (!u) {
+		u = kzalloc(sizeof(*u), WSEM_GFP);
+		if (!u)
+			return -ENOMEM;
+		u->uid = sem->uid;
+		rb_add(&u->node, &wns->users, wsem_user_less);
+	}
 	atomic_inc(&u->nr);
 	atomic_inc(&wns->nr_sems);
 	kref_get(&wns->ref);

@@ -1321,4 +1321,80 @@ TEST_F(limits, queued_weight_never_wraps)
 	EXPECT_EQ(0, close(fd));
 }
 
+/* How many refused creates, each by a user new to the namespace. */
+#define REFUSED		40000
+
+/*
+ * Objects in use in the kmalloc caches (accounted or not), from
+ * /proc/slabinfo; -1 if it cannot be read.  Credentials, which each
+ * seteuid() makes and RCU frees later, have a cache of their own.
+ */
+static long long kmalloc_objects(void)
+{
+	char line[512], name[64];
+	long long n, sum = 0;
+	FILE *f = fopen("/proc/slabinfo", "re");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%63s %lld", name, &n) == 2 &&
+		    !strncmp(name, "kmalloc-", 8))
+			sum += n;
+	fclose(f);
+	return sum;
+}
+
+/*
+ * In an IPC namespace of its own with no room (the namespace limit is 0):
+ * REFUSED creates, each as another euid; rep->n[0] is how many more
+ * kmalloc objects are in use after them.
+ */
+static int refused_creates(void *p)
+{
+	long long before, after;
+	int fd, i;
+
+	(void)p;
+	fd = open("/dev/wsem", O_RDWR | O_CLOEXEC);
+	CHILD_CHECK(fd >= 0, 1);
+	CHILD_CHECK(!unshare(CLONE_NEWIPC), 2);
+	/* The namespace's own state comes with its first create. */
+	CHILD_CHECK(create_on(fd, "refused", WSEM_OPEN_CREAT) == -1, 3);
+	before = kmalloc_objects();
+	for (i = 0; i < REFUSED; i++) {
+		CHILD_CHECK(!seteuid(20000 + i), 4);
+		CHILD_CHECK(create_on(fd, "refused", WSEM_OPEN_CREAT) == -1 &&
+			    errno == ENOSPC, 5);
+		CHILD_CHECK(!seteuid(0), 6);
+	}
+	after = kmalloc_objects();
+	rep->n[0] = after - before;
+	CHILD_CHECK(after - before < REFUSED / 4, 7);
+	return 0;
+}
+
+/*
+ * A create refused at a limit leaves nothing behind: a user's count in a
+ * namespace is made only for a create that passes, so that no stream of
+ * refused attempts (a subuid range) grows kernel memory.
+ */
+TEST_F(limits, refused_creates_leave_nothing)
+{
+	pid_t pid;
+
+	if (!self->ready)
+		return;
+	if (kmalloc_objects() < 0)
+		SKIP(return, "/proc/slabinfo: %s", strerror(errno));
+	ASSERT_EQ(0, set_limit(self, 0));
+	pid = run(refused_creates, NULL);
+	ASSERT_LT(0, pid);
+	EXPECT_EQ(0, wait_exit(pid)) {
+		TH_LOG("step %d (%s): %s; %lld more kmalloc objects after %d refused creates",
+		       rep->step, rep->what, strerror(rep->err), rep->n[0],
+		       REFUSED);
+	}
+}
+
 TEST_HARNESS_MAIN

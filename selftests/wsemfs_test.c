@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/fsuid.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -1632,6 +1633,72 @@ TEST_F(wsemfs, race_mounts_unlinks_deaths_and_opens)
 	/* The mounts still work. */
 	EXPECT_EQ(1, dir_has(self->dir, self->name, NULL, NULL));
 	munmap(c, sizeof(*c));
+}
+
+/*
+ * A file unlinked while open has no links left (fstat shows it gone), and
+ * open(O_TRUNC) of a file is an open like any other: a semaphore has no
+ * size to cut (truncate(2) stays EINVAL: see creation_is_refused).
+ */
+TEST_F(wsemfs, unlink_drops_the_link_and_o_trunc_opens)
+{
+	struct stat st;
+	int fd;
+
+	if (!self->ready)
+		return;
+	ASSERT_EQ(0, create_main(self, 0600));
+	fd = open(self->path, O_RDWR | O_TRUNC | O_CLOEXEC);
+	ASSERT_LE(0, fd) {
+		TH_LOG("open(O_TRUNC): %s", strerror(errno));
+	}
+	EXPECT_EQ(0, wsem_acquire(fd, 1));
+	ASSERT_EQ(0, fstat(fd, &st));
+	EXPECT_EQ(1, st.st_nlink);
+	ASSERT_EQ(0, unlink(self->path));
+	ASSERT_EQ(0, fstat(fd, &st));
+	EXPECT_EQ(0, st.st_nlink);
+	EXPECT_EQ(0, wsem_release(fd, 1));
+	EXPECT_EQ(0, close(fd));
+}
+
+static void mount_as_fsuid(FIXTURE_DATA(wsemfs) *self, void *arg UNUSED,
+			   struct outcome *o)
+{
+	struct stat st;
+
+	setfsgid(OWNER_UID);
+	setfsuid(OWNER_UID);
+	if (mount("wsem", self->extra[0], "wsem", 0, NULL)) {
+		o->setup_err = errno;
+		return;
+	}
+	o->ret = stat(self->extra[0], &st);
+	o->err = errno;
+	o->count = st.st_uid;
+	o->ret2 = st.st_gid;
+}
+
+/*
+ * The sticky root directory belongs to the IPC namespace's root, not to
+ * whoever mounted first: a directory's owner may unlink any file in it,
+ * and the first mounter must not gain that over others' semaphores.
+ */
+TEST_F(wsemfs, root_is_not_the_first_mounters)
+{
+	struct outcome o;
+
+	if (!self->ready)
+		return;
+	ASSERT_EQ(0, make_extra(self, 0));
+	ASSERT_EQ(0, run_child(self, -1, -1, CLONE_NEWIPC, mount_as_fsuid,
+			       NULL, &o));
+	ASSERT_EQ(0, o.setup_err) {
+		TH_LOG("mount: %s", strerror(o.setup_err));
+	}
+	ASSERT_EQ(0, o.ret);
+	EXPECT_EQ(0, o.count);
+	EXPECT_EQ(0, o.ret2);
 }
 
 TEST_HARNESS_MAIN
