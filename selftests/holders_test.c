@@ -303,14 +303,17 @@ TEST_F(who, one_holder_per_handle_across_fork_dup_pass_reopen)
 	EXPECT_EQ(0, close(sk[1]));
 }
 
-/* From a child PID namespace: the host's pids are 0, its own are its. */
+/*
+ * From a child PID namespace: the host's pids are 0, its own are its; of
+ * a process it cannot see, neither the command nor the cgroup is shown.
+ */
 TEST_F(who, pids_as_the_caller_sees_them)
 {
 	struct wsem_holder who[MAX_WHO];
 	struct wsem_holders_args a;
 	int p[2], status;
 	pid_t h1, outer;
-	int32_t got[4];
+	int32_t got[6];
 
 	if (self->fd < 0)
 		return;
@@ -331,6 +334,8 @@ TEST_F(who, pids_as_the_caller_sees_them)
 			if (holders(self->fd, who, MAX_WHO, &a))
 				_exit(1);
 			got[3] = who[0].pid;
+			got[4] = who[0].comm[0];
+			got[5] = who[0].cgroup[0];
 			if (wsem_acquire(self->fd, 1) ||
 			    holders(self->fd, who, MAX_WHO, &a))
 				_exit(1);
@@ -350,6 +355,8 @@ TEST_F(who, pids_as_the_caller_sees_them)
 	EXPECT_EQ(1, got[2]);		/* the inner child is PID 1 ... */
 	EXPECT_EQ(1, got[1]);		/* ... and sees itself as 1 */
 	EXPECT_EQ(0, got[3]);		/* the host's process: invisible */
+	EXPECT_EQ(0, got[4]);		/* ... its command too */
+	EXPECT_EQ(0, got[5]);		/* ... and its cgroup */
 	/* The host sees the inner child under its host pid. */
 	ASSERT_EQ(0, holders(self->fd, who, MAX_WHO, &a));
 	h1 = who[0].pid;
