@@ -35,7 +35,7 @@ static const struct cli_verb verbs[] = {
 		 "[-c CAPACITY [-m MODE]] [--inherit] -- COMMAND [ARG...]",
 	  "Wait for weight W, run COMMAND holding it, give it back when "
 	  "COMMAND ends.", cli_run },
-	{ "wait", "wait NAME|PATH|--fd N --idle [-t DURATION]",
+	{ "wait", "wait NAME|PATH|--fd N [--idle] [-t DURATION]",
 	  "Wait until nothing is held and nobody waits.", cli_wait },
 	{ "apply", "apply [-n|--dry-run] [--prune] [PATH...]",
 	  "Create, resize, chmod and chown the semaphores /etc/wsem.d/*.conf "
