@@ -464,6 +464,11 @@ t_top() {
 		"$T/out"
 	expect 2 wsem top -n 0
 	usage_err
+	# one semaphore is "1 semaphore"
+	expect 0 unshare -i sh -c "$WSEM create one 1 && exec $WSEM top -n 1"
+	[ "$(head -n 1 "$T/out")" = "wsem top: 1 semaphore, round 1" ]
+	expect 0 unshare -i "$WSEM" top -n 1
+	[ "$(head -n 1 "$T/out")" = "wsem top: 0 semaphores, round 1" ]
 	expect 2 wsem top -d soon
 	usage_err
 	reap "$h"
@@ -543,10 +548,18 @@ t_apply() {
 	grep -q '"capacity":5,' "$T/j"
 	grep -q '"uid":65534,' "$T/j"
 	grep -q '"mode":"0660"' "$T/j"
-	# not declared: reported, removed with --prune
+	# not declared: no change, so not a word unless -v; removed with
+	# --prune.  One made on first use by run -c is no different.
 	nsenter -t "$ns" -i "$WSEM" create extra 1
+	nsenter -t "$ns" -i "$WSEM" run extra2 -c 2 -- true
 	expect 0 nsenter -t "$ns" -i "$WSEM" apply "$d"
+	quiet
+	expect 0 nsenter -t "$ns" -i "$WSEM" apply "$d"
+	quiet
+	expect 0 nsenter -t "$ns" -i "$WSEM" apply -v "$d"
 	grep -qx "undeclared extra" "$T/out"
+	grep -qx "undeclared extra2" "$T/out"
+	nsenter -t "$ns" -i "$WSEM" rm extra2
 	expect 0 nsenter -t "$ns" -i "$WSEM" apply --prune "$d"
 	grep -qx "remove extra" "$T/out"
 	expect 3 nsenter -t "$ns" -i "$WSEM" stat extra
@@ -747,6 +760,103 @@ t_run_create_existing() {
 	expect 0 wsem run "$P-ce" -c 4 -- true
 	quiet
 	is capacity "$P-ce" 4
+}
+
+# Symbolic modes, as chmod and mkdir -m take them, relative to the
+# default 0600; exact, whatever the umask.
+t_symbolic_mode() {
+	umask 077
+	expect 0 wsem create "$P-sm1" 2 -m a+rw
+	is mode "$P-sm1" 0666
+	expect 0 wsem create "$P-sm2" 2 --mode u=rw,g=r
+	is mode "$P-sm2" 0640
+	expect 0 wsem create "$P-sm3" 2 -m go-w
+	is mode "$P-sm3" 0600
+	expect 0 wsem create "$P-sm4" 2 -m g=u,o=r
+	is mode "$P-sm4" 0664
+	expect 0 wsem run "$P-sm5" -c 1 -m g+r -- true
+	is mode "$P-sm5" 0640
+	expect 0 wsem create "$P-sm6" 2 -m 0604
+	is mode "$P-sm6" 0604
+	for m in u+s rw a+X "u=rw," ",g+r" 0800 ug; do
+		expect 2 wsem create "$P-smx" 2 -m "$m"
+		usage_err
+	done
+	expect 3 wsem stat "$P-smx"
+	umask 022
+}
+
+# -w all: the whole capacity, an exclusive lease.
+t_run_weight_all() {
+	wsem create "$P-wa" 5
+	expect 0 wsem run "$P-wa" -w all -- wsem stat "$P-wa" --json
+	grep -q '"capacity":5,"used":5,' "$T/out"
+	bg wsem run "$P-wa" -w 1 -- sleep 60
+	eventually is used "$P-wa" 1
+	expect 75 wsem run "$P-wa" --weight=all -n -- touch "$T/wa-ran"
+	[ ! -e "$T/wa-ran" ]
+	reap "$BG"
+}
+
+# acquire and release act on the shell's own descriptor, as flock 9 does:
+# the weight stays after wsem exits, until release or the shell closes it.
+t_acquire_release() {
+	wsem create "$P-ar" 4 --mode 0600
+	mkdir -p "$T/fs"
+	cat >"$T/ar.sh" <<-'EOS'
+	set -ex
+	fs=$1 name=$2
+	jv() { wsem stat "$@" --json | sed -n "s/.*\"$k\":\([0-9]*\).*/\1/p"; }
+	mount -t wsem wsem "$fs"
+	exec 9<>"$fs/$name"
+	wsem acquire --fd 9 -w 2
+	k=used; [ "$(jv "$name")" = 2 ]
+	k=held; [ "$(jv --fd 9)" = 2 ]
+	wsem acquire --fd 9
+	k=used; [ "$(jv "$name")" = 3 ]
+	wsem release --fd 9 -w 1
+	k=used; [ "$(jv "$name")" = 2 ]
+	st=0; wsem release --fd 9 -w 5 2>"$fs.err" || st=$?
+	[ $st -eq 1 ]
+	[ "$(cat "$fs.err")" = "wsem: --fd 9: weight 5 exceeds what this handle holds (2)" ]
+	wsem release --fd 9
+	k=used; [ "$(jv "$name")" = 0 ]
+	wsem release --fd 9			# nothing held: nothing to do
+	wsem acquire --fd 9 -w all
+	k=used; [ "$(jv "$name")" = 4 ]
+	st=0; wsem acquire --fd 9 -n 2>"$fs.err" || st=$?
+	[ $st -eq 75 ]
+	[ "$(cat "$fs.err")" = "wsem: --fd 9: would block" ]
+	st=0; wsem acquire --fd 9 -t 0.1 -E 9 2>"$fs.err" || st=$?
+	[ $st -eq 9 ]
+	st=0; wsem acquire --fd 9 -w 5 2>"$fs.err" || st=$?
+	[ $st -eq 1 ]
+	[ "$(cat "$fs.err")" = "wsem: --fd 9: weight 5 exceeds capacity 4" ]
+	exec 9>&-				# closing releases, as flock's
+	k=used; [ "$(jv "$name")" = 0 ]
+	exec 8<"$fs/$name"			# read-only: watches only
+	st=0; wsem acquire --fd 8 2>"$fs.err" || st=$?
+	[ $st -eq 1 ]
+	grep -q "^wsem: --fd 8: Bad file descriptor (" "$fs.err"
+	exec 8<&-
+	# a shell that ends gives its weight back
+	sh -c "exec 7<>$fs/$name; wsem acquire --fd 7 -w 3"
+	k=used; [ "$(jv "$name")" = 0 ]
+	umount "$fs"
+	EOS
+	expect 0 unshare -m sh "$T/ar.sh" "$T/fs" "$P-ar"
+	# never on NAME: that handle would close as wsem exits
+	for v in acquire release; do
+		expect 2 wsem $v "$P-ar"
+		usage_err
+		grep -q -- "--fd N" "$T/err"
+		expect 2 wsem $v
+		usage_err
+		grep -q -- "--fd N" "$T/err"
+	done
+	expect 2 wsem acquire --fd 0 -w 0
+	usage_err
+	is used "$P-ar" 0
 }
 
 t_run_status() {
@@ -1205,6 +1315,9 @@ t_run_env run --inherit exports WSEM_FD; supervised COMMAND has no handle
 t_run_short_options run -w -n -t ..., options after NAME before --
 t_run_create_mode run --create takes --mode
 t_run_create_existing run -c on another capacity says so on stderr and runs
+t_symbolic_mode create -m and run -c -m take symbolic modes, relative to 0600
+t_run_weight_all run -w all holds the whole capacity
+t_acquire_release acquire/release --fd N hold weight on the shell's own descriptor
 t_run_status run exits with COMMAND's status, or its signal
 t_run_exec_fail run: COMMAND not found 127, not executable 126
 t_run_invalid run: bad weight or capacity exits 1

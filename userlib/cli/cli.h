@@ -54,6 +54,7 @@ struct cli_parse {
 	int max_pos;		/* operands before COMMAND */
 	bool command;		/* the verb ends with COMMAND [ARG...] */
 	bool command_optional;	/* ... which may be absent (apply's PATH...) */
+	bool fd_only;		/* acts on --fd N alone, never on NAME */
 	char *pos[CLI_MAX_POS];
 	int npos;
 	char **cmd;		/* NULL-terminated COMMAND, or NULL */
@@ -150,6 +151,8 @@ int cli_top(const struct cli_verb *verb, int argc, char **argv);
 struct wsem_stat *cli_list_all(size_t *count);
 int cli_run(const struct cli_verb *verb, int argc, char **argv);
 int cli_wait(const struct cli_verb *verb, int argc, char **argv);
+int cli_acquire(const struct cli_verb *verb, int argc, char **argv);
+int cli_release(const struct cli_verb *verb, int argc, char **argv);
 int cli_apply(const struct cli_verb *verb, int argc, char **argv);
 
 #endif /* WSEM_CLI_H */

@@ -141,6 +141,11 @@ bool cli_lease_acquire(int fd, struct cli_lease *l, int *status)
 		*status = fail_conflict(l, "timed out", CLI_EXIT_TIMEDOUT);
 	else if (errno == EINVAL)
 		*status = fail_einval(fd, l->what, l->weight);
+	else if (errno == EBADF)
+		*status = cli_fail_msg(l->what, "Bad file descriptor (a handle "
+				       "open read-only watches, it cannot "
+				       "acquire: open it with exec N<>FILE)",
+				       CLI_EXIT_ERROR);
 	else
 		*status = cli_fail_target(l->what, errno);
 	return false;
