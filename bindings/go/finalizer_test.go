@@ -57,6 +57,28 @@ func TestUnclosedWeightedIsCollected(t *testing.T) {
 	}
 }
 
+// The same loop as a program that forgets Close writes it, without calling
+// the collector: a Weighted hardly grows the Go heap, so no collection
+// comes by itself before the namespace is full; the constructor that meets
+// ENOSPC runs one, and the finalizers make room.
+func TestUnclosedWeightedWithoutGC(t *testing.T) {
+	needDevice(t)
+	limit := nsLimit(t)
+	base := uniqueName(t)
+	for i := 0; i < limit+64; i++ {
+		name := base + "-" + strconv.Itoa(i)
+		w, err := NewWeighted(name, 2)
+		if err != nil {
+			t.Fatalf("NewWeighted #%d of a limit of %d: %v", i, limit, err)
+		}
+		w.TryAcquire(1)
+		if err := Unlink(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.GC()
+}
+
 // Close and then the collector: the finalizer does nothing more.
 func TestClosedWeightedHasNoFinalizer(t *testing.T) {
 	w := anon(t, 1)
