@@ -220,15 +220,21 @@ t_create_existing() {
 
 t_create_invalid() {
 	expect 1 wsem create "$P-z" 0
-	err_is "wsem: $P-z: Invalid argument"
+	err_is "wsem: $P-z: capacity 0 is out of range (1 .. 2^62 = 4611686018427387904)"
 	expect 1 wsem create "$P-z" 4611686018427387905
-	err_is "wsem: $P-z: Invalid argument"
+	err_is "wsem: $P-z: capacity 4611686018427387905 is out of range (1 .. 2^62 = 4611686018427387904)"
+	expect 1 wsem create "a b" 1
+	err_is "wsem: a b: invalid name: a name is 1..63 bytes of [A-Za-z0-9._-]"
+	expect 1 wsem run "bad*name" -c 1 -- true
+	err_is "wsem: bad*name: invalid name: a name is 1..63 bytes of [A-Za-z0-9._-]"
 	# a path names a wsemfs file, and those are not created
 	expect 2 wsem create "$P/z" 1
 	err_is "wsem: $P/z: a semaphore is created by NAME, in the IPC namespace it is for"
 	long=$(printf '%.64s' "$P-$(printf '%064d' 0)")
 	expect 1 wsem create "$long" 1
-	err_is "wsem: $long: Invalid argument"
+	err_is "wsem: $long: invalid name: a name is 1..63 bytes of [A-Za-z0-9._-]"
+	expect 1 wsem stat "$long"
+	err_is "wsem: $long: invalid name: a name is 1..63 bytes of [A-Za-z0-9._-]"
 	expect 3 wsem stat "$P-z"
 	long=${long%0}				# 63 bytes is fine
 	expect 0 wsem create "$long" 4611686018427387904
@@ -270,6 +276,9 @@ t_usage() {
 	run $P-u --weight 2
 	run -- true
 	run $P-u --weight -1 -- true
+	run $P-u --weight 0 -- true
+	run $P-u -w0 -- true
+	run $P-u -w alll -- true
 	run $P-u --weight 1x -- true
 	run $P-u --weight 99999999999999999999 -- true
 	run $P-u --timeout -1 -- true
@@ -326,6 +335,14 @@ t_not_found() {
 		# shellcheck disable=SC2086
 		expect 3 wsem $args
 		err_is "wsem: $P-nf: No such file or directory"
+	done
+	# a path that is not there: the same answer, not "Invalid argument"
+	for args in "stat /nonexistent/$P" "rm /nonexistent/$P" \
+	    "resize /nonexistent/$P 3" "run /nonexistent/$P -- true" \
+	    "run /nonexistent/$P -n -E 0 -- true" "wait /nonexistent/$P"; do
+		# shellcheck disable=SC2086
+		expect 3 wsem $args
+		err_is "wsem: /nonexistent/$P: No such file or directory"
 	done
 }
 
@@ -447,6 +464,11 @@ t_top() {
 		"$T/out"
 	expect 2 wsem top -n 0
 	usage_err
+	# one semaphore is "1 semaphore"
+	expect 0 unshare -i sh -c "$WSEM create one 1 && exec $WSEM top -n 1"
+	[ "$(head -n 1 "$T/out")" = "wsem top: 1 semaphore, round 1" ]
+	expect 0 unshare -i "$WSEM" top -n 1
+	[ "$(head -n 1 "$T/out")" = "wsem top: 0 semaphores, round 1" ]
 	expect 2 wsem top -d soon
 	usage_err
 	reap "$h"
@@ -475,9 +497,14 @@ t_wait_idle() {
 	st=0
 	wait "$w" || st=$?
 	[ "$st" -eq 0 ] || { echo "wait --idle exited $st"; false; }
-	expect 2 wsem wait "$P-w"
-	usage_err
+	# --idle is the default (and only) thing to wait for
+	expect 0 wsem wait "$P-w"
+	quiet
+	expect 0 wsem wait "$P-w" -t 1s
 	expect 3 wsem wait "$P-none" --idle
+	expect 3 wsem wait "$P-none"
+	expect 2 wsem wait
+	usage_err
 }
 
 # other_ipc_ns PID: PID is in another IPC namespace than we are (looked at
@@ -521,10 +548,18 @@ t_apply() {
 	grep -q '"capacity":5,' "$T/j"
 	grep -q '"uid":65534,' "$T/j"
 	grep -q '"mode":"0660"' "$T/j"
-	# not declared: reported, removed with --prune
+	# not declared: no change, so not a word unless -v; removed with
+	# --prune.  One made on first use by run -c is no different.
 	nsenter -t "$ns" -i "$WSEM" create extra 1
+	nsenter -t "$ns" -i "$WSEM" run extra2 -c 2 -- true
 	expect 0 nsenter -t "$ns" -i "$WSEM" apply "$d"
+	quiet
+	expect 0 nsenter -t "$ns" -i "$WSEM" apply "$d"
+	quiet
+	expect 0 nsenter -t "$ns" -i "$WSEM" apply -v "$d"
 	grep -qx "undeclared extra" "$T/out"
+	grep -qx "undeclared extra2" "$T/out"
+	nsenter -t "$ns" -i "$WSEM" rm extra2
 	expect 0 nsenter -t "$ns" -i "$WSEM" apply --prune "$d"
 	grep -qx "remove extra" "$T/out"
 	expect 3 nsenter -t "$ns" -i "$WSEM" stat extra
@@ -582,7 +617,7 @@ t_resize() {
 	expect 0 wsem resize "$P-r" 1
 	is capacity "$P-r" 1
 	expect 1 wsem resize "$P-r" 0
-	err_is "wsem: $P-r: Invalid argument"
+	err_is "wsem: $P-r: capacity 0 is out of range (1 .. 2^62 = 4611686018427387904)"
 	is capacity "$P-r" 1
 }
 
@@ -623,7 +658,14 @@ t_permissions() {
 		echo "nobody sees $P-pp"
 		exit 1
 	fi
-	expect 3 su -s /bin/sh -c "$WSEM stat $P-pp" nobody
+	# no read permission: the same answer as run's, not "no such"
+	expect 1 su -s /bin/sh -c "$WSEM stat $P-pp" nobody
+	err_is "wsem: $P-pp: Permission denied"
+	expect 1 su -s /bin/sh -c "$WSEM stat $P-pp --json" nobody
+	err_is "wsem: $P-pp: Permission denied"
+	expect 1 su -s /bin/sh -c "$WSEM run $P-pp -- true" nobody
+	err_is "wsem: $P-pp: Permission denied"
+	expect 3 su -s /bin/sh -c "$WSEM stat $P-none" nobody
 	expect 1 su -s /bin/sh -c "$WSEM resize $P-pr 5" nobody
 	err_is "wsem: $P-pr: Permission denied"
 	expect 1 su -s /bin/sh -c "$WSEM run $P-pr -- true" nobody
@@ -709,6 +751,114 @@ t_run_create_mode() {
 	is mode "$P-cm3" 0600
 }
 
+# run -c on an existing semaphore of another capacity: one line, and on.
+t_run_create_existing() {
+	wsem create "$P-ce" 4
+	expect 0 wsem run "$P-ce" -c 8 -w 2 -- wsem stat "$P-ce" --json
+	err_is "wsem: note: $P-ce exists with capacity 4, left as it is"
+	grep -q '"capacity":4,"used":2,' "$T/out"
+	expect 0 wsem run "$P-ce" -c 4 -- true
+	quiet
+	is capacity "$P-ce" 4
+}
+
+# Symbolic modes, as chmod and mkdir -m take them, relative to the
+# default 0600; exact, whatever the umask.
+t_symbolic_mode() {
+	umask 077
+	expect 0 wsem create "$P-sm1" 2 -m a+rw
+	is mode "$P-sm1" 0666
+	expect 0 wsem create "$P-sm2" 2 --mode u=rw,g=r
+	is mode "$P-sm2" 0640
+	expect 0 wsem create "$P-sm3" 2 -m go-w
+	is mode "$P-sm3" 0600
+	expect 0 wsem create "$P-sm4" 2 -m g=u,o=r
+	is mode "$P-sm4" 0664
+	expect 0 wsem run "$P-sm5" -c 1 -m g+r -- true
+	is mode "$P-sm5" 0640
+	expect 0 wsem create "$P-sm6" 2 -m 0604
+	is mode "$P-sm6" 0604
+	for m in u+s rw a+X "u=rw," ",g+r" 0800 ug; do
+		expect 2 wsem create "$P-smx" 2 -m "$m"
+		usage_err
+	done
+	expect 3 wsem stat "$P-smx"
+	umask 022
+}
+
+# -w all: the whole capacity, an exclusive lease.
+t_run_weight_all() {
+	wsem create "$P-wa" 5
+	expect 0 wsem run "$P-wa" -w all -- wsem stat "$P-wa" --json
+	grep -q '"capacity":5,"used":5,' "$T/out"
+	bg wsem run "$P-wa" -w 1 -- sleep 60
+	eventually is used "$P-wa" 1
+	expect 75 wsem run "$P-wa" --weight=all -n -- touch "$T/wa-ran"
+	[ ! -e "$T/wa-ran" ]
+	reap "$BG"
+}
+
+# acquire and release act on the shell's own descriptor, as flock 9 does:
+# the weight stays after wsem exits, until release or the shell closes it.
+t_acquire_release() {
+	wsem create "$P-ar" 4 --mode 0600
+	mkdir -p "$T/fs"
+	cat >"$T/ar.sh" <<-'EOS'
+	set -ex
+	fs=$1 name=$2
+	jv() { wsem stat "$@" --json | sed -n "s/.*\"$k\":\([0-9]*\).*/\1/p"; }
+	mount -t wsem wsem "$fs"
+	exec 9<>"$fs/$name"
+	wsem acquire --fd 9 -w 2
+	k=used; [ "$(jv "$name")" = 2 ]
+	k=held; [ "$(jv --fd 9)" = 2 ]
+	wsem acquire --fd 9
+	k=used; [ "$(jv "$name")" = 3 ]
+	wsem release --fd 9 -w 1
+	k=used; [ "$(jv "$name")" = 2 ]
+	st=0; wsem release --fd 9 -w 5 2>"$fs.err" || st=$?
+	[ $st -eq 1 ]
+	[ "$(cat "$fs.err")" = "wsem: --fd 9: weight 5 exceeds what this handle holds (2)" ]
+	wsem release --fd 9
+	k=used; [ "$(jv "$name")" = 0 ]
+	wsem release --fd 9			# nothing held: nothing to do
+	wsem acquire --fd 9 -w all
+	k=used; [ "$(jv "$name")" = 4 ]
+	st=0; wsem acquire --fd 9 -n 2>"$fs.err" || st=$?
+	[ $st -eq 75 ]
+	[ "$(cat "$fs.err")" = "wsem: --fd 9: would block" ]
+	st=0; wsem acquire --fd 9 -t 0.1 -E 9 2>"$fs.err" || st=$?
+	[ $st -eq 9 ]
+	st=0; wsem acquire --fd 9 -w 5 2>"$fs.err" || st=$?
+	[ $st -eq 1 ]
+	[ "$(cat "$fs.err")" = "wsem: --fd 9: weight 5 exceeds capacity 4" ]
+	exec 9>&-				# closing releases, as flock's
+	k=used; [ "$(jv "$name")" = 0 ]
+	exec 8<"$fs/$name"			# read-only: watches only
+	st=0; wsem acquire --fd 8 2>"$fs.err" || st=$?
+	[ $st -eq 1 ]
+	grep -q "^wsem: --fd 8: Bad file descriptor (" "$fs.err"
+	exec 8<&-
+	# a shell that ends gives its weight back
+	sh -c "exec 7<>$fs/$name; wsem acquire --fd 7 -w 3"
+	k=used; [ "$(jv "$name")" = 0 ]
+	umount "$fs"
+	EOS
+	expect 0 unshare -m sh "$T/ar.sh" "$T/fs" "$P-ar"
+	# never on NAME: that handle would close as wsem exits
+	for v in acquire release; do
+		expect 2 wsem $v "$P-ar"
+		usage_err
+		grep -q -- "--fd N" "$T/err"
+		expect 2 wsem $v
+		usage_err
+		grep -q -- "--fd N" "$T/err"
+	done
+	expect 2 wsem acquire --fd 0 -w 0
+	usage_err
+	is used "$P-ar" 0
+}
+
 t_run_status() {
 	wsem create "$P-st" 2
 	expect 0 wsem run "$P-st" -- true
@@ -734,13 +884,29 @@ t_run_exec_fail() {
 
 t_run_invalid() {
 	wsem create "$P-iv" 4
-	expect 1 wsem run "$P-iv" --weight 5 -- true
-	err_is "wsem: $P-iv: Invalid argument"
-	expect 1 wsem run "$P-iv" --weight 0 -- true
-	err_is "wsem: $P-iv: Invalid argument"
+	expect 1 wsem run "$P-iv" --weight 5 -- touch "$T/iv-ran"
+	err_is "wsem: $P-iv: weight 5 exceeds capacity 4"
+	expect 2 wsem run "$P-iv" --weight 0 -- touch "$T/iv-ran"
+	usage_err
+	grep -q "invalid WEIGHT '0' (1 .. the capacity, or all)" "$T/err"
 	expect 1 wsem run "$P-iv2" --create 0 -- true
-	err_is "wsem: $P-iv2: Invalid argument"
+	err_is "wsem: $P-iv2: capacity 0 is out of range (1 .. 2^62 = 4611686018427387904)"
 	expect 3 wsem stat "$P-iv2"
+	# a waiter whose weight a shrink put over the capacity
+	bg wsem run "$P-iv" -w 4 -- sleep 60
+	h=$BG
+	eventually is used "$P-iv" 4
+	wsem run "$P-iv" -w 3 -- touch "$T/iv-ran" 2>"$T/iv-err" &
+	w=$!
+	echo "$w" >>"$T/pids"
+	eventually is waiters "$P-iv" 1
+	wsem resize "$P-iv" 2
+	st=0
+	wait "$w" || st=$?
+	[ "$st" -eq 1 ]
+	[ "$(cat "$T/iv-err")" = "wsem: $P-iv: weight 3 exceeds capacity 2" ]
+	[ ! -e "$T/iv-ran" ]
+	reap "$h"
 }
 
 # --inherit: COMMAND replaces wsem: there is no wsem process left to kill,
@@ -922,13 +1088,26 @@ t_device_errors() {
 	chmod 0600 "$T/dev0600"
 	: >"$T/notdev"
 	chmod 0666 "$T/notdev"
-	# no module (no /dev/wsem): a hint
+	# no module (no /dev/wsem, no /sys/module/wsem, no /sys/fs/wsem)
 	expect 1 unshare -m sh -c "mount --make-rprivate / 2>/dev/null
-		mount -t tmpfs none /dev && exec $WSEM ls"
+		mount -t tmpfs none /dev && mount -t tmpfs none /sys/module &&
+		mount -t tmpfs none /sys/fs && exec $WSEM ls"
 	err_is "wsem: /dev/wsem: No such file or directory (is the module loaded? modprobe wsem)"
 	expect 1 unshare -m sh -c "mount --make-rprivate / 2>/dev/null
-		mount -t tmpfs none /dev && exec $WSEM run $P-dv -c 1 -- true"
+		mount -t tmpfs none /dev && mount -t tmpfs none /sys/module &&
+		mount -t tmpfs none /sys/fs &&
+		exec $WSEM run $P-dv -c 1 -- true"
 	err_is "wsem: /dev/wsem: No such file or directory (is the module loaded? modprobe wsem)"
+	# the module is loaded, the device is not here (a container): the
+	# hint is a file by its path, or wsemfs, not modprobe
+	hint="the module is loaded: give a semaphore's file by its path, as wsem run /run/limits/NAME, or mount wsemfs: mount -t wsem wsem /sys/fs/wsem"
+	expect 1 unshare -m sh -c "mount --make-rprivate / 2>/dev/null
+		mount -t tmpfs none /dev && exec $WSEM run gpu -- true"
+	err_is "wsem: /dev/wsem: No such file or directory ($hint)"
+	expect 1 unshare -m sh -c "mount --make-rprivate / 2>/dev/null
+		mount -t tmpfs none /dev && mount -t tmpfs none /sys/module &&
+		exec $WSEM ls"
+	err_is "wsem: /dev/wsem: No such file or directory ($hint)"
 	# some other file at /dev/wsem
 	expect 1 unshare -m sh -c "mount --make-rprivate / 2>/dev/null
 		mount --bind $T/notdev /dev/wsem && exec $WSEM stat $P-dv"
@@ -987,8 +1166,16 @@ t_run_conflict_exit_code() {
 	eventually is used "$P-E" 2
 	expect 9 wsem run "$P-E" -n -E 9 -- touch "$T/E-ran"
 	err_is "wsem: $P-E: would block"
-	expect 0 wsem run "$P-E" --nonblock --conflict-exit-code 0 -- true
+	# -E 0, as flock -n -E 0: skip quietly if busy, COMMAND does not run
+	expect 0 wsem run "$P-E" --nonblock --conflict-exit-code 0 -- \
+		touch "$T/E-ran"
 	err_is "wsem: $P-E: would block"
+	expect 0 wsem run "$P-E" -n -E 0 --inherit -- touch "$T/E-ran"
+	expect 0 wsem run "$P-E" -t 0.1 -E 0 -- touch "$T/E-ran"
+	err_is "wsem: $P-E: timed out"
+	expect 0 wsem run "$P-E" -t 0.1 -E 0 --inherit -- touch "$T/E-ran"
+	[ ! -e "$T/E-ran" ]
+	is used "$P-E" 2
 	expect 200 wsem run "$P-E" -t 0.1 -E 200 -- touch "$T/E-ran"
 	err_is "wsem: $P-E: timed out"
 	expect 42 wsem run "$P-E" -t 0 -E 42 -- touch "$T/E-ran"
@@ -1119,7 +1306,7 @@ t_stat_json stat --json is one object keyed by struct wsem_stat
 t_stat_holders stat shows who holds and who waits, in tables and JSON
 t_ls_long ls -l adds owner, group, mode and the longest wait
 t_top top -n N: plain rounds off a terminal, busiest first
-t_wait_idle wait --idle: returns when the last holder leaves; -t exits 124
+t_wait_idle wait [--idle]: returns when the last holder leaves; -t exits 124
 t_apply apply: creates, resizes, re-modes; idempotent; --dry-run, --prune; a bad file is one error
 t_resize resize changes the capacity; 0 is refused
 t_rm rm removes the name; again exits 3
@@ -1127,6 +1314,10 @@ t_permissions another user: stat/ls with read only, resize/run/rm refused
 t_run_env run --inherit exports WSEM_FD; supervised COMMAND has no handle
 t_run_short_options run -w -n -t ..., options after NAME before --
 t_run_create_mode run --create takes --mode
+t_run_create_existing run -c on another capacity says so on stderr and runs
+t_symbolic_mode create -m and run -c -m take symbolic modes, relative to 0600
+t_run_weight_all run -w all holds the whole capacity
+t_acquire_release acquire/release --fd N hold weight on the shell's own descriptor
 t_run_status run exits with COMMAND's status, or its signal
 t_run_exec_fail run: COMMAND not found 127, not executable 126
 t_run_invalid run: bad weight or capacity exits 1

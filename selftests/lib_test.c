@@ -141,6 +141,36 @@ TEST_F(lib, path_is_cloexec_by_default)
 }
 
 /*
+ * A path that does not exist is ENOENT, as open(2) says, in a wsemfs
+ * mount and elsewhere; an existing file of another file system is EINVAL.
+ */
+TEST_F(lib, missing_path_is_enoent)
+{
+	char dir[] = "/tmp/lib_test.XXXXXX", path[96];
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	errno = 0;
+	EXPECT_EQ(-1, wsem_open("/nonexistent/wsem/gpu", 0, 0, 0));
+	EXPECT_EQ(ENOENT, errno);
+	errno = 0;
+	EXPECT_EQ(-1, wsem_open(dir, 0, 0, 0));
+	EXPECT_EQ(EINVAL, errno);
+	if (mount("wsem", dir, "wsem", 0, NULL)) {
+		rmdir(dir);
+		SKIP(return, "cannot mount wsemfs: %s", strerror(errno));
+	}
+	snprintf(path, sizeof(path), "%s/no-such-sem", dir);
+	errno = 0;
+	EXPECT_EQ(-1, wsem_open(path, 0, 0, 0));
+	EXPECT_EQ(ENOENT, errno);
+	errno = 0;
+	EXPECT_EQ(-1, wsem_unlink(path));
+	EXPECT_EQ(ENOENT, errno);
+	EXPECT_EQ(0, umount(dir));
+	EXPECT_EQ(0, rmdir(dir));
+}
+
+/*
  * What the default is for: a shell that system(3) starts finds no handle
  * at the number (it would hold the weight while it runs); an inherited
  * one it does find.

@@ -41,6 +41,16 @@
 // Names are 1..63 bytes of [A-Za-z0-9._-] in the caller's IPC namespace.
 // Close gives back every unit the Weighted holds and cancels its waits.
 //
+// # Close what you open
+//
+// A Weighted is a kernel semaphore and kernel handles, not only memory:
+// they count against the IPC namespace's limit (max_sems_per_ns; ENOSPC
+// beyond it) and may hold weight that other processes wait for.  Call
+// Close (defer sem.Close()).  A Weighted that becomes unreachable unclosed
+// is closed by a finalizer, as an os.File is, but only when the garbage
+// collector gets to it, which may be much later; a constructor that meets
+// ENOSPC runs the collector once and tries again if that closed any.
+//
 // # How it maps onto the kernel
 //
 // Weight belongs to a kernel handle (an open file description), and a handle

@@ -6,8 +6,10 @@ import (
 	"context"
 	"errors"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -96,6 +98,9 @@ func (h *handle) reopen() (*handle, error) {
 	return newHandle(fd, h.f.Name())
 }
 
+// finalized counts the Weighteds that the garbage collector closed.
+var finalized atomic.Int64
+
 // bindNew opens /dev/wsem and binds the handle as args say.
 func bindNew(args *openArgs, what string) (*Weighted, error) {
 	fd, err := syscall.Open(devicePath, syscall.O_RDWR|syscall.O_CLOEXEC, 0)
@@ -103,11 +108,37 @@ func bindNew(args *openArgs, what string) (*Weighted, error) {
 		return nil, &os.PathError{Op: "open", Path: devicePath, Err: err}
 	}
 	args.size = uint64(unsafe.Sizeof(*args))
-	if _, err := ioctl(uintptr(fd), iocOpen, unsafe.Pointer(args)); err != nil {
+	err = retryAfterGC(func() error {
+		_, err := ioctl(uintptr(fd), iocOpen, unsafe.Pointer(args))
+		return err
+	})
+	if err != nil {
 		syscall.Close(fd)
 		return nil, &os.PathError{Op: "wsem open", Path: what, Err: err}
 	}
 	return fromFD(fd, what)
+}
+
+// retryAfterGC runs try again while it fails with ENOSPC (the namespace's
+// limit) and a garbage collection closes Weighteds that nobody closed:
+// their kernel semaphores count until then, and the Go heap, which they
+// hardly grow, does not know it.  An ENOSPC that no collection helps is
+// returned, after at most a few milliseconds.
+func retryAfterGC(try func() error) error {
+	err := try()
+	for i := 0; err == syscall.ENOSPC && i < 8; i++ {
+		before := finalized.Load()
+		runtime.GC()
+		// The finalizers run on their own goroutine: give them time.
+		for j := 0; j < 20 && finalized.Load() == before; j++ {
+			time.Sleep(time.Millisecond)
+		}
+		if finalized.Load() == before {
+			break
+		}
+		err = try()
+	}
+	return err
 }
 
 func fromFD(fd int, name string) (*Weighted, error) {
@@ -115,12 +146,24 @@ func fromFD(fd int, name string) (*Weighted, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Weighted{
+	w := &Weighted{
 		base:    h,
 		spare:   []*handle{h},
 		holding: make(map[*handle]struct{}),
 		waiting: make(map[*handle]struct{}),
-	}, nil
+	}
+	// As os.File does: a Weighted that becomes unreachable unclosed is
+	// closed, giving back what it holds and its kernel handles.  Close
+	// it yourself: the collector may come much later.
+	runtime.SetFinalizer(w, (*Weighted).finalize)
+	return w, nil
+}
+
+// finalize closes a Weighted that nobody closed.
+func (w *Weighted) finalize() {
+	if w.Close() == nil {
+		finalized.Add(1)
+	}
 }
 
 func openNamed(name string, flags uint64, capacity int64,
@@ -511,6 +554,7 @@ func (w *Weighted) Close() error {
 		return ErrClosed
 	}
 	w.closed = true
+	runtime.SetFinalizer(w, nil)
 	var first error
 	closeAll := func(h *handle) {
 		// A waiter's file is closed once its Read has returned.

@@ -45,8 +45,9 @@ comp() {
 	fi
 }
 
-echo "1..14"
-comp "resize rm run" wsem r
+echo "1..17"
+comp "release resize rm run" wsem r
+comp "acquire apply" wsem a
 comp "wait" wsem w
 comp "create" wsem cr
 comp "apply" wsem ap
@@ -56,14 +57,16 @@ comp "build builds gpu" wsem rm ""
 comp "--weight" wsem run build --we
 comp "--exclusive --exist-ok" wsem create x 4 --ex
 comp "--help --json --long" wsem ls --
-comp "" wsem run build --weight ""
+comp "all" wsem run build --weight ""
+comp "all" wsem acquire --fd 9 -w a
+comp "--fd" wsem release --f
 comp "create" wsem help cr
 comp "wsemtestcmd" wsem run build -- wsemtest
 
 # Every long option offered is one the real wsem knows.
 n=$((n + 1))
 bad=
-for verb in create rm ls stat top resize run wait apply; do
+for verb in create rm ls stat top resize run acquire release wait apply; do
 	"$ROOT/userlib/wsem" "$verb" --help >"$T/help" || bad="$bad $verb"
 	for o in $(_wsem_opts "$verb"); do
 		grep -q -- "$o\\b" "$T/help" || bad="$bad $verb:$o"

@@ -22,7 +22,8 @@ static int operand_u64(const struct cli_verb *verb, const char *what,
 
 static struct cli_opt create_opts[] = {
 	{ .name = "mode", .short_name = 'm', .arg = "MODE",
-	  .help = "permission bits, octal, as given (default 0600 & ~umask)" },
+	  .help = "permission bits, octal or symbolic (u=rw,g=r), as given "
+		  "(default 0600 & ~umask)" },
 	{ .name = "exclusive", .short_name = 'x',
 	  .help = "fail if NAME exists" },
 	{ .name = "exist-ok",
@@ -156,6 +157,11 @@ int cli_create(const struct cli_verb *verb, int argc, char **argv)
 		return cli_fail_msg(p.pos[0], "a semaphore is created by NAME, "
 				    "in the IPC namespace it is for",
 				    CLI_EXIT_USAGE);
+	ret = cli_check_name(p.pos[0]);
+	if (!ret)
+		ret = cli_check_capacity(p.pos[0], capacity);
+	if (ret)
+		return ret;
 	return create_or_check(p.pos[0], mode, capacity);
 }
 
@@ -172,6 +178,8 @@ int cli_rm(const struct cli_verb *verb, int argc, char **argv)
 	};
 	int ret = cli_parse(&p, argc, argv);
 
+	if (!ret)
+		ret = cli_check_name(p.pos[0]);
 	if (ret)
 		return ret;
 	if (wsem_unlink(p.pos[0]))
@@ -208,6 +216,11 @@ int cli_resize(const struct cli_verb *verb, int argc, char **argv)
 	if (ret)
 		return ret;
 	what = fd < 0 ? p.pos[0] : "--fd";
+	ret = fd < 0 ? cli_check_name(what) : 0;
+	if (!ret)
+		ret = cli_check_capacity(what, capacity);
+	if (ret)
+		return ret;
 	if (fd < 0)
 		fd = cli_inherited_fd(p.pos[0]);
 	if (fd < 0) {

@@ -36,6 +36,8 @@ static struct cli_opt apply_opts[] = {
 	  .help = "say what would change, change nothing" },
 	{ .name = "prune",
 	  .help = "remove the semaphores no file declares" },
+	{ .name = "verbose", .short_name = 'v',
+	  .help = "also list the semaphores no file declares" },
 	{ .name = NULL },
 };
 
@@ -192,10 +194,17 @@ static const struct wsem_stat *find(const struct wsem_stat *st, size_t n,
 	return NULL;
 }
 
-/* What exists and no file declares: say so, remove it with --prune. */
+/*
+ * What exists and no file declares: remove it with --prune.  Without it,
+ * that is no change, and a run that changes nothing prints nothing:
+ * listed only with --verbose.  With --prune and a rejected file it is
+ * kept, and that is said, since --prune was asked for.
+ */
 static void undeclared(struct apply *a, const struct cli_conf *c,
 		       const struct wsem_stat *st, size_t n, bool prune)
 {
+	bool verbose = cli_opt(apply_opts, "verbose")->seen;
+
 	size_t i, j;
 
 	for (i = 0; i < n; i++) {
@@ -206,8 +215,9 @@ static void undeclared(struct apply *a, const struct cli_conf *c,
 		if (j < c->n)
 			continue;
 		if (!prune || c->bad) {
-			printf("undeclared %s%s\n", st[i].name,
-			       prune ? " (kept: a file was rejected)" : "");
+			if (prune || verbose)
+				printf("undeclared %s%s\n", st[i].name, prune ?
+				       " (kept: a file was rejected)" : "");
 			continue;
 		}
 		printf("remove %s%s\n", st[i].name, sfx(a));

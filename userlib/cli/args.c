@@ -147,6 +147,11 @@ static int take_short(struct cli_parse *p, int argc, char **argv, int *i)
 /* Take operand argv[i]; return 1 if it starts COMMAND instead. */
 static int take_pos(struct cli_parse *p, char **argv, int i)
 {
+	if (p->fd_only)
+		return cli_usage(p->synopsis, "'%s': %s works on a handle the "
+				 "shell holds open, --fd N (exec 9<>/sys/fs/"
+				 "wsem/NAME), never on NAME", argv[i],
+				 p->verb->name);
 	if (p->npos == p->max_pos) {
 		if (!p->command)
 			return cli_usage(p->synopsis,
@@ -167,6 +172,11 @@ static int check_count(struct cli_parse *p)
 	struct cli_opt *fd = cli_opt(p->opts, "fd");
 	int need = p->max_pos - (fd && fd->seen);
 
+	if (p->fd_only)
+		return fd->seen ? 0 : cli_usage(p->synopsis, "%s needs --fd "
+						"N, a handle the shell holds "
+						"open (exec 9<>/sys/fs/wsem/"
+						"NAME)", p->verb->name);
 	if (fd && fd->seen && p->npos > need)
 		return cli_usage(p->synopsis,
 				 "NAME and --fd N exclude each other");

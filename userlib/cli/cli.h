@@ -54,10 +54,27 @@ struct cli_parse {
 	int max_pos;		/* operands before COMMAND */
 	bool command;		/* the verb ends with COMMAND [ARG...] */
 	bool command_optional;	/* ... which may be absent (apply's PATH...) */
+	bool fd_only;		/* acts on --fd N alone, never on NAME */
 	char *pos[CLI_MAX_POS];
 	int npos;
 	char **cmd;		/* NULL-terminated COMMAND, or NULL */
 };
+
+/* lease.c: acquiring as run and acquire are asked to */
+struct cli_lease {
+	const char *what;	/* NAME, a path or "--fd N", for messages */
+	uint64_t weight;	/* -w W; set from the capacity for "all" */
+	bool weight_all;	/* -w all: the whole capacity */
+	int64_t timeout_ns;	/* --timeout, or -1 */
+	bool nonblock;		/* --nonblock, or --timeout 0 */
+	int conflict_status;	/* -E N, or -1: 75 or 124 */
+};
+
+int cli_lease_options(const char *syn, struct cli_opt *opts,
+		      struct cli_lease *l);
+bool cli_lease_acquire(int fd, struct cli_lease *l, int *status);
+int cli_check_name(const char *name);
+int cli_check_capacity(const char *what, uint64_t capacity);
 
 /* args.c */
 int cli_parse(struct cli_parse *p, int argc, char **argv);
@@ -134,6 +151,8 @@ int cli_top(const struct cli_verb *verb, int argc, char **argv);
 struct wsem_stat *cli_list_all(size_t *count);
 int cli_run(const struct cli_verb *verb, int argc, char **argv);
 int cli_wait(const struct cli_verb *verb, int argc, char **argv);
+int cli_acquire(const struct cli_verb *verb, int argc, char **argv);
+int cli_release(const struct cli_verb *verb, int argc, char **argv);
 int cli_apply(const struct cli_verb *verb, int argc, char **argv);
 
 #endif /* WSEM_CLI_H */

@@ -83,6 +83,8 @@ static const char *conf_key(struct cli_decl *d, char *word)
 		    d->capacity > WSEM_CAPACITY_MAX)
 			return "invalid capacity";
 	} else if (!strcmp(word, "mode")) {
+		if (!d->has_mode)
+			d->mode = CLI_DEFAULT_MODE;
 		if (!cli_parse_mode(val, &d->mode))
 			return "invalid mode (octal, at most 0777)";
 		d->has_mode = true;

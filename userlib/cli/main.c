@@ -31,13 +31,18 @@ static const struct cli_verb verbs[] = {
 	  "(2s); q quits.", cli_top },
 	{ "resize", "resize NAME|PATH|--fd N CAPACITY",
 	  "Change the capacity.", cli_resize },
-	{ "run", "run NAME|PATH|--fd N [-w W] [-t DURATION | -n] [-E N] "
+	{ "run", "run NAME|PATH|--fd N [-w W|all] [-t DURATION | -n] [-E N] "
 		 "[-c CAPACITY [-m MODE]] [--inherit] -- COMMAND [ARG...]",
 	  "Wait for weight W, run COMMAND holding it, give it back when "
 	  "COMMAND ends.", cli_run },
-	{ "wait", "wait NAME|PATH|--fd N --idle [-t DURATION]",
+	{ "acquire", "acquire --fd N [-w W|all] [-t DURATION | -n] [-E N]",
+	  "Acquire weight W on the shell's own handle N (exec N<>FILE); "
+	  "it holds W until released or closed.", cli_acquire },
+	{ "release", "release --fd N [-w W]",
+	  "Give back W, or all that handle N holds.", cli_release },
+	{ "wait", "wait NAME|PATH|--fd N [--idle] [-t DURATION]",
 	  "Wait until nothing is held and nobody waits.", cli_wait },
-	{ "apply", "apply [-n|--dry-run] [--prune] [PATH...]",
+	{ "apply", "apply [-n|--dry-run] [--prune] [-v] [PATH...]",
 	  "Create, resize, chmod and chown the semaphores /etc/wsem.d/*.conf "
 	  "(or PATH...) declares.", cli_apply },
 };
@@ -82,7 +87,8 @@ static int flush_stdout(int status)
 int main(int argc, char **argv)
 {
 	const struct cli_verb *verb;
-	const char *all = "create|rm|ls|stat|top|resize|run|wait|apply ...";
+	const char *all = "create|rm|ls|stat|top|resize|run|acquire|release|"
+			  "wait|apply ...";
 
 	int status;
 

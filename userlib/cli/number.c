@@ -34,17 +34,115 @@ bool cli_parse_u64(const char *s, uint64_t *v)
 }
 
 /* Octal permission bits, 0 .. 0777 ("600", "0644"). */
-bool cli_parse_mode(const char *s, mode_t *mode)
+static bool parse_octal_mode(const char *s, mode_t *mode)
 {
 	unsigned int m = 0;
 
-	if (!*s)
-		return false;
 	for (; *s; s++) {
 		if (*s < '0' || *s > '7')
 			return false;
 		m = m * 8 + (unsigned int)(*s - '0');
 		if (m > 0777)
+			return false;
+	}
+	*mode = m;
+	return true;
+}
+
+/* The bits of "ugoa" letters at *@s (all of them for none), moving on. */
+static unsigned int parse_who(const char **s)
+{
+	unsigned int who = 0;
+
+	for (;; (*s)++) {
+		if (**s == 'u')
+			who |= 0700;
+		else if (**s == 'g')
+			who |= 0070;
+		else if (**s == 'o')
+			who |= 0007;
+		else if (**s == 'a')
+			who |= 0777;
+		else
+			return who ? who : 0777;
+	}
+}
+
+/*
+ * The permission after an operator, moving on: letters of "rwx" as bits
+ * for every class, or one of "ugo", the bits that class has in @mode now
+ * (chmod's "g=u").  -1 for anything else, such as s, t or X, which a
+ * semaphore has no use for.
+ */
+static int parse_perm(const char **s, mode_t mode)
+{
+	const char *copy = strchr("ugo", **s);
+	unsigned int bits = 0, c;
+
+	if (**s && copy) {
+		c = (unsigned int)mode >> (3 * (2 - (copy - "ugo"))) & 7;
+		(*s)++;
+		return (int)(c * 0111);
+	}
+	for (; **s && !strchr(",+-=", **s); (*s)++) {
+		if (**s == 'r')
+			bits |= 0444;
+		else if (**s == 'w')
+			bits |= 0222;
+		else if (**s == 'x')
+			bits |= 0111;
+		else
+			return -1;
+	}
+	return (int)bits;
+}
+
+/* One clause, "WHO OP PERM [OP PERM]...", applied to *@mode. */
+static bool parse_clause(const char **s, mode_t *mode)
+{
+	unsigned int who = parse_who(s);
+	char op;
+	int bits;
+
+	if (!**s || !strchr("+-=", **s))
+		return false;
+	while (**s && strchr("+-=", **s)) {
+		op = *(*s)++;
+		bits = parse_perm(s, *mode);
+		if (bits < 0)
+			return false;
+		bits &= (int)who;
+		if (op == '=')
+			*mode = (*mode & ~who) | (unsigned int)bits;
+		else if (op == '+')
+			*mode |= (unsigned int)bits;
+		else
+			*mode &= ~(unsigned int)bits;
+	}
+	return true;
+}
+
+/*
+ * Permission bits as chmod(1) and mkdir -m take them: octal, 0 .. 0777
+ * ("600", "0644"), or symbolic, clauses separated by commas ("a+rw",
+ * "u=rw,g=r", "go-w", "g=u"), applied to *@mode, the default mode.  A
+ * clause without ugoa is for all (the umask plays no part: the mode is
+ * exact, as with an octal one); s, t and X are refused.
+ */
+bool cli_parse_mode(const char *s, mode_t *mode)
+{
+	mode_t m = *mode & 0777;
+
+	if (!*s)
+		return false;
+	if (*s >= '0' && *s <= '9')
+		return parse_octal_mode(s, mode);
+	for (;;) {
+		if (!parse_clause(&s, &m))
+			return false;
+		if (!*s)
+			break;
+		if (*s++ != ',')
 			return false;
 	}
 	*mode = m;

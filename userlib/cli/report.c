@@ -40,10 +40,25 @@ static int device_error(int err)
 	return err == ENOTTY ? ENOTTY : 0;
 }
 
+/*
+ * No /dev/wsem, yet the module is loaded (it has /sys/module/wsem, and
+ * makes /sys/fs/wsem): a container, where semaphores come in as files.
+ */
+static bool module_loaded(void)
+{
+	return !access("/sys/module/wsem", F_OK) ||
+	       !access("/sys/fs/wsem", F_OK);
+}
+
 /* One line about the device, with what to do about it. */
 static int fail_device(int err)
 {
-	if (err == ENOENT || err == ENXIO || err == ENODEV)
+	if ((err == ENOENT || err == ENXIO || err == ENODEV) && module_loaded())
+		fprintf(stderr, "wsem: %s: %s (the module is loaded: give a "
+			"semaphore's file by its path, as wsem run "
+			"/run/limits/NAME, or mount wsemfs: mount -t wsem wsem "
+			"/sys/fs/wsem)\n", WSEM_DEVICE, strerror(err));
+	else if (err == ENOENT || err == ENXIO || err == ENODEV)
 		fprintf(stderr, "wsem: %s: %s (is the module loaded? "
 			"modprobe wsem)\n", WSEM_DEVICE, strerror(err));
 	else if (err == ENOTTY)

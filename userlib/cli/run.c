@@ -21,6 +21,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,31 +35,29 @@
 struct run_req {
 	const char *name;	/* NAME, a path, or "--fd" */
 	int fd;			/* --fd N, or -1 */
-	uint64_t weight;
+	struct cli_lease lease;	/* the weight, how long to wait, -E N */
 	bool create;
 	uint64_t capacity;	/* with --create */
 	mode_t mode;		/* with --create */
 	bool mode_exact;	/* --mode given: the umask is not applied */
-	int64_t timeout_ns;	/* --timeout, or -1 */
-	bool nonblock;		/* --nonblock, or --timeout 0 */
-	int conflict_status;	/* would block or timed out */
 	bool inherit;
 	char **cmd;
 };
 
 static struct cli_opt run_opts[] = {
 	{ .name = "weight", .short_name = 'w', .arg = "W",
-	  .help = "the weight to hold (default 1)" },
+	  .help = "the weight to hold (default 1; all: the capacity)" },
 	{ .name = "timeout", .short_name = 't', .arg = "DURATION",
 	  .help = "give up after DURATION (5, 1.5s, 5m, 2h, 1d): exit 124" },
 	{ .name = "nonblock", .short_name = 'n',
 	  .help = "take the weight only at once, else exit 75" },
 	{ .name = "conflict-exit-code", .short_name = 'E', .arg = "N",
-	  .help = "exit N (0-255) instead of 75 or 124" },
+	  .help = "exit N (0-255) instead of 75 or 124; COMMAND does not run" },
 	{ .name = "create", .short_name = 'c', .arg = "CAPACITY",
 	  .help = "create NAME with CAPACITY if it does not exist" },
 	{ .name = "mode", .short_name = 'm', .arg = "MODE",
-	  .help = "with --create: permission bits, as given (default 0600 & ~umask)" },
+	  .help = "with --create: octal or symbolic (u=rw,g=r), as given "
+		  "(default 0600 & ~umask)" },
 	{ .name = "inherit",
 	  .help = "exec COMMAND with the handle ($WSEM_FD) instead" },
 	{ .name = "fd", .arg = "N", .help = "acquire through a reopen of N" },
@@ -75,32 +74,20 @@ static const char *value(const char *name)
 	return cli_opt(run_opts, name)->value;
 }
 
-/* The numbers among the options; 0 or a usage exit status. */
-static int run_numbers(const char *syn, struct run_req *req)
+/* --create and --mode; 0 or a usage exit status. */
+static int run_create_options(const char *syn, struct run_req *req)
 {
-	uint64_t n;
-
-	req->weight = 1;
-	req->timeout_ns = -1;
 	req->mode = CLI_DEFAULT_MODE;
-	req->conflict_status = -1;
-	if (seen("weight") && !cli_parse_u64(value("weight"), &req->weight))
-		return cli_usage(syn, "invalid WEIGHT '%s'", value("weight"));
-	if (seen("timeout") &&
-	    !cli_parse_duration(value("timeout"), &req->timeout_ns))
-		return cli_usage(syn, "invalid DURATION '%s'",
-				 value("timeout"));
-	if (seen("create") && !cli_parse_u64(value("create"), &req->capacity))
+	req->create = seen("create");
+	if (req->create && !cli_parse_u64(value("create"), &req->capacity))
 		return cli_usage(syn, "invalid CAPACITY '%s'", value("create"));
 	if (seen("mode") && !cli_parse_mode(value("mode"), &req->mode))
 		return cli_usage(syn, "invalid MODE '%s'", value("mode"));
 	req->mode_exact = seen("mode");
-	if (seen("conflict-exit-code")) {
-		if (!cli_parse_u64(value("conflict-exit-code"), &n) || n > 255)
-			return cli_usage(syn, "invalid exit code '%s'",
-					 value("conflict-exit-code"));
-		req->conflict_status = (int)n;
-	}
+	if (seen("mode") && !req->create)
+		return cli_usage(syn, "--mode needs --create");
+	if (req->create && seen("fd"))
+		return cli_usage(syn, "--create and --fd exclude each other");
 	return 0;
 }
 
@@ -108,25 +95,13 @@ static int run_numbers(const char *syn, struct run_req *req)
 static int run_options(const struct cli_verb *verb, struct run_req *req)
 {
 	const char *syn = verb->synopsis;
-	int ret = run_numbers(syn, req);
+	int ret = cli_lease_options(syn, run_opts, &req->lease);
 
+	if (!ret)
+		ret = run_create_options(syn, req);
 	if (ret)
 		return ret;
-	req->create = seen("create");
 	req->inherit = seen("inherit");
-	req->nonblock = seen("nonblock");
-	if (seen("timeout") && req->nonblock)
-		return cli_usage(syn,
-				 "--timeout and --nonblock exclude each other");
-	/* A timeout of 0 is a try-acquire, with the same status and line. */
-	if (req->timeout_ns == 0) {
-		req->nonblock = true;
-		req->timeout_ns = -1;
-	}
-	if (seen("mode") && !req->create)
-		return cli_usage(syn, "--mode needs --create");
-	if (req->create && seen("fd"))
-		return cli_usage(syn, "--create and --fd exclude each other");
 	return cli_fd_option(syn, cli_opt(run_opts, "fd"), &req->fd);
 }
 
@@ -175,32 +150,6 @@ static int open_handle(const struct run_req *req)
 	close(fd);
 	errno = err;
 	return nfd;
-}
-
-/* Acquire as asked; 0 or the exit status, after a one-line message. */
-static int take(int fd, const struct run_req *req)
-{
-	int ret, status;
-
-	if (req->nonblock)
-		ret = wsem_tryacquire(fd, req->weight);
-	else if (req->timeout_ns >= 0)
-		ret = wsem_acquire_timeout(fd, req->weight, req->timeout_ns);
-	else
-		ret = wsem_acquire(fd, req->weight);
-	if (!ret)
-		return 0;
-	if (req->nonblock && errno == EAGAIN) {
-		status = req->conflict_status;
-		return cli_fail_msg(req->name, "would block", status >= 0 ?
-				    status : CLI_EXIT_WOULDBLOCK);
-	}
-	if (req->timeout_ns >= 0 && errno == ETIMEDOUT) {
-		status = req->conflict_status;
-		return cli_fail_msg(req->name, "timed out", status >= 0 ?
-				    status : CLI_EXIT_TIMEDOUT);
-	}
-	return cli_fail_target(req->name, errno);
 }
 
 /* execvp() COMMAND; only returns, with 126 or 127, if that fails. */
@@ -350,6 +299,31 @@ static int supervise(const struct run_req *req)
 	return wait_child(pid, &all);
 }
 
+/*
+ * --create found NAME there with another capacity: it is left as it is
+ * (the run goes on with it), and one line says so, as create --exist-ok
+ * does.
+ */
+static void note_capacity(int fd, const struct run_req *req)
+{
+	struct wsem_stat st;
+
+	if (!req->create || wsem_stat(fd, &st) || st.capacity == req->capacity)
+		return;
+	fprintf(stderr, "wsem: note: %s exists with capacity %" PRIu64
+		", left as it is\n", req->name, (uint64_t)st.capacity);
+}
+
+/* What NAME and --create say is valid, or one line why not. */
+static int check_target(const struct run_req *req)
+{
+	int ret = req->fd < 0 ? cli_check_name(req->name) : 0;
+
+	if (!ret && req->create)
+		ret = cli_check_capacity(req->name, req->capacity);
+	return ret;
+}
+
 int cli_run(const struct cli_verb *verb, int argc, char **argv)
 {
 	struct cli_parse p = {
@@ -367,12 +341,16 @@ int cli_run(const struct cli_verb *verb, int argc, char **argv)
 	if (ret)
 		return ret;
 	req.name = req.fd < 0 ? p.pos[0] : "--fd";
+	req.lease.what = req.name;
 	req.cmd = p.cmd;
+	ret = check_target(&req);
+	if (ret)
+		return ret;
 	fd = open_handle(&req);
 	if (fd < 0)
 		return cli_fail_target(req.name, errno);
-	ret = take(fd, &req);
-	if (!ret)
+	note_capacity(fd, &req);
+	if (cli_lease_acquire(fd, &req.lease, &ret))
 		ret = req.inherit ? become(fd, &req) : supervise(&req);
 	close(fd);
 	return ret;

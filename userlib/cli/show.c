@@ -96,6 +96,25 @@ static int stat_fd(const char *what, int fd, struct wsem_stat *st,
 }
 
 /*
+ * No read-only handle on @name: an older module, where a handle needs
+ * write permission too, so the list (read permission) has it.  A NAME the
+ * open refused with EACCES exists: missing from the list too, it is still
+ * EACCES (no read permission), as run and every other verb says.
+ */
+static int stat_listed(const char *name, struct wsem_stat *st,
+		       unsigned long *ns)
+{
+	int err = errno;
+
+	if (err != EACCES && err != EPERM)
+		return cli_fail(name, err);
+	if (find_stat(name, st))
+		return cli_fail(name, errno == ENOENT ? err : errno);
+	*ns = cli_own_ipc_ns();
+	return 0;
+}
+
+/*
  * The state of what stat was asked about, the IPC namespace it lives in
  * and a handle to ask who holds it (*@hfd, -1 if none; *@own: ours to
  * close); 0 or an exit status.  The inherited handle of "wsem run
@@ -124,11 +143,7 @@ static int stat_target(const char *name, int fd, struct wsem_stat *st,
 	}
 	if (cli_is_path(name))
 		return cli_fail_nodev(name, errno);
-	/* An older module: a handle needs write permission too. */
-	if (find_stat(name, st))
-		return cli_fail(name, errno);
-	*ns = cli_own_ipc_ns();
-	return 0;
+	return stat_listed(name, st, ns);
 }
 
 /* stat's output: the fields, the statistics, who holds and who waits. */
@@ -169,6 +184,8 @@ int cli_stat(const struct cli_verb *verb, int argc, char **argv)
 	if (!ret)
 		ret = cli_fd_option(verb->synopsis, cli_opt(stat_opts, "fd"),
 				    &fd);
+	if (!ret && fd < 0)
+		ret = cli_check_name(p.pos[0]);
 	if (!ret)
 		ret = stat_target(p.pos[0], fd, &st, &ns, &hfd, &own);
 	if (!ret)

@@ -49,8 +49,8 @@ static int round_once(bool tty, unsigned long n)
 		fputs("\033[H\033[2J", stdout);
 	else if (n)
 		putchar('\n');
-	printf("wsem top: %zu semaphores, round %lu%s\n", count, n + 1,
-	       tty ? " (q quits)" : "");
+	printf("wsem top: %zu semaphore%s, round %lu%s\n", count,
+	       count == 1 ? "" : "s", n + 1, tty ? " (q quits)" : "");
 	cli_print_table(st, count, true);
 	fflush(stdout);
 	free(st);

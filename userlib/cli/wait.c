@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * wsem wait NAME|PATH|--fd N --idle [-t DURATION]: until nothing is held
- * and nobody is queued, a drain before maintenance.  Waiting only watches,
+ * wsem wait NAME|PATH|--fd N [--idle] [-t DURATION]: until nothing is held
+ * and nobody is queued, a drain before maintenance.  Idle is the only
+ * thing to wait for, so --idle is the default; it is still accepted.  Waiting only watches,
  * so a read-only handle does: read permission is enough.
  */
 #include <errno.h>
@@ -12,7 +13,7 @@
 
 static struct cli_opt wait_opts[] = {
 	{ .name = "idle", .short_name = 'i',
-	  .help = "until nothing is held and nobody waits (required)" },
+	  .help = "until nothing is held and nobody waits (the default)" },
 	{ .name = "timeout", .short_name = 't', .arg = "DURATION",
 	  .help = "give up after DURATION (exit 124)" },
 	{ .name = "fd", .arg = "N", .help = "the inherited handle N" },
@@ -52,14 +53,15 @@ int cli_wait(const struct cli_verb *verb, int argc, char **argv)
 				    &fd);
 	if (ret)
 		return ret;
-	if (!cli_opt(wait_opts, "idle")->seen)
-		return cli_usage(verb->synopsis, "what to wait for: --idle");
 	if ((fd < 0) != (p.npos == 1))
 		return cli_usage(verb->synopsis, "NAME, PATH or --fd N: one");
 	if (timeout->seen && !cli_parse_duration(timeout->value, &timeout_ns))
 		return cli_usage(verb->synopsis, "invalid duration '%s'",
 				 timeout->value);
 	what = fd < 0 ? p.pos[0] : "--fd";
+	ret = fd < 0 ? cli_check_name(what) : 0;
+	if (ret)
+		return ret;
 	fd = wait_handle(what, fd);
 	if (fd < 0)
 		return cli_is_path(what) ? cli_fail_nodev(what, errno) :

@@ -2,6 +2,8 @@
 # bash completion for wsem(1): verbs, each verb's options, and semaphore
 # names from "wsem ls" (of the IPC namespace the shell is in).
 
+_wsem_verbs="create rm ls stat top resize run acquire release wait apply"
+
 # The names "wsem ls" shows, one a line.
 _wsem_names()
 {
@@ -19,7 +21,10 @@ _wsem_opts()
 	stat) echo "--json --fd -h --help" ;;
 	resize) echo "--fd -h --help" ;;
 	wait) echo "-i --idle -t --timeout --fd -h --help" ;;
-	apply) echo "-n --dry-run --prune -h --help" ;;
+	apply) echo "-n --dry-run --prune -v --verbose -h --help" ;;
+	acquire) echo "--fd -w --weight -t --timeout -n --nonblock -E" \
+		      "--conflict-exit-code -h --help" ;;
+	release) echo "--fd -w --weight -h --help" ;;
 	run) echo "-w --weight -t --timeout -n --nonblock -E" \
 		  "--conflict-exit-code -c --create -m --mode --inherit" \
 		  "--fd -h --help" ;;
@@ -34,7 +39,7 @@ _wsem()
 	COMPREPLY=()
 	if [ "$COMP_CWORD" -eq 1 ]; then
 		mapfile -t COMPREPLY < <(compgen -W \
-			"create rm ls stat top resize run wait apply help -h --help --version" \
+			"$_wsem_verbs help -h --help --version" \
 			-- "$cur")
 		return
 	fi
@@ -50,8 +55,12 @@ _wsem()
 		fi
 	done
 	case $prev in
-	-w | --weight | -t | --timeout | -E | --conflict-exit-code | -c | \
-	--create | -m | --mode | --fd)
+	-w | --weight)
+		[ "$verb" = run ] || [ "$verb" = acquire ] &&
+			mapfile -t COMPREPLY < <(compgen -W "all" -- "$cur")
+		return ;;			# a number, or all
+	-t | --timeout | -E | --conflict-exit-code | -c | --create | -m | \
+	--mode | --fd)
 		return ;;			# a value: nothing to offer
 	esac
 	if [ "${cur#-}" != "$cur" ]; then
@@ -62,7 +71,7 @@ _wsem()
 	case $verb in
 	help)
 		mapfile -t COMPREPLY < <(compgen -W \
-			"create rm ls stat top resize run wait apply" -- "$cur") ;;
+			"$_wsem_verbs" -- "$cur") ;;
 	rm | stat | resize | run | create | wait)
 		mapfile -t COMPREPLY < <(compgen -W "$(_wsem_names)" -- "$cur")
 		# a path: a wsemfs file

@@ -43,11 +43,15 @@ static int bind_new_handle(struct wsem_open_args *args, int cloexec)
 /*
  * A wsemfs file (a bind-mounted one, say): opening it is opening a handle
  * bound to its semaphore.  Files are not created there, so no O_CREAT.
+ * A path that is not there is ENOENT, as open(2) says; another file than
+ * a wsemfs one is EINVAL.
  */
 static int open_path(const char *path, int oflag, int cloexec)
 {
-	if (oflag & (O_CREAT | O_EXCL) || libwsem_check_path(path))
+	if (oflag & (O_CREAT | O_EXCL))
 		return libwsem_einval();
+	if (libwsem_check_path(path))
+		return -1;
 	return open(path, O_RDWR | O_NOCTTY | (cloexec ? O_CLOEXEC : 0));
 }
 
