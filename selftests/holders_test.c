@@ -712,6 +712,9 @@ TEST_F(who, tracepoints_follow_a_scripted_run)
 	ASSERT_EQ(0, wsem_release(self->fd, 1));
 	ASSERT_EQ(w, waitpid(w, &status, 0));
 	EXPECT_EQ(-1, wsem_acquire_timeout(self->fd, 2, 1000000));
+	/* A deadline already past: no queueing, but a timeout all the same. */
+	EXPECT_EQ(-1, wsem_acquire_timeout(self->fd, 2, 0));
+	EXPECT_EQ(ETIMEDOUT, errno);
 	EXPECT_EQ(0, wsem_set_capacity(self->fd, CAP + 1));
 	EXPECT_EQ(0, wsem_release(self->fd, CAP - 1));
 
@@ -741,7 +744,7 @@ TEST_F(who, tracepoints_follow_a_scripted_run)
 	EXPECT_EQ(2, seen[0]);		/* the waiter, the timed acquire */
 	EXPECT_EQ(2, seen[1]);		/* at once, and the hand-off */
 	EXPECT_EQ(2, seen[2]);		/* release 1, release 3 */
-	EXPECT_EQ(1, seen[3]);		/* the timeout */
+	EXPECT_EQ(2, seen[3]);		/* the timeouts, late and at once */
 	EXPECT_EQ(1, seen[4]);
 	EXPECT_TRUE(waited);
 	ASSERT_EQ(0, write_file(TRACEFS "/trace", ""));
