@@ -81,21 +81,31 @@ static inline void wsem_setattr_copy(struct mnt_idmap *idmap,
 #endif
 
 /*
- * WSEM_SETATTR(name, fn) defines name, a .setattr for the target kernel
- * that calls fn(idmap, dentry, attr).
+ * fs.c's setattr and d_revalidate, typed as the newest kernel types them;
+ * wsem_iop_setattr and wsem_d_revalidate are what the target kernel's
+ * operations tables take.
  */
+int wsemfs_setattr(struct mnt_idmap *idmap, struct dentry *dentry,
+		   struct iattr *attr);
+int wsemfs_d_revalidate(struct inode *dir, const struct qstr *name,
+			struct dentry *dentry, unsigned int flags);
+
 #if defined(WSEM_HAVE_IOP_MNT_IDMAP) || defined(WSEM_HAVE_IOP_USERNS)
-#define WSEM_SETATTR(name, fn)						\
-static int name(struct mnt_idmap *idmap, struct dentry *dentry,	\
-		struct iattr *attr)					\
-{									\
-	return fn(idmap, dentry, attr);					\
-}
+#define wsem_iop_setattr	wsemfs_setattr
 #else
-#define WSEM_SETATTR(name, fn)						\
-static int name(struct dentry *dentry, struct iattr *attr)		\
-{									\
-	return fn(&init_user_ns, dentry, attr);				\
+static inline int wsem_iop_setattr(struct dentry *dentry, struct iattr *attr)
+{
+	return wsemfs_setattr(&init_user_ns, dentry, attr);
+}
+#endif
+
+/* Before 6.14 the VFS did not say the parent: NULL, and the own name. */
+#ifdef WSEM_HAVE_D_REVALIDATE_NAME
+#define wsem_d_revalidate	wsemfs_d_revalidate
+#else
+static inline int wsem_d_revalidate(struct dentry *dentry, unsigned int flags)
+{
+	return wsemfs_d_revalidate(NULL, &dentry->d_name, dentry, flags);
 }
 #endif
 
@@ -191,26 +201,6 @@ static inline int wsem_refuse_link(struct dentry *old, struct inode *dir,
 	return -EPERM;
 }
 
-/*
- * WSEM_D_REVALIDATE(name, fn) defines name, a .d_revalidate for the target
- * kernel that calls fn(dir, name, dentry, flags).  Before 6.14 the VFS did
- * not say the parent: fn gets NULL for it, and the dentry's own name.
- */
-#ifdef WSEM_HAVE_D_REVALIDATE_NAME
-#define WSEM_D_REVALIDATE(name, fn)					\
-static int name(struct inode *dir, const struct qstr *qname,		\
-		struct dentry *dentry, unsigned int flags)		\
-{									\
-	return fn(dir, qname, dentry, flags);				\
-}
-#else
-#define WSEM_D_REVALIDATE(name, fn)					\
-static int name(struct dentry *dentry, unsigned int flags)		\
-{									\
-	return fn(NULL, &dentry->d_name, dentry, flags);		\
-}
-#endif
-
 /* 6.17: a superblock's default dentry operations are set by a call. */
 #ifndef WSEM_HAVE_SET_DEFAULT_D_OP
 static inline void set_default_d_op(struct super_block *sb,
@@ -277,6 +267,7 @@ static inline void rb_add(struct rb_node *node, struct rb_root *tree,
 static inline void clear_notify_signal(void)
 {
 	clear_thread_flag(TIF_NOTIFY_SIGNAL);
+	/* The flag is clear before the caller looks for the work. */
 	smp_mb__after_atomic();
 }
 #endif

@@ -78,9 +78,19 @@ static struct dentry *wsemfs_lookup(struct inode *dir, struct dentry *dentry,
 	return d_splice_alias(inode, dentry);
 }
 
-/* A name is still there while its semaphore is linked; a miss never is. */
-static int wsemfs_revalidate(struct inode *dir, const struct qstr *name,
-			     struct dentry *dentry, unsigned int flags)
+/**
+ * wsemfs_d_revalidate() - whether a dentry of wsemfs is still valid
+ * @dir: its parent (NULL on kernels before 6.14)
+ * @name: its name
+ * @dentry: the dentry
+ * @flags: the lookup's flags
+ *
+ * A name is still there while its semaphore is linked; a miss never is.
+ *
+ * Return: 1 if valid, 0 if not.
+ */
+int wsemfs_d_revalidate(struct inode *dir, const struct qstr *name,
+			struct dentry *dentry, unsigned int flags)
 {
 	struct inode *inode = d_inode_rcu(dentry);
 
@@ -108,10 +118,8 @@ static int wsemfs_show_name(struct dentry *dentry, char *buf, size_t len)
 	return snprintf(buf, len, "[%d]", sem->id);
 }
 
-WSEM_D_REVALIDATE(wsemfs_d_revalidate, wsemfs_revalidate)
-
 static const struct dentry_operations wsemfs_dops = {
-	.d_revalidate	= wsemfs_d_revalidate,
+	.d_revalidate	= wsem_d_revalidate,
 	.d_delete	= always_delete_dentry,
 };
 
@@ -137,13 +145,20 @@ static const struct inode_operations wsemfs_dir_iops = {
 	.rename		= wsem_refuse_rename,
 };
 
-/*
- * chmod and chown, checked by the VFS (the owner, CAP_FOWNER, CAP_CHOWN,
- * through the mount's id mapping); the new owner and mode go to the
- * semaphore.  A semaphore has no size and no set-id bits.
+/**
+ * wsemfs_setattr() - chmod and chown of a semaphore's file
+ * @idmap: the mount's id mapping
+ * @dentry: the file
+ * @attr: what changes
+ *
+ * Checked by the VFS (the owner, CAP_FOWNER, CAP_CHOWN, through the
+ * mount's id mapping); the new owner and mode go to the semaphore.  A
+ * semaphore has no size and no set-id bits.
+ *
+ * Return: 0 or a negative errno.
  */
-static int wsemfs_setattr_idmap(struct mnt_idmap *idmap,
-				struct dentry *dentry, struct iattr *attr)
+int wsemfs_setattr(struct mnt_idmap *idmap, struct dentry *dentry,
+		   struct iattr *attr)
 {
 	struct inode *inode = d_inode(dentry);
 	int ret;
@@ -161,10 +176,8 @@ static int wsemfs_setattr_idmap(struct mnt_idmap *idmap,
 	return 0;
 }
 
-WSEM_SETATTR(wsemfs_setattr, wsemfs_setattr_idmap)
-
 static const struct inode_operations wsemfs_file_iops = {
-	.setattr	= wsemfs_setattr,
+	.setattr	= wsem_iop_setattr,
 };
 
 /* Names copied per visit of the namespace: a walk to the position each. */
