@@ -121,9 +121,16 @@ for r in $releases; do
 	fi
 	cs=$(date +%s)
 	cdir=$(bash "$VMDIR/chroot.sh" -n "$r")
+	if [ -z "$cdir" ] && { [ "$(id -u)" -ne 0 ] ||
+			      ! command -v debootstrap >/dev/null; }; then
+		# As check-distro: a lane this machine cannot run is a skip.
+		n=$((n + 1))
+		echo "ok $n $r lane # SKIP no $r chroot cached; building one needs root and debootstrap" |
+			tee -a "$tapf"
+		continue
+	fi
 	if [ -z "$cdir" ]; then
-		tap 1 "$r chroot (selftests/vm/chroot.sh $r; needs root)" \
-			"$out/chroot-$r.log"
+		tap 1 "$r chroot (selftests/vm/chroot.sh $r)" "$out/chroot-$r.log"
 		continue
 	fi
 	head -n 2 "$cdir/build-time"
