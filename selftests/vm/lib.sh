@@ -72,7 +72,7 @@ find_kernels() {
 		k=$(resolve_kernel "$v")
 		if [ -n "$k" ]; then
 			echo "$k"
-		else
+		elif ! chroot_named "$v"; then
 			log "no installed kernel with headers matches $v"
 		fi
 	done
@@ -155,6 +155,15 @@ chroot_wanted() {
 		case $krel in
 		"$v".* | "$v"-* | "$v"+*) return 0 ;;
 		esac
+	done
+	return 1
+}
+
+# chroot_named WORD: whether WORD of KVERS names a chroot lane instead.
+chroot_named() {
+	local r
+	for r in $(chroot_releases); do
+		KVERS=$1 chroot_wanted "$r" && return 0
 	done
 	return 1
 }
