@@ -7,7 +7,7 @@
 # version number is read: distributions backport interfaces (Debian's 5.10
 # has clear_notify_signal() from 5.17), so only a compile tells.
 #
-# usage: probes.sh OUT CC [CFLAGS...]
+# usage: probes.sh OUT CC [CFLAGS...]    (WSEM_PROBES_KEEP=1: keep the logs)
 #
 # Writes OUT (module/compat-probes.h): "#define WSEM_HAVE_X 1" for each
 # probe that compiled, a comment for each that did not.  Its first line is
@@ -24,8 +24,13 @@ if [ -f "$out" ] && [ "$(head -n 1 "$out")" = "$sig" ]; then
 	exit 0
 fi
 
+# WSEM_PROBES_KEEP=1: keep the test files and the compiler's words on them.
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/wsem-probes.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
+if [ -n "${WSEM_PROBES_KEEP:-}" ]; then
+	echo "probes.sh: the probes and their logs: $tmp" >&2
+else
+	trap 'rm -rf "$tmp"' EXIT
+fi
 
 names=
 
@@ -105,10 +110,12 @@ void wsem_probe(void);
 void wsem_probe(void) { clear_notify_signal(); }'
 
 # All at once: each is a compile of a few headers.  A mismatched type is an
-# error here, as it would be in our use of the interface.
+# error here, as it would be in our use of the interface; any other warning
+# is not (W=1 KCFLAGS=-Werror must not turn a probe's unused parameter into
+# a "no").
 for n in $names; do
 	# shellcheck disable=SC2086 # CC may be several words (ccache gcc)
-	( $cc "$@" -Werror=incompatible-pointer-types \
+	( $cc "$@" -Wno-error -Werror=incompatible-pointer-types \
 		-Werror=implicit-function-declaration -Werror=int-conversion \
 		-Werror=return-type -fsyntax-only -c "$tmp/$n.c" \
 		>"$tmp/$n.log" 2>&1 && : >"$tmp/$n.ok" ) &
