@@ -157,5 +157,6 @@ clean:
 	-$(MAKE) -C bench clean
 	rm -rf build .tmp_versions
 	rm -f *.ko *.o .*.o *.mod *.mod.c modules.order Module.symvers \
-		.*.cmd module/*.o module/.*.cmd
+		.*.cmd module/*.o module/.*.cmd \
+		module/compat-probes.h
 

@@ -36,29 +36,9 @@
 
 #define WSEMFS_ROOT_INO	1
 
-/* The mount's id mapping, as the target kernel types it (see Kbuild). */
-#ifdef WSEM_HAVE_MNT_IDMAP
-#define WSEMFS_IDMAP	struct mnt_idmap
-#else
-#define WSEMFS_IDMAP	struct user_namespace
-#endif
-
 static const struct inode_operations wsemfs_dir_iops;
 static const struct inode_operations wsemfs_file_iops;
 static const struct file_operations wsemfs_dir_fops;
-
-static void wsemfs_init_times(struct inode *inode)
-{
-#ifdef WSEM_HAVE_INODE_INIT_TS
-	simple_inode_init_ts(inode);
-#else
-	struct timespec64 now = current_time(inode);
-
-	inode->i_atime = now;
-	inode->i_mtime = now;
-	inode->i_ctime = now;
-#endif
-}
 
 /* The inode of @sem's file; takes over the caller's reference to @sem. */
 static struct inode *wsemfs_sem_inode(struct super_block *sb,
@@ -77,7 +57,7 @@ static struct inode *wsemfs_sem_inode(struct super_block *sb,
 	inode->i_op = &wsemfs_file_iops;
 	inode->i_fop = &wsem_fops;
 	inode->i_private = sem;
-	wsemfs_init_times(inode);
+	simple_inode_init_ts(inode);
 	return inode;
 }
 
@@ -98,8 +78,19 @@ static struct dentry *wsemfs_lookup(struct inode *dir, struct dentry *dentry,
 	return d_splice_alias(inode, dentry);
 }
 
-/* A name is still there while its semaphore is linked; a miss never is. */
-static int wsemfs_d_revalidate(struct dentry *dentry, unsigned int flags)
+/**
+ * wsemfs_d_revalidate() - whether a dentry of wsemfs is still valid
+ * @dir: its parent (NULL on kernels before 6.14)
+ * @name: its name
+ * @dentry: the dentry
+ * @flags: the lookup's flags
+ *
+ * A name is still there while its semaphore is linked; a miss never is.
+ *
+ * Return: 1 if valid, 0 if not.
+ */
+int wsemfs_d_revalidate(struct inode *dir, const struct qstr *name,
+			struct dentry *dentry, unsigned int flags)
 {
 	struct inode *inode = d_inode_rcu(dentry);
 
@@ -128,7 +119,7 @@ static int wsemfs_show_name(struct dentry *dentry, char *buf, size_t len)
 }
 
 static const struct dentry_operations wsemfs_dops = {
-	.d_revalidate	= wsemfs_d_revalidate,
+	.d_revalidate	= wsem_d_revalidate,
 	.d_delete	= always_delete_dentry,
 };
 
@@ -143,66 +134,37 @@ static int wsemfs_unlink(struct inode *dir, struct dentry *dentry)
 	return ret;
 }
 
-/*
- * Creating needs a capacity, which no file system call carries: every way
- * to make something here fails with EPERM (wsem_open(), wsem create).
- */
-static int wsemfs_create(WSEMFS_IDMAP *idmap, struct inode *dir,
-			 struct dentry *dentry, umode_t mode, bool excl)
-{
-	return -EPERM;
-}
-
-static int wsemfs_mkdir(WSEMFS_IDMAP *idmap, struct inode *dir,
-			struct dentry *dentry, umode_t mode)
-{
-	return -EPERM;
-}
-
-static int wsemfs_mknod(WSEMFS_IDMAP *idmap, struct inode *dir,
-			struct dentry *dentry, umode_t mode, dev_t dev)
-{
-	return -EPERM;
-}
-
-static int wsemfs_symlink(WSEMFS_IDMAP *idmap, struct inode *dir,
-			  struct dentry *dentry, const char *target)
-{
-	return -EPERM;
-}
-
-static int wsemfs_link(struct dentry *old, struct inode *dir,
-		       struct dentry *dentry)
-{
-	return -EPERM;
-}
-
-static int wsemfs_rename(WSEMFS_IDMAP *idmap, struct inode *old_dir,
-			 struct dentry *old, struct inode *new_dir,
-			 struct dentry *new, unsigned int flags)
-{
-	return -EPERM;
-}
-
 static const struct inode_operations wsemfs_dir_iops = {
 	.lookup		= wsemfs_lookup,
 	.unlink		= wsemfs_unlink,
-	.create		= wsemfs_create,
-	.mkdir		= wsemfs_mkdir,
-	.mknod		= wsemfs_mknod,
-	.symlink	= wsemfs_symlink,
-	.link		= wsemfs_link,
-	.rename		= wsemfs_rename,
+	/*
+	 * Creating needs a capacity, which no file system call carries:
+	 * every way to make something here fails with EPERM (wsem_open(),
+	 * wsem create).
+	 */
+	.create		= wsem_refuse_create,
+	.mkdir		= wsem_refuse_mkdir,
+	.mknod		= wsem_refuse_mknod,
+	.symlink	= wsem_refuse_symlink,
+	.link		= wsem_refuse_link,
+	.rename		= wsem_refuse_rename,
 };
 
-/*
- * chmod and chown, checked by the VFS (the owner, CAP_FOWNER, CAP_CHOWN,
- * through the mount's id mapping); the new owner and mode go to the
- * semaphore.  A semaphore has no size and no set-id bits: open(O_TRUNC)
- * changes nothing, truncate(2) is EINVAL.
+/**
+ * wsemfs_setattr() - chmod and chown of a semaphore's file
+ * @idmap: the mount's id mapping
+ * @dentry: the file
+ * @attr: what changes
+ *
+ * Checked by the VFS (the owner, CAP_FOWNER, CAP_CHOWN, through the
+ * mount's id mapping); the new owner and mode go to the semaphore.  A
+ * semaphore has no size and no set-id bits: open(O_TRUNC) changes
+ * nothing, truncate(2) is EINVAL.
+ *
+ * Return: 0 or a negative errno.
  */
-static int wsemfs_setattr(WSEMFS_IDMAP *idmap, struct dentry *dentry,
-			  struct iattr *attr)
+int wsemfs_setattr(struct mnt_idmap *idmap, struct dentry *dentry,
+		   struct iattr *attr)
 {
 	struct inode *inode = d_inode(dentry);
 	int ret;
@@ -211,19 +173,19 @@ static int wsemfs_setattr(WSEMFS_IDMAP *idmap, struct dentry *dentry,
 	    (attr->ia_size || !(attr->ia_valid & ATTR_OPEN)))
 		return -EINVAL;
 	attr->ia_valid &= ~ATTR_SIZE;
-	ret = setattr_prepare(idmap, dentry, attr);
+	ret = wsem_setattr_prepare(idmap, dentry, attr);
 	if (ret)
 		return ret;
 	if (attr->ia_valid & ATTR_MODE)
 		attr->ia_mode = S_IFREG | (attr->ia_mode & 0777);
-	setattr_copy(idmap, inode, attr);
+	wsem_setattr_copy(idmap, inode, attr);
 	wsem_ns_set_owner(dentry->d_sb->s_fs_info, inode->i_private,
 			  inode->i_uid, inode->i_gid, inode->i_mode & 0777);
 	return 0;
 }
 
 static const struct inode_operations wsemfs_file_iops = {
-	.setattr	= wsemfs_setattr,
+	.setattr	= wsem_iop_setattr,
 };
 
 /* Names copied per visit of the namespace: a walk to the position each. */
@@ -292,7 +254,7 @@ static int wsemfs_show_path(struct seq_file *m, struct dentry *root)
 static const struct super_operations wsemfs_sops = {
 	.statfs		= simple_statfs,
 	.show_path	= wsemfs_show_path,
-	.drop_inode	= generic_delete_inode,
+	.drop_inode	= inode_just_drop,
 	.evict_inode	= wsemfs_evict_inode,
 };
 
@@ -304,7 +266,7 @@ static int wsemfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	sb->s_blocksize_bits = PAGE_SHIFT;
 	sb->s_magic = WSEM_FS_MAGIC;
 	sb->s_op = &wsemfs_sops;
-	sb->s_d_op = &wsemfs_dops;
+	set_default_d_op(sb, &wsemfs_dops);
 	sb->s_time_gran = 1;
 
 	root = new_inode(sb);
@@ -326,7 +288,7 @@ static int wsemfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	root->i_op = &wsemfs_dir_iops;
 	root->i_fop = &wsemfs_dir_fops;
 	set_nlink(root, 2);
-	wsemfs_init_times(root);
+	simple_inode_init_ts(root);
 	sb->s_root = d_make_root(root);
 	return sb->s_root ? 0 : -ENOMEM;
 }
@@ -379,7 +341,7 @@ static struct file_system_type wsemfs_type = {
 	.name			= "wsem",
 	.init_fs_context	= wsemfs_init_fs_context,
 	.kill_sb		= wsemfs_kill_sb,
-	.fs_flags		= FS_USERNS_MOUNT | FS_ALLOW_IDMAP,
+	.fs_flags		= FS_USERNS_MOUNT | WSEM_FS_ALLOW_IDMAP,
 };
 
 /**

@@ -260,8 +260,12 @@ static int wsem_ioctl_reopen(struct file *file, u64 __user *uflags)
 		fd = PTR_ERR(nfile);
 		goto err_free;
 	}
-	/* As for an opened handle: the text can be re-read (kvm's stats fd). */
-	nfile->f_mode |= FMODE_PREAD;
+	/*
+	 * As for an opened handle: the text can be re-read (kvm's stats fd)
+	 * and sought.  FMODE_LSEEK too: 5.10's anon_inode_getfile() does not
+	 * set it from ->llseek as later kernels do.
+	 */
+	nfile->f_mode |= FMODE_PREAD | FMODE_LSEEK;
 	wsem_bind(h, sem);	/* fresh: cannot be bound */
 	fd_install(fd, nfile);
 	return fd;

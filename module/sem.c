@@ -1168,7 +1168,7 @@ static void wsem_describe(struct wsem_who *who, struct wsem_holder *out)
 		out->flags = WSEM_HOLDER_WAITING;
 		out->pid = task_tgid_nr_ns(who->task, pidns);
 		visible = out->pid;
-		__get_task_comm(out->comm, sizeof(out->comm), who->task);
+		get_task_comm(out->comm, who->task);
 #ifdef CONFIG_CGROUPS
 		rcu_read_lock();
 		cgrp = task_dfl_cgroup(who->task);

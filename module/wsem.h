@@ -45,6 +45,8 @@
 #include <linux/wait.h>
 #include <linux/wsem.h>
 
+#include "compat.h"
+
 struct wsem_ns;
 struct wsem_user;
 

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -56,9 +57,60 @@ static short poll_in(int fd, int timeout_ms)
 }
 
 /*
+ * Whether thread @tid sleeps in poll(2), select(2) or epoll_wait(2) by its
+ * system call and state, where its wchan is no help (5.10 with the ORC
+ * unwinder says "0"): 1, or 0.
+ */
+static const long poll_syscalls[] = {
+#ifdef SYS_poll
+	SYS_poll,
+#endif
+#ifdef SYS_select
+	SYS_select,
+#endif
+#ifdef SYS_epoll_wait
+	SYS_epoll_wait,
+#endif
+	SYS_pselect6, SYS_ppoll, SYS_epoll_pwait,
+};
+
+static int asleep_in_poll_syscall(pid_t tid)
+{
+	char path[64], buf[256], *p;
+	long nr;
+	FILE *f;
+	int i, n;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n > 0 ? n : 0] = '\0';
+	p = strrchr(buf, ')');
+	if (!p || p[1] != ' ' || p[2] != 'S')
+		return 0;
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	n = fscanf(f, "%ld", &nr);
+	fclose(f);
+	if (n != 1)
+		return 0;
+	for (i = 0; i < (int)(sizeof(poll_syscalls) /
+			      sizeof(poll_syscalls[0])); i++)
+		if (nr == poll_syscalls[i])
+			return 1;
+	return 0;
+}
+
+/*
  * Wait until thread @tid of this process sleeps in poll(2), select(2) or
  * epoll_wait(2): its wchan is a function of theirs (do_sys_poll, ep_poll,
- * ...).  0, or -1 after LONG_MS.
+ * ...), or where the kernel cannot tell a wchan ("0"), its system call is
+ * one of theirs and it sleeps.  0, or -1 after LONG_MS.
  */
 static int wait_asleep_in_poll(pid_t tid)
 {
@@ -77,6 +129,8 @@ static int wait_asleep_in_poll(pid_t tid)
 		if (n > 0) {
 			buf[n] = '\0';
 			if (strstr(buf, "poll") || strstr(buf, "select"))
+				return 0;
+			if (!strcmp(buf, "0") && asleep_in_poll_syscall(tid))
 				return 0;
 		}
 		usleep(1000);

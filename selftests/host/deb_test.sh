@@ -4,7 +4,10 @@
 # say, the symbols file is exact (the build checks it), wsem-dkms's source
 # builds with dkms for each kernel whose headers are here, and wsem holds
 # the boot-time setup.  Skips without dpkg-buildpackage (deps.sh installs
-# it).  TAP on stdout.
+# it).  As root, wsem-dkms also builds with dkms inside each cached chroot
+# of chroot_releases (selftests/vm/chroot.sh: bullseye's 5.10 and gcc 10,
+# sid's newest kernel and gcc): that release's dkms, gcc and headers.
+# TAP on stdout.
 set -u -o pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 T=$(mktemp -d /tmp/deb_test.XXXXXX) || exit 1
@@ -29,7 +32,17 @@ for tool in dpkg-buildpackage lintian dkms dh_dkms; do
 	fi
 done
 kvers=$(ls /usr/src | sed -n 's/^linux-headers-\(.*-amd64\)$/\1/p')
-echo "1..$((4 + $(echo "$kvers" | wc -w)))"
+# The chroots already built (make check builds them); root only.
+chroots=
+if [ "$(id -u)" -eq 0 ]; then
+	# lib.sh for in_chroot and chroot_releases; it sets ROOT as we do.
+	. "$ROOT/selftests/vm/lib.sh"
+	for r in $(chroot_releases); do
+		d=$(bash "$VMDIR/chroot.sh" -n "$r" 2>/dev/null) &&
+			chroots="$chroots $d"
+	done
+fi
+echo "1..$((4 + $(echo "$kvers" $chroots | wc -w)))"
 
 make -s -C "$ROOT" deb >"$T/deb.log" 2>&1
 st=$?
@@ -88,6 +101,25 @@ for k in $kvers; do
 	else
 		sed 's/^/# /' "$T/dkms.log" | tail -n 20
 		result "dkms builds wsem.ko for $k" 1
+	fi
+done
+# The same in each chroot, the package's tree bind-mounted on /mnt.
+for d in $chroots; do
+	k=$(cat "$d/kernel.release")
+	r=$(basename "$d")
+	r=${r%-*}
+	mkdir -p "$T/tree-$r"
+	in_chroot "$d" "$T" dkms build -m wsem -v 1.0.0 -k "$k" \
+		--sourcetree /mnt/root/usr/src --dkmstree "/mnt/tree-$r" \
+		>"$T/dkms-$r.log" 2>&1
+	st=$?
+	ko=$(find "$T/tree-$r/wsem/1.0.0/$k" -name 'wsem.ko*' 2>/dev/null | head -1)
+	if [ $st -eq 0 ] && [ -n "$ko" ] &&
+		modinfo -F vermagic "$ko" | grep -q "^$k "; then
+		result "dkms builds wsem.ko for $k in the $r chroot ($(cat "$d/gcc"))" 0
+	else
+		sed 's/^/# /' "$T/dkms-$r.log" | tail -n 20
+		result "dkms builds wsem.ko for $k in the $r chroot" 1
 	fi
 done
 [ $failed -eq 0 ]

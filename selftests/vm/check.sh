@@ -2,17 +2,37 @@
 # SPDX-License-Identifier: GPL-2.0
 # make check: install what is missing, build the userspace parts, lint, then
 # for every kernel (find_kernels) build wsem.ko and run all tests in a VM.
-# Ends with the failing names and one line "N passed, N failed"; exits
-# non-zero on any failure.
+# Then the same for the kernels of other Debian releases (chroot_releases
+# in lib.sh: bullseye's 5.10, sid's newest), each module built in that
+# release's chroot with its own gcc; a chroot not cached yet is built in
+# the background from the start, while the other lanes run.
+# Ends with the failing names, a count per lane and one line "N passed, N
+# failed"; exits non-zero on any failure.
 #
 # Environment: KVERS (kernels to test), VM_TIMEOUT (seconds per guest),
 # TEST_TIMEOUT (seconds per test program), TESTS (test programs to run),
-# VM_JOBS (guests at once, default 1), NO_LINT=1, NO_DEPS=1.
+# VM_JOBS (guests at once, default 1), NO_LINT=1, NO_DEPS=1, CHROOTS
+# (releases, "" for none; KVERS may name them, or their kernels: "5.10").
 set -u -o pipefail
 . "$(dirname "$0")/lib.sh"
 
 take_check_lock
 check_begin check
+
+# The chroots' downloads take minutes and little CPU: start them now.
+declare -A chroot_pids
+releases=
+for r in $(chroot_releases); do
+	chroot_wanted "$r" || continue
+	releases="$releases $r"
+	bash "$VMDIR/chroot.sh" -n "$r" >/dev/null 2>&1 && continue
+	if [ "$(id -u)" -ne 0 ] || ! command -v debootstrap >/dev/null; then
+		continue
+	fi
+	echo "check: building the $r chroot in the background"
+	bash "$VMDIR/chroot.sh" "$r" </dev/null >"$out/chroot-$r.log" 2>&1 &
+	chroot_pids[$r]=$!
+done
 
 if [ -z "${NO_DEPS:-}" ]; then
 	stage "dependencies"
@@ -45,7 +65,7 @@ if [ -z "${NO_LINT:-}" ]; then
 fi
 
 kernels=$(find_kernels)
-[ -n "$kernels" ] || tap 1 "no Debian 6.1/6.12 kernel with headers installed"
+[ -n "$kernels" ] || [ -n "$releases" ] || tap 1 "no Debian 6.1/6.12 kernel with headers installed"
 
 for k in $kernels; do
 	stage "wsem.ko for $k"
@@ -64,10 +84,9 @@ report() {
 # VM_JOBS guests at once; their consoles are shown in order as they end.
 declare -A pids
 queue=()
-for k in $kernels; do
-	ko=$BUILD/$k/mod/wsem.ko
-	[ -f "$ko" ] || continue
-	logf=$BUILD/$k/console.log
+# boot KVER KO [IMAGE]: queue KVER's guest (IMAGE: a kernel not in /boot).
+boot() {
+	local k=$1 ko=$2 image=${3:-} logf=$BUILD/$1/console.log kenv=
 	: >"$logf"
 	inputs+=(label="$k" "$logf")
 	while [ "${#queue[@]}" -ge "${VM_JOBS:-1}" ]; do
@@ -78,15 +97,51 @@ for k in $kernels; do
 	# PREEMPT_RT under TCG: the kernel's spinlocks sleep, and the fuzzer
 	# makes 2000-4000 requests/s (with the wsemfs chaos, on a loaded
 	# host) instead of 9000-10000.
-	kenv=
 	case $k in
 	*-rt-amd64) kenv="WSEM_FUZZ_OPS=150000" ;;
 	esac
 	WSEM_VM_ENV="$kenv${WSEM_VM_ENV:+ $WSEM_VM_ENV}" \
-		bash "$VMDIR/run.sh" -k "$k" -K "$ko" -m check -l "$logf" \
-		>"$out/run-$k.log" 2>&1 &
+		bash "$VMDIR/run.sh" ${image:+-I "$image"} -k "$k" -K "$ko" \
+		-m check -l "$logf" >"$out/run-$k.log" 2>&1 &
 	pids[$k]=$!
 	queue+=("$k")
+}
+for k in $kernels; do
+	ko=$BUILD/$k/mod/wsem.ko
+	[ -f "$ko" ] && boot "$k" "$ko"
+done
+
+# The other releases' kernels: their chroot (waited for if it is being
+# built), the module built there, the guest booting the chroot's kernel.
+for r in $releases; do
+	stage "the $r chroot"
+	if [ -n "${chroot_pids[$r]:-}" ]; then
+		wait "${chroot_pids[$r]}"
+		tail -n 1 "$out/chroot-$r.log"
+	fi
+	cs=$(date +%s)
+	cdir=$(bash "$VMDIR/chroot.sh" -n "$r")
+	if [ -z "$cdir" ] && { [ "$(id -u)" -ne 0 ] ||
+			      ! command -v debootstrap >/dev/null; }; then
+		# As check-distro: a lane this machine cannot run is a skip.
+		n=$((n + 1))
+		echo "ok $n $r lane # SKIP no $r chroot cached; building one needs root and debootstrap" |
+			tee -a "$tapf"
+		continue
+	fi
+	if [ -z "$cdir" ]; then
+		tap 1 "$r chroot (selftests/vm/chroot.sh $r)" "$out/chroot-$r.log"
+		continue
+	fi
+	head -n 2 "$cdir/build-time"
+	k=$(cat "$cdir/kernel.release")
+	stage "wsem.ko for $k ($r, $(cat "$cdir/gcc"))"
+	WSEM_TEST_KNOBS=y build_chroot_module "$cdir" >"$out/module-$k.log" 2>&1
+	tap $? "build: wsem.ko for $k in the $r chroot, W=1, no warning" \
+		"$out/module-$k.log"
+	echo "check: $r: module built in $(($(date +%s) - cs))s"
+	ko=$BUILD/$k/mod/wsem.ko
+	[ -f "$ko" ] && boot "$k" "$ko" "$cdir/root/boot/vmlinuz-$k"
 done
 for k in "${queue[@]}"; do
 	report "$k"

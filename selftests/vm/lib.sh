@@ -72,7 +72,7 @@ find_kernels() {
 		k=$(resolve_kernel "$v")
 		if [ -n "$k" ]; then
 			echo "$k"
-		else
+		elif ! chroot_named "$v"; then
 			log "no installed kernel with headers matches $v"
 		fi
 	done
@@ -133,6 +133,76 @@ build_module() {
 			${WSEM_TEST_KNOBS:+WSEM_TEST_KNOBS=$WSEM_TEST_KNOBS} \
 			modules 2>&1 | grep -v '^Skipping BTF generation'
 		[ "${PIPESTATUS[0]}" -eq 0 ] && [ -f "$dir/wsem.ko" ]
+	) 9>"$BUILD/$kver/.lock"
+}
+
+# The Debian releases whose kernels make check tests beside the installed
+# ones, each from a cached chroot (chroot.sh) with that release's kernel,
+# headers and gcc: bullseye's 5.10 and sid's newest.  CHROOTS overrides
+# ("" for none).
+chroot_releases() {
+	# shellcheck disable=SC2086 # a list
+	printf '%s\n' ${CHROOTS-bullseye sid}
+}
+
+# chroot_wanted RELEASE: whether KVERS (when set) names RELEASE, or a
+# prefix of the kernel of its cached chroot ("5.10", "7.2").
+chroot_wanted() {
+	local v dir krel=
+	[ -z "${KVERS:-}" ] && return 0
+	dir=$(bash "$VMDIR/chroot.sh" -n "$1" 2>/dev/null) &&
+		krel=$(cat "$dir/kernel.release")
+	for v in $KVERS; do
+		[ "$v" = "$1" ] && return 0
+		case $krel in
+		"$v".* | "$v"-* | "$v"+*) return 0 ;;
+		esac
+	done
+	return 1
+}
+
+# chroot_named WORD: whether WORD of KVERS names a chroot lane instead.
+chroot_named() {
+	local r
+	for r in $(chroot_releases); do
+		KVERS=$1 chroot_wanted "$r" && return 0
+	done
+	return 1
+}
+
+# in_chroot DIR SRC CMD...: CMD run in the chroot DIR/root (chroot.sh's
+# cache directory) with /proc mounted and SRC bind-mounted on /mnt, in a
+# mount namespace of its own (nothing stays mounted, two may run at once).
+in_chroot() {
+	local dir=$1 src=$2
+	shift 2
+	unshare --mount --propagation private sh -c '
+		r=$1 s=$2
+		shift 2
+		mount -t proc proc "$r/proc" &&
+		mount --bind "$s" "$r/mnt" &&
+		exec chroot "$r" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+			LC_ALL=C.UTF-8 "$@"' sh "$dir/root" "$src" "$@"
+}
+
+# build_chroot_module DIR: build wsem.ko in the chroot DIR (chroot.sh's)
+# for its kernel, with its gcc and our warnings as errors, in
+# $BUILD/KREL/mod; prints the compiler output.  WSEM_TEST_KNOBS as for
+# build_module.
+build_chroot_module() {
+	local cdir=$1 kver mdir
+	kver=$(cat "$cdir/kernel.release") || return 1
+	mdir=$BUILD/$kver/mod
+	mkdir -p "$BUILD/$kver"
+	(
+		flock 9
+		copy_module_tree "$mdir" || exit 1
+		in_chroot "$cdir" "$mdir" make -s -C "/usr/src/linux-headers-$kver" \
+			M=/mnt W=1 KCFLAGS=-Werror \
+			${WSEM_TEST_KNOBS:+WSEM_TEST_KNOBS=$WSEM_TEST_KNOBS} \
+			modules 2>&1 |
+			grep -v '^Skipping BTF generation'
+		[ "${PIPESTATUS[0]}" -eq 0 ] && [ -f "$mdir/wsem.ko" ]
 	) 9>"$BUILD/$kver/.lock"
 }
 

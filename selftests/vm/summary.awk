@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # Turn TAP files and VM console logs into the failing names and one line
-# "N passed, N failed" (", N skipped" when some were).  Exit status 1 if any
+# "N passed, N failed" (", N skipped" when some were), after one line per
+# lane (label other than -): "lane LABEL: N passed, N failed, N skipped".  Exit status 1 if any
 # test failed or nothing ran.
 #
 # usage: awk -f summary.awk label=NAME FILE [label=NAME FILE]...
@@ -65,8 +66,24 @@ function endfile() {
 
 BEGIN { file = "" }
 
+# lanetally(): what the file just ended added, to its label's lane.
+function lanetally() {
+	if (file == "" || flabel == "-" || flabel == "")
+		return
+	if (!(flabel in lp)) {
+		nlanes++
+		lanes[nlanes] = flabel
+	}
+	lp[flabel] += passed - p0
+	lf[flabel] += failed - f0
+	ls[flabel] += skipped - s0
+}
+
 FNR == 1 {
 	endfile()
+	lanetally()
+	flabel = label
+	p0 = passed; f0 = failed; s0 = skipped
 	file = FILENAME
 	prefix = label == "-" ? "" : (label != "" ? label : FILENAME) ": "
 	isvm = 0
@@ -151,10 +168,14 @@ FNR == 1 {
 
 END {
 	endfile()
+	lanetally()
 	if (passed + failed + skipped == 0)
 		fail("no test results at all")
 	for (i = 1; i <= failed; i++)
 		print "FAILED: " failures[i]
+	for (i = 1; i <= nlanes; i++)
+		printf "lane %s: %d passed, %d failed, %d skipped\n", lanes[i],
+		       lp[lanes[i]], lf[lanes[i]], ls[lanes[i]]
 	if (skipped)
 		print skipped " skipped (what the kernel lacks, see SKIP above)"
 	print (passed + 0) " passed, " (failed + 0) " failed"

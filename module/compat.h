@@ -1,0 +1,265 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The kernel interfaces that differ between the kernels wsem builds on
+ * (Linux 5.10 to 7.2), so that the rest of the module is written for the
+ * newest.  What the target kernel has is found by module/probes.sh, which
+ * Kbuild runs first: compat-probes.h holds its WSEM_HAVE_* answers.  No
+ * version number is tested here.
+ *
+ * Where an older kernel lacks a function that the newer one has under the
+ * same meaning, the newer one is written here under its own name
+ * (rb_find(), inode_just_drop(), ...).  Where the signature changed, a
+ * wsem_ wrapper or adapter takes the newest form.
+ *
+ * Before 6.3 the VFS gave inode operations the mount's user namespace
+ * where it now gives a struct mnt_idmap; before 5.12 it gave neither (no
+ * idmapped mounts: the initial user namespace stands for "no mapping").
+ * The name mnt_idmap means struct user_namespace on those kernels, so the
+ * core passes along what the VFS gave, type-checked.
+ */
+#ifndef _WSEM_COMPAT_H
+#define _WSEM_COMPAT_H
+
+#include <linux/dcache.h>
+#include <linux/fs.h>
+#include <linux/fs_struct.h>	/* current_umask() (7.x: no longer in fs.h) */
+#include <linux/mm.h>		/* kvmalloc() and kin (before 5.16) */
+#include <linux/rbtree.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/user_namespace.h>
+
+#include "compat-probes.h"
+
+#ifndef TIF_NOTIFY_SIGNAL
+#error "wsem needs TIF_NOTIFY_SIGNAL (Linux 5.11, or a backport as Debian's 5.10 has)"
+#endif
+
+/*
+ * Idmapped mounts (mount_setattr(MOUNT_ATTR_IDMAP)) came in 5.12; without
+ * FS_ALLOW_IDMAP the kernel refuses to idmap a mount of ours (EINVAL).
+ */
+#ifdef FS_ALLOW_IDMAP
+#define WSEM_FS_ALLOW_IDMAP	FS_ALLOW_IDMAP
+#else
+#define WSEM_FS_ALLOW_IDMAP	0
+#endif
+
+#if !defined(WSEM_HAVE_IOP_MNT_IDMAP)
+#define mnt_idmap user_namespace
+#endif
+
+/* setattr_prepare() and setattr_copy() with the mount's id mapping. */
+#if defined(WSEM_HAVE_SETATTR_MNT_IDMAP) || defined(WSEM_HAVE_SETATTR_USERNS)
+static inline int wsem_setattr_prepare(struct mnt_idmap *idmap,
+				       struct dentry *dentry,
+				       struct iattr *attr)
+{
+	return setattr_prepare(idmap, dentry, attr);
+}
+
+static inline void wsem_setattr_copy(struct mnt_idmap *idmap,
+				     struct inode *inode,
+				     const struct iattr *attr)
+{
+	setattr_copy(idmap, inode, attr);
+}
+#else
+static inline int wsem_setattr_prepare(struct mnt_idmap *idmap,
+				       struct dentry *dentry,
+				       struct iattr *attr)
+{
+	return setattr_prepare(dentry, attr);
+}
+
+static inline void wsem_setattr_copy(struct mnt_idmap *idmap,
+				     struct inode *inode,
+				     const struct iattr *attr)
+{
+	setattr_copy(inode, attr);
+}
+#endif
+
+/*
+ * fs.c's setattr and d_revalidate, typed as the newest kernel types them;
+ * wsem_iop_setattr and wsem_d_revalidate are what the target kernel's
+ * operations tables take.
+ */
+int wsemfs_setattr(struct mnt_idmap *idmap, struct dentry *dentry,
+		   struct iattr *attr);
+int wsemfs_d_revalidate(struct inode *dir, const struct qstr *name,
+			struct dentry *dentry, unsigned int flags);
+
+#if defined(WSEM_HAVE_IOP_MNT_IDMAP) || defined(WSEM_HAVE_IOP_USERNS)
+#define wsem_iop_setattr	wsemfs_setattr
+#else
+static inline int wsem_iop_setattr(struct dentry *dentry, struct iattr *attr)
+{
+	return wsemfs_setattr(&init_user_ns, dentry, attr);
+}
+#endif
+
+/* Before 6.14 the VFS did not say the parent: NULL, and the own name. */
+#ifdef WSEM_HAVE_D_REVALIDATE_NAME
+#define wsem_d_revalidate	wsemfs_d_revalidate
+#else
+static inline int wsem_d_revalidate(struct dentry *dentry, unsigned int flags)
+{
+	return wsemfs_d_revalidate(NULL, &dentry->d_name, dentry, flags);
+}
+#endif
+
+/*
+ * Inode operations that refuse with -EPERM (wsemfs makes nothing through
+ * them), typed for the target kernel.
+ */
+#if defined(WSEM_HAVE_IOP_MNT_IDMAP) || defined(WSEM_HAVE_IOP_USERNS)
+static inline int wsem_refuse_create(struct mnt_idmap *idmap,
+				     struct inode *dir, struct dentry *dentry,
+				     umode_t mode, bool excl)
+{
+	return -EPERM;
+}
+
+static inline int wsem_refuse_mknod(struct mnt_idmap *idmap,
+				    struct inode *dir, struct dentry *dentry,
+				    umode_t mode, dev_t dev)
+{
+	return -EPERM;
+}
+
+static inline int wsem_refuse_symlink(struct mnt_idmap *idmap,
+				      struct inode *dir,
+				      struct dentry *dentry,
+				      const char *target)
+{
+	return -EPERM;
+}
+
+static inline int wsem_refuse_rename(struct mnt_idmap *idmap,
+				     struct inode *old_dir,
+				     struct dentry *old, struct inode *new_dir,
+				     struct dentry *new, unsigned int flags)
+{
+	return -EPERM;
+}
+#else
+static inline int wsem_refuse_create(struct inode *dir, struct dentry *dentry,
+				     umode_t mode, bool excl)
+{
+	return -EPERM;
+}
+
+static inline int wsem_refuse_mknod(struct inode *dir, struct dentry *dentry,
+				    umode_t mode, dev_t dev)
+{
+	return -EPERM;
+}
+
+static inline int wsem_refuse_symlink(struct inode *dir,
+				      struct dentry *dentry,
+				      const char *target)
+{
+	return -EPERM;
+}
+
+static inline int wsem_refuse_rename(struct inode *old_dir,
+				     struct dentry *old, struct inode *new_dir,
+				     struct dentry *new, unsigned int flags)
+{
+	return -EPERM;
+}
+#endif
+
+/* 6.15: mkdir returns the dentry it made. */
+#if defined(WSEM_HAVE_MKDIR_DENTRY)
+static inline struct dentry *wsem_refuse_mkdir(struct mnt_idmap *idmap,
+					       struct inode *dir,
+					       struct dentry *dentry,
+					       umode_t mode)
+{
+	return ERR_PTR(-EPERM);
+}
+#elif defined(WSEM_HAVE_IOP_MNT_IDMAP) || defined(WSEM_HAVE_IOP_USERNS)
+static inline int wsem_refuse_mkdir(struct mnt_idmap *idmap,
+				    struct inode *dir, struct dentry *dentry,
+				    umode_t mode)
+{
+	return -EPERM;
+}
+#else
+static inline int wsem_refuse_mkdir(struct inode *dir, struct dentry *dentry,
+				    umode_t mode)
+{
+	return -EPERM;
+}
+#endif
+
+static inline int wsem_refuse_link(struct dentry *old, struct inode *dir,
+				   struct dentry *dentry)
+{
+	return -EPERM;
+}
+
+/* 6.17: a superblock's default dentry operations are set by a call. */
+#ifndef WSEM_HAVE_SET_DEFAULT_D_OP
+static inline void set_default_d_op(struct super_block *sb,
+				    const struct dentry_operations *ops)
+{
+	sb->s_d_op = ops;
+}
+#endif
+
+/* 6.18 renamed generic_delete_inode(). */
+#ifndef WSEM_HAVE_INODE_JUST_DROP
+#define inode_just_drop	generic_delete_inode
+#endif
+
+/* 6.6: a new inode's times, set together. */
+#ifndef WSEM_HAVE_INODE_INIT_TS
+static inline struct timespec64 simple_inode_init_ts(struct inode *inode)
+{
+	struct timespec64 now = current_time(inode);
+
+	inode->i_atime = now;
+	inode->i_mtime = now;
+	inode->i_ctime = now;
+	return now;
+}
+#endif
+
+/* 5.12: searching and inserting by a comparison function. */
+#ifndef WSEM_HAVE_RB_FIND_ADD
+static inline struct rb_node *
+rb_find(const void *key, const struct rb_root *tree,
+	int (*cmp)(const void *key, const struct rb_node *node))
+{
+	struct rb_node *node = tree->rb_node;
+	int c;
+
+	while (node) {
+		c = cmp(key, node);
+		if (!c)
+			return node;
+		node = c < 0 ? node->rb_left : node->rb_right;
+	}
+	return NULL;
+}
+
+static inline void rb_add(struct rb_node *node, struct rb_root *tree,
+			  bool (*less)(struct rb_node *a,
+				       const struct rb_node *b))
+{
+	struct rb_node **link = &tree->rb_node, *parent = NULL;
+
+	while (*link) {
+		parent = *link;
+		link = less(node, parent) ? &parent->rb_left :
+					    &parent->rb_right;
+	}
+	rb_link_node(node, parent, link);
+	rb_insert_color(node, tree);
+}
+#endif
+
+#endif /* _WSEM_COMPAT_H */

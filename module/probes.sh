@@ -1,0 +1,137 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# What the target kernel's headers offer, found by compiling: one small
+# test file per interface, compiled with the kernel's own compiler and the
+# flags Kbuild gives the module's objects.  Kbuild runs this before any of
+# wsem's objects; module/compat.h turns the answers into wrappers.  No
+# version number is read: distributions backport interfaces (Debian's 5.10
+# has TIF_NOTIFY_SIGNAL from 5.11), so only a compile tells.
+#
+# usage: probes.sh OUT CC [CFLAGS...]    (WSEM_PROBES_KEEP=1: keep the logs)
+#
+# Writes OUT (module/compat-probes.h): "#define WSEM_HAVE_X 1" for each
+# probe that compiled, a comment for each that did not.  Its first line is
+# a digest of CC, CFLAGS and this script: when they have not changed, OUT
+# is left as it is (make sees no change and rebuilds nothing).
+set -u
+
+out=$1
+cc=$2
+shift 2
+
+sig="/* wsem probes $(printf '%s\n' "$cc" "$@" | cat - "$0" | cksum) */"
+if [ -f "$out" ] && [ "$(head -n 1 "$out")" = "$sig" ]; then
+	exit 0
+fi
+
+# WSEM_PROBES_KEEP=1: keep the test files and the compiler's words on them.
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/wsem-probes.XXXXXX") || exit 1
+if [ -n "${WSEM_PROBES_KEEP:-}" ]; then
+	echo "probes.sh: the probes and their logs: $tmp" >&2
+else
+	trap 'rm -rf "$tmp"' EXIT
+fi
+
+names=
+
+# probe NAME TEXT: the test file of probe NAME.
+probe() {
+	names="$names $1"
+	printf '%s\n' "$2" >"$tmp/$1.c"
+}
+
+# The compiler and flags work at all: else every answer below is "no".
+probe SANITY '#include <linux/module.h>
+int wsem_probe(void);
+int wsem_probe(void) { return 0; }'
+
+# 6.3: the VFS passes the mount's struct mnt_idmap to inode operations.
+probe IOP_MNT_IDMAP '#include <linux/fs.h>
+static int f(struct mnt_idmap *i, struct inode *d, struct dentry *e,
+	     umode_t m, bool x) { return 0; }
+const struct inode_operations wsem_probe = { .create = f };'
+
+# 5.12 to 6.2: the mount's struct user_namespace instead.
+probe IOP_USERNS '#include <linux/fs.h>
+static int f(struct user_namespace *i, struct inode *d, struct dentry *e,
+	     umode_t m, bool x) { return 0; }
+const struct inode_operations wsem_probe = { .create = f };'
+
+# 6.15: mkdir returns the dentry it made (or NULL, or an error).
+probe MKDIR_DENTRY '#include <linux/fs.h>
+static struct dentry *f(struct mnt_idmap *i, struct inode *d,
+			struct dentry *e, umode_t m) { return NULL; }
+const struct inode_operations wsem_probe = { .mkdir = f };'
+
+# setattr_prepare() and setattr_copy() take the same as the operations.
+probe SETATTR_MNT_IDMAP '#include <linux/fs.h>
+int wsem_probe(struct mnt_idmap *i, struct dentry *d, struct iattr *a);
+int wsem_probe(struct mnt_idmap *i, struct dentry *d, struct iattr *a)
+{ setattr_copy(i, d_inode(d), a); return setattr_prepare(i, d, a); }'
+
+probe SETATTR_USERNS '#include <linux/fs.h>
+int wsem_probe(struct user_namespace *i, struct dentry *d, struct iattr *a);
+int wsem_probe(struct user_namespace *i, struct dentry *d, struct iattr *a)
+{ setattr_copy(i, d_inode(d), a); return setattr_prepare(i, d, a); }'
+
+# 6.14: d_revalidate is told the parent and the name.
+probe D_REVALIDATE_NAME '#include <linux/dcache.h>
+static int f(struct inode *d, const struct qstr *n, struct dentry *e,
+	     unsigned int fl) { return 1; }
+const struct dentry_operations wsem_probe = { .d_revalidate = f };'
+
+# 6.17: a superblock's default dentry operations are set by a call.
+probe SET_DEFAULT_D_OP '#include <linux/dcache.h>
+#include <linux/fs.h>
+void wsem_probe(struct super_block *sb, const struct dentry_operations *o);
+void wsem_probe(struct super_block *sb, const struct dentry_operations *o)
+{ set_default_d_op(sb, o); }'
+
+# generic_delete_inode(), renamed inode_just_drop() in 6.18.
+probe INODE_JUST_DROP '#include <linux/fs.h>
+const struct super_operations wsem_probe = { .drop_inode = inode_just_drop };'
+
+# 6.6: timestamps behind helpers.
+probe INODE_INIT_TS '#include <linux/fs.h>
+void wsem_probe(struct inode *i);
+void wsem_probe(struct inode *i) { simple_inode_init_ts(i); }'
+
+# 5.12: rb_find() and rb_add().
+probe RB_FIND_ADD '#include <linux/rbtree.h>
+static int c(const void *k, const struct rb_node *n) { return 0; }
+static bool l(struct rb_node *a, const struct rb_node *b) { return 0; }
+void wsem_probe(struct rb_root *r, struct rb_node *n);
+void wsem_probe(struct rb_root *r, struct rb_node *n)
+{ rb_find(NULL, r, c); rb_add(n, r, l); }'
+
+# All at once: each is a compile of a few headers.  A mismatched type is an
+# error here, as it would be in our use of the interface; any other warning
+# is not (W=1 KCFLAGS=-Werror must not turn a probe's unused parameter into
+# a "no").
+for n in $names; do
+	# shellcheck disable=SC2086 # CC may be several words (ccache gcc)
+	( $cc "$@" -Wno-error -Werror=incompatible-pointer-types \
+		-Werror=implicit-function-declaration -Werror=int-conversion \
+		-Werror=return-type -fsyntax-only -c "$tmp/$n.c" \
+		>"$tmp/$n.log" 2>&1 && : >"$tmp/$n.ok" ) &
+done
+wait
+
+if [ ! -f "$tmp/SANITY.ok" ]; then
+	echo "probes.sh: the kernel's compiler fails on an empty module:" >&2
+	cat "$tmp/SANITY.log" >&2
+	exit 1
+fi
+
+{
+	echo "$sig"
+	echo "/* Generated by module/probes.sh for this kernel: do not edit. */"
+	for n in $names; do
+		[ "$n" = SANITY ] && continue
+		if [ -f "$tmp/$n.ok" ]; then
+			echo "#define WSEM_HAVE_$n 1"
+		else
+			echo "/* #undef WSEM_HAVE_$n */"
+		fi
+	done
+} >"$out.tmp" && mv "$out.tmp" "$out"
