@@ -29,9 +29,9 @@
  * without a wake-up, and the granter's wake_up_process() finds it running.
  * The poll changes no order: the waiter is queued throughout.  How long it
  * polls adapts to the semaphore (wsem_adapt_spin()): while its head waits
- * are short the budget grows up to spin_ns, and one long wait ends the
- * polling, so that a semaphore whose leases last for long spends no CPU on
- * it.
+ * are short (a few times spin_ns) the budget grows up to spin_ns, and one
+ * long wait ends the polling, so that a semaphore whose leases last for
+ * long spends no CPU on it.
  *
  * The sleeper checks its status before signals and timeouts, and leaves the
  * queue only under sem->lock while still WSEM_WAITING, so a grant that
@@ -284,11 +284,19 @@ static void wsem_dequeue(struct wsem *sem, struct wsem_waiter *w)
 #define WSEM_SPIN_START	2000
 
 /*
+ * A head waiter's wait is short up to this many times spin_ns: enough for
+ * one sleep and the wake-up that ends it (tens of microseconds, more in a
+ * guest), so that two waiters that both sleep, each waiting for the
+ * other's wake-up, still count as short and start polling.
+ */
+#define WSEM_SPIN_SHORT	8
+
+/*
  * Adapt @sem's poll to a head sleeper's wait of @waited ns that ended in a
- * grant, as KVM adapts a vCPU's halt polling: a wait that a poll of spin_ns
- * would have caught doubles the budget (from WSEM_SPIN_START, up to
- * spin_ns); one that it would not have caught ends the polling until short
- * waits come again, so that leases held for long cost no poll at all.
+ * grant, as KVM adapts a vCPU's halt polling: a short wait doubles the
+ * budget (from WSEM_SPIN_START, up to spin_ns); a longer one ends the
+ * polling until short waits come again, so that leases held for long
+ * cost no poll at all.
  */
 static void wsem_adapt_spin(struct wsem *sem, u64 waited)
 {
@@ -297,7 +305,7 @@ static void wsem_adapt_spin(struct wsem *sem, u64 waited)
 
 	lockdep_assert_held(&sem->lock);
 
-	if (waited > max)
+	if (waited > max * WSEM_SPIN_SHORT)
 		budget = 0;
 	else
 		budget = clamp_t(u64, budget * 2, WSEM_SPIN_START, max);

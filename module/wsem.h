@@ -82,8 +82,8 @@ struct wsem_user;
  * @idle_waiters: WSEM_IOC_WAIT_IDLE sleepers; woken only when the
  *	semaphore comes to be idle
  * @spin_budget: how long a head waiter polls before it sleeps (ns, at
- *	most spin_ns); grown by waits that polling would have caught, set to
- *	0 by one it would not have (wsem_adapt_spin()); written under @lock
+ *	most spin_ns); grown by short waits, set to 0 by a long one
+ *	(wsem_adapt_spin()); written under @lock
  * @node: in the name tree of @wns while @linked; protected by @wns->lock
  * @ref: one per bound handle, one for the name while @linked
  * @wns: the namespace charged for this semaphore (holds a reference), or
