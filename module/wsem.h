@@ -81,6 +81,8 @@ struct wsem_user;
  *	when the semaphore comes to be idle (wsem_unlock_and_wake())
  * @idle_waiters: WSEM_IOC_WAIT_IDLE sleepers; woken only when the
  *	semaphore comes to be idle
+ * @rcu: the semaphore is freed after a grace period (see the lifetimes
+ *	above)
  * @spin_budget: how long a head waiter polls before it sleeps (ns, at
  *	most spin_ns); grown by short waits, set to 0 by a long one
  *	(wsem_adapt_spin()); written under @lock
@@ -125,7 +127,7 @@ struct wsem {
 	wait_queue_head_t pollers;
 	wait_queue_head_t idle_waiters;
 	u32 spin_budget;
-	struct rcu_head rcu;	/* freed after a grace period */
+	struct rcu_head rcu;
 
 	struct rb_node node;
 	struct kref ref;
