@@ -23,6 +23,7 @@
  */
 #include <linux/fs.h>
 #include <linux/fs_context.h>
+#include <linux/fsnotify.h>
 #include <linux/kobject.h>
 #include <linux/nsproxy.h>
 #include <linux/ipc_namespace.h>
@@ -343,6 +344,49 @@ static struct file_system_type wsemfs_type = {
 	.kill_sb		= wsemfs_kill_sb,
 	.fs_flags		= FS_USERNS_MOUNT | WSEM_FS_ALLOW_IDMAP,
 };
+
+/* A name that came or went through the ioctls, for wsemfs_notify_sb(). */
+struct wsemfs_event {
+	struct wsem_ns *wns;
+	struct qstr name;
+	u32 mask;
+};
+
+static void wsemfs_notify_sb(struct super_block *sb, void *arg)
+{
+	struct wsemfs_event *ev = arg;
+	struct inode *dir;
+
+	if (sb->s_fs_info != ev->wns || !sb->s_root)
+		return;
+	dir = d_inode(sb->s_root);
+	fsnotify_name(ev->mask, dir, FSNOTIFY_EVENT_INODE, dir, &ev->name, 0);
+}
+
+/**
+ * wsem_fs_notify() - tell the watchers of @wns's wsemfs that a name came
+ *	or went
+ * @wns: the namespace
+ * @name: the name
+ * @mask: FS_CREATE or FS_DELETE
+ *
+ * For what the ioctls do (create, unlink): what goes through the file
+ * system (unlink(2) of a file) the VFS tells itself.  Each superblock of
+ * @wns (there is one while it is mounted) is told, under its s_umount.
+ *
+ * Context: Process context; takes no lock of ours, and must be called
+ * without @wns->lock.
+ */
+void wsem_fs_notify(struct wsem_ns *wns, const char *name, u32 mask)
+{
+	struct wsemfs_event ev = {
+		.wns = wns,
+		.name = QSTR_INIT(name, strlen(name)),
+		.mask = mask,
+	};
+
+	iterate_supers_type(&wsemfs_type, wsemfs_notify_sb, &ev);
+}
 
 /**
  * wsem_fs_init() - register the file system and /sys/fs/wsem

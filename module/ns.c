@@ -29,6 +29,7 @@
  */
 #include <linux/capability.h>
 #include <linux/fs.h>
+#include <linux/fsnotify_backend.h>
 #include <linux/ipc_namespace.h>
 #include <linux/mount.h>
 #include <linux/mutex.h>
@@ -353,7 +354,7 @@ static int wsem_ns_add(struct wsem_ns *wns, struct wsem_handle *h,
 int wsem_ns_open(struct wsem_handle *h, const char *name, u64 flags,
 		 u64 capacity, umode_t mode, int may)
 {
-	bool create = flags & WSEM_OPEN_CREAT;
+	bool create = flags & WSEM_OPEN_CREAT, created = false;
 	struct wsem *sem, *new = NULL;
 	struct wsem_ns *wns;
 	int ret;
@@ -375,6 +376,7 @@ int wsem_ns_open(struct wsem_handle *h, const char *name, u64 flags,
 	sem = wsem_ns_find(wns, name);
 	if (!sem) {
 		ret = new ? wsem_ns_add(wns, h, new) : -ENOENT;
+		created = new && !ret;
 		new = NULL;
 	} else if (create && (flags & WSEM_OPEN_EXCL)) {
 		ret = -EEXIST;
@@ -384,6 +386,8 @@ int wsem_ns_open(struct wsem_handle *h, const char *name, u64 flags,
 		ret = wsem_bind(h, sem);
 	}
 	mutex_unlock(&wns->lock);
+	if (created)
+		wsem_fs_notify(wns, name, FS_CREATE);
 	if (new)
 		wsem_put(new);	/* not needed: never charged */
 out:
@@ -453,8 +457,10 @@ int wsem_ns_unlink(const char *name)
 	else
 		wsem_ns_unlink_one(wns, sem);
 	mutex_unlock(&wns->lock);
-	if (!ret)
+	if (!ret) {
+		wsem_fs_notify(wns, name, FS_DELETE);
 		wsem_put(sem);
+	}
 	wsem_ns_put(wns);
 	return ret;
 }

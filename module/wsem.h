@@ -292,6 +292,7 @@ unsigned int wsem_ns_inum(const struct wsem_ns *wns);
 /* fs.c: wsemfs */
 int wsem_fs_init(void);
 void wsem_fs_exit(void);
+void wsem_fs_notify(struct wsem_ns *wns, const char *name, u32 mask);
 
 /*
  * Test builds only (Kbuild: WSEM_TEST_KNOBS=y, as make check builds the

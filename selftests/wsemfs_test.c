@@ -29,6 +29,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/fsuid.h>
+#include <sys/inotify.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -1705,6 +1706,57 @@ TEST_F(wsemfs, root_is_not_the_first_mounters)
 	ASSERT_EQ(0, o.ret);
 	EXPECT_EQ(0, o.count);
 	EXPECT_EQ(0, o.ret2);
+}
+
+/*
+ * The next inotify event on @ifd within 5 s: its mask into *@mask and its
+ * name into @name; 0, or -1 if none came.
+ */
+static int next_event(int ifd, uint32_t *mask, char *name, size_t len)
+{
+	char buf[sizeof(struct inotify_event) + NAME_MAX + 1]
+		__attribute__((aligned(__alignof__(struct inotify_event))));
+	struct pollfd p = { .fd = ifd, .events = POLLIN };
+	struct inotify_event *ev = (struct inotify_event *)buf;
+
+	if (poll(&p, 1, 5000) != 1 ||
+	    read(ifd, buf, sizeof(buf)) < (ssize_t)sizeof(*ev))
+		return -1;
+	*mask = ev->mask;
+	snprintf(name, len, "%s", ev->len ? ev->name : "");
+	return 0;
+}
+
+/*
+ * Creating and unlinking through the ioctls (wsem_open(), wsem_unlink())
+ * raise IN_CREATE and IN_DELETE on the mount's root, as creating and
+ * unlinking any file does, so that inotify on /sys/fs/wsem sees them.
+ */
+TEST_F(wsemfs, ioctl_create_and_unlink_notify_watchers)
+{
+	char name[NAME_MAX + 1];
+	uint32_t mask;
+	int ifd;
+
+	if (!self->ready)
+		return;
+	ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	if (ifd < 0)
+		SKIP(return, "inotify: %s", strerror(errno));
+	ASSERT_LE(0, inotify_add_watch(ifd, self->dir, IN_CREATE | IN_DELETE));
+	ASSERT_EQ(0, create_main(self, 0600));
+	ASSERT_EQ(0, next_event(ifd, &mask, name, sizeof(name))) {
+		TH_LOG("no event for a create by ioctl");
+	}
+	EXPECT_EQ(IN_CREATE, mask & (IN_CREATE | IN_DELETE));
+	EXPECT_STREQ(self->name, name);
+	ASSERT_EQ(0, wsem_unlink(self->name));
+	ASSERT_EQ(0, next_event(ifd, &mask, name, sizeof(name))) {
+		TH_LOG("no event for an unlink by ioctl");
+	}
+	EXPECT_EQ(IN_DELETE, mask & (IN_CREATE | IN_DELETE));
+	EXPECT_STREQ(self->name, name);
+	EXPECT_EQ(0, close(ifd));
 }
 
 TEST_HARNESS_MAIN
