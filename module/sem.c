@@ -813,6 +813,7 @@ static int __sched wsem_wait(struct wsem *sem, struct wsem_handle *h,
 
 	if (parked) {
 		w.since = parked->since;
+		w.head = parked->head;
 		list_replace(&parked->node, &w.node);
 		list_del(&parked->park_node);
 	} else {
@@ -1009,7 +1010,7 @@ int __sched wsem_wait_idle(struct wsem_handle *h, u64 flags, clockid_t clock,
 		/* Queued before looking: see wsem_unlock_and_wake(). */
 		prepare_to_wait(&sem->idle_waiters, &wait, TASK_INTERRUPTIBLE);
 		spin_lock(&sem->lock);
-		if (h->held || h->requested || !list_empty(&h->parked))
+		if (h->held || h->requested)
 			ret = -EDEADLK;
 		else if (wsem_events(sem) & EPOLLPRI)
 			ret = 0;
