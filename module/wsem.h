@@ -200,6 +200,8 @@ enum wsem_spin_end {
  * @comm: its command name then
  * @since: when that grant happened, get_jiffies_64() (a tick is the
  *	precision of a holder's age)
+ * @label: what the handle's user calls it (WSEM_IOC_SET_LABEL): printable
+ *	ASCII, NUL-terminated, empty if none; protected by @sem->lock
  * @requested: @async is the handle's request, queued or ended but not yet
  *	collected (WSEM_IOC_ASYNC); protected by @sem->lock
  * @async: the asynchronous request; see struct wsem_waiter
@@ -224,6 +226,7 @@ struct wsem_handle {
 	struct cgroup *cgrp;
 	char comm[TASK_COMM_LEN];
 	u64 since;
+	char label[WSEM_LABEL_MAX];
 	bool requested;
 	struct wsem_waiter async;
 	wait_queue_head_t wqh;
@@ -259,6 +262,7 @@ void wsem_fill_stat(struct wsem *sem, struct wsem_handle *h,
 		    struct wsem_stat *st);
 int wsem_holders(struct wsem *sem, u32 count, struct wsem_holder **out,
 		 u32 *holders, u32 *waiters);
+void wsem_set_label(struct wsem_handle *h, const char *label);
 void wsem_handle_forget(struct wsem_handle *h);
 void wsem_handle_put(struct wsem_handle *h);
 __poll_t wsem_poll(struct wsem *sem, struct wsem_handle *h, struct file *file,
