@@ -84,6 +84,8 @@ struct wsem_user;
  * @spin_budget: how long a head waiter polls before it sleeps (ns, at
  *	most spin_ns); grown by short waits, set to 0 by a long one
  *	(wsem_adapt_spin()); written under @lock
+ * @rcu: the semaphore is freed after a grace period (see the lifetimes
+ *	above)
  * @node: in the name tree of @wns while @linked; protected by @wns->lock
  * @ref: one per bound handle, one for the name while @linked
  * @wns: the namespace charged for this semaphore (holds a reference), or
