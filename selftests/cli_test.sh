@@ -838,9 +838,12 @@ t_acquire_release() {
 	jv() { wsem stat "$@" --json | sed -n "s/.*\"$k\":\([0-9]*\).*/\1/p"; }
 	mount -t wsem wsem "$fs"
 	exec 9<>"$fs/$name"
-	wsem acquire --fd 9 -w 2
+	wsem acquire --fd 9 -w 2 --label 'nightly "build"'
 	k=used; [ "$(jv "$name")" = 2 ]
 	k=held; [ "$(jv --fd 9)" = 2 ]
+	wsem stat "$name" --json | grep -Fq '"label":"nightly \"build\""'
+	st=0; wsem acquire --fd 9 --label "$(printf 'a\tb')" || st=$?
+	[ $st -eq 2 ]
 	wsem acquire --fd 9
 	k=used; [ "$(jv "$name")" = 3 ]
 	wsem release --fd 9 -w 1
@@ -865,6 +868,9 @@ t_acquire_release() {
 	k=used; [ "$(jv "$name")" = 0 ]
 	exec 8<"$fs/$name"			# read-only: watches only
 	st=0; wsem acquire --fd 8 2>"$fs.err" || st=$?
+	[ $st -eq 1 ]
+	grep -q "^wsem: --fd 8: Bad file descriptor (" "$fs.err"
+	st=0; wsem acquire --fd 8 --label ro 2>"$fs.err" || st=$?
 	[ $st -eq 1 ]
 	grep -q "^wsem: --fd 8: Bad file descriptor (" "$fs.err"
 	exec 8<&-
