@@ -627,18 +627,64 @@ static int wsem_ioctl_holders(struct file *file, void __user *uarg)
 	return ret;
 }
 
+/* A label is 0..WSEM_LABEL_MAX-1 bytes of printable ASCII, NUL-terminated. */
+static bool wsem_label_valid(const char *label)
+{
+	size_t len = strnlen(label, WSEM_LABEL_MAX);
+	size_t i;
+
+	if (len == WSEM_LABEL_MAX)
+		return false;
+	for (i = 0; i < len; i++) {
+		if (label[i] < 0x20 || label[i] > 0x7e)
+			return false;
+	}
+	return true;
+}
+
+/**
+ * wsem_ioctl_set_label() - WSEM_IOC_SET_LABEL: label the handle
+ * @h: the bound handle
+ * @uarg: struct wsem_label_args
+ *
+ * The label is shown with the handle's holder or waiter, to callers who
+ * see its pid.  It changes what others see of the holder, so it needs a
+ * handle open for reading and writing, as acquire does (wsem_cmd_writes()).
+ *
+ * Context: Process context.
+ * Return: 0; -EINVAL (unbound handle, short struct, flags, a label that is
+ * not printable ASCII or not NUL-terminated); -E2BIG, -EFAULT.
+ */
+static int wsem_ioctl_set_label(struct wsem_handle *h, void __user *uarg)
+{
+	struct wsem_label_args args;
+	int ret;
+
+	if (!wsem_handle_sem(h))
+		return -EINVAL;
+	ret = wsem_copy_args(&args, sizeof(args), WSEM_LABEL_SIZE_VER0, uarg);
+	if (ret)
+		return ret;
+	if (args.flags || !wsem_label_valid(args.label))
+		return -EINVAL;
+	wsem_set_label(h, args.label);
+	return 0;
+}
+
 /*
- * Acquire, release and resize change the semaphore: they need a handle
- * open for reading and writing (O_RDWR), as opening by name needs read and
- * write permission.  A read-only handle watches; a write-only one, which a
- * wsemfs file of mode -w- could give, does nothing more.
+ * Acquire, release, resize and labelling change the semaphore or what
+ * others see of its holders: they need a handle open for reading and
+ * writing (O_RDWR), as opening by name needs read and write permission.
+ * A read-only handle watches; a write-only one, which a wsemfs file of
+ * mode -w- could give, does nothing more.
  */
 static bool wsem_cmd_writes(unsigned int cmd)
 {
 	return cmd == WSEM_CMD(WSEM_IOC_ACQUIRE) ||
 	       cmd == WSEM_CMD(WSEM_IOC_ASYNC) ||
 	       cmd == WSEM_CMD(WSEM_IOC_RELEASE) ||
-	       cmd == WSEM_CMD(WSEM_IOC_SET_CAPACITY);
+	       cmd == WSEM_CMD(WSEM_IOC_SET_CAPACITY) ||
+	       cmd == WSEM_CMD(WSEM_IOC_SET_LABEL);
 }
 
 /**
@@ -648,9 +694,9 @@ static bool wsem_cmd_writes(unsigned int cmd)
  * @arg: the argument, a user pointer
  *
  * Context: Process context, may sleep.
- * Return: as the command's function; -EBADF for acquire, release and
- * resize through a handle not open for both reading and writing; -ENOTTY for an unknown
- * command.
+ * Return: as the command's function; -EBADF for acquire, release, resize
+ * and labelling through a handle not open for both reading and writing;
+ * -ENOTTY for an unknown command.
  */
 static long wsem_file_ioctl(struct file *file, unsigned int cmd,
 			    unsigned long arg)
@@ -687,6 +733,8 @@ static long wsem_file_ioctl(struct file *file, unsigned int cmd,
 		return wsem_ioctl_async(h, uarg);
 	case WSEM_CMD(WSEM_IOC_WAIT_IDLE):
 		return wsem_ioctl_wait_idle(file, uarg);
+	case WSEM_CMD(WSEM_IOC_SET_LABEL):
+		return wsem_ioctl_set_label(h, uarg);
 	default:
 		return -ENOTTY;
 	}
@@ -730,7 +778,7 @@ static ssize_t wsem_text(struct wsem *sem, struct wsem_handle *h, char **text)
 	n = wsem_holders(sem, WSEM_TEXT_WHO, &who, &holders, &waiters);
 	if (n < 0)
 		return n;
-	size = 768 + (size_t)n * (WSEM_CGROUP_MAX + 128);
+	size = 768 + (size_t)n * (WSEM_CGROUP_MAX + WSEM_LABEL_MAX + 128);
 	buf = kvmalloc(size, WSEM_GFP);
 	if (!buf) {
 		kvfree(who);
@@ -753,12 +801,13 @@ static ssize_t wsem_text(struct wsem *sem, struct wsem_handle *h, char **text)
 		struct wsem_holder *w = &who[i];
 
 		len += scnprintf(buf + len, size - len,
-				 "%s: pid %d weight %llu %s_ns %llu comm %s cgroup %s\n",
+				 "%s: pid %d weight %llu %s_ns %llu comm %s cgroup %s label %s\n",
 				 w->flags & WSEM_HOLDER_WAITING ? "waiter" :
 				 "holder", w->pid, w->weight,
 				 w->flags & WSEM_HOLDER_WAITING ? "waiting" :
 				 "held", w->age_ns, w->comm,
-				 w->cgroup[0] ? w->cgroup : "-");
+				 w->cgroup[0] ? w->cgroup : "-",
+				 w->label[0] ? w->label : "-");
 	}
 	kvfree(who);
 	*text = buf;
@@ -775,8 +824,9 @@ static ssize_t wsem_text(struct wsem *sem, struct wsem_handle *h, char **text)
  * One "key: value" line per field of struct wsem_stat, so that cat(1) of a
  * wsemfs file shows the state, then the number of holders and a line per
  * holder and per waiter in queue order (the first WSEM_TEXT_WHO of them):
- * "holder: pid P weight W held_ns N comm C cgroup G" or "waiter: ...
- * waiting_ns N ...", as WSEM_IOC_HOLDERS gives them.  A read at offset 0
+ * "holder: pid P weight W held_ns N comm C cgroup G label L" or "waiter:
+ * ... waiting_ns N ...", as WSEM_IOC_HOLDERS gives them (L is the rest of
+ * the line, which may hold spaces; "-" for none).  A read at offset 0
  * describes the state anew; reads further on go on with that text, as
  * seq_file's do, so that a text read in pieces is one state.
  *
@@ -903,7 +953,10 @@ static int __init wsem_init(void)
 	BUILD_BUG_ON(sizeof(struct wsem_stat) != WSEM_STAT_SIZE_VER1);
 	BUILD_BUG_ON(sizeof(struct wsem_list_args) != WSEM_LIST_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct wsem_unlink_args) != WSEM_UNLINK_SIZE_VER0);
-	BUILD_BUG_ON(sizeof(struct wsem_holder) != WSEM_HOLDER_SIZE_VER0);
+	BUILD_BUG_ON(offsetof(struct wsem_holder, label) !=
+		     WSEM_HOLDER_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct wsem_holder) != WSEM_HOLDER_SIZE_VER1);
+	BUILD_BUG_ON(sizeof(struct wsem_label_args) != WSEM_LABEL_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct wsem_holders_args) !=
 		     WSEM_HOLDERS_SIZE_VER0);
 

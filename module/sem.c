@@ -1157,13 +1157,15 @@ struct wsem_who {
 	u64 weight;
 	u64 age_ns;
 	char comm[TASK_COMM_LEN];
+	char label[WSEM_LABEL_MAX];	/* its handle's */
 };
 
 /*
  * Fill @out from @who for the caller, and drop @who's references.  What
- * the caller's namespaces cannot see stays empty: the pid, command and
- * cgroup of a process its PID namespace does not hold (a host's process,
- * seen from a container), and a cgroup outside its cgroup namespace.
+ * the caller's namespaces cannot see stays empty: the pid, command, label
+ * and cgroup of a process its PID namespace does not hold (a host's
+ * process, seen from a container), and a cgroup outside its cgroup
+ * namespace.
  */
 static void wsem_describe(struct wsem_who *who, struct wsem_holder *out)
 {
@@ -1197,7 +1199,9 @@ static void wsem_describe(struct wsem_who *who, struct wsem_holder *out)
 		memcpy(out->comm, who->comm, sizeof(out->comm));
 		put_pid(who->pid);
 	}
-	if (!visible)
+	if (visible)
+		memcpy(out->label, who->label, sizeof(out->label));
+	else
 		memset(out->comm, 0, sizeof(out->comm));
 #ifdef CONFIG_CGROUPS
 	if (cgrp) {
@@ -1221,8 +1225,9 @@ static void wsem_describe(struct wsem_who *who, struct wsem_holder *out)
  * @holders: set to the number of handles holding weight
  * @waiters: set to the number of waiters (at most U32_MAX)
  *
- * A snapshot under @sem->lock, with references on the processes; pids,
- * commands and cgroup paths are read after the lock is dropped, as the
+ * A snapshot under @sem->lock, with references on the processes and a
+ * copy of the handles' labels; pids, commands, labels and cgroup paths
+ * are given after the lock is dropped, as the
  * caller sees them (its PID and cgroup namespaces; wsem_describe()).  The
  * walk takes the handles that hold nothing any more off @sem->holders (a
  * grant puts them back), so that it covers the holders, not every handle
@@ -1278,6 +1283,7 @@ int wsem_holders(struct wsem *sem, u32 count, struct wsem_holder **out,
 			cgroup_get(h->cgrp);
 #endif
 		memcpy(who[n].comm, h->comm, sizeof(who[n].comm));
+		memcpy(who[n].label, h->label, sizeof(who[n].label));
 		who[n].weight = h->held;
 		who[n].age_ns = jiffies64_to_nsecs(jnow - h->since);
 		n++;
@@ -1287,6 +1293,7 @@ int wsem_holders(struct wsem *sem, u32 count, struct wsem_holder **out,
 			break;
 		get_task_struct(w->task);
 		who[n].task = w->task;
+		memcpy(who[n].label, w->handle->label, sizeof(who[n].label));
 		who[n].weight = w->weight;
 		who[n].age_ns = now > w->since ? now - w->since : 0;
 		n++;
@@ -1314,6 +1321,23 @@ int wsem_holders(struct wsem *sem, u32 count, struct wsem_holder **out,
 	if (n && !*out)
 		return -ENOMEM;
 	return n;
+}
+
+/**
+ * wsem_set_label() - set the label the holders view shows for a handle
+ * @h: a bound handle
+ * @label: the new label, checked by the caller: printable, NUL-terminated
+ *	in WSEM_LABEL_MAX bytes; empty clears it
+ *
+ * Context: Process context; takes the semaphore's lock.
+ */
+void wsem_set_label(struct wsem_handle *h, const char *label)
+{
+	struct wsem *sem = wsem_handle_sem(h);
+
+	spin_lock(&sem->lock);
+	strscpy_pad(h->label, label, sizeof(h->label));
+	spin_unlock(&sem->lock);
 }
 
 /**

@@ -86,6 +86,8 @@ struct wsem_user;
  * @spin_budget: how long a head waiter polls before it sleeps (ns, at
  *	most spin_ns); grown by short waits, set to 0 by a long one
  *	(wsem_adapt_spin()); written under @lock
+ * @rcu: the semaphore is freed after a grace period (see the lifetimes
+ *	above)
  * @node: in the name tree of @wns while @linked; protected by @wns->lock
  * @ref: one per bound handle, one for the name while @linked
  * @wns: the namespace charged for this semaphore (holds a reference), or
@@ -202,6 +204,8 @@ enum wsem_spin_end {
  * @comm: its command name then
  * @since: when that grant happened, get_jiffies_64() (a tick is the
  *	precision of a holder's age)
+ * @label: what the handle's user calls it (WSEM_IOC_SET_LABEL): printable
+ *	ASCII, NUL-terminated, empty if none; protected by @sem->lock
  * @requested: @async is the handle's request, queued or ended but not yet
  *	collected (WSEM_IOC_ASYNC); protected by @sem->lock
  * @async: the asynchronous request; see struct wsem_waiter
@@ -226,6 +230,7 @@ struct wsem_handle {
 	struct cgroup *cgrp;
 	char comm[TASK_COMM_LEN];
 	u64 since;
+	char label[WSEM_LABEL_MAX];
 	bool requested;
 	struct wsem_waiter async;
 	wait_queue_head_t wqh;
@@ -261,6 +266,7 @@ void wsem_fill_stat(struct wsem *sem, struct wsem_handle *h,
 		    struct wsem_stat *st);
 int wsem_holders(struct wsem *sem, u32 count, struct wsem_holder **out,
 		 u32 *holders, u32 *waiters);
+void wsem_set_label(struct wsem_handle *h, const char *label);
 void wsem_handle_forget(struct wsem_handle *h);
 void wsem_handle_put(struct wsem_handle *h);
 __poll_t wsem_poll(struct wsem *sem, struct wsem_handle *h, struct file *file,

@@ -206,8 +206,8 @@ TEST_F(abi, unknown_cmd_enotty)
 	const unsigned long bad[] = {
 		_IO(WSEM_IOC_MAGIC, 0x00),
 		_IOWR(WSEM_IOC_MAGIC, 0x00, struct wsem_stat),
-		_IOWR(WSEM_IOC_MAGIC, 0x0c, struct wsem_stat),
-		_IOW(WSEM_IOC_MAGIC, 0x0d, __u64),
+		_IOWR(WSEM_IOC_MAGIC, 0x0d, struct wsem_stat),
+		_IOW(WSEM_IOC_MAGIC, 0x0e, __u64),
 		_IOWR(WSEM_IOC_MAGIC, 0xff, struct wsem_list_args),
 		_IOW(WSEM_IOC_MAGIC - 1, 0x01, struct wsem_open_args),
 		_IOWR(WSEM_IOC_MAGIC - 1, 0x06, struct wsem_stat),

@@ -421,15 +421,15 @@ t_stat_holders() {
 	cat "$T/out"
 	sed -n '/^HOLDERS$/,/^$/p' "$T/out" >"$T/h"
 	sed -n '/^WAITERS/,$p' "$T/out" >"$T/w"
-	grep -Eq '^ +PID +COMMAND +CGROUP +WEIGHT +HELD FOR$' "$T/h"
-	grep -Eq "^ +$h +wsem +[^ ]+ +3 +[0-9.]+m?s\$" "$T/h"
-	grep -Eq '^ +PID +COMMAND +CGROUP +WEIGHT +WAITING FOR$' "$T/w"
-	grep -Eq "^ +$w +wsem +[^ ]+ +2 +[0-9.]+m?s\$" "$T/w"
+	grep -Eq '^ +PID +COMMAND +CGROUP +WEIGHT +HELD FOR +LABEL$' "$T/h"
+	grep -Eq "^ +$h +wsem +[^ ]+ +3 +[0-9.]+m?s +sleep 60\$" "$T/h"
+	grep -Eq '^ +PID +COMMAND +CGROUP +WEIGHT +WAITING FOR +LABEL$' "$T/w"
+	grep -Eq "^ +$w +wsem +[^ ]+ +2 +[0-9.]+m?s +true\$" "$T/w"
 	expect 0 wsem stat "$P-h" --json
 	grep -Eq "^$JSON_STAT\$" "$T/out"
-	grep -Eq "\"holders\":\[\{\"pid\":$h,\"comm\":\"wsem\",\"cgroup\":\"[^\"]*\",\"weight\":3,\"held_ns\":[0-9]+\}\]" \
+	grep -Eq "\"holders\":\[\{\"pid\":$h,\"comm\":\"wsem\",\"cgroup\":\"[^\"]*\",\"label\":\"sleep 60\",\"weight\":3,\"held_ns\":[0-9]+\}\]" \
 		"$T/out"
-	grep -Eq "\"queue\":\[\{\"pid\":$w,\"comm\":\"wsem\",\"cgroup\":\"[^\"]*\",\"weight\":2,\"waiting_ns\":[0-9]+\}\]" \
+	grep -Eq "\"queue\":\[\{\"pid\":$w,\"comm\":\"wsem\",\"cgroup\":\"[^\"]*\",\"label\":\"true\",\"weight\":2,\"waiting_ns\":[0-9]+\}\]" \
 		"$T/out"
 	# another user with read permission only sees them too
 	chmod_sem_via_fs "$P-h" 0644
@@ -440,6 +440,35 @@ t_stat_holders() {
 	is grants_at_once "$P-h" 1
 	is grants_waited "$P-h" 1
 	is queue_max "$P-h" 1
+}
+
+# run labels the handle with COMMAND: the holder is named by its job,
+# supervised (pid and comm are wsem's) and --inherit alike.
+t_run_label() {
+	wsem create "$P-l" 3
+	bg wsem run "$P-l" -- sleep 5
+	h=$BG
+	bg wsem run "$P-l" --inherit -- sleep 5
+	inh=$BG
+	eventually is used "$P-l" 2
+	expect 0 wsem stat "$P-l"
+	cat "$T/out"
+	grep -Eq "^ +$h +wsem +[^ ]+ +1 +[0-9.]+m?s +sleep 5\$" "$T/out"
+	grep -Eq "^ +$inh +wsem +[^ ]+ +1 +[0-9.]+m?s +sleep 5\$" "$T/out"
+	expect 0 wsem stat "$P-l" --json
+	grep -Eq "\"pid\":$h,\"comm\":\"wsem\",\"cgroup\":\"[^\"]*\",\"label\":\"sleep 5\"" \
+		"$T/out"
+	grep -Eq "\"pid\":$inh,\"comm\":\"wsem\",\"cgroup\":\"[^\"]*\",\"label\":\"sleep 5\"" \
+		"$T/out"
+	reap "$h"
+	reap "$inh"
+	# cut to 63 bytes, a byte that is not printable ASCII becomes '?'
+	long=$(printf '%070d' 0)
+	bg wsem run "$P-l" -- sh -c "sleep 5 # $(printf 'a\tb') $long"
+	eventually is used "$P-l" 1
+	expect 0 wsem stat "$P-l" --json
+	want=$(printf 'sh -c sleep 5 # a?b %s' "$long" | cut -c 1-63)
+	grep -Fq "\"label\":\"$want\"" "$T/out"
 }
 
 t_top() {
@@ -809,9 +838,12 @@ t_acquire_release() {
 	jv() { wsem stat "$@" --json | sed -n "s/.*\"$k\":\([0-9]*\).*/\1/p"; }
 	mount -t wsem wsem "$fs"
 	exec 9<>"$fs/$name"
-	wsem acquire --fd 9 -w 2
+	wsem acquire --fd 9 -w 2 --label 'nightly "build"'
 	k=used; [ "$(jv "$name")" = 2 ]
 	k=held; [ "$(jv --fd 9)" = 2 ]
+	wsem stat "$name" --json | grep -Fq '"label":"nightly \"build\""'
+	st=0; wsem acquire --fd 9 --label "$(printf 'a\tb')" || st=$?
+	[ $st -eq 2 ]
 	wsem acquire --fd 9
 	k=used; [ "$(jv "$name")" = 3 ]
 	wsem release --fd 9 -w 1
@@ -836,6 +868,9 @@ t_acquire_release() {
 	k=used; [ "$(jv "$name")" = 0 ]
 	exec 8<"$fs/$name"			# read-only: watches only
 	st=0; wsem acquire --fd 8 2>"$fs.err" || st=$?
+	[ $st -eq 1 ]
+	grep -q "^wsem: --fd 8: Bad file descriptor (" "$fs.err"
+	st=0; wsem acquire --fd 8 --label ro 2>"$fs.err" || st=$?
 	[ $st -eq 1 ]
 	grep -q "^wsem: --fd 8: Bad file descriptor (" "$fs.err"
 	exec 8<&-
@@ -1304,6 +1339,7 @@ t_ls_json_empty ls of an empty namespace
 t_stat_table stat prints every field, aligned
 t_stat_json stat --json is one object keyed by struct wsem_stat
 t_stat_holders stat shows who holds and who waits, in tables and JSON
+t_run_label run labels the handle with COMMAND, supervised and --inherit
 t_ls_long ls -l adds owner, group, mode and the longest wait
 t_top top -n N: plain rounds off a terminal, busiest first
 t_wait_idle wait [--idle]: returns when the last holder leaves; -t exits 124

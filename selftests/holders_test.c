@@ -672,6 +672,289 @@ TEST_F(who, text_lists_holders_and_waiters)
 	EXPECT_EQ(0, wsem_release(self->fd, CAP));
 }
 
+/* WSEM_IOC_SET_LABEL of @label (up to 64 bytes, as given) with @flags. */
+static int set_label(int fd, const char *label, size_t len, uint64_t flags)
+{
+	struct wsem_label_args a = { .size = sizeof(a), .flags = flags };
+
+	memcpy(a.label, label, len);
+	return ioctl(fd, WSEM_IOC_SET_LABEL, &a);
+}
+
+/* The label of the first entry of @fd's holders view, into @label. */
+static int first_label(int fd, char *label)
+{
+	struct wsem_holder who[MAX_WHO];
+	struct wsem_holders_args a;
+
+	if (holders(fd, who, MAX_WHO, &a) || !a.holders)
+		return -1;
+	memcpy(label, who[0].label, WSEM_LABEL_MAX);
+	return 0;
+}
+
+/*
+ * A labelled holder and a labelled waiter: the label comes with each
+ * entry of WSEM_IOC_HOLDERS and at the end of each line of the text;
+ * "" clears it (the text says "-"), and a reopen starts without one.
+ */
+TEST_F(who, labels_in_holders_and_text)
+{
+	struct wsem_holder who[MAX_WHO];
+	struct wsem_holders_args a;
+	char text[4096], want[160];
+	int ready[2], fd2;
+	pid_t w;
+	ssize_t n;
+
+	if (self->fd < 0)
+		return;
+	ASSERT_EQ(0, set_label(self->fd, "make -j8 all", 13, 0));
+	ASSERT_EQ(0, wsem_acquire(self->fd, CAP));
+	ASSERT_EQ(0, pipe(ready));
+	w = fork();
+	ASSERT_LE(0, w);
+	if (w == 0) {
+		int fd = wsem_open(self->name, 0, 0, 0);
+
+		if (fd < 0 || wsem_set_label(fd, "cargo build ~!\"'\\") ||
+		    write(ready[1], "l", 1) != 1)
+			_exit(1);
+		wsem_acquire(fd, 2);
+		_exit(2);
+	}
+	ASSERT_EQ(1, read(ready[0], text, 1));
+	ASSERT_EQ(0, wait_waiters(self->fd, 1));
+
+	ASSERT_EQ(0, holders(self->fd, who, MAX_WHO, &a));
+	EXPECT_EQ(1, a.holders);
+	EXPECT_EQ(1, a.waiters);
+	EXPECT_STREQ("make -j8 all", who[0].label);
+	EXPECT_STREQ("cargo build ~!\"'\\", who[1].label);
+	EXPECT_EQ(w, who[1].pid);
+
+	n = pread(self->fd, text, sizeof(text) - 1, 0);
+	ASSERT_LT(0, n);
+	text[n] = 0;
+	snprintf(want, sizeof(want), "\nholder: pid %d weight %d ", getpid(),
+		 CAP);
+	EXPECT_NE(NULL, strstr(text, want));
+	EXPECT_NE(NULL, strstr(text, " label make -j8 all\n")) {
+		TH_LOG("%s", text);
+	}
+	EXPECT_NE(NULL, strstr(text, " label cargo build ~!\"'\\\n"));
+
+	/* Cleared: empty in the entry, "-" in the text. */
+	EXPECT_EQ(0, set_label(self->fd, "", 0, 0));
+	ASSERT_EQ(0, holders(self->fd, who, MAX_WHO, &a));
+	EXPECT_EQ(0, who[0].label[0]);
+	n = pread(self->fd, text, sizeof(text) - 1, 0);
+	ASSERT_LT(0, n);
+	text[n] = 0;
+	EXPECT_NE(NULL, strstr(text, " label -\n"));
+	/* NULL clears too; 63 bytes is the most a label holds. */
+	memset(want, 'x', 63);
+	want[63] = 0;
+	EXPECT_EQ(0, wsem_set_label(self->fd, want));
+	ASSERT_EQ(0, holders(self->fd, who, MAX_WHO, &a));
+	EXPECT_STREQ(want, who[0].label);
+	EXPECT_EQ(0, wsem_set_label(self->fd, NULL));
+	ASSERT_EQ(0, holders(self->fd, who, MAX_WHO, &a));
+	EXPECT_EQ(0, who[0].label[0]);
+
+	/* A reopen is a handle of its own: no label. */
+	EXPECT_EQ(0, wsem_set_label(self->fd, "first"));
+	fd2 = wsem_reopen(self->fd, 0);
+	ASSERT_LE(0, fd2);
+	EXPECT_EQ(0, wsem_release(self->fd, CAP));
+	reap(w);
+	ASSERT_EQ(0, wsem_acquire(fd2, 1));
+	ASSERT_EQ(0, first_label(self->fd, want));
+	EXPECT_EQ(0, want[0]);
+	EXPECT_EQ(0, close(fd2));
+	close(ready[0]);
+	close(ready[1]);
+}
+
+/*
+ * Bad labels and arguments: EINVAL, and the label stays as it was; a
+ * read-only handle gets EBADF, an unbound one EINVAL.
+ */
+TEST_F(who, bad_labels_change_nothing)
+{
+	struct wsem_label_args la;
+	char label[WSEM_LABEL_MAX + 8], x64[WSEM_LABEL_MAX];
+	const char *bad[] = { "tab\there", "nl\n", "del\x7f", "hi\x80",
+			      "\xff", "\x1b[31m" };
+	struct wsem_open_args o = { .size = sizeof(o) };
+	unsigned int i;
+	int ro, raw;
+
+	if (self->fd < 0)
+		return;
+	ASSERT_EQ(0, wsem_acquire(self->fd, 1));
+	ASSERT_EQ(0, set_label(self->fd, "good", 4, 0));
+	for (i = 0; i < ARRAY_SIZE(bad); i++) {
+		EXPECT_EQ(-1, set_label(self->fd, bad[i], strlen(bad[i]), 0));
+		EXPECT_EQ(EINVAL, errno) TH_LOG("label %u", i);
+		EXPECT_EQ(-1, wsem_set_label(self->fd, bad[i]));
+		EXPECT_EQ(EINVAL, errno);
+	}
+	/* 64 bytes and no NUL. */
+	memset(x64, 'x', sizeof(x64));
+	EXPECT_EQ(-1, set_label(self->fd, x64, sizeof(x64), 0));
+	EXPECT_EQ(EINVAL, errno);
+	memset(label, 'x', sizeof(label));
+	label[WSEM_LABEL_MAX] = 0;
+	EXPECT_EQ(-1, wsem_set_label(self->fd, label));
+	EXPECT_EQ(EINVAL, errno);
+	/* Flags, a short struct, a non-zero tail. */
+	EXPECT_EQ(-1, set_label(self->fd, "new", 3, 1));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, set_label(self->fd, "new", 3, 1ULL << 63));
+	EXPECT_EQ(EINVAL, errno);
+	memset(&la, 0, sizeof(la));
+	la.size = 16;
+	EXPECT_EQ(-1, ioctl(self->fd, WSEM_IOC_SET_LABEL, &la));
+	EXPECT_EQ(EINVAL, errno);
+	{
+		unsigned char big[sizeof(la) + 8] = { 0 };
+
+		la.size = sizeof(big);
+		memcpy(big, &la, sizeof(la));
+		big[sizeof(la)] = 1;
+		EXPECT_EQ(-1, ioctl(self->fd, WSEM_IOC_SET_LABEL, big));
+		EXPECT_EQ(E2BIG, errno);
+	}
+	ASSERT_EQ(0, first_label(self->fd, label));
+	EXPECT_STREQ("good", label);
+
+	/* A read-only handle watches: it may not label. */
+	ro = open("/dev/wsem", O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, ro);
+	snprintf(o.name, sizeof(o.name), "%s", self->name);
+	ASSERT_EQ(0, ioctl(ro, WSEM_IOC_OPEN, &o));
+	EXPECT_EQ(-1, set_label(ro, "ro", 2, 0));
+	EXPECT_EQ(EBADF, errno);
+	EXPECT_EQ(-1, wsem_set_label(ro, "ro"));
+	EXPECT_EQ(EBADF, errno);
+	/* An unbound handle has nobody to label. */
+	raw = open("/dev/wsem", O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, raw);
+	EXPECT_EQ(-1, set_label(raw, "raw", 3, 0));
+	EXPECT_EQ(EINVAL, errno);
+	ASSERT_EQ(0, first_label(self->fd, label));
+	EXPECT_STREQ("good", label);
+	EXPECT_EQ(0, close(ro));
+	EXPECT_EQ(0, close(raw));
+	EXPECT_EQ(0, wsem_release(self->fd, 1));
+}
+
+/*
+ * From a child PID namespace the host holder's label is not shown, in the
+ * entries or the text; its own is, to itself and to the host.
+ */
+TEST_F(who, labels_hidden_from_a_child_pid_namespace)
+{
+	struct wsem_holder who[MAX_WHO];
+	struct wsem_holders_args a;
+	int p[2], status;
+	pid_t outer;
+	char got[3][WSEM_LABEL_MAX + 32];
+
+	if (self->fd < 0)
+		return;
+	ASSERT_EQ(0, wsem_set_label(self->fd, "host job"));
+	ASSERT_EQ(0, wsem_acquire(self->fd, 1));
+	ASSERT_EQ(0, pipe(p));
+	outer = fork();
+	ASSERT_LE(0, outer);
+	if (outer == 0) {
+		pid_t inner;
+
+		if (unshare(CLONE_NEWPID))
+			_exit(1);
+		inner = fork();
+		if (inner < 0)
+			_exit(1);
+		if (inner == 0) {
+			char text[4096], *l;
+			ssize_t n;
+			int fd;
+
+			memset(got, 0, sizeof(got));
+			if (holders(self->fd, who, MAX_WHO, &a) || !a.holders)
+				_exit(1);
+			memcpy(got[0], who[0].label, WSEM_LABEL_MAX);
+			n = pread(self->fd, text, sizeof(text) - 1, 0);
+			if (n < 0)
+				_exit(1);
+			text[n] = 0;
+			l = strstr(text, "\nholder: ");
+			if (l)
+				snprintf(got[1], sizeof(got[1]), "%s",
+					 strstr(l, " label ") ?: "");
+			fd = wsem_open(self->name, 0, 0, 0);
+			if (fd < 0 || wsem_set_label(fd, "inner job") ||
+			    wsem_acquire(fd, 1) ||
+			    holders(fd, who, MAX_WHO, &a) || a.holders != 2)
+				_exit(1);
+			memcpy(got[2], who[1].label, WSEM_LABEL_MAX);
+			if (write(p[1], got, sizeof(got)) != sizeof(got))
+				_exit(1);
+			pause();
+			_exit(0);
+		}
+		waitpid(inner, &status, 0);
+		_exit(0);
+	}
+	ASSERT_EQ(sizeof(got), read(p[0], got, sizeof(got)));
+	EXPECT_STREQ("", got[0]);
+	EXPECT_EQ(0, strncmp(got[1], " label -\n", 9)) TH_LOG("%s", got[1]);
+	EXPECT_STREQ("inner job", got[2]);
+	/* The host sees both labels. */
+	ASSERT_EQ(0, holders(self->fd, who, MAX_WHO, &a));
+	EXPECT_EQ(2, a.holders);
+	EXPECT_STREQ("host job", who[0].label);
+	EXPECT_STREQ("inner job", who[1].label);
+	EXPECT_EQ(0, wsem_release(self->fd, 1));
+	kill(who[1].pid, SIGKILL);
+	kill(outer, SIGKILL);
+	waitpid(outer, NULL, 0);
+	close(p[0]);
+	close(p[1]);
+}
+
+/*
+ * A caller of the first struct wsem_holder (entry_size VER0) is written
+ * no label: the entries stay VER0 bytes apart and nothing past them moves.
+ */
+TEST_F(who, old_entry_size_gets_no_label)
+{
+	struct wsem_holders_args a = { .size = sizeof(a) };
+	unsigned char buf[2 * WSEM_HOLDER_SIZE_VER0 + 8];
+	struct wsem_holder *e = (struct wsem_holder *)buf;
+	size_t i;
+
+	if (self->fd < 0)
+		return;
+	ASSERT_EQ(0, wsem_set_label(self->fd, "label"));
+	ASSERT_EQ(0, wsem_acquire(self->fd, 1));
+	memset(buf, 0xa5, sizeof(buf));
+	a.entries = (uintptr_t)buf;
+	a.count = 2;
+	a.entry_size = WSEM_HOLDER_SIZE_VER0;
+	ASSERT_EQ(0, ioctl(self->fd, WSEM_IOC_HOLDERS, &a));
+	EXPECT_EQ(1, a.holders);
+	EXPECT_EQ(getpid(), e->pid);
+	for (i = WSEM_HOLDER_SIZE_VER0; i < sizeof(buf); i++)
+		ASSERT_EQ(0xa5, buf[i]);
+	EXPECT_EQ(WSEM_HOLDER_SIZE_VER0 + WSEM_LABEL_MAX,
+		  sizeof(struct wsem_holder));
+	EXPECT_EQ(WSEM_HOLDER_SIZE_VER1, sizeof(struct wsem_holder));
+	EXPECT_EQ(0, wsem_release(self->fd, 1));
+}
+
 /*
  * The tracepoints, enabled through tracefs, against a scripted run: a
  * grant at once, a queued waiter granted on release, a timeout and a

@@ -109,6 +109,13 @@ ssize_t wsem_holders_sized(int fd, struct wsem_holder *buf, size_t n,
 	wsem_holders_sized((fd), (buf), (n), sizeof(struct wsem_holder), \
 			   (nholders))
 
+/*
+ * Label @fd's holder or waiter in the holders view (what the weight is
+ * held for): up to WSEM_LABEL_MAX - 1 bytes of printable ASCII; NULL or ""
+ * clears it.  0, or -1 with errno (EINVAL, EBADF for a read-only handle).
+ */
+int wsem_set_label(int fd, const char *label);
+
 #ifdef __cplusplus
 }
 #endif

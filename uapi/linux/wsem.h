@@ -185,6 +185,12 @@ struct wsem_unlink_args {
 
 #define WSEM_UNLINK_SIZE_VER0	80
 
+/*
+ * A handle's label (WSEM_IOC_SET_LABEL) is 0..63 bytes of printable ASCII
+ * (0x20..0x7e), NUL-terminated in this buffer.
+ */
+#define WSEM_LABEL_MAX		64
+
 /* Room for a cgroup path in struct wsem_holder; longer ones are cut. */
 #define WSEM_CGROUP_MAX		256
 
@@ -203,6 +209,11 @@ struct wsem_unlink_args {
  * @comm: its command name, NUL-terminated
  * @cgroup: its cgroup v2 path relative to the caller's cgroup namespace,
  *	NUL-terminated, cut to fit; empty if unknown
+ * @label: the handle's label (WSEM_IOC_SET_LABEL), NUL-terminated; empty
+ *	if it has none or where the pid is not visible
+ *
+ * @label came with size WSEM_HOLDER_SIZE_VER1; a caller of size
+ * WSEM_HOLDER_SIZE_VER0 gets the rest.
  */
 struct wsem_holder {
 	__u64 weight;
@@ -212,9 +223,11 @@ struct wsem_holder {
 	__u32 __pad;
 	char comm[16];
 	char cgroup[WSEM_CGROUP_MAX];
+	char label[WSEM_LABEL_MAX];
 };
 
 #define WSEM_HOLDER_SIZE_VER0	304
+#define WSEM_HOLDER_SIZE_VER1	368	/* @label */
 
 /**
  * struct wsem_holders_args - the holders, then the waiters in queue order
@@ -238,6 +251,21 @@ struct wsem_holders_args {
 };
 
 #define WSEM_HOLDERS_SIZE_VER0	40
+
+/**
+ * struct wsem_label_args - label a handle (WSEM_IOC_SET_LABEL)
+ * @size: sizeof(struct wsem_label_args)
+ * @flags: zero
+ * @label: 0..63 bytes of printable ASCII (0x20..0x7e), NUL-terminated;
+ *	empty clears the label
+ */
+struct wsem_label_args {
+	__u64 size;
+	__u64 flags;
+	char label[WSEM_LABEL_MAX];
+};
+
+#define WSEM_LABEL_SIZE_VER0	80
 
 /* WSEM_IOC_REOPEN flags */
 #define WSEM_REOPEN_CLOEXEC	_BITULL(0)
@@ -278,5 +306,12 @@ struct wsem_holders_args {
  * for reading; poll(2) reports idle as EPOLLPRI.
  */
 #define WSEM_IOC_WAIT_IDLE	_IOW(WSEM_IOC_MAGIC, 0x0b, struct wsem_acquire_args)
+/*
+ * Label the handle: the holders view (WSEM_IOC_HOLDERS, read(2)) shows
+ * the label with the pid and command of its holder or waiter, to callers
+ * who see that pid.  Needs a bound handle open for reading and writing;
+ * 0 or -1 with EINVAL (unbound, bad label or flags), EBADF, EFAULT.
+ */
+#define WSEM_IOC_SET_LABEL	_IOW(WSEM_IOC_MAGIC, 0x0c, struct wsem_label_args)
 
 #endif /* _UAPI_LINUX_WSEM_H */

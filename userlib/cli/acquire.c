@@ -32,6 +32,8 @@ static struct cli_opt acquire_opts[] = {
 	  .help = "acquire only at once, else exit 75" },
 	{ .name = "conflict-exit-code", .short_name = 'E', .arg = "N",
 	  .help = "exit N (0-255) instead of 75 or 124" },
+	{ .name = "label", .arg = "TEXT",
+	  .help = "what the weight is held for, shown by stat" },
 	{ .name = NULL },
 };
 
@@ -59,6 +61,34 @@ static int fail_readonly(const char *what)
 			    "with exec N<>FILE)", CLI_EXIT_ERROR);
 }
 
+/* --label TEXT: 0..63 bytes of printable ASCII; 0 or a usage status. */
+static int check_label(const char *syn, const struct cli_opt *o)
+{
+	const char *p;
+
+	if (!o->seen)
+		return 0;
+	for (p = o->value; *p; p++) {
+		if (*p < 0x20 || *p > 0x7e)
+			break;
+	}
+	if (*p || p - o->value >= WSEM_LABEL_MAX)
+		return cli_usage(syn, "invalid TEXT of --label (at most %d "
+				 "bytes of printable ASCII)",
+				 WSEM_LABEL_MAX - 1);
+	return 0;
+}
+
+/* Label handle @fd before it queues, so that its wait shows it too. */
+static int label_on(int fd, const char *what, const struct cli_opt *o)
+{
+	if (!o->seen || !wsem_set_label(fd, o->value))
+		return 0;
+	if (errno == EBADF)
+		return fail_readonly(what);
+	return cli_fail_nodev(what, errno);
+}
+
 int cli_acquire(const struct cli_verb *verb, int argc, char **argv)
 {
 	struct cli_parse p = {
@@ -74,11 +104,16 @@ int cli_acquire(const struct cli_verb *verb, int argc, char **argv)
 	if (!ret)
 		ret = cli_lease_options(verb->synopsis, acquire_opts, &l);
 	if (!ret)
+		ret = check_label(verb->synopsis, cli_opt(acquire_opts, "label"));
+	if (!ret)
 		ret = cli_fd_option(verb->synopsis,
 				    cli_opt(acquire_opts, "fd"), &fd);
 	if (ret)
 		return ret;
 	l.what = fd_text(acquire_opts, what, sizeof(what));
+	ret = label_on(fd, l.what, cli_opt(acquire_opts, "label"));
+	if (ret)
+		return ret;
 	if (cli_lease_acquire(fd, &l, &ret))
 		return CLI_EXIT_OK;
 	return ret;

@@ -35,7 +35,8 @@ static const struct cli_verb verbs[] = {
 		 "[-c CAPACITY [-m MODE]] [--inherit] -- COMMAND [ARG...]",
 	  "Wait for weight W, run COMMAND holding it, give it back when "
 	  "COMMAND ends.", cli_run },
-	{ "acquire", "acquire --fd N [-w W|all] [-t DURATION | -n] [-E N]",
+	{ "acquire", "acquire --fd N [-w W|all] [-t DURATION | -n] [-E N] "
+	  "[--label TEXT]",
 	  "Acquire weight W on the shell's own handle N (exec N<>FILE); "
 	  "it holds W until released or closed.", cli_acquire },
 	{ "release", "release --fd N [-w W]",

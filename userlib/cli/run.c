@@ -17,6 +17,10 @@
  * this very process with WSEM_FD set to the handle's number (and
  * WSEM_NAME to NAME).  The lease lasts as long as COMMAND and any
  * descendant that keeps the descriptor open; no wsem process is left.
+ *
+ * Either way the handle is labelled with COMMAND's command line before it
+ * queues, so that the holders view (wsem stat) names the job, not the
+ * supervising wsem.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -150,6 +154,39 @@ static int open_handle(const struct run_req *req)
 	close(fd);
 	errno = err;
 	return nfd;
+}
+
+/*
+ * COMMAND's arguments joined with spaces, cut to a label's 63 bytes, each
+ * byte that is not printable ASCII replaced by '?'.
+ */
+static void command_label(char **cmd, char *label, size_t size)
+{
+	size_t len = 0;
+	const char *p;
+
+	for (; *cmd && len + 1 < size; cmd++) {
+		if (len)
+			label[len++] = ' ';
+		for (p = *cmd; *p && len + 1 < size; p++)
+			label[len++] = *p >= 0x20 && *p <= 0x7e ? *p : '?';
+	}
+	label[len] = '\0';
+}
+
+/*
+ * Label the handle with COMMAND.  The label only names the job in the
+ * holders view: a module that does not know labels (ENOTTY) runs COMMAND
+ * all the same.
+ */
+static void label_handle(int fd, const struct run_req *req)
+{
+	char label[WSEM_LABEL_MAX];
+
+	command_label(req->cmd, label, sizeof(label));
+	if (wsem_set_label(fd, label) && errno != ENOTTY)
+		fprintf(stderr, "wsem: note: cannot label the handle: %s\n",
+			strerror(errno));
 }
 
 /* execvp() COMMAND; only returns, with 126 or 127, if that fails. */
@@ -350,6 +387,7 @@ int cli_run(const struct cli_verb *verb, int argc, char **argv)
 	if (fd < 0)
 		return cli_fail_target(req.name, errno);
 	note_capacity(fd, &req);
+	label_handle(fd, &req);
 	if (cli_lease_acquire(fd, &req.lease, &ret))
 		ret = req.inherit ? become(fd, &req) : supervise(&req);
 	close(fd);

@@ -91,11 +91,18 @@ static const char *cgroup_of(const struct wsem_holder *w)
 	return w->cgroup[0] ? w->cgroup : "-";
 }
 
+/* The label, "-" for none. */
+static const char *label_of(const struct wsem_holder *w)
+{
+	return w->label[0] ? w->label : "-";
+}
+
 /* One table: the entries [@from, @to) of @who under @title. */
 static void who_table(const char *title, const char *since,
 		      const struct wsem_holder *who, size_t from, size_t to)
 {
-	int w[4] = { 3, 7, 6, 6 };	/* PID COMMAND CGROUP WEIGHT */
+	/* PID COMMAND CGROUP WEIGHT, then since and LABEL */
+	int w[5] = { 3, 7, 6, 6, (int)strlen(since) };
 	char num[24], dur[24];
 	size_t i;
 	int n;
@@ -115,14 +122,18 @@ static void who_table(const char *title, const char *since,
 		n = snprintf(num, sizeof(num), "%" PRIu64,
 			     (uint64_t)who[i].weight);
 		w[3] = n > w[3] ? n : w[3];
+		n = (int)strlen(cli_duration_text(who[i].age_ns, dur,
+						  sizeof(dur)));
+		w[4] = n > w[4] ? n : w[4];
 	}
-	printf("  %*s  %-*s  %-*s  %*s  %s\n", w[0], "PID", w[1], "COMMAND",
-	       w[2], "CGROUP", w[3], "WEIGHT", since);
+	printf("  %*s  %-*s  %-*s  %*s  %-*s  %s\n", w[0], "PID", w[1],
+	       "COMMAND", w[2], "CGROUP", w[3], "WEIGHT", w[4], since, "LABEL");
 	for (i = from; i < to; i++)
-		printf("  %*d  %-*.*s  %-*s  %*" PRIu64 "  %s\n", w[0],
+		printf("  %*d  %-*.*s  %-*s  %*" PRIu64 "  %-*s  %.*s\n", w[0],
 		       who[i].pid, w[1], (int)sizeof(who[i].comm), who[i].comm,
 		       w[2], cgroup_of(&who[i]), w[3], (uint64_t)who[i].weight,
-		       cli_duration_text(who[i].age_ns, dur, sizeof(dur)));
+		       w[4], cli_duration_text(who[i].age_ns, dur, sizeof(dur)),
+		       (int)sizeof(who[i].label), label_of(&who[i]));
 }
 
 /* stat: the holders, then the waiters in queue order. */
@@ -144,6 +155,12 @@ static void json_entry(const struct wsem_holder *w, const char *age)
 	for (p = w->cgroup; *p; p++)
 		putchar(*p == '"' || *p == '\\' || (unsigned char)*p < 0x20 ?
 			'?' : *p);
+	printf("\",\"label\":\"");
+	for (p = w->label; p < w->label + sizeof(w->label) && *p; p++) {
+		if (*p == '"' || *p == '\\')
+			putchar('\\');
+		putchar((unsigned char)*p < 0x20 ? '?' : *p);
+	}
 	printf("\",\"weight\":%" PRIu64 ",\"%s\":%" PRIu64 "}",
 	       (uint64_t)w->weight, age, (uint64_t)w->age_ns);
 }

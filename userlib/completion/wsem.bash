@@ -23,7 +23,7 @@ _wsem_opts()
 	wait) echo "-i --idle -t --timeout --fd -h --help" ;;
 	apply) echo "-n --dry-run --prune -v --verbose -h --help" ;;
 	acquire) echo "--fd -w --weight -t --timeout -n --nonblock -E" \
-		      "--conflict-exit-code -h --help" ;;
+		      "--conflict-exit-code --label -h --help" ;;
 	release) echo "--fd -w --weight -h --help" ;;
 	run) echo "-w --weight -t --timeout -n --nonblock -E" \
 		  "--conflict-exit-code -c --create -m --mode --inherit" \

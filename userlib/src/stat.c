@@ -128,3 +128,26 @@ ssize_t wsem_holders_sized(int fd, struct wsem_holder *buf, size_t n,
 		*nholders = args.holders;
 	return (ssize_t)args.holders + args.waiters;
 }
+
+/**
+ * wsem_set_label() - name what @fd is held for, in the holders view
+ * @fd: a bound handle, open for reading and writing
+ * @label: up to WSEM_LABEL_MAX - 1 bytes of printable ASCII; NULL or ""
+ *	clears the label
+ *
+ * Return: 0, or -1 with errno (EINVAL: unbound, too long, not printable;
+ * EBADF: not open for writing).
+ */
+int wsem_set_label(int fd, const char *label)
+{
+	struct wsem_label_args args = { .size = sizeof(args) };
+	size_t len = label ? strlen(label) : 0;
+
+	if (len >= sizeof(args.label)) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (len)
+		memcpy(args.label, label, len);
+	return ioctl(fd, WSEM_IOC_SET_LABEL, &args);
+}

@@ -58,6 +58,7 @@ class Layout:
 WSEM_FS_MAGIC = 0x7773656D
 NAME_MAX = 64
 CGROUP_MAX = 256
+LABEL_MAX = 64
 CAPACITY_MAX = 1 << 62
 U64_MAX = (1 << 64) - 1
 
@@ -100,15 +101,19 @@ UNLINK_ARGS = Layout("wsem_unlink_args", [
 HOLDER = Layout("wsem_holder", [
     ("weight", "Q"), ("age_ns", "Q"), ("flags", "Q"), ("pid", "i"),
     ("__pad", "I"), ("comm", "16s"), ("cgroup", f"{CGROUP_MAX}s"),
+    ("label", f"{LABEL_MAX}s"),
 ])
 HOLDERS_ARGS = Layout("wsem_holders_args", [
     ("size", "Q"), ("flags", "Q"), ("entries", "Q"), ("count", "I"),
     ("entry_size", "I"), ("holders", "I"), ("waiters", "I"),
 ])
+LABEL_ARGS = Layout("wsem_label_args", [
+    ("size", "Q"), ("flags", "Q"), ("label", f"{LABEL_MAX}s"),
+])
 U64 = Layout("__u64", [("value", "Q")])
 
 LAYOUTS = (OPEN_ARGS, ACQUIRE_ARGS, STAT, LIST_ARGS, UNLINK_ARGS, HOLDER,
-           HOLDERS_ARGS)
+           HOLDERS_ARGS, LABEL_ARGS)
 
 IOC_MAGIC = 0xB9
 IOC_OPEN = _ioc(_IOC_WRITE, 0x01, OPEN_ARGS.size)
@@ -122,6 +127,7 @@ IOC_LIST = _ioc(_IOC_READ | _IOC_WRITE, 0x08, LIST_ARGS.size)
 IOC_HOLDERS = _ioc(_IOC_READ | _IOC_WRITE, 0x09, HOLDERS_ARGS.size)
 IOC_ASYNC = _ioc(_IOC_WRITE, 0x0A, U64.size)
 IOC_WAIT_IDLE = _ioc(_IOC_WRITE, 0x0B, ACQUIRE_ARGS.size)
+IOC_SET_LABEL = _ioc(_IOC_WRITE, 0x0C, LABEL_ARGS.size)
 
 IOCTLS = {
     "WSEM_IOC_OPEN": IOC_OPEN, "WSEM_IOC_REOPEN": IOC_REOPEN,
@@ -129,14 +135,14 @@ IOCTLS = {
     "WSEM_IOC_SET_CAPACITY": IOC_SET_CAPACITY, "WSEM_IOC_STAT": IOC_STAT,
     "WSEM_IOC_UNLINK": IOC_UNLINK, "WSEM_IOC_LIST": IOC_LIST,
     "WSEM_IOC_HOLDERS": IOC_HOLDERS, "WSEM_IOC_ASYNC": IOC_ASYNC,
-    "WSEM_IOC_WAIT_IDLE": IOC_WAIT_IDLE,
+    "WSEM_IOC_WAIT_IDLE": IOC_WAIT_IDLE, "WSEM_IOC_SET_LABEL": IOC_SET_LABEL,
 }
 
 # The sizes the header publishes, which the layouts above must equal.
 SIZES = {
     "wsem_open_args": 96, "wsem_acquire_args": 40, "wsem_stat": 200,
-    "wsem_list_args": 32, "wsem_unlink_args": 80, "wsem_holder": 304,
-    "wsem_holders_args": 40,
+    "wsem_list_args": 32, "wsem_unlink_args": 80, "wsem_holder": 368,
+    "wsem_holders_args": 40, "wsem_label_args": 80,
 }
 for _l in LAYOUTS:
     if _l.size != SIZES[_l.name]:
@@ -147,6 +153,7 @@ for _l in LAYOUTS:
 CONSTANTS = {
     "WSEM_FS_MAGIC": WSEM_FS_MAGIC, "WSEM_NAME_MAX": NAME_MAX,
     "WSEM_CAPACITY_MAX": CAPACITY_MAX, "WSEM_CGROUP_MAX": CGROUP_MAX,
+    "WSEM_LABEL_MAX": LABEL_MAX,
     "WSEM_OPEN_CREAT": OPEN_CREAT, "WSEM_OPEN_EXCL": OPEN_EXCL,
     "WSEM_OPEN_ANON": OPEN_ANON, "WSEM_ACQUIRE_TRY": ACQUIRE_TRY,
     "WSEM_ACQUIRE_DEADLINE": ACQUIRE_DEADLINE,
@@ -157,6 +164,8 @@ CONSTANTS = {
     "WSEM_OPEN_SIZE_VER0": 96, "WSEM_ACQUIRE_SIZE_VER1": ACQUIRE_ARGS.size,
     "WSEM_STAT_SIZE_VER1": STAT.size, "WSEM_LIST_SIZE_VER0": LIST_ARGS.size,
     "WSEM_UNLINK_SIZE_VER0": UNLINK_ARGS.size,
-    "WSEM_HOLDER_SIZE_VER0": HOLDER.size,
+    "WSEM_HOLDER_SIZE_VER0": HOLDER.offsets["label"],
+    "WSEM_HOLDER_SIZE_VER1": HOLDER.size,
+    "WSEM_LABEL_SIZE_VER0": LABEL_ARGS.size,
     "WSEM_HOLDERS_SIZE_VER0": HOLDERS_ARGS.size,
 }

@@ -295,6 +295,7 @@ def holders(fd: int) -> List[Dict[str, object]]:
                 del d["__pad"]
                 d["comm"] = _decode(d["comm"])
                 d["cgroup"] = _decode(d["cgroup"])
+                d["label"] = _decode(d["label"])
                 entries.append(d)
             return entries
         count = total + 16

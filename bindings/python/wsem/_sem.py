@@ -61,6 +61,7 @@ class Holder:
     pid: int            #: in the caller's PID namespace; 0 if not visible
     comm: str
     cgroup: str
+    label: str = ""     #: the handle's label (WSEM_IOC_SET_LABEL)
 
 
 def _stat(fields: Dict[str, Any]) -> Stat:
@@ -287,7 +288,8 @@ class Semaphore:
             raise self._error(e) from None
         return [Holder(weight=d["weight"], age_ns=d["age_ns"],
                        waiting=bool(d["flags"] & _abi.HOLDER_WAITING),
-                       pid=d["pid"], comm=d["comm"], cgroup=d["cgroup"])
+                       pid=d["pid"], comm=d["comm"], cgroup=d["cgroup"],
+                       label=d["label"])
                 for d in entries]
 
     def set_capacity(self, capacity: int) -> None:
