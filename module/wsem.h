@@ -81,8 +81,6 @@ struct wsem_user;
  *	when the semaphore comes to be idle (wsem_unlock_and_wake())
  * @idle_waiters: WSEM_IOC_WAIT_IDLE sleepers; woken only when the
  *	semaphore comes to be idle
- * @rcu: the semaphore is freed after a grace period (see the lifetimes
- *	above)
  * @spin_budget: how long a head waiter polls before it sleeps (ns, at
  *	most spin_ns); grown by short waits, set to 0 by a long one
  *	(wsem_adapt_spin()); written under @lock
