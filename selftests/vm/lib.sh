@@ -138,11 +138,21 @@ build_module() {
 
 # The Debian releases whose kernels make check tests beside the installed
 # ones, each from a cached chroot (chroot.sh) with that release's kernel,
-# headers and gcc: bullseye's 5.10 and sid's newest.  CHROOTS overrides
-# ("" for none).
+# headers and gcc: bullseye's 5.10, trixie's 6.12 (gcc 14) and sid's
+# newest.  CHROOTS overrides ("" for none).
 chroot_releases() {
 	# shellcheck disable=SC2086 # a list
-	printf '%s\n' ${CHROOTS-bullseye sid}
+	printf '%s\n' ${CHROOTS-bullseye trixie sid}
+}
+
+# chroot_booted RELEASE: whether make check boots RELEASE's kernel and runs
+# the tests there, or only builds wsem.ko for it (and dkms, deb_test.sh):
+# trixie's 6.12 is the series bookworm's lanes boot.  CHROOT_BOOT overrides.
+chroot_booted() {
+	case " ${CHROOT_BOOT-bullseye sid} " in
+	*" $1 "*) return 0 ;;
+	esac
+	return 1
 }
 
 # chroot_wanted RELEASE: whether KVERS (when set) names RELEASE, or a
