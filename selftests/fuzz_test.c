@@ -460,12 +460,12 @@ static void pool_close(struct rng *r)
 
 enum req {
 	R_OPEN, R_REOPEN, R_ACQUIRE, R_RELEASE, R_SETCAP, R_STAT, R_UNLINK,
-	R_LIST, R_HOLDERS, R_ASYNC, R_IDLE, R_UNKNOWN, R_GENERIC, R_COUNT
+	R_LIST, R_HOLDERS, R_ASYNC, R_IDLE, R_LABEL, R_UNKNOWN, R_GENERIC, R_COUNT
 };
 
 static const char *const req_name[R_COUNT] = {
 	"OPEN", "REOPEN", "ACQUIRE", "RELEASE", "SET_CAPACITY", "STAT",
-	"UNLINK", "LIST", "HOLDERS", "ASYNC", "WAIT_IDLE", "unknown",
+	"UNLINK", "LIST", "HOLDERS", "ASYNC", "WAIT_IDLE", "SET_LABEL", "unknown",
 	"generic",
 };
 
@@ -507,6 +507,8 @@ static bool allowed(enum req q, int err)
 		return err == EINVAL || err == EFAULT || err == E2BIG ||
 		       err == EAGAIN || err == ETIMEDOUT || err == EINTR ||
 		       err == EDEADLK;
+	case R_LABEL:
+		return err == EINVAL || err == EFAULT || err == E2BIG;
 	case R_UNKNOWN:
 		return err == ENOTTY;
 	case R_GENERIC:
@@ -563,6 +565,7 @@ struct step {
 		struct wsem_list_args list;
 		struct wsem_unlink_args unlink;
 		struct wsem_holders_args who;
+		struct wsem_label_args label;
 		uint64_t val;
 	} a;
 	char *out;			/* the argument, where the kernel wrote */
@@ -576,6 +579,7 @@ static const uint64_t ver0[R_COUNT] = {
 	[R_LIST] = WSEM_LIST_SIZE_VER0,
 	[R_HOLDERS] = WSEM_HOLDERS_SIZE_VER0,
 	[R_IDLE] = WSEM_ACQUIRE_SIZE_VER0,
+	[R_LABEL] = WSEM_LABEL_SIZE_VER0,
 };
 
 /* Could the kernel take these acquire (or idle wait) arguments? */
@@ -604,7 +608,8 @@ static int expected_err(const struct step *s, int *alt)
 	bool bound_first = s->q == R_ACQUIRE || s->q == R_STAT ||
 			   s->q == R_REOPEN || s->q == R_RELEASE ||
 			   s->q == R_SETCAP || s->q == R_HOLDERS ||
-			   s->q == R_ASYNC || s->q == R_IDLE;
+			   s->q == R_ASYNC || s->q == R_IDLE ||
+			   s->q == R_LABEL;
 	bool has_size = ver0[s->q] != 0;
 
 	*alt = bound_first ? EINVAL : 0;
@@ -630,7 +635,8 @@ static void check_err(const struct step *s, int err)
 	int want, alt;
 
 	if (s->rdonly && (s->q == R_ACQUIRE || s->q == R_RELEASE ||
-			  s->q == R_SETCAP || s->q == R_ASYNC)) {
+			  s->q == R_SETCAP || s->q == R_ASYNC ||
+			  s->q == R_LABEL)) {
 		if (err != EBADF)
 			violation("%s on a read-only handle: %s",
 				  req_name[s->q], strerror(err));
@@ -724,6 +730,19 @@ static void check_holders(const struct step *s)
 	}
 }
 
+/* A label the kernel may take: no flags, printable up to a NUL. */
+static bool label_ok(const struct wsem_label_args *l)
+{
+	size_t i;
+
+	if (l->flags)
+		return false;
+	for (i = 0; i < WSEM_LABEL_MAX && l->label[i]; i++)
+		if (l->label[i] < 0x20 || l->label[i] > 0x7e)
+			return false;
+	return i < WSEM_LABEL_MAX;
+}
+
 /* Check a success against the contract. */
 static void check_ok(const struct step *s, long ret)
 {
@@ -737,7 +756,8 @@ static void check_ok(const struct step *s, long ret)
 		return;
 	}
 	if (s->rdonly && (s->q == R_ACQUIRE || s->q == R_RELEASE ||
-			  s->q == R_SETCAP || s->q == R_ASYNC)) {
+			  s->q == R_SETCAP || s->q == R_ASYNC ||
+			  s->q == R_LABEL)) {
 		violation("%s succeeded on a read-only handle", req_name[s->q]);
 		return;
 	}
@@ -786,6 +806,12 @@ static void check_ok(const struct step *s, long ret)
 		if (ret < 0 || s->a.val & ~WSEM_REOPEN_CLOEXEC)
 			violation("REOPEN flags %llx gave %ld",
 				  (unsigned long long)s->a.val, ret);
+		break;
+	case R_LABEL:
+		if (!label_ok(&s->a.label))
+			violation("SET_LABEL flags %llx of \"%s\" succeeded",
+				  (unsigned long long)s->a.label.flags,
+				  show(s->a.label.label, nb, sizeof(nb)));
 		break;
 	case R_UNLINK:
 		if (!spec_name(s->a.unlink.name) || s->a.unlink.flags)
@@ -860,15 +886,35 @@ static unsigned int with_size(unsigned int cmd, unsigned int size)
 	       ((size & _IOC_SIZEMASK) << _IOC_SIZESHIFT);
 }
 
+/*
+ * SET_LABEL: mostly printable bytes, now and then another byte, a full
+ * 64 with no NUL, flags or a size that are wrong.
+ */
+static void build_label(struct rng *r, struct step *s, char *buf,
+			size_t *len)
+{
+	struct wsem_label_args *l = &s->a.label;
+	size_t i, n = below(r, WSEM_LABEL_MAX + 1);
+
+	s->cmd = WSEM_IOC_SET_LABEL;
+	memset(l, 0, sizeof(*l));
+	l->size = s->usize = pick_size(r, WSEM_LABEL_SIZE_VER0);
+	l->flags = chance(r, 92) ? 0 : rnd(r);
+	for (i = 0; i < n; i++)
+		l->label[i] = chance(r, 97) ? 0x20 + below(r, 95) : rnd(r);
+	memcpy(buf, l, sizeof(*l));
+	s->bad_tail = tail(r, buf, sizeof(*l), s->usize, len);
+}
+
 /* Command numbers near ours that must all be ENOTTY. */
 static unsigned int unknown_cmd(struct rng *r)
 {
-	static const unsigned int nrs[] = { 0, 12, 13, 15, 16, 0x7f, 0xff };
+	static const unsigned int nrs[] = { 0, 13, 14, 15, 16, 0x7f, 0xff };
 	static const unsigned int ours[] = {
 		WSEM_IOC_OPEN, WSEM_IOC_REOPEN, WSEM_IOC_ACQUIRE,
 		WSEM_IOC_RELEASE, WSEM_IOC_SET_CAPACITY, WSEM_IOC_STAT,
 		WSEM_IOC_UNLINK, WSEM_IOC_LIST, WSEM_IOC_HOLDERS,
-		WSEM_IOC_ASYNC, WSEM_IOC_WAIT_IDLE,
+		WSEM_IOC_ASYNC, WSEM_IOC_WAIT_IDLE, WSEM_IOC_SET_LABEL,
 	};
 	unsigned int dir, size = below(r, 1u << _IOC_SIZEBITS), c;
 
@@ -1192,6 +1238,9 @@ static void fuzz_one(struct rng *r, struct arena *a)
 	} else if (k < 90) {
 		s.q = R_HOLDERS;
 		build_holders(r, &s, a, buf, &len);
+	} else if (k < 92) {
+		s.q = R_LABEL;
+		build_label(r, &s, buf, &len);
 	} else if (k < 96) {
 		s.q = R_UNKNOWN;
 		s.cmd = unknown_cmd(r);
