@@ -9,9 +9,10 @@
 # make check        lint, then every test in QEMU on each installed Debian
 #                   kernel (6.1, 6.12, 6.12 PREEMPT_RT); ends with
 #                   "N passed, N failed"
-# make check-debug  every test on a 6.12 debug kernel (lockdep, KASAN,
-#                   kmemleak, UBSAN, ...) built once per machine and cached
-#                   in /var/cache/wsem-debug-kernel (about 6 min on 2 CPUs)
+# make check-debug  every test on a 7.2 debug kernel (lockdep, KASAN,
+#                   kmemleak, UBSAN, ...) built once per machine in the sid
+#                   chroot and cached in /var/cache/wsem-debug-kernel
+#                   (about 17 min on 2 CPUs, loaded)
 # make check-distro  the .debs on Debian bookworm in QEMU: apt install,
 #                   DKMS, a reboot into /etc/wsem.d's semaphores, podman
 #                   containers gated on one of them (one killed; prints a

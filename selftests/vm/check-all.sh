@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# make test: make check (lint, 6.1, 6.12, 6.12-rt), then make check-debug
-# (the debug kernel, built the first time on a machine), then make
+# make test: make check (lint, 6.1, 6.12, 6.12-rt, the chroot lanes), then
+# make check-debug (the 7.2 debug kernel, built the first time on a machine
+# in the sid chroot that make check built), then make
 # check-distro (the .debs in a Debian guest, its image built the first time
 # on a machine), then one line that counts them all: "N passed, N failed".
 # Exits non-zero on any failure; a lane that ends without its summary line

@@ -3,7 +3,9 @@
 # A Debian chroot of another release (bullseye: Linux 5.10, gcc 10; sid:
 # the newest kernel and gcc) holding that release's kernel image, headers
 # and compiler, so the module can be built by that release's own gcc and
-# booted on its own kernel.  Built once per machine, cached outside the tree.
+# booted on its own kernel; sid's also holds linux-source-7.2 and the tools
+# to build it, for the debug kernel of debug-kernel.sh.  Built once per
+# machine, cached outside the tree.
 #
 # usage: chroot.sh [-f | -n] RELEASE
 #   -f  build again even if cached
@@ -26,6 +28,12 @@ set -u -o pipefail
 RECIPE=1
 MIRROR=${WSEM_CHROOT_MIRROR:-http://deb.debian.org/debian}
 PACKAGES="build-essential kmod linux-headers-amd64 linux-image-amd64 dkms"
+# sid's chroot also builds the debug kernel of `make check-debug`
+# (debug-kernel.sh): the source and what building it needs (flex, bison
+# and bc for Kconfig and the build, libelf-dev for objtool's ORC unwinder,
+# libssl-dev for the certificate tools, cpio and rsync for the packaging
+# scripts), as linux-source-7.2 recommends.
+DEBUG_PACKAGES="linux-source-7.2 bc bison flex cpio libelf-dev libssl-dev rsync"
 
 force= cached_only=
 while getopts fn opt; do
@@ -38,6 +46,9 @@ done
 shift $((OPTIND - 1))
 [ $# -eq 1 ] || die "usage: chroot.sh [-f | -n] RELEASE"
 release=$1
+case $release in
+sid | unstable) PACKAGES="$PACKAGES $DEBUG_PACKAGES" ;;
+esac
 
 key=$( {
 	echo "recipe $RECIPE"

@@ -183,16 +183,20 @@ chroot_named() {
 # in_chroot DIR SRC CMD...: CMD run in the chroot DIR/root (chroot.sh's
 # cache directory) with /proc mounted and SRC bind-mounted on /mnt, in a
 # mount namespace of its own (nothing stays mounted, two may run at once).
+# With CHROOT_SRV set, that directory (a kernel build tree made outside)
+# is bind-mounted on /srv too.
 in_chroot() {
 	local dir=$1 src=$2
 	shift 2
 	unshare --mount --propagation private sh -c '
-		r=$1 s=$2
-		shift 2
+		r=$1 s=$2 v=$3
+		shift 3
 		mount -t proc proc "$r/proc" &&
 		mount --bind "$s" "$r/mnt" &&
+		{ [ -z "$v" ] || mount --bind "$v" "$r/srv"; } &&
 		exec chroot "$r" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
-			LC_ALL=C.UTF-8 "$@"' sh "$dir/root" "$src" "$@"
+			LC_ALL=C.UTF-8 "$@"' sh "$dir/root" "$src" \
+		"${CHROOT_SRV:-}" "$@"
 }
 
 # build_chroot_module DIR: build wsem.ko in the chroot DIR (chroot.sh's)
