@@ -110,13 +110,15 @@ type proc struct {
 	stdin   io.WriteCloser
 	granted chan struct{} // closed at "granted"
 	lines   chan string   // everything else it printed
+	read    chan struct{} // closed once its stdout is read to the end
 }
 
 // startProc starts argv (with env added), which must speak as a proc does.
 func startProc(t testing.TB, env []string, argv ...string) *proc {
 	t.Helper()
 	p := &proc{cmd: exec.Command(argv[0], argv[1:]...),
-		granted: make(chan struct{}), lines: make(chan string, 16)}
+		granted: make(chan struct{}), lines: make(chan string, 16),
+		read: make(chan struct{})}
 	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stderr = os.Stderr
 	var err error
@@ -140,6 +142,7 @@ func startProc(t testing.TB, env []string, argv ...string) *proc {
 			}
 		}
 		close(p.lines)
+		close(p.read)
 	}()
 	t.Cleanup(func() {
 		p.cmd.Process.Kill()
@@ -165,9 +168,12 @@ func (p *proc) isGranted() bool {
 }
 
 // finish closes p's stdin, so that it lets go, and waits for it to exit 0.
+// Its stdout is read to the end first: Wait closes the pipe, and a line
+// not read by then would be lost.
 func (p *proc) finish(t testing.TB) {
 	t.Helper()
 	p.stdin.Close()
+	<-p.read
 	if err := p.cmd.Wait(); err != nil {
 		t.Fatalf("%v: %v", p.cmd.Args, err)
 	}
