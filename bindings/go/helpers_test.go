@@ -116,10 +116,16 @@ type proc struct {
 // startProc starts argv (with env added), which must speak as a proc does.
 func startProc(t testing.TB, env []string, argv ...string) *proc {
 	t.Helper()
-	p := &proc{cmd: exec.Command(argv[0], argv[1:]...),
-		granted: make(chan struct{}), lines: make(chan string, 16),
-		read: make(chan struct{})}
-	p.cmd.Env = append(os.Environ(), env...)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), env...)
+	return startCmd(t, cmd)
+}
+
+// startCmd starts a prepared command that speaks as a proc does.
+func startCmd(t testing.TB, cmd *exec.Cmd) *proc {
+	t.Helper()
+	p := &proc{cmd: cmd, granted: make(chan struct{}),
+		lines: make(chan string, 16), read: make(chan struct{})}
 	p.cmd.Stderr = os.Stderr
 	var err error
 	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
@@ -151,7 +157,6 @@ func startProc(t testing.TB, env []string, argv ...string) *proc {
 	return p
 }
 
-// startHelper starts this binary as helper KIND with arguments args.
 func startHelper(t testing.TB, kind string, args ...string) *proc {
 	t.Helper()
 	return startProc(t, []string{"WSEM_GO_HELPER=" + kind + " " +

@@ -259,37 +259,6 @@ func TestAnonymousInChild(t *testing.T) {
 	idle(t, sem)
 }
 
-// startCmd is startProc for a prepared command.
-func startCmd(t *testing.T, cmd *exec.Cmd) *proc {
-	p := &proc{cmd: cmd, granted: make(chan struct{}),
-		lines: make(chan string, 16)}
-	cmd.Stderr = os.Stderr
-	var err error
-	if p.stdin, err = cmd.StdinPipe(); err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		buf := make([]byte, 64)
-		n, _ := out.Read(buf)
-		if strings.HasPrefix(string(buf[:n]), "granted") {
-			close(p.granted)
-		}
-		close(p.lines)
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	return p
-}
-
 // Cancellations racing grants, many times over: whatever wins, a failed
 // Acquire holds nothing and a successful one exactly n, so that at the
 // end nothing is held and nobody waits.
