@@ -7,7 +7,11 @@
 # cached, or waited for if it is being built), once per machine and cached
 # outside the source tree.
 #
-# usage: debug-kernel.sh [-f]     (-f: build again even if cached)
+# usage: debug-kernel.sh [-f | -n]
+#   -f  build again even if cached
+#   -n  build nothing: print the directory and succeed if it is cached
+# Environment: DEBUG_KERNEL_NICE, a niceness for the kernel's build once
+# the chroot is there (make test's background build: 19).
 #
 # Prints the cache directory on stdout; in it:
 #   bzImage      the kernel
@@ -29,18 +33,22 @@ KVERSION=7.2
 RELEASE=sid
 FRAGMENT=$VMDIR/debug.config
 
-force=
-while getopts f opt; do
+force= only_cached=
+while getopts fn opt; do
 	case $opt in
 	f) force=1 ;;
+	n) only_cached=-n ;;
 	*) exit 2 ;;
 	esac
 done
 
 # The chroot: cached, built by another (check.sh's background build: its
-# lock is waited for), or built here.
-cdir=$(bash "$VMDIR/chroot.sh" "$RELEASE") && [ -n "$cdir" ] ||
+# lock is waited for), or built here.  With -n, only a cached one.
+if ! cdir=$(bash "$VMDIR/chroot.sh" $only_cached "$RELEASE") ||
+   [ -z "$cdir" ]; then
+	[ -n "$only_cached" ] && exit 1
 	die "no $RELEASE chroot (selftests/vm/chroot.sh $RELEASE)"
+fi
 TARBALL=$cdir/root/usr/src/linux-source-$KVERSION.tar.xz
 [ -f "$TARBALL" ] ||
 	die "no ${TARBALL#"$cdir/"} in the $RELEASE chroot (chroot.sh's packages)"
@@ -57,9 +65,15 @@ key=$( {
 
 root=$(cache_root wsem-debug-kernel "${WSEM_DEBUG_CACHE:-}")
 dir=$root/$KVERSION-$key
+if [ -n "$only_cached" ]; then
+	[ -f "$dir/.done" ] || exit 1
+	echo "$dir"
+	exit 0
+fi
 
 cache_take "$root" "$dir" debug-kernel "$force"
 
+[ -n "${DEBUG_KERNEL_NICE:-}" ] && renice -n "$DEBUG_KERNEL_NICE" $$ >/dev/null
 work=$dir.work
 rm -rf "$work" "$dir"
 mkdir -p "$work"
