@@ -260,10 +260,6 @@ int wsem_wait_idle(struct wsem_handle *h, u64 flags, clockid_t clock,
 		   ktime_t deadline);
 int wsem_release(struct wsem_handle *h, u64 weight);
 int wsem_set_capacity(struct wsem *sem, u64 capacity);
-void wsem_fill_stat(struct wsem *sem, struct wsem_handle *h,
-		    struct wsem_stat *st);
-int wsem_holders(struct wsem *sem, u32 count, struct wsem_holder **out,
-		 u32 *holders, u32 *waiters);
 void wsem_set_label(struct wsem_handle *h, const char *label);
 void wsem_handle_forget(struct wsem_handle *h);
 void wsem_handle_put(struct wsem_handle *h);
@@ -272,6 +268,13 @@ __poll_t wsem_poll(struct wsem *sem, struct wsem_handle *h, struct file *file,
 bool wsem_may(const struct wsem *sem, int mask, bool audit);
 bool wsem_is_owner(const struct wsem *sem);
 void wsem_sem_exit(void);
+
+/* views.c: stat, holders and text, as the caller may see them */
+void wsem_fill_stat(struct wsem *sem, struct wsem_handle *h,
+		    struct wsem_stat *st);
+int wsem_holders(struct wsem *sem, u32 count, struct wsem_holder **out,
+		 u32 *holders, u32 *waiters);
+ssize_t wsem_text(struct wsem *sem, struct wsem_handle *h, char **text);
 
 /* ns.c: names, namespaces and their lifetime */
 int wsem_ns_open(struct wsem_handle *h, const char *name, u64 flags,
