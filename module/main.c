@@ -811,9 +811,12 @@ static ssize_t wsem_file_read(struct file *file, char __user *buf,
 static int wsem_file_release(struct inode *inode, struct file *file)
 {
 	struct wsem_handle *h = file->private_data;
+	struct wsem *sem = h->sem;
 
-	if (h->sem)
+	if (sem) {
 		wsem_unbind(h);
+		wsem_put(sem);		/* the handle's */
+	}
 	wsem_handle_forget(h);
 	kvfree(h->text);
 	mutex_destroy(&h->text_lock);

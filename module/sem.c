@@ -61,10 +61,8 @@
 #include <linux/cred.h>
 #include <linux/hrtimer.h>
 #include <linux/idr.h>
-#include <linux/ipc_namespace.h>
 #include <linux/jiffies.h>
 #include <linux/ktime.h>
-#include <linux/nsproxy.h>
 #include <linux/overflow.h>
 #include <linux/pid.h>
 #include <linux/poll.h>
@@ -421,11 +419,14 @@ static void wsem_unlock_and_wake(struct wsem *sem, __poll_t before,
  * @capacity: 1 .. WSEM_CAPACITY_MAX, checked by the caller
  * @mode: permission bits
  * @name: its name, or NULL for an anonymous semaphore
+ * @user_ns: where CAP_IPC_OWNER over it is checked; it takes a reference
  *
  * Context: Process context, may sleep.
- * Return: the semaphore with one reference, or NULL when out of memory.
+ * Return: the semaphore with one reference (wsem_put()), or NULL when out
+ * of memory.
  */
-struct wsem *wsem_alloc(u64 capacity, umode_t mode, const char *name)
+struct wsem *wsem_alloc(u64 capacity, umode_t mode, const char *name,
+			struct user_namespace *user_ns)
 {
 	struct wsem *sem;
 
@@ -446,7 +447,7 @@ struct wsem *wsem_alloc(u64 capacity, umode_t mode, const char *name)
 	init_waitqueue_head(&sem->idle_waiters);
 	RB_CLEAR_NODE(&sem->node);
 	kref_init(&sem->ref);
-	sem->user_ns = get_user_ns(current->nsproxy->ipc_ns->user_ns);
+	sem->user_ns = get_user_ns(user_ns);
 	sem->uid = current_euid();
 	sem->gid = current_egid();
 	sem->mode = mode;
@@ -455,28 +456,19 @@ struct wsem *wsem_alloc(u64 capacity, umode_t mode, const char *name)
 	return sem;
 }
 
-static void wsem_free(struct kref *ref)
+/**
+ * wsem_free() - free a semaphore whose last reference is gone
+ * @sem: the semaphore, uncharged (wsem_put() does both)
+ *
+ * Context: Process context; takes no lock of ours.
+ */
+void wsem_free(struct wsem *sem)
 {
-	struct wsem *sem = container_of(ref, struct wsem, ref);
-
 	WARN_ON_ONCE(!list_empty(&sem->waiters) || sem->used);
-	if (sem->wns)
-		wsem_ns_uncharge(sem);
 	put_user_ns(sem->user_ns);
 	ida_free(&wsem_ida, sem->id);
 	/* RCU-walk lookups read it through its inode (wsemfs). */
 	kfree_rcu(sem, rcu);
-}
-
-/**
- * wsem_put() - drop a reference to a semaphore
- * @sem: the semaphore
- *
- * Context: Process context; freeing takes no lock of ours.
- */
-void wsem_put(struct wsem *sem)
-{
-	kref_put(&sem->ref, wsem_free);
 }
 
 /* @h's early pollers hear what the semaphore's pollers hear. */
@@ -494,9 +486,10 @@ static int wsem_relay_wake(struct wait_queue_entry *wq, unsigned int mode,
  * @h: the handle
  * @sem: the semaphore, which the caller keeps alive meanwhile
  *
- * Takes a reference to @sem for @h.  Whoever polled @h before this (epoll
- * registers only once) is relayed the semaphore's wake-ups from now on, and
- * is woken once, since @h is no longer in error.
+ * Takes a reference to @sem for @h (wsem_put() after wsem_unbind() drops
+ * it).  Whoever polled @h before this (epoll registers only once) is
+ * relayed the semaphore's wake-ups from now on, and is woken once, since
+ * @h is no longer in error.
  *
  * Context: Process context.
  * Return: 0, or -EBUSY (and nothing changes) if @h is bound already.
@@ -505,7 +498,6 @@ int wsem_bind(struct wsem_handle *h, struct wsem *sem)
 {
 	bool polled;
 
-	kref_get(&sem->ref);
 	/*
 	 * Under @h->wqh.lock, against wsem_poll_file(): a poller that queued
 	 * itself before this is seen here, and one after sees @h->sem.
@@ -513,9 +505,10 @@ int wsem_bind(struct wsem_handle *h, struct wsem *sem)
 	spin_lock_irq(&h->wqh.lock);
 	if (cmpxchg_release(&h->sem, NULL, sem)) {
 		spin_unlock_irq(&h->wqh.lock);
-		wsem_put(sem);		/* never the last: the caller's is left */
 		return -EBUSY;
 	}
+	/* @h's; the caller's keeps @sem until then. */
+	kref_get(&sem->ref);
 	/* Under the lock that poll_wait() takes: no barrier needed. */
 	polled = waitqueue_active(&h->wqh);
 	spin_unlock_irq(&h->wqh.lock);
@@ -541,7 +534,8 @@ static void wsem_free_parked(struct wsem_waiter *w)
  *
  * The handle's weight returns to the semaphore and the waiters that now fit
  * are granted; its queued request and its parked waiters leave the queue.
- * Drops the handle's reference to the semaphore.
+ * The handle's reference to the semaphore is left to the caller to drop
+ * (wsem_put()), since the last one is its namespace's to uncharge.
  *
  * Context: Process context.
  */
@@ -587,7 +581,6 @@ void wsem_unbind(struct wsem_handle *h)
 		put_task_struct(requester);
 	list_for_each_entry_safe(w, next, &parked, park_node)
 		wsem_free_parked(w);
-	wsem_put(sem);
 }
 
 /**
