@@ -486,7 +486,7 @@ static int wsem_ioctl_set_capacity(struct wsem_handle *h,
 		return -EINVAL;
 	if (get_user(capacity, ucapacity))
 		return -EFAULT;
-	if (!wsem_is_owner(sem))
+	if (!wsem_owner_or_capable(sem))
 		return -EPERM;
 	return wsem_set_capacity(sem, capacity);
 }

@@ -365,15 +365,15 @@ static int wsem_ns_add(struct wsem_ns *wns, struct wsem_handle *h,
  * @flags: WSEM_OPEN_CREAT and WSEM_OPEN_EXCL
  * @capacity: capacity if created, already checked
  * @mode: permission bits if created, umask applied
- * @may: MAY_READ | MAY_WRITE, or MAY_READ for a handle that only watches:
- *	what an existing semaphore's mode must grant
+ * @mask: MAY_READ | MAY_WRITE, or MAY_READ for a handle that only watches:
+ *	what an existing semaphore's mode must grant (wsem_permission())
  *
  * Context: Process context; takes the namespace's lock.
  * Return: 0; -EBUSY if @h is bound; -EEXIST, -ENOENT, -EACCES, -ENOSPC or
  * -ENOMEM, and then nothing changed.
  */
 int wsem_ns_open(struct wsem_handle *h, const char *name, u64 flags,
-		 u64 capacity, umode_t mode, int may)
+		 u64 capacity, umode_t mode, int mask)
 {
 	bool create = flags & WSEM_OPEN_CREAT, created = false;
 	struct wsem *sem, *new = NULL;
@@ -402,10 +402,10 @@ int wsem_ns_open(struct wsem_handle *h, const char *name, u64 flags,
 		new = NULL;
 	} else if (create && (flags & WSEM_OPEN_EXCL)) {
 		ret = -EEXIST;
-	} else if (!wsem_may(sem, may, true)) {
-		ret = -EACCES;
 	} else {
-		ret = wsem_bind(h, sem);
+		ret = wsem_permission(sem, mask, true);
+		if (!ret)
+			ret = wsem_bind(h, sem);
 	}
 	mutex_unlock(&wns->lock);
 	if (created)
@@ -475,7 +475,7 @@ int wsem_ns_unlink(const char *name)
 	sem = wsem_ns_find(wns, name);
 	if (!sem)
 		ret = -ENOENT;
-	else if (!wsem_is_owner(sem))
+	else if (!wsem_owner_or_capable(sem))
 		ret = -EPERM;
 	else
 		wsem_ns_unlink_one(wns, sem);
@@ -624,7 +624,7 @@ static u32 wsem_ns_fill(struct wsem_ns *wns, struct wsem_stat *st, u32 count,
 	for (node = rb_first(&wns->names); node; node = rb_next(node)) {
 		struct wsem *sem = rb_entry(node, struct wsem, node);
 
-		if (!wsem_may(sem, MAY_READ, false))
+		if (wsem_permission(sem, MAY_READ, false))
 			continue;
 		if (n < count)
 			wsem_fill_stat(sem, NULL, &st[n++]);

@@ -1157,7 +1157,8 @@ __poll_t wsem_poll(struct wsem *sem, struct wsem_handle *h, struct file *file,
 }
 
 /**
- * wsem_may() - may the caller access a semaphore?
+ * wsem_permission() - check the caller's access to a semaphore, as
+ *	ipcperms() does for SysV IPC
  * @sem: the semaphore
  * @mask: MAY_READ and/or MAY_WRITE
  * @audit: whether a use of CAP_IPC_OWNER is audited (and marks the task
@@ -1167,31 +1168,34 @@ __poll_t wsem_poll(struct wsem *sem, struct wsem_handle *h, struct file *file,
  * The caller's class (owner, group, other) is chosen with its effective ids;
  * CAP_IPC_OWNER in the semaphore's user namespace overrides the mode.
  *
- * Return: true if every bit of @mask is granted.
+ * Return: 0 if every bit of @mask is granted, else -EACCES.
  */
-bool wsem_may(const struct wsem *sem, int mask, bool audit)
+int wsem_permission(const struct wsem *sem, int mask, bool audit)
 {
 	umode_t mode = READ_ONCE(sem->mode);
+	bool capable;
 
 	if (uid_eq(current_euid(), READ_ONCE(sem->uid)))
 		mode >>= 6;
 	else if (in_egroup_p(READ_ONCE(sem->gid)))
 		mode >>= 3;
 	if (!(mask & ~mode & 0007))
-		return true;
+		return 0;
 	if (!audit)
-		return ns_capable_noaudit(sem->user_ns, CAP_IPC_OWNER);
-	return ns_capable(sem->user_ns, CAP_IPC_OWNER);
+		capable = ns_capable_noaudit(sem->user_ns, CAP_IPC_OWNER);
+	else
+		capable = ns_capable(sem->user_ns, CAP_IPC_OWNER);
+	return capable ? 0 : -EACCES;
 }
 
 /**
- * wsem_is_owner() - may the caller resize or unlink a semaphore?
+ * wsem_owner_or_capable() - may the caller resize or unlink a semaphore?
  * @sem: the semaphore
  *
  * Return: true for its owner or a holder of CAP_IPC_OWNER in its user
  * namespace.
  */
-bool wsem_is_owner(const struct wsem *sem)
+bool wsem_owner_or_capable(const struct wsem *sem)
 {
 	return uid_eq(current_euid(), READ_ONCE(sem->uid)) ||
 	       ns_capable(sem->user_ns, CAP_IPC_OWNER);

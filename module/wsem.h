@@ -271,8 +271,8 @@ void wsem_handle_forget(struct wsem_handle *h);
 void wsem_handle_put(struct wsem_handle *h);
 __poll_t wsem_poll(struct wsem *sem, struct wsem_handle *h, struct file *file,
 		   poll_table *wait);
-bool wsem_may(const struct wsem *sem, int mask, bool audit);
-bool wsem_is_owner(const struct wsem *sem);
+int wsem_permission(const struct wsem *sem, int mask, bool audit);
+bool wsem_owner_or_capable(const struct wsem *sem);
 void wsem_sem_exit(void);
 
 /* views.c: stat, holders and text, as the caller may see them */
@@ -284,7 +284,7 @@ ssize_t wsem_text(struct wsem *sem, struct wsem_handle *h, char **text);
 
 /* ns.c: names, namespaces and their lifetime */
 int wsem_ns_open(struct wsem_handle *h, const char *name, u64 flags,
-		 u64 capacity, umode_t mode, int may);
+		 u64 capacity, umode_t mode, int mask);
 int wsem_ns_open_anon(struct wsem_handle *h, u64 capacity);
 int wsem_ns_unlink(const char *name);
 int wsem_ns_list(struct wsem_stat **stats, u32 count, u64 *total);
