@@ -268,13 +268,16 @@ static void wsem_count_wait(struct wsem *sem, struct wsem_waiter *w,
 	trace_wsem_wait_end(sem->id, w->task->pid, w->weight, result, waited);
 }
 
-static void wsem_dequeue(struct wsem *sem, struct wsem_waiter *w)
+/* Take @w off the queue, its wait ended at @now with @result (counted). */
+static void wsem_remove_waiter(struct wsem *sem, struct wsem_waiter *w,
+			       int result, u64 now)
 {
 	list_del(&w->node);
 	sem->nr_waiters--;
 	if (sem->queued_weight < w->weight)
 		sem->queued_carry--;
 	sem->queued_weight -= w->weight;
+	wsem_count_wait(sem, w, result, now);
 }
 
 /* A poll that would catch more than one grant is never shorter than this. */
@@ -319,8 +322,7 @@ static void wsem_end_wait(struct wsem *sem, struct wsem_waiter *w, int result,
 {
 	lockdep_assert_held(&sem->lock);
 
-	wsem_dequeue(sem, w);
-	wsem_count_wait(sem, w, result, now);
+	wsem_remove_waiter(sem, w, result, now);
 	if (!result)
 		wsem_add_held(sem, w->handle, w->weight, w->task);
 	if (!result && w->head && !w->async)
@@ -557,10 +559,8 @@ void wsem_unbind(struct wsem_handle *h)
 	now = ktime_get_ns();
 	/* Closing cancels a queued request; a granted one is in @h->held. */
 	if (h->requested) {
-		if (h->async.status == WSEM_WAITING) {
-			wsem_dequeue(sem, &h->async);
-			wsem_count_wait(sem, &h->async, -ECANCELED, now);
-		}
+		if (h->async.status == WSEM_WAITING)
+			wsem_remove_waiter(sem, &h->async, -ECANCELED, now);
 		requester = h->async.task;
 		h->requested = false;
 	}
@@ -568,8 +568,7 @@ void wsem_unbind(struct wsem_handle *h)
 	list_for_each_entry(w, &h->parked, park_node) {
 		if (w->status != WSEM_WAITING)
 			continue;
-		wsem_dequeue(sem, w);
-		wsem_count_wait(sem, w, -ECANCELED, now);
+		wsem_remove_waiter(sem, w, -ECANCELED, now);
 	}
 	list_splice_init(&h->parked, &parked);
 	if (h->held)
@@ -614,8 +613,7 @@ static bool wsem_leave(struct wsem *sem, struct wsem_waiter *w, int why)
 		return false;
 	}
 	before = wsem_events(sem);
-	wsem_dequeue(sem, w);
-	wsem_count_wait(sem, w, why, ktime_get_ns());
+	wsem_remove_waiter(sem, w, why, ktime_get_ns());
 	wsem_unlock_and_wake(sem, before, &wake);
 	return true;
 }
@@ -698,8 +696,7 @@ static int wsem_drop_parked(struct wsem *sem, struct wsem_waiter *p)
 	list_del(&p->park_node);
 	if (status == WSEM_WAITING) {
 		before = wsem_events(sem);
-		wsem_dequeue(sem, p);
-		wsem_count_wait(sem, p, -ECANCELED, ktime_get_ns());
+		wsem_remove_waiter(sem, p, -ECANCELED, ktime_get_ns());
 		wsem_unlock_and_wake(sem, before, &wake);
 	} else {
 		spin_unlock(&sem->lock);
@@ -962,8 +959,7 @@ int wsem_async_end(struct wsem_handle *h, bool cancel)
 	h->requested = false;
 	if (w->status == WSEM_WAITING) {
 		before = wsem_events(sem);
-		wsem_dequeue(sem, w);
-		wsem_count_wait(sem, w, -ECANCELED, ktime_get_ns());
+		wsem_remove_waiter(sem, w, -ECANCELED, ktime_get_ns());
 		wsem_unlock_and_wake(sem, before, &wake);
 		ret = 0;
 	} else {
