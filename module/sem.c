@@ -392,6 +392,18 @@ static bool wsem_has_pollers(struct wsem *sem, __poll_t events)
 }
 
 /*
+ * A walk that ends waits stopped with @wake full: wake that batch without
+ * @sem->lock, then take the lock again for the walk to go on.
+ */
+static void wsem_wake_batch(struct wsem *sem, struct wsem_wake *wake)
+	__releases(&sem->lock) __acquires(&sem->lock)
+{
+	spin_unlock(&sem->lock);
+	wsem_wake_up(wake);
+	spin_lock(&sem->lock);
+}
+
+/*
  * After weight came back or a waiter left (@before: wsem_events() before
  * the change): grant the waiters that fit now, drop @sem->lock, and wake
  * the grantees, then the pollers with the events that are new.  A full
@@ -403,11 +415,8 @@ static void wsem_unlock_and_wake(struct wsem *sem, __poll_t before,
 {
 	lockdep_assert_held(&sem->lock);
 
-	while (wsem_grant_waiters(sem, wake)) {
-		spin_unlock(&sem->lock);
-		wsem_wake_up(wake);
-		spin_lock(&sem->lock);
-	}
+	while (wsem_grant_waiters(sem, wake))
+		wsem_wake_batch(sem, wake);
 	wake->events = wsem_events(sem) & ~before;
 	if (wake->events && !wsem_has_pollers(sem, wake->events))
 		wake->events = 0;
@@ -1052,6 +1061,30 @@ int wsem_release(struct wsem_handle *h, u64 weight)
 	return 0;
 }
 
+/*
+ * After a shrink: end with -EINVAL the waits of the waiters heavier than
+ * the capacity, at *@now (taken at the first of them), while @wake has
+ * room.  Return: true if it stopped for room, with more of them left.
+ */
+static bool wsem_fail_overweight(struct wsem *sem, u64 *now,
+				 struct wsem_wake *wake)
+{
+	struct wsem_waiter *w, *next;
+
+	lockdep_assert_held(&sem->lock);
+
+	list_for_each_entry_safe(w, next, &sem->waiters, node) {
+		if (w->weight <= sem->capacity)
+			continue;
+		if (wsem_wake_full(wake))
+			return true;
+		if (!*now)
+			*now = ktime_get_ns();
+		wsem_end_wait(sem, w, -EINVAL, *now, wake);
+	}
+	return false;
+}
+
 /**
  * wsem_set_capacity() - grow or shrink a semaphore
  * @sem: the semaphore; the caller checked ownership
@@ -1066,7 +1099,6 @@ int wsem_release(struct wsem_handle *h, u64 weight)
  */
 int wsem_set_capacity(struct wsem *sem, u64 capacity)
 {
-	struct wsem_waiter *w, *next;
 	struct wsem_wake wake;
 	__poll_t before;
 	u64 now = 0;
@@ -1079,20 +1111,8 @@ int wsem_set_capacity(struct wsem *sem, u64 capacity)
 	before = wsem_events(sem);
 	trace_wsem_capacity(sem->id, sem->capacity, capacity);
 	sem->capacity = capacity;
-again:
-	list_for_each_entry_safe(w, next, &sem->waiters, node) {
-		if (w->weight <= sem->capacity)
-			continue;
-		if (wsem_wake_full(&wake)) {
-			spin_unlock(&sem->lock);
-			wsem_wake_up(&wake);
-			spin_lock(&sem->lock);
-			goto again;
-		}
-		if (!now)
-			now = ktime_get_ns();
-		wsem_end_wait(sem, w, -EINVAL, now, &wake);
-	}
+	while (wsem_fail_overweight(sem, &now, &wake))
+		wsem_wake_batch(sem, &wake);
 	wsem_unlock_and_wake(sem, before, &wake);
 	return 0;
 }
