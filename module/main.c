@@ -12,8 +12,9 @@
  *	ioctl(fd, WSEM_IOC_OPEN, &o);
  *	ioctl(fd, WSEM_IOC_ACQUIRE, &a);	// ... work ...; close(fd)
  *
- * This file turns ioctls into calls of sem.c (the semaphore) and ns.c
- * (names and namespaces); see include file wsem.h for the locking rules.
+ * This file turns ioctls into calls of sem.c (the semaphore), views.c (what
+ * a caller may see of it) and ns.c (names and namespaces); see include file
+ * wsem.h for the locking rules.
  */
 #include <linux/anon_inodes.h>
 #include <linux/delay.h>
@@ -485,7 +486,7 @@ static int wsem_ioctl_set_capacity(struct wsem_handle *h,
 		return -EINVAL;
 	if (get_user(capacity, ucapacity))
 		return -EFAULT;
-	if (!wsem_is_owner(sem))
+	if (!wsem_owner_or_capable(sem))
 		return -EPERM;
 	return wsem_set_capacity(sem, capacity);
 }
@@ -761,59 +762,6 @@ static int wsem_file_open(struct inode *inode, struct file *file)
 	return 0;
 }
 
-/* At most this many holders and waiters are listed in the text. */
-#define WSEM_TEXT_WHO	64
-
-/* The text of wsem_file_read(), into a kvmalloc()ed buffer; its length. */
-static ssize_t wsem_text(struct wsem *sem, struct wsem_handle *h, char **text)
-{
-	struct wsem_holder *who;
-	struct wsem_stat st = { 0 };
-	u32 holders, waiters;
-	size_t size, len;
-	char *buf;
-	int i, n;
-
-	wsem_fill_stat(sem, h, &st);
-	n = wsem_holders(sem, WSEM_TEXT_WHO, &who, &holders, &waiters);
-	if (n < 0)
-		return n;
-	size = 768 + (size_t)n * (WSEM_CGROUP_MAX + WSEM_LABEL_MAX + 128);
-	buf = kvmalloc(size, WSEM_GFP);
-	if (!buf) {
-		kvfree(who);
-		return -ENOMEM;
-	}
-	len = scnprintf(buf, size,
-			"name: %s\ncapacity: %llu\nused: %llu\navailable: %llu\n"
-			"held: %llu\nwaiters: %llu\nqueued_weight: %llu\n"
-			"uid: %u\ngid: %u\nmode: %04o\n"
-			"grants_at_once: %llu\ngrants_waited: %llu\n"
-			"timeouts: %llu\ninterrupts: %llu\nshrunk: %llu\n"
-			"wait_ns_total: %llu\nwait_ns_max: %llu\n"
-			"queue_max: %llu\nholders: %u\n",
-			st.name, st.capacity, st.used, st.available, st.held,
-			st.waiters, st.queued_weight, st.uid, st.gid, st.mode,
-			st.grants_at_once, st.grants_waited, st.timeouts,
-			st.interrupts, st.shrunk, st.wait_ns_total,
-			st.wait_ns_max, st.queue_max, holders);
-	for (i = 0; i < n; i++) {
-		struct wsem_holder *w = &who[i];
-
-		len += scnprintf(buf + len, size - len,
-				 "%s: pid %d weight %llu %s_ns %llu comm %s cgroup %s label %s\n",
-				 w->flags & WSEM_HOLDER_WAITING ? "waiter" :
-				 "holder", w->pid, w->weight,
-				 w->flags & WSEM_HOLDER_WAITING ? "waiting" :
-				 "held", w->age_ns, w->comm,
-				 w->cgroup[0] ? w->cgroup : "-",
-				 w->label[0] ? w->label : "-");
-	}
-	kvfree(who);
-	*text = buf;
-	return len;
-}
-
 /**
  * wsem_file_read() - the state of the bound semaphore as text
  * @file: the handle's file
@@ -863,9 +811,12 @@ static ssize_t wsem_file_read(struct file *file, char __user *buf,
 static int wsem_file_release(struct inode *inode, struct file *file)
 {
 	struct wsem_handle *h = file->private_data;
+	struct wsem *sem = h->sem;
 
-	if (h->sem)
+	if (sem) {
 		wsem_unbind(h);
+		wsem_put(sem);		/* the handle's */
+	}
 	wsem_handle_forget(h);
 	kvfree(h->text);
 	mutex_destroy(&h->text_lock);

@@ -25,7 +25,9 @@
  * anonymous, and of those one user (by the euid that created them) at most
  * max_sems_per_user, so that no user can use up a namespace for the others.
  * CAP_SYS_RESOURCE in the user namespace that owns the IPC namespace passes
- * the second; the first bounds everyone.
+ * the second; the first bounds everyone.  Charging is done here, around
+ * the semaphore's life: when it is added (wsem_ns_charge()), and at its
+ * last wsem_put(), before sem.c frees it.
  */
 #include <linux/capability.h>
 #include <linux/fs.h>
@@ -133,17 +135,36 @@ void wsem_ns_put(struct wsem_ns *wns)
 	kref_put(&wns->ref, wsem_ns_free);
 }
 
-/**
- * wsem_ns_uncharge() - account for a freed semaphore
- * @sem: the semaphore, charged to its namespace
- *
- * Context: Any process context; takes no lock.
- */
-void wsem_ns_uncharge(struct wsem *sem)
+/* Account for a semaphore charged to its namespace that is being freed. */
+static void wsem_ns_uncharge(struct wsem *sem)
 {
 	atomic_dec(&sem->quota->nr);
 	atomic_dec(&sem->wns->nr_sems);
 	wsem_ns_put(sem->wns);
+}
+
+static void wsem_ns_free_sem(struct kref *ref)
+{
+	struct wsem *sem = container_of(ref, struct wsem, ref);
+
+	if (sem->wns)
+		wsem_ns_uncharge(sem);
+	wsem_free(sem);
+}
+
+/**
+ * wsem_put() - drop a reference to a semaphore
+ * @sem: the semaphore
+ *
+ * The last one uncharges the semaphore's namespace, if it was charged
+ * (wsem_ns_add()), and then has the core free it (wsem_free()): charging
+ * is done here, around sem.c's wsem_alloc() and wsem_free().
+ *
+ * Context: Process context; freeing takes no lock of ours.
+ */
+void wsem_put(struct wsem *sem)
+{
+	kref_put(&sem->ref, wsem_ns_free_sem);
 }
 
 static struct wsem_ns *wsem_ns_lookup(struct vfsmount *mq_mnt)
@@ -344,15 +365,15 @@ static int wsem_ns_add(struct wsem_ns *wns, struct wsem_handle *h,
  * @flags: WSEM_OPEN_CREAT and WSEM_OPEN_EXCL
  * @capacity: capacity if created, already checked
  * @mode: permission bits if created, umask applied
- * @may: MAY_READ | MAY_WRITE, or MAY_READ for a handle that only watches:
- *	what an existing semaphore's mode must grant
+ * @mask: MAY_READ | MAY_WRITE, or MAY_READ for a handle that only watches:
+ *	what an existing semaphore's mode must grant (wsem_permission())
  *
  * Context: Process context; takes the namespace's lock.
  * Return: 0; -EBUSY if @h is bound; -EEXIST, -ENOENT, -EACCES, -ENOSPC or
  * -ENOMEM, and then nothing changed.
  */
 int wsem_ns_open(struct wsem_handle *h, const char *name, u64 flags,
-		 u64 capacity, umode_t mode, int may)
+		 u64 capacity, umode_t mode, int mask)
 {
 	bool create = flags & WSEM_OPEN_CREAT, created = false;
 	struct wsem *sem, *new = NULL;
@@ -365,7 +386,8 @@ int wsem_ns_open(struct wsem_handle *h, const char *name, u64 flags,
 	if (IS_ERR_OR_NULL(wns))
 		return wns ? PTR_ERR(wns) : -ENOENT;
 	if (create) {
-		new = wsem_alloc(capacity, mode, name);
+		new = wsem_alloc(capacity, mode, name,
+				 current->nsproxy->ipc_ns->user_ns);
 		if (!new) {
 			ret = -ENOMEM;
 			goto out;
@@ -380,10 +402,10 @@ int wsem_ns_open(struct wsem_handle *h, const char *name, u64 flags,
 		new = NULL;
 	} else if (create && (flags & WSEM_OPEN_EXCL)) {
 		ret = -EEXIST;
-	} else if (!wsem_may(sem, may, true)) {
-		ret = -EACCES;
 	} else {
-		ret = wsem_bind(h, sem);
+		ret = wsem_permission(sem, mask, true);
+		if (!ret)
+			ret = wsem_bind(h, sem);
 	}
 	mutex_unlock(&wns->lock);
 	if (created)
@@ -417,7 +439,8 @@ int wsem_ns_open_anon(struct wsem_handle *h, u64 capacity)
 	wns = wsem_ns_get(true);
 	if (IS_ERR(wns))
 		return PTR_ERR(wns);
-	sem = wsem_alloc(capacity, 0600, NULL);
+	sem = wsem_alloc(capacity, 0600, NULL,
+			 current->nsproxy->ipc_ns->user_ns);
 	if (sem) {
 		mutex_lock(&wns->lock);
 		ret = wsem_ns_add(wns, h, sem);
@@ -452,7 +475,7 @@ int wsem_ns_unlink(const char *name)
 	sem = wsem_ns_find(wns, name);
 	if (!sem)
 		ret = -ENOENT;
-	else if (!wsem_is_owner(sem))
+	else if (!wsem_owner_or_capable(sem))
 		ret = -EPERM;
 	else
 		wsem_ns_unlink_one(wns, sem);
@@ -601,7 +624,7 @@ static u32 wsem_ns_fill(struct wsem_ns *wns, struct wsem_stat *st, u32 count,
 	for (node = rb_first(&wns->names); node; node = rb_next(node)) {
 		struct wsem *sem = rb_entry(node, struct wsem, node);
 
-		if (!wsem_may(sem, MAY_READ, false))
+		if (wsem_permission(sem, MAY_READ, false))
 			continue;
 		if (n < count)
 			wsem_fill_stat(sem, NULL, &st[n++]);

@@ -53,7 +53,7 @@
  * notes the acquirer (pid, command, cgroup, when); a waiter notes when it
  * queued.  The statistics are counters under sem->lock.  Nothing of this
  * allocates, and an acquirer that is the handle's last one takes no
- * reference on anything.
+ * reference on anything.  What a caller sees of it is views.c's.
  */
 #include <linux/capability.h>
 #include <linux/cgroup.h>
@@ -61,13 +61,10 @@
 #include <linux/cred.h>
 #include <linux/hrtimer.h>
 #include <linux/idr.h>
-#include <linux/ipc_namespace.h>
 #include <linux/jiffies.h>
 #include <linux/ktime.h>
-#include <linux/nsproxy.h>
 #include <linux/overflow.h>
 #include <linux/pid.h>
-#include <linux/pid_namespace.h>
 #include <linux/poll.h>
 #include <linux/sched.h>
 #include <linux/sched/debug.h>
@@ -271,13 +268,16 @@ static void wsem_count_wait(struct wsem *sem, struct wsem_waiter *w,
 	trace_wsem_wait_end(sem->id, w->task->pid, w->weight, result, waited);
 }
 
-static void wsem_dequeue(struct wsem *sem, struct wsem_waiter *w)
+/* Take @w off the queue, its wait ended at @now with @result (counted). */
+static void wsem_remove_waiter(struct wsem *sem, struct wsem_waiter *w,
+			       int result, u64 now)
 {
 	list_del(&w->node);
 	sem->nr_waiters--;
 	if (sem->queued_weight < w->weight)
 		sem->queued_carry--;
 	sem->queued_weight -= w->weight;
+	wsem_count_wait(sem, w, result, now);
 }
 
 /* A poll that would catch more than one grant is never shorter than this. */
@@ -322,8 +322,7 @@ static void wsem_end_wait(struct wsem *sem, struct wsem_waiter *w, int result,
 {
 	lockdep_assert_held(&sem->lock);
 
-	wsem_dequeue(sem, w);
-	wsem_count_wait(sem, w, result, now);
+	wsem_remove_waiter(sem, w, result, now);
 	if (!result)
 		wsem_add_held(sem, w->handle, w->weight, w->task);
 	if (!result && w->head && !w->async)
@@ -393,6 +392,18 @@ static bool wsem_has_pollers(struct wsem *sem, __poll_t events)
 }
 
 /*
+ * A walk that ends waits stopped with @wake full: wake that batch without
+ * @sem->lock, then take the lock again for the walk to go on.
+ */
+static void wsem_wake_batch(struct wsem *sem, struct wsem_wake *wake)
+	__releases(&sem->lock) __acquires(&sem->lock)
+{
+	spin_unlock(&sem->lock);
+	wsem_wake_up(wake);
+	spin_lock(&sem->lock);
+}
+
+/*
  * After weight came back or a waiter left (@before: wsem_events() before
  * the change): grant the waiters that fit now, drop @sem->lock, and wake
  * the grantees, then the pollers with the events that are new.  A full
@@ -404,11 +415,8 @@ static void wsem_unlock_and_wake(struct wsem *sem, __poll_t before,
 {
 	lockdep_assert_held(&sem->lock);
 
-	while (wsem_grant_waiters(sem, wake)) {
-		spin_unlock(&sem->lock);
-		wsem_wake_up(wake);
-		spin_lock(&sem->lock);
-	}
+	while (wsem_grant_waiters(sem, wake))
+		wsem_wake_batch(sem, wake);
 	wake->events = wsem_events(sem) & ~before;
 	if (wake->events && !wsem_has_pollers(sem, wake->events))
 		wake->events = 0;
@@ -422,11 +430,14 @@ static void wsem_unlock_and_wake(struct wsem *sem, __poll_t before,
  * @capacity: 1 .. WSEM_CAPACITY_MAX, checked by the caller
  * @mode: permission bits
  * @name: its name, or NULL for an anonymous semaphore
+ * @user_ns: where CAP_IPC_OWNER over it is checked; it takes a reference
  *
  * Context: Process context, may sleep.
- * Return: the semaphore with one reference, or NULL when out of memory.
+ * Return: the semaphore with one reference (wsem_put()), or NULL when out
+ * of memory.
  */
-struct wsem *wsem_alloc(u64 capacity, umode_t mode, const char *name)
+struct wsem *wsem_alloc(u64 capacity, umode_t mode, const char *name,
+			struct user_namespace *user_ns)
 {
 	struct wsem *sem;
 
@@ -447,7 +458,7 @@ struct wsem *wsem_alloc(u64 capacity, umode_t mode, const char *name)
 	init_waitqueue_head(&sem->idle_waiters);
 	RB_CLEAR_NODE(&sem->node);
 	kref_init(&sem->ref);
-	sem->user_ns = get_user_ns(current->nsproxy->ipc_ns->user_ns);
+	sem->user_ns = get_user_ns(user_ns);
 	sem->uid = current_euid();
 	sem->gid = current_egid();
 	sem->mode = mode;
@@ -456,28 +467,19 @@ struct wsem *wsem_alloc(u64 capacity, umode_t mode, const char *name)
 	return sem;
 }
 
-static void wsem_free(struct kref *ref)
+/**
+ * wsem_free() - free a semaphore whose last reference is gone
+ * @sem: the semaphore, uncharged (wsem_put() does both)
+ *
+ * Context: Process context; takes no lock of ours.
+ */
+void wsem_free(struct wsem *sem)
 {
-	struct wsem *sem = container_of(ref, struct wsem, ref);
-
 	WARN_ON_ONCE(!list_empty(&sem->waiters) || sem->used);
-	if (sem->wns)
-		wsem_ns_uncharge(sem);
 	put_user_ns(sem->user_ns);
 	ida_free(&wsem_ida, sem->id);
 	/* RCU-walk lookups read it through its inode (wsemfs). */
 	kfree_rcu(sem, rcu);
-}
-
-/**
- * wsem_put() - drop a reference to a semaphore
- * @sem: the semaphore
- *
- * Context: Process context; freeing takes no lock of ours.
- */
-void wsem_put(struct wsem *sem)
-{
-	kref_put(&sem->ref, wsem_free);
 }
 
 /* @h's early pollers hear what the semaphore's pollers hear. */
@@ -495,9 +497,10 @@ static int wsem_relay_wake(struct wait_queue_entry *wq, unsigned int mode,
  * @h: the handle
  * @sem: the semaphore, which the caller keeps alive meanwhile
  *
- * Takes a reference to @sem for @h.  Whoever polled @h before this (epoll
- * registers only once) is relayed the semaphore's wake-ups from now on, and
- * is woken once, since @h is no longer in error.
+ * Takes a reference to @sem for @h (wsem_put() after wsem_unbind() drops
+ * it).  Whoever polled @h before this (epoll registers only once) is
+ * relayed the semaphore's wake-ups from now on, and is woken once, since
+ * @h is no longer in error.
  *
  * Context: Process context.
  * Return: 0, or -EBUSY (and nothing changes) if @h is bound already.
@@ -506,7 +509,6 @@ int wsem_bind(struct wsem_handle *h, struct wsem *sem)
 {
 	bool polled;
 
-	kref_get(&sem->ref);
 	/*
 	 * Under @h->wqh.lock, against wsem_poll_file(): a poller that queued
 	 * itself before this is seen here, and one after sees @h->sem.
@@ -514,9 +516,10 @@ int wsem_bind(struct wsem_handle *h, struct wsem *sem)
 	spin_lock_irq(&h->wqh.lock);
 	if (cmpxchg_release(&h->sem, NULL, sem)) {
 		spin_unlock_irq(&h->wqh.lock);
-		wsem_put(sem);		/* never the last: the caller's is left */
 		return -EBUSY;
 	}
+	/* @h's; the caller's keeps @sem until then. */
+	kref_get(&sem->ref);
 	/* Under the lock that poll_wait() takes: no barrier needed. */
 	polled = waitqueue_active(&h->wqh);
 	spin_unlock_irq(&h->wqh.lock);
@@ -542,7 +545,8 @@ static void wsem_free_parked(struct wsem_waiter *w)
  *
  * The handle's weight returns to the semaphore and the waiters that now fit
  * are granted; its queued request and its parked waiters leave the queue.
- * Drops the handle's reference to the semaphore.
+ * The handle's reference to the semaphore is left to the caller to drop
+ * (wsem_put()), since the last one is its namespace's to uncharge.
  *
  * Context: Process context.
  */
@@ -564,10 +568,8 @@ void wsem_unbind(struct wsem_handle *h)
 	now = ktime_get_ns();
 	/* Closing cancels a queued request; a granted one is in @h->held. */
 	if (h->requested) {
-		if (h->async.status == WSEM_WAITING) {
-			wsem_dequeue(sem, &h->async);
-			wsem_count_wait(sem, &h->async, -ECANCELED, now);
-		}
+		if (h->async.status == WSEM_WAITING)
+			wsem_remove_waiter(sem, &h->async, -ECANCELED, now);
 		requester = h->async.task;
 		h->requested = false;
 	}
@@ -575,8 +577,7 @@ void wsem_unbind(struct wsem_handle *h)
 	list_for_each_entry(w, &h->parked, park_node) {
 		if (w->status != WSEM_WAITING)
 			continue;
-		wsem_dequeue(sem, w);
-		wsem_count_wait(sem, w, -ECANCELED, now);
+		wsem_remove_waiter(sem, w, -ECANCELED, now);
 	}
 	list_splice_init(&h->parked, &parked);
 	if (h->held)
@@ -588,7 +589,6 @@ void wsem_unbind(struct wsem_handle *h)
 		put_task_struct(requester);
 	list_for_each_entry_safe(w, next, &parked, park_node)
 		wsem_free_parked(w);
-	wsem_put(sem);
 }
 
 /**
@@ -622,8 +622,7 @@ static bool wsem_leave(struct wsem *sem, struct wsem_waiter *w, int why)
 		return false;
 	}
 	before = wsem_events(sem);
-	wsem_dequeue(sem, w);
-	wsem_count_wait(sem, w, why, ktime_get_ns());
+	wsem_remove_waiter(sem, w, why, ktime_get_ns());
 	wsem_unlock_and_wake(sem, before, &wake);
 	return true;
 }
@@ -706,8 +705,7 @@ static int wsem_drop_parked(struct wsem *sem, struct wsem_waiter *p)
 	list_del(&p->park_node);
 	if (status == WSEM_WAITING) {
 		before = wsem_events(sem);
-		wsem_dequeue(sem, p);
-		wsem_count_wait(sem, p, -ECANCELED, ktime_get_ns());
+		wsem_remove_waiter(sem, p, -ECANCELED, ktime_get_ns());
 		wsem_unlock_and_wake(sem, before, &wake);
 	} else {
 		spin_unlock(&sem->lock);
@@ -970,8 +968,7 @@ int wsem_async_end(struct wsem_handle *h, bool cancel)
 	h->requested = false;
 	if (w->status == WSEM_WAITING) {
 		before = wsem_events(sem);
-		wsem_dequeue(sem, w);
-		wsem_count_wait(sem, w, -ECANCELED, ktime_get_ns());
+		wsem_remove_waiter(sem, w, -ECANCELED, ktime_get_ns());
 		wsem_unlock_and_wake(sem, before, &wake);
 		ret = 0;
 	} else {
@@ -1064,6 +1061,30 @@ int wsem_release(struct wsem_handle *h, u64 weight)
 	return 0;
 }
 
+/*
+ * After a shrink: end with -EINVAL the waits of the waiters heavier than
+ * the capacity, at *@now (taken at the first of them), while @wake has
+ * room.  Return: true if it stopped for room, with more of them left.
+ */
+static bool wsem_fail_overweight(struct wsem *sem, u64 *now,
+				 struct wsem_wake *wake)
+{
+	struct wsem_waiter *w, *next;
+
+	lockdep_assert_held(&sem->lock);
+
+	list_for_each_entry_safe(w, next, &sem->waiters, node) {
+		if (w->weight <= sem->capacity)
+			continue;
+		if (wsem_wake_full(wake))
+			return true;
+		if (!*now)
+			*now = ktime_get_ns();
+		wsem_end_wait(sem, w, -EINVAL, *now, wake);
+	}
+	return false;
+}
+
 /**
  * wsem_set_capacity() - grow or shrink a semaphore
  * @sem: the semaphore; the caller checked ownership
@@ -1078,7 +1099,6 @@ int wsem_release(struct wsem_handle *h, u64 weight)
  */
 int wsem_set_capacity(struct wsem *sem, u64 capacity)
 {
-	struct wsem_waiter *w, *next;
 	struct wsem_wake wake;
 	__poll_t before;
 	u64 now = 0;
@@ -1091,236 +1111,10 @@ int wsem_set_capacity(struct wsem *sem, u64 capacity)
 	before = wsem_events(sem);
 	trace_wsem_capacity(sem->id, sem->capacity, capacity);
 	sem->capacity = capacity;
-again:
-	list_for_each_entry_safe(w, next, &sem->waiters, node) {
-		if (w->weight <= sem->capacity)
-			continue;
-		if (wsem_wake_full(&wake)) {
-			spin_unlock(&sem->lock);
-			wsem_wake_up(&wake);
-			spin_lock(&sem->lock);
-			goto again;
-		}
-		if (!now)
-			now = ktime_get_ns();
-		wsem_end_wait(sem, w, -EINVAL, now, &wake);
-	}
+	while (wsem_fail_overweight(sem, &now, &wake))
+		wsem_wake_batch(sem, &wake);
 	wsem_unlock_and_wake(sem, before, &wake);
 	return 0;
-}
-
-/**
- * wsem_fill_stat() - describe a semaphore as its caller sees it
- * @sem: the semaphore, charged to a namespace
- * @h: the handle whose weight is reported as held, or NULL
- * @st: filled in, apart from @st->size
- *
- * Context: Process context; takes @sem->lock.
- */
-void wsem_fill_stat(struct wsem *sem, struct wsem_handle *h,
-		    struct wsem_stat *st)
-{
-	struct user_namespace *ns = current_user_ns();
-	bool here = wsem_ns_is_current(sem->wns);
-
-	st->uid = from_kuid_munged(ns, READ_ONCE(sem->uid));
-	st->gid = from_kgid_munged(ns, READ_ONCE(sem->gid));
-	st->mode = READ_ONCE(sem->mode);
-
-	spin_lock(&sem->lock);
-	st->capacity = sem->capacity;
-	st->used = sem->used;
-	st->available = wsem_fits(sem, 0) ? sem->capacity - sem->used : 0;
-	st->held = h ? h->held : 0;
-	st->waiters = sem->nr_waiters;
-	/* Past 2^64 - 1 the sum is reported as U64_MAX, never wrapped. */
-	st->queued_weight = sem->queued_carry ? U64_MAX : sem->queued_weight;
-	st->grants_at_once = sem->stats.grants_at_once;
-	st->grants_waited = sem->stats.grants_waited;
-	st->timeouts = sem->stats.timeouts;
-	st->interrupts = sem->stats.interrupts;
-	st->shrunk = sem->stats.shrunk;
-	st->wait_ns_total = sem->stats.wait_ns_total;
-	st->wait_ns_max = sem->stats.wait_ns_max;
-	st->queue_max = sem->stats.queue_max;
-	/* Names are for their namespace: none leaks to a container. */
-	if (sem->linked && here)
-		memcpy(st->name, sem->name, sizeof(st->name));
-	spin_unlock(&sem->lock);
-}
-
-/* One holder or waiter, as wsem_holders() takes it under the lock. */
-struct wsem_who {
-	struct pid *pid;		/* a holder's, with a reference */
-	struct task_struct *task;	/* a waiter, with a reference */
-	struct cgroup *cgrp;		/* a holder's, with a reference */
-	u64 weight;
-	u64 age_ns;
-	char comm[TASK_COMM_LEN];
-	char label[WSEM_LABEL_MAX];	/* its handle's */
-};
-
-/*
- * Fill @out from @who for the caller, and drop @who's references.  What
- * the caller's namespaces cannot see stays empty: the pid, command, label
- * and cgroup of a process its PID namespace does not hold (a host's
- * process, seen from a container), and a cgroup outside its cgroup
- * namespace.
- */
-static void wsem_describe(struct wsem_who *who, struct wsem_holder *out)
-{
-	struct pid_namespace *pidns = task_active_pid_ns(current);
-	struct cgroup *cgrp = who->cgrp;
-	bool visible;
-
-	out->weight = who->weight;
-	out->age_ns = who->age_ns;
-	if (who->task) {
-		out->flags = WSEM_HOLDER_WAITING;
-		out->pid = task_tgid_nr_ns(who->task, pidns);
-		visible = out->pid;
-		get_task_comm(out->comm, who->task);
-#ifdef CONFIG_CGROUPS
-		rcu_read_lock();
-		cgrp = task_dfl_cgroup(who->task);
-		if (!cgroup_tryget(cgrp))
-			cgrp = NULL;
-		rcu_read_unlock();
-#endif
-		put_task_struct(who->task);
-	} else {
-		/* A struct pid keeps its numbers after its process is gone. */
-		visible = who->pid && pid_nr_ns(who->pid, pidns);
-		/* A process that is gone has no pid any more. */
-		rcu_read_lock();
-		if (visible && pid_has_task(who->pid, PIDTYPE_TGID))
-			out->pid = pid_nr_ns(who->pid, pidns);
-		rcu_read_unlock();
-		memcpy(out->comm, who->comm, sizeof(out->comm));
-		put_pid(who->pid);
-	}
-	if (visible)
-		memcpy(out->label, who->label, sizeof(out->label));
-	else
-		memset(out->comm, 0, sizeof(out->comm));
-#ifdef CONFIG_CGROUPS
-	if (cgrp) {
-		/* Cut to fit, NUL-terminated, or empty on an error. */
-		if (!visible ||
-		    cgroup_path_ns(cgrp, out->cgroup, sizeof(out->cgroup),
-				   current->nsproxy->cgroup_ns) < 0 ||
-		    !strncmp(out->cgroup, "/..", 3))
-			out->cgroup[0] = '\0';
-		cgroup_put(cgrp);
-	}
-#endif
-}
-
-/**
- * wsem_holders() - who holds weight, and who waits, in queue order
- * @sem: the semaphore
- * @count: at most this many entries
- * @out: set to a kvmalloc()ed array of the entries written (kvfree() it),
- *	or NULL if none were
- * @holders: set to the number of handles holding weight
- * @waiters: set to the number of waiters (at most U32_MAX)
- *
- * A snapshot under @sem->lock, with references on the processes and a
- * copy of the handles' labels; pids, commands, labels and cgroup paths
- * are given after the lock is dropped, as the
- * caller sees them (its PID and cgroup namespaces; wsem_describe()).  The
- * walk takes the handles that hold nothing any more off @sem->holders (a
- * grant puts them back), so that it covers the holders, not every handle
- * that ever held.  The arrays are charged to the caller's memory cgroup.
- *
- * Context: Process context, may sleep.
- * Return: the number of entries in *@out, or -ENOMEM.
- */
-int wsem_holders(struct wsem *sem, u32 count, struct wsem_holder **out,
-		 u32 *holders, u32 *waiters)
-{
-	struct wsem_handle *h, *hnext;
-	struct wsem_waiter *w;
-	struct wsem_who *who;
-	u64 now, jnow;
-	u32 n = 0, i, room;
-
-	*out = NULL;
-	/*
-	 * Room for what is there now and some more; if even more came
-	 * meanwhile, and the caller has room for it, try again: whoever is
-	 * counted is written, as far as @count goes.
-	 */
-	for (;;) {
-		room = min_t(u64, count, READ_ONCE(sem->nr_holders) +
-			     READ_ONCE(sem->nr_waiters) + 16);
-		who = kvcalloc(room, sizeof(*who), WSEM_GFP);
-		if (room && !who)
-			return -ENOMEM;
-		spin_lock(&sem->lock);
-		if (room == count ||
-		    sem->nr_holders + sem->nr_waiters <= room)
-			break;
-		spin_unlock(&sem->lock);
-		kvfree(who);
-	}
-	count = room;
-	now = ktime_get_ns();
-	jnow = get_jiffies_64();
-	*holders = sem->nr_holders;
-	*waiters = min_t(u64, sem->nr_waiters, U32_MAX);
-	list_for_each_entry_safe(h, hnext, &sem->holders, hold_node) {
-		if (n == count)
-			break;
-		if (!h->held) {
-			list_del_init(&h->hold_node);
-			continue;
-		}
-		who[n].pid = get_pid(h->pid);
-#ifdef CONFIG_CGROUPS
-		who[n].cgrp = h->cgrp;
-		if (h->cgrp)
-			cgroup_get(h->cgrp);
-#endif
-		memcpy(who[n].comm, h->comm, sizeof(who[n].comm));
-		memcpy(who[n].label, h->label, sizeof(who[n].label));
-		who[n].weight = h->held;
-		who[n].age_ns = jiffies64_to_nsecs(jnow - h->since);
-		n++;
-	}
-	list_for_each_entry(w, &sem->waiters, node) {
-		if (n == count)
-			break;
-		get_task_struct(w->task);
-		who[n].task = w->task;
-		memcpy(who[n].label, w->handle->label, sizeof(who[n].label));
-		who[n].weight = w->weight;
-		who[n].age_ns = now > w->since ? now - w->since : 0;
-		n++;
-	}
-	spin_unlock(&sem->lock);
-
-	if (n) {
-		*out = kvcalloc(n, sizeof(**out), WSEM_GFP);
-		for (i = 0; i < n; i++) {
-			if (*out) {
-				wsem_describe(&who[i], &(*out)[i]);
-				continue;
-			}
-			/* No room to say it: just let go. */
-			if (who[i].task)
-				put_task_struct(who[i].task);
-			put_pid(who[i].pid);
-#ifdef CONFIG_CGROUPS
-			if (who[i].cgrp)
-				cgroup_put(who[i].cgrp);
-#endif
-		}
-	}
-	kvfree(who);
-	if (n && !*out)
-		return -ENOMEM;
-	return n;
 }
 
 /**
@@ -1379,7 +1173,8 @@ __poll_t wsem_poll(struct wsem *sem, struct wsem_handle *h, struct file *file,
 }
 
 /**
- * wsem_may() - may the caller access a semaphore?
+ * wsem_permission() - check the caller's access to a semaphore, as
+ *	ipcperms() does for SysV IPC
  * @sem: the semaphore
  * @mask: MAY_READ and/or MAY_WRITE
  * @audit: whether a use of CAP_IPC_OWNER is audited (and marks the task
@@ -1389,31 +1184,34 @@ __poll_t wsem_poll(struct wsem *sem, struct wsem_handle *h, struct file *file,
  * The caller's class (owner, group, other) is chosen with its effective ids;
  * CAP_IPC_OWNER in the semaphore's user namespace overrides the mode.
  *
- * Return: true if every bit of @mask is granted.
+ * Return: 0 if every bit of @mask is granted, else -EACCES.
  */
-bool wsem_may(const struct wsem *sem, int mask, bool audit)
+int wsem_permission(const struct wsem *sem, int mask, bool audit)
 {
 	umode_t mode = READ_ONCE(sem->mode);
+	bool capable;
 
 	if (uid_eq(current_euid(), READ_ONCE(sem->uid)))
 		mode >>= 6;
 	else if (in_egroup_p(READ_ONCE(sem->gid)))
 		mode >>= 3;
 	if (!(mask & ~mode & 0007))
-		return true;
+		return 0;
 	if (!audit)
-		return ns_capable_noaudit(sem->user_ns, CAP_IPC_OWNER);
-	return ns_capable(sem->user_ns, CAP_IPC_OWNER);
+		capable = ns_capable_noaudit(sem->user_ns, CAP_IPC_OWNER);
+	else
+		capable = ns_capable(sem->user_ns, CAP_IPC_OWNER);
+	return capable ? 0 : -EACCES;
 }
 
 /**
- * wsem_is_owner() - may the caller resize or unlink a semaphore?
+ * wsem_owner_or_capable() - may the caller resize or unlink a semaphore?
  * @sem: the semaphore
  *
  * Return: true for its owner or a holder of CAP_IPC_OWNER in its user
  * namespace.
  */
-bool wsem_is_owner(const struct wsem *sem)
+bool wsem_owner_or_capable(const struct wsem *sem)
 {
 	return uid_eq(current_euid(), READ_ONCE(sem->uid)) ||
 	       ns_capable(sem->user_ns, CAP_IPC_OWNER);

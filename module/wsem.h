@@ -21,11 +21,15 @@
  * A handle is bound once, with cmpxchg_release() on h->sem, under no lock.
  * No user memory is touched and nothing is allocated under a spinlock.
  *
- * Lifetimes: a semaphore is freed after an RCU grace period, since
- * RCU-walk path lookups read it through its wsemfs inode.  A handle is
- * freed at its last reference: its file's, and one a granter holds from
- * granting its asynchronous request under sem->lock until it has woken
- * the handle's pollers after the lock is dropped.
+ * Lifetimes: a semaphore has a reference per bound handle (wsem_bind()),
+ * one for its name and one per wsemfs inode; each is dropped with
+ * wsem_put() (ns.c; a handle's by wsem_file_release(), after
+ * wsem_unbind()), whose last one uncharges the namespace and has sem.c
+ * free it (wsem_free()) after an RCU grace period, since RCU-walk path
+ * lookups read it through its wsemfs inode.  sem.c calls nothing of ns.c.
+ * A handle is freed at its last reference: its file's, and one a granter
+ * holds from granting its asynchronous request under sem->lock until it
+ * has woken the handle's pollers after the lock is dropped.
  */
 #ifndef _WSEM_INTERNAL_H
 #define _WSEM_INTERNAL_H
@@ -87,7 +91,8 @@ struct wsem_user;
  * @rcu: the semaphore is freed after a grace period (see the lifetimes
  *	above)
  * @node: in the name tree of @wns while @linked; protected by @wns->lock
- * @ref: one per bound handle, one for the name while @linked
+ * @ref: one per bound handle, one for the name while @linked, one per
+ *	wsemfs inode; dropped with wsem_put()
  * @wns: the namespace charged for this semaphore (holds a reference), or
  *	NULL before it is charged
  * @quota: the per-user count of @wns charged for it
@@ -249,8 +254,9 @@ static inline struct wsem *wsem_handle_sem(struct wsem_handle *h)
 extern const struct file_operations wsem_fops;
 
 /* sem.c: the semaphore itself */
-struct wsem *wsem_alloc(u64 capacity, umode_t mode, const char *name);
-void wsem_put(struct wsem *sem);
+struct wsem *wsem_alloc(u64 capacity, umode_t mode, const char *name,
+			struct user_namespace *user_ns);
+void wsem_free(struct wsem *sem);
 int wsem_bind(struct wsem_handle *h, struct wsem *sem);
 void wsem_unbind(struct wsem_handle *h);
 int wsem_acquire(struct wsem_handle *h, u64 weight, u64 flags,
@@ -260,26 +266,29 @@ int wsem_wait_idle(struct wsem_handle *h, u64 flags, clockid_t clock,
 		   ktime_t deadline);
 int wsem_release(struct wsem_handle *h, u64 weight);
 int wsem_set_capacity(struct wsem *sem, u64 capacity);
-void wsem_fill_stat(struct wsem *sem, struct wsem_handle *h,
-		    struct wsem_stat *st);
-int wsem_holders(struct wsem *sem, u32 count, struct wsem_holder **out,
-		 u32 *holders, u32 *waiters);
 void wsem_set_label(struct wsem_handle *h, const char *label);
 void wsem_handle_forget(struct wsem_handle *h);
 void wsem_handle_put(struct wsem_handle *h);
 __poll_t wsem_poll(struct wsem *sem, struct wsem_handle *h, struct file *file,
 		   poll_table *wait);
-bool wsem_may(const struct wsem *sem, int mask, bool audit);
-bool wsem_is_owner(const struct wsem *sem);
+int wsem_permission(const struct wsem *sem, int mask, bool audit);
+bool wsem_owner_or_capable(const struct wsem *sem);
 void wsem_sem_exit(void);
+
+/* views.c: stat, holders and text, as the caller may see them */
+void wsem_fill_stat(struct wsem *sem, struct wsem_handle *h,
+		    struct wsem_stat *st);
+int wsem_holders(struct wsem *sem, u32 count, struct wsem_holder **out,
+		 u32 *holders, u32 *waiters);
+ssize_t wsem_text(struct wsem *sem, struct wsem_handle *h, char **text);
 
 /* ns.c: names, namespaces and their lifetime */
 int wsem_ns_open(struct wsem_handle *h, const char *name, u64 flags,
-		 u64 capacity, umode_t mode, int may);
+		 u64 capacity, umode_t mode, int mask);
 int wsem_ns_open_anon(struct wsem_handle *h, u64 capacity);
 int wsem_ns_unlink(const char *name);
 int wsem_ns_list(struct wsem_stat **stats, u32 count, u64 *total);
-void wsem_ns_uncharge(struct wsem *sem);
+void wsem_put(struct wsem *sem);
 int wsem_ns_init(void);
 void wsem_ns_exit(void);
 struct wsem_ns *wsem_ns_get(bool create);
