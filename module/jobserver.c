@@ -77,6 +77,8 @@ struct wsem_js {
  * @tokens: units read and not written back; protected by @js->lock
  * @ready: units granted to poll's request and not read yet; protected by
  *	@js->lock
+ * @closed: off @js->procs since the process closed an endpoint descriptor
+ *	(a thread of it may still be inside a read); protected by @js->lock
  */
 struct wsem_js_proc {
 	struct list_head node;
@@ -87,6 +89,7 @@ struct wsem_js_proc {
 	refcount_t ref;
 	u64 tokens;
 	u64 ready;
+	bool closed;
 };
 
 /* The semaphores with an open endpoint file, by id: their struct wsem_js. */
@@ -181,33 +184,51 @@ static struct wsem_js_proc *wsem_js_proc_get(struct wsem_js *js, bool create)
 }
 
 /*
- * A unit for @p without sleeping: one granted to poll's request, then one
- * the request got meanwhile, then a try-acquire when it has no request.
- * Return: 0 (counted in @p->tokens); -EAGAIN, with *@queued telling
- * whether @p's request is still in the queue.
+ * Count a unit @p's handle was granted as a token: -ESTALE instead if @p
+ * was closed meanwhile (the unit stays with its handle, which gives it
+ * back at its last reference).
+ */
+static int wsem_js_count(struct wsem_js *js, struct wsem_js_proc *p)
+{
+	int ret = -ESTALE;
+
+	mutex_lock(&js->lock);
+	if (!p->closed) {
+		p->tokens++;
+		ret = 0;
+	}
+	mutex_unlock(&js->lock);
+	return ret;
+}
+
+/*
+ * A unit for @p without sleeping: the one granted to its request (taken
+ * by poll, or seen now), else, with @nonblock and no request, a
+ * try-acquire.  Return: 0 (counted in @p->tokens); -EINPROGRESS while
+ * @p's request waits in the queue; -ENOENT (no request, blocking: acquire
+ * then); -EAGAIN; -ESTALE once @p was closed (wsem_js_flush()).
  */
 static int wsem_js_take_now(struct wsem_js *js, struct wsem_js_proc *p,
-			    bool *queued)
+			    bool nonblock)
 {
 	int ret;
 
-	*queued = false;
 	mutex_lock(&js->lock);
-	if (p->ready) {
+	if (p->closed) {
+		ret = -ESTALE;
+	} else if (p->ready) {
 		p->ready--;
 		ret = 0;
 	} else {
 		ret = wsem_async_end(p->h, false);
-		if (ret == -ENOENT)
+		if (ret == -ENOENT && nonblock)
 			ret = wsem_acquire(p->h, 1, WSEM_ACQUIRE_TRY,
 					   CLOCK_MONOTONIC, KTIME_MAX);
-		else if (ret == -EINPROGRESS)
-			*queued = true;
 	}
 	if (!ret)
 		p->tokens++;
 	mutex_unlock(&js->lock);
-	return ret ? -EAGAIN : 0;
+	return ret;
 }
 
 /* Has @p's request left the queue?  Collected if so: *@got says how. */
@@ -225,49 +246,43 @@ static bool wsem_js_request_ended(struct wsem_js_proc *p, int *got)
  *
  * Without sleeping as wsem_js_take_now() says.  Then, blocking: wait for
  * the process's request if it has one in the queue, else acquire 1 at the
- * tail of the queue, as the core's acquire does.
+ * tail of the queue, as the core's acquire does (a call restarted to run
+ * task work takes its place back there).
  *
  * Context: Process context, may sleep unless @nonblock.
- * Return: 0; -EAGAIN with @nonblock; -ERESTARTSYS on a signal (the call
- * holds nothing from that call; a request made by poll stays queued);
- * else as wsem_acquire() (-EINTR for a fatal signal, -ERESTARTNOINTR to
- * run task work).
+ * Return: 0; -EAGAIN with @nonblock; -ERESTARTSYS on a signal (nothing is
+ * held from that call; a request made by poll stays queued); -ESTALE if
+ * @p was closed meanwhile: try again with a new entry; else as
+ * wsem_acquire() (-EINTR for a fatal signal, -ERESTARTNOINTR to run task
+ * work).
  */
 static int __sched wsem_js_take(struct wsem_js *js, struct wsem_js_proc *p,
 				bool nonblock)
 {
-	bool queued;
-	int ret, got = 0;
+	int ret, got;
 
 	for (;;) {
-		ret = wsem_js_take_now(js, p, &queued);
-		if (!ret || nonblock)
-			return ret;
-		if (!queued)
+		ret = wsem_js_take_now(js, p, nonblock);
+		if (ret != -EINPROGRESS || nonblock)
 			break;
 		/* The grant wins over a signal: looked at first. */
 		ret = wait_event_interruptible(p->h->wqh,
 					       wsem_js_request_ended(p, &got));
 		if (ret)
 			return ret;
-		/* -ENOENT: another thread took it meanwhile; look again. */
-		if (got != -ENOENT)
-			break;
+		if (!got)
+			return wsem_js_count(js, p);
+		/* Taken by another thread, or cancelled by a close: again. */
 	}
-	if (queued) {
-		ret = got;
-	} else {
-		ret = wsem_acquire(p->h, 1, 0, CLOCK_MONOTONIC, KTIME_MAX);
-		/* A pipe's read is restarted after a handler with SA_RESTART. */
-		if (ret == -ERESTARTNOHAND)
-			ret = -ERESTARTSYS;
-	}
-	if (!ret) {
-		mutex_lock(&js->lock);
-		p->tokens++;
-		mutex_unlock(&js->lock);
-	}
-	return ret;
+	if (ret == -EINPROGRESS)
+		return -EAGAIN;
+	if (ret != -ENOENT)
+		return ret;
+	ret = wsem_acquire(p->h, 1, 0, CLOCK_MONOTONIC, KTIME_MAX);
+	/* A pipe's read is restarted after a handler with SA_RESTART. */
+	if (ret == -ERESTARTNOHAND)
+		return -ERESTARTSYS;
+	return ret ? ret : wsem_js_count(js, p);
 }
 
 /**
@@ -276,6 +291,10 @@ static int __sched wsem_js_take(struct wsem_js *js, struct wsem_js_proc *p,
  * @buf: where the token byte goes
  * @count: 0 reads nothing; more than 1 reads one byte all the same
  * @ppos: unused (a stream)
+ *
+ * A token taken through an entry that a close of another thread of the
+ * process ended meanwhile is not the process's: it goes back with that
+ * entry, and the read starts again with a new one.
  *
  * Context: Process context, may sleep unless O_NONBLOCK.
  * Return: 1; 0 for a @count of 0; -EFAULT, -ENOMEM, or as wsem_js_take().
@@ -291,11 +310,13 @@ static ssize_t wsem_js_read(struct file *file, char __user *buf, size_t count,
 		return 0;
 	if (put_user(WSEM_JS_TOKEN, buf))
 		return -EFAULT;
-	p = wsem_js_proc_get(js, true);
-	if (IS_ERR(p))
-		return PTR_ERR(p);
-	ret = wsem_js_take(js, p, file->f_flags & O_NONBLOCK);
-	wsem_js_proc_put(p);
+	do {
+		p = wsem_js_proc_get(js, true);
+		if (IS_ERR(p))
+			return PTR_ERR(p);
+		ret = wsem_js_take(js, p, file->f_flags & O_NONBLOCK);
+		wsem_js_proc_put(p);
+	} while (ret == -ESTALE);
 	return ret ? ret : 1;
 }
 
@@ -385,8 +406,8 @@ static __poll_t wsem_js_poll(struct file *file, poll_table *wait)
  * Called at every close, also of the descriptors of a process that exits
  * or is killed, in the closing process: what it holds through the
  * semaphore's endpoints goes back, and its request leaves the queue.  A
- * thread of it still inside a blocking read keeps the entry until it
- * returns; its grant then goes back at once.
+ * thread of it still inside a blocking read is woken if it waits for
+ * that request, and starts again with a new entry (wsem_js_read()).
  *
  * Context: Process context.
  * Return: 0.
@@ -401,6 +422,7 @@ static int wsem_js_flush(struct file *file, fl_owner_t id)
 	p = wsem_js_proc_find(js);
 	if (p) {
 		list_del(&p->node);
+		p->closed = true;
 		n = p->tokens + p->ready;
 		p->tokens = 0;
 		p->ready = 0;
@@ -411,8 +433,11 @@ static int wsem_js_flush(struct file *file, fl_owner_t id)
 			WARN_ON_ONCE(wsem_release(p->h, n));
 	}
 	mutex_unlock(&js->lock);
-	if (p)
+	if (p) {
+		/* A read waiting for the request sees it is gone. */
+		wake_up_poll(&p->h->wqh, EPOLLIN | EPOLLRDNORM);
 		wsem_js_proc_put(p);
+	}
 	return 0;
 }
 

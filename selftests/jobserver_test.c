@@ -574,6 +574,122 @@ TEST_F(js, blocking_read_takes_the_polled_request)
 	ASSERT_EQ(0, wsem_release(self->fd, CAP - 1));
 }
 
+/* A thread blocked in a read of the endpoint. */
+struct reader {
+	int fd;
+	pid_t tid;		/* its thread id, once it runs */
+	long ret;		/* what read() returned ... */
+	int err;		/* ... and errno */
+	int done;		/* set when read() returned */
+	pthread_t thread;
+};
+
+static void *read_thread(void *arg)
+{
+	struct reader *r = arg;
+	char c;
+
+	__atomic_store_n(&r->tid, gettid(), __ATOMIC_SEQ_CST);
+	r->ret = read(r->fd, &c, 1);
+	r->err = errno;
+	__atomic_store_n(&r->done, 1, __ATOMIC_SEQ_CST);
+	return NULL;
+}
+
+/* Wait up to WAIT_MS for @r's read to return; 0 or -1. */
+static int wait_done(struct reader *r)
+{
+	int64_t end = now_ns() + WAIT_MS * 1000000LL;
+
+	while (!__atomic_load_n(&r->done, __ATOMIC_SEQ_CST)) {
+		if (now_ns() > end)
+			return -1;
+		usleep(1000);
+	}
+	return 0;
+}
+
+/*
+ * A thread that waits in a blocking read for the process's polled request
+ * while another thread closes an endpoint descriptor: the close takes the
+ * request out of the queue and the read goes on waiting with a new place
+ * at the tail; the token it then gets is the process's own (a write gives
+ * it back).
+ */
+TEST_F(js, close_while_another_thread_reads)
+{
+	struct reader r = { 0 };
+	int fd, fd2;
+	pid_t tid;
+
+	if (!self->ready)
+		return;
+	fd = open(self->path, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	fd2 = open(self->path, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd2);
+	ASSERT_EQ(0, wsem_acquire(self->fd, CAP));
+	EXPECT_EQ(0, poll_in(fd, 0));
+	ASSERT_EQ(1, waiters_of(self->fd));
+	r.fd = fd;
+	ASSERT_EQ(0, pthread_create(&r.thread, NULL, read_thread, &r));
+	while (!(tid = __atomic_load_n(&r.tid, __ATOMIC_SEQ_CST)))
+		usleep(1000);
+	while (!thread_sleeping(tid))
+		usleep(1000);
+	EXPECT_EQ(1, waiters_of(self->fd));
+
+	EXPECT_EQ(0, close(fd2));
+	EXPECT_EQ(0, wait_waiters(self->fd, 1));
+	EXPECT_EQ(0, r.done);
+	ASSERT_EQ(0, wsem_release(self->fd, 1));
+	ASSERT_EQ(0, wait_done(&r));
+	pthread_join(r.thread, NULL);
+	EXPECT_EQ(1, r.ret);
+	EXPECT_EQ(CAP, used_of(self->fd));
+	EXPECT_EQ(1, write(fd, "+", 1));
+	EXPECT_EQ(CAP - 1, used_of(self->fd));
+	ASSERT_EQ(0, wsem_release(self->fd, CAP - 1));
+	EXPECT_EQ(0, close(fd));
+	EXPECT_EQ(0, used_of(self->fd));
+}
+
+/*
+ * Likewise for a thread blocked in a read that acquires (no request): the
+ * unit it is granted through the closed entry goes back, it takes one
+ * through a new entry, and returns holding that one.
+ */
+TEST_F(js, close_while_another_thread_acquires)
+{
+	struct reader r = { 0 };
+	int fd, fd2;
+	pid_t tid;
+
+	if (!self->ready)
+		return;
+	fd = open(self->path, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	fd2 = open(self->path, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd2);
+	ASSERT_EQ(0, wsem_acquire(self->fd, CAP));
+	r.fd = fd;
+	ASSERT_EQ(0, pthread_create(&r.thread, NULL, read_thread, &r));
+	ASSERT_EQ(0, wait_waiters(self->fd, 1));
+	while (!(tid = __atomic_load_n(&r.tid, __ATOMIC_SEQ_CST)))
+		usleep(1000);
+	EXPECT_EQ(0, close(fd2));
+	ASSERT_EQ(0, wsem_release(self->fd, 1));
+	ASSERT_EQ(0, wait_done(&r));
+	pthread_join(r.thread, NULL);
+	EXPECT_EQ(1, r.ret);
+	EXPECT_EQ(CAP, used_of(self->fd));
+	EXPECT_EQ(1, write(fd, "+", 1));
+	EXPECT_EQ(CAP - 1, used_of(self->fd));
+	ASSERT_EQ(0, wsem_release(self->fd, CAP - 1));
+	EXPECT_EQ(0, close(fd));
+	EXPECT_EQ(0, used_of(self->fd));
+}
+
 static void on_signal(int sig)
 {
 	(void)sig;
