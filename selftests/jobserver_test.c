@@ -610,6 +610,27 @@ static int wait_done(struct reader *r)
 }
 
 /*
+ * Fill the semaphore (through handle @hfd), open @path twice (*@fd2 is the
+ * second), poll the first for a request if @polled, and start @r reading
+ * it in a thread.  0 once the thread runs, or the line that failed.
+ */
+static int full_with_reader(const char *path, int hfd, bool polled,
+			    struct reader *r, int *fd2)
+{
+	r->fd = open(path, O_RDWR | O_CLOEXEC);
+	*fd2 = open(path, O_RDONLY | O_CLOEXEC);
+	if (r->fd < 0 || *fd2 < 0 || wsem_acquire(hfd, CAP))
+		return __LINE__;
+	if (polled && (poll_in(r->fd, 0) || waiters_of(hfd) != 1))
+		return __LINE__;
+	if (pthread_create(&r->thread, NULL, read_thread, r))
+		return __LINE__;
+	while (!__atomic_load_n(&r->tid, __ATOMIC_SEQ_CST))
+		usleep(1000);
+	return 0;
+}
+
+/*
  * @r's read returns 1 and the token is the process's own: the semaphore
  * (of handle @hfd, which holds CAP - 1) is full, and a write on @fd gives
  * the token back.  0, or the line of the first check that failed.
@@ -639,22 +660,12 @@ TEST_F(js, close_while_another_thread_reads)
 {
 	struct reader r = { 0 };
 	int fd, fd2;
-	pid_t tid;
 
 	if (!self->ready)
 		return;
-	fd = open(self->path, O_RDWR | O_CLOEXEC);
-	ASSERT_LE(0, fd);
-	fd2 = open(self->path, O_RDONLY | O_CLOEXEC);
-	ASSERT_LE(0, fd2);
-	ASSERT_EQ(0, wsem_acquire(self->fd, CAP));
-	EXPECT_EQ(0, poll_in(fd, 0));
-	ASSERT_EQ(1, waiters_of(self->fd));
-	r.fd = fd;
-	ASSERT_EQ(0, pthread_create(&r.thread, NULL, read_thread, &r));
-	while (!(tid = __atomic_load_n(&r.tid, __ATOMIC_SEQ_CST)))
-		usleep(1000);
-	while (!thread_sleeping(tid))
+	ASSERT_EQ(0, full_with_reader(self->path, self->fd, true, &r, &fd2));
+	fd = r.fd;
+	while (!thread_sleeping(r.tid))
 		usleep(1000);
 	EXPECT_EQ(1, waiters_of(self->fd));
 
@@ -677,20 +688,12 @@ TEST_F(js, close_while_another_thread_acquires)
 {
 	struct reader r = { 0 };
 	int fd, fd2;
-	pid_t tid;
 
 	if (!self->ready)
 		return;
-	fd = open(self->path, O_RDWR | O_CLOEXEC);
-	ASSERT_LE(0, fd);
-	fd2 = open(self->path, O_RDONLY | O_CLOEXEC);
-	ASSERT_LE(0, fd2);
-	ASSERT_EQ(0, wsem_acquire(self->fd, CAP));
-	r.fd = fd;
-	ASSERT_EQ(0, pthread_create(&r.thread, NULL, read_thread, &r));
+	ASSERT_EQ(0, full_with_reader(self->path, self->fd, false, &r, &fd2));
+	fd = r.fd;
 	ASSERT_EQ(0, wait_waiters(self->fd, 1));
-	while (!(tid = __atomic_load_n(&r.tid, __ATOMIC_SEQ_CST)))
-		usleep(1000);
 	EXPECT_EQ(0, close(fd2));
 	ASSERT_EQ(0, wsem_release(self->fd, 1));
 	EXPECT_EQ(0, reader_holds_its_token(&r, fd, self->fd));
