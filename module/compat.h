@@ -81,6 +81,21 @@ static inline void wsem_setattr_copy(struct mnt_idmap *idmap,
 #endif
 
 /*
+ * The VFS's permission check of @file's inode for @mask (MAY_READ,
+ * MAY_WRITE), through the id mapping of the mount it was opened on.
+ */
+static inline int wsem_file_permission(struct file *file, int mask)
+{
+#if defined(WSEM_HAVE_INODE_PERMISSION_MNT_IDMAP)
+	return inode_permission(file_mnt_idmap(file), file_inode(file), mask);
+#elif defined(WSEM_HAVE_INODE_PERMISSION_USERNS)
+	return inode_permission(file_mnt_user_ns(file), file_inode(file), mask);
+#else
+	return inode_permission(file_inode(file), mask);
+#endif
+}
+
+/*
  * fs.c's setattr and d_revalidate, typed as the newest kernel types them;
  * wsem_iop_setattr and wsem_d_revalidate are what the target kernel's
  * operations tables take.

@@ -20,6 +20,11 @@
  * unlink (sticky directory), chmod and chown; the semaphore's owner and
  * mode are the inode's, copied to the semaphore under the namespace's lock
  * so that the ioctl path sees them at once.
+ *
+ * WSEM_JOBSERVER_DIR ("@jobserver", which no name can be) is found by
+ * lookup in the root but not listed there; it holds each semaphore's
+ * jobserver endpoint under the semaphore's name, a fifo inode with the
+ * semaphore's owner and mode and jobserver.c's file operations.
  */
 #include <linux/fs.h>
 #include <linux/fs_context.h>
@@ -36,14 +41,21 @@
 #include "wsem.h"
 
 #define WSEMFS_ROOT_INO	1
+/* WSEM_JOBSERVER_DIR; above it the endpoints' (ida's ids stay small) */
+#define WSEMFS_JS_INO	0x80000000UL
 
 static const struct inode_operations wsemfs_dir_iops;
+static const struct inode_operations wsemfs_js_dir_iops;
 static const struct inode_operations wsemfs_file_iops;
 static const struct file_operations wsemfs_dir_fops;
 
-/* The inode of @sem's file; takes over the caller's reference to @sem. */
+/*
+ * The inode of @sem's file (@type S_IFREG) or of its jobserver endpoint
+ * (S_IFIFO, in WSEM_JOBSERVER_DIR: jobserver.c); takes over the caller's
+ * reference to @sem.  Both have the semaphore's owner and mode.
+ */
 static struct inode *wsemfs_sem_inode(struct super_block *sb,
-				      struct wsem *sem)
+				      struct wsem *sem, umode_t type)
 {
 	struct inode *inode = new_inode(sb);
 
@@ -51,28 +63,60 @@ static struct inode *wsemfs_sem_inode(struct super_block *sb,
 		wsem_put(sem);
 		return NULL;
 	}
-	inode->i_ino = WSEMFS_ROOT_INO + 1 + sem->id;
-	inode->i_mode = S_IFREG | READ_ONCE(sem->mode);
+	inode->i_ino = (type == S_IFIFO ? WSEMFS_JS_INO : WSEMFS_ROOT_INO) +
+		       1 + sem->id;
+	inode->i_mode = type | READ_ONCE(sem->mode);
 	inode->i_uid = READ_ONCE(sem->uid);
 	inode->i_gid = READ_ONCE(sem->gid);
 	inode->i_op = &wsemfs_file_iops;
-	inode->i_fop = &wsem_fops;
+	inode->i_fop = type == S_IFIFO ? &wsem_js_fops : &wsem_fops;
 	inode->i_private = sem;
 	simple_inode_init_ts(inode);
 	return inode;
 }
 
+/*
+ * WSEM_JOBSERVER_DIR, the directory of the jobserver endpoints: found by
+ * lookup in the root, never listed there (SPEC.md: the root holds the
+ * semaphores' files and nothing else); the root's owner's, read-only.
+ */
+static struct inode *wsemfs_js_dir_inode(struct inode *root)
+{
+	struct inode *inode = new_inode(root->i_sb);
+
+	if (!inode)
+		return NULL;
+	inode->i_ino = WSEMFS_JS_INO;
+	inode->i_mode = S_IFDIR | 0555;
+	inode->i_uid = root->i_uid;
+	inode->i_gid = root->i_gid;
+	inode->i_op = &wsemfs_js_dir_iops;
+	inode->i_fop = &wsemfs_dir_fops;
+	set_nlink(inode, 2);
+	simple_inode_init_ts(inode);
+	return inode;
+}
+
+/* In the root, the semaphores' files; in WSEM_JOBSERVER_DIR, endpoints. */
 static struct dentry *wsemfs_lookup(struct inode *dir, struct dentry *dentry,
 				    unsigned int flags)
 {
+	bool root = dir->i_ino == WSEMFS_ROOT_INO;
 	struct inode *inode = NULL;
 	struct wsem *sem;
 
 	if (dentry->d_name.len >= WSEM_NAME_MAX)
 		return ERR_PTR(-ENAMETOOLONG);
+	if (root && !strcmp(dentry->d_name.name, WSEM_JOBSERVER_DIR)) {
+		inode = wsemfs_js_dir_inode(dir);
+		if (!inode)
+			return ERR_PTR(-ENOMEM);
+		return d_splice_alias(inode, dentry);
+	}
 	sem = wsem_ns_find_get(dir->i_sb->s_fs_info, dentry->d_name.name);
 	if (sem) {
-		inode = wsemfs_sem_inode(dir->i_sb, sem);
+		inode = wsemfs_sem_inode(dir->i_sb, sem,
+					 root ? S_IFREG : S_IFIFO);
 		if (!inode)
 			return ERR_PTR(-ENOMEM);
 	}
@@ -135,6 +179,11 @@ static int wsemfs_unlink(struct inode *dir, struct dentry *dentry)
 	return ret;
 }
 
+/* Endpoints are neither made nor removed here: that is the semaphores'. */
+static const struct inode_operations wsemfs_js_dir_iops = {
+	.lookup		= wsemfs_lookup,
+};
+
 static const struct inode_operations wsemfs_dir_iops = {
 	.lookup		= wsemfs_lookup,
 	.unlink		= wsemfs_unlink,
@@ -178,7 +227,8 @@ int wsemfs_setattr(struct mnt_idmap *idmap, struct dentry *dentry,
 	if (ret)
 		return ret;
 	if (attr->ia_valid & ATTR_MODE)
-		attr->ia_mode = S_IFREG | (attr->ia_mode & 0777);
+		attr->ia_mode = (inode->i_mode & S_IFMT) |
+				(attr->ia_mode & 0777);
 	wsem_setattr_copy(idmap, inode, attr);
 	wsem_ns_set_owner(dentry->d_sb->s_fs_info, inode->i_private,
 			  inode->i_uid, inode->i_gid, inode->i_mode & 0777);
@@ -197,10 +247,16 @@ struct wsemfs_batch {
 	int ids[WSEMFS_BATCH];
 };
 
-/* Positions: 0 and 1 are the dots, 2 + n the n-th name in name order. */
+/*
+ * Positions: 0 and 1 are the dots, 2 + n the n-th name in name order: the
+ * semaphores' files in the root, their endpoints in WSEM_JOBSERVER_DIR.
+ */
 static int wsemfs_readdir(struct file *file, struct dir_context *ctx)
 {
-	struct wsem_ns *wns = file_inode(file)->i_sb->s_fs_info;
+	struct inode *dir = file_inode(file);
+	struct wsem_ns *wns = dir->i_sb->s_fs_info;
+	bool root = dir->i_ino == WSEMFS_ROOT_INO;
+	unsigned long ino = root ? WSEMFS_ROOT_INO : WSEMFS_JS_INO;
 	struct wsemfs_batch *b;
 	int i, n;
 
@@ -214,7 +270,8 @@ static int wsemfs_readdir(struct file *file, struct dir_context *ctx)
 				     WSEMFS_BATCH);
 		for (i = 0; i < n; i++) {
 			if (!dir_emit(ctx, b->names[i], strlen(b->names[i]),
-				      WSEMFS_ROOT_INO + 1 + b->ids[i], DT_REG))
+				      ino + 1 + b->ids[i],
+				      root ? DT_REG : DT_FIFO))
 				goto out;
 			ctx->pos++;
 		}
@@ -234,7 +291,7 @@ static void wsemfs_evict_inode(struct inode *inode)
 {
 	truncate_inode_pages_final(&inode->i_data);
 	clear_inode(inode);
-	if (S_ISREG(inode->i_mode))
+	if (!S_ISDIR(inode->i_mode))
 		wsem_put(inode->i_private);
 }
 
@@ -247,8 +304,14 @@ static int wsemfs_show_path(struct seq_file *m, struct dentry *root)
 		seq_putc(m, '/');
 		return 0;
 	}
+	if (d_is_dir(root)) {
+		seq_puts(m, "/" WSEM_JOBSERVER_DIR);
+		return 0;
+	}
 	wsemfs_show_name(root, name, sizeof(name));
-	seq_printf(m, "/%s", name);
+	seq_printf(m, "%s/%s",
+		   S_ISFIFO(d_inode(root)->i_mode) ? "/" WSEM_JOBSERVER_DIR : "",
+		   name);
 	return 0;
 }
 

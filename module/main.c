@@ -204,8 +204,14 @@ static int wsem_ioctl_open(struct file *file, struct wsem_handle *h,
 			    MAY_READ);
 }
 
-/* A new, unbound handle. */
-static struct wsem_handle *wsem_handle_alloc(void)
+/**
+ * wsem_handle_alloc() - a new, unbound handle
+ *
+ * Context: Process context, may sleep.
+ * Return: the handle with one reference (wsem_handle_close() drops it),
+ * or NULL when out of memory.
+ */
+struct wsem_handle *wsem_handle_alloc(void)
 {
 	struct wsem_handle *h = kzalloc(sizeof(*h), WSEM_GFP);
 
@@ -808,9 +814,14 @@ static ssize_t wsem_file_read(struct file *file, char __user *buf,
 	return ret;
 }
 
-static int wsem_file_release(struct inode *inode, struct file *file)
+/**
+ * wsem_handle_close() - give back all a handle holds and drop it
+ * @h: the handle, bound or not, with nobody left inside a call on it
+ *
+ * Context: Process context.
+ */
+void wsem_handle_close(struct wsem_handle *h)
 {
-	struct wsem_handle *h = file->private_data;
 	struct wsem *sem = h->sem;
 
 	if (sem) {
@@ -822,6 +833,11 @@ static int wsem_file_release(struct inode *inode, struct file *file)
 	mutex_destroy(&h->text_lock);
 	/* A granter still waking h->wqh holds the handle a moment longer. */
 	wsem_handle_put(h);
+}
+
+static int wsem_file_release(struct inode *inode, struct file *file)
+{
+	wsem_handle_close(file->private_data);
 	return 0;
 }
 

@@ -74,6 +74,18 @@ int wsem_probe(struct user_namespace *i, struct dentry *d, struct iattr *a);
 int wsem_probe(struct user_namespace *i, struct dentry *d, struct iattr *a)
 { setattr_copy(i, d_inode(d), a); return setattr_prepare(i, d, a); }'
 
+# 6.3: inode_permission() takes the mount's struct mnt_idmap ...
+probe INODE_PERMISSION_MNT_IDMAP '#include <linux/fs.h>
+int wsem_probe(struct file *f);
+int wsem_probe(struct file *f)
+{ return inode_permission(file_mnt_idmap(f), file_inode(f), MAY_READ); }'
+
+# ... 5.12 to 6.2 its struct user_namespace, 5.10 neither.
+probe INODE_PERMISSION_USERNS '#include <linux/fs.h>
+int wsem_probe(struct file *f);
+int wsem_probe(struct file *f)
+{ return inode_permission(file_mnt_user_ns(f), file_inode(f), MAY_READ); }'
+
 # 6.14: d_revalidate is told the parent and the name.
 probe D_REVALIDATE_NAME '#include <linux/dcache.h>
 static int f(struct inode *d, const struct qstr *n, struct dentry *e,

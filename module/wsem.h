@@ -7,6 +7,11 @@
  *   wsem_ns_lock (mutex)  registering and forgetting namespaces (ns.c);
  *                         lookups take no lock (RCU)
  *   wns->lock (mutex)     one namespace: its names, its per-user counts
+ *   wsem_js_lock (mutex)  which semaphores have an open jobserver
+ *                         endpoint, and how many files each (jobserver.c)
+ *   js->lock (mutex)      one semaphore's jobserver state: its processes
+ *                         and the tokens each holds; taken before the
+ *                         semaphore's lock
  *   h->text_lock (mutex)  one handle's read(2) text; taken before the
  *                         semaphore's lock (wsem_text())
  *   sem->lock (spin)      one semaphore: its counters, its wait queue, what
@@ -17,6 +22,9 @@
  *   h->wqh.lock           a handle's pollers; taken under sem->pollers.lock
  *                         by the relay of early pollers (wsem_bind()), and
  *                         by itself when an asynchronous request is told
+ *   js->wqh.lock          the pollers of a semaphore's jobserver endpoint
+ *                         files; taken under h->wqh.lock of a process's
+ *                         internal handle by the relay of its grants
  *
  * A handle is bound once, with cmpxchg_release() on h->sem, under no lock.
  * No user memory is touched and nothing is allocated under a spinlock.
@@ -252,6 +260,13 @@ static inline struct wsem *wsem_handle_sem(struct wsem_handle *h)
 }
 
 extern const struct file_operations wsem_fops;
+
+/* main.c: handles */
+struct wsem_handle *wsem_handle_alloc(void);
+void wsem_handle_close(struct wsem_handle *h);
+
+/* jobserver.c: the endpoints of WSEM_JOBSERVER_DIR */
+extern const struct file_operations wsem_js_fops;
 
 /* sem.c: the semaphore itself */
 struct wsem *wsem_alloc(u64 capacity, umode_t mode, const char *name,

@@ -29,7 +29,10 @@
  * bind-mounts single files) while the others open through those mounts,
  * and forks children that make an IPC namespace of their own, mount it,
  * pass its handles to the workers and die, so that namespaces die under
- * opens.  Every result of those calls must be one the VFS or the spec
+ * opens.  It also opens the semaphores' jobserver endpoints
+ * (MOUNT/@jobserver/NAME), keeps a few open, and reads (without blocking),
+ * writes, polls and closes them, so that workers killed at any moment hold
+ * tokens and requests through them.  Every result of those calls must be one the VFS or the spec
  * allows.  The mount points are directories of a read-only tmpfs in a
  * mount namespace of the test's own: an unmounted point creates nothing.
  *
@@ -62,6 +65,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -151,6 +155,8 @@ struct shared {
 	uint64_t fs_calls;		/* wsemfs path and mount calls */
 	uint64_t fs_opened;		/* ... handles opened by path */
 	uint64_t fs_read;		/* ... texts read and checked */
+	uint64_t js_opened;		/* jobserver endpoints opened */
+	uint64_t js_tokens;		/* ... tokens read from them */
 	uint64_t mounts;		/* ... successful mounts */
 	uint64_t umounts;		/* ... and unmounts */
 	uint64_t ns_deaths;		/* namespaces made to die */
@@ -1409,13 +1415,13 @@ static unsigned int children;	/* forked by this worker, not reaped */
 enum fs_call {
 	F_OPEN, F_READ, F_CHMOD, F_CHOWN, F_UNLINK, F_RENAME, F_LINK,
 	F_MKDIR, F_TRUNCATE, F_XATTR, F_UTIMES, F_READDIR, F_MOUNT,
-	F_UMOUNT, F_BIND, F_COUNT
+	F_UMOUNT, F_BIND, F_JOBSERVER, F_COUNT
 };
 
 static const char *const fs_name[F_COUNT] = {
 	"open", "read", "chmod", "chown", "unlink", "rename", "link",
 	"mkdir", "truncate", "setxattr", "utimensat", "getdents", "mount",
-	"umount", "bind mount",
+	"umount", "bind mount", "jobserver endpoint",
 };
 
 /*
@@ -1456,6 +1462,9 @@ static bool fs_allowed(enum fs_call c, int err)
 		return err == EINVAL || err == EBUSY || err == ENOTDIR;
 	case F_UMOUNT:
 		return err == EINVAL || err == EBUSY;
+	case F_JOBSERVER:
+		return err == EAGAIN || err == EBADF || err == ENOTDIR ||
+		       err == EMFILE;
 	default:
 		return false;
 	}
@@ -1740,15 +1749,92 @@ static void __attribute__((noreturn)) ns_child(struct rng *r)
 	_exit(0);
 }
 
+/* Jobserver endpoints the chaos thread keeps open for a while, or -1. */
+#define NJS		4
+#define JS_NAME		"fz.js"	/* mostly this one's: */
+#define JS_CAP		4	/* ... made with this capacity */
+static int js_fd[NJS] = { -1, -1, -1, -1 };
+
+/* Open the endpoint of a base semaphore (or of a missing name) at slot @i. */
+static void js_open(struct rng *r, unsigned int i)
+{
+	char path[200];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s/%s", sh->mnt[below(r, NMNT)],
+		 WSEM_JOBSERVER_DIR, chance(r, 70) ? JS_NAME : chance(r, 80) ?
+		 base[below(r, NBASE)].name : "nosuch");
+	fd = open(path, (chance(r, 70) ? O_RDWR : O_RDONLY) | O_CLOEXEC |
+		  (chance(r, 90) ? O_NONBLOCK : 0));
+	if (fs_check(F_JOBSERVER, fd, path) < 0)
+		return;
+	add(&sh->js_opened, 1);
+	if (js_fd[i] >= 0)
+		close(js_fd[i]);
+	js_fd[i] = fd;
+}
+
+/*
+ * One action on a jobserver endpoint: open, close, a read that never
+ * blocks (one byte at most, '+'), a write (its whole count, or EBADF on a
+ * read-only one), a poll (always writable).
+ */
+static void fs_jobserver(struct rng *r)
+{
+	unsigned int i = below(r, NJS);
+	struct pollfd pfd;
+	size_t len;
+	ssize_t n;
+	char buf[4];
+	int fd = js_fd[i];
+
+	if (fd < 0 || chance(r, 15)) {
+		js_open(r, i);
+		return;
+	}
+	switch (below(r, 8)) {
+	case 0:
+		close(fd);
+		js_fd[i] = -1;
+		break;
+	case 1 ... 4:
+		if (!(fcntl(fd, F_GETFL) & O_NONBLOCK))
+			break;		/* a full semaphore would block */
+		len = chance(r, 90) ? 1 + below(r, 3) : 0;
+		n = fs_check(F_JOBSERVER, read(fd, buf, len), "(read)");
+		if (n > 0)
+			add(&sh->js_tokens, 1);
+		if (n > (len ? 1 : 0) || (n == 1 && buf[0] != '+'))
+			violation("jobserver read of %zu: %zd, '%c'", len, n,
+				  buf[0]);
+		break;
+	case 5 ... 6:
+		len = below(r, 5);
+		n = fs_check(F_JOBSERVER, write(fd, "++++", len), "(write)");
+		if (n >= 0 && (size_t)n != len)
+			violation("jobserver write of %zu: %zd", len, n);
+		break;
+	default:
+		pfd.fd = fd;
+		pfd.events = chance(r, 80) ? POLLIN | POLLOUT : POLLOUT;
+		n = poll(&pfd, 1, 0);
+		if (n != 1 || !(pfd.revents & POLLOUT))
+			violation("jobserver poll: %zd, revents %#x", n,
+				  pfd.revents);
+	}
+}
+
 /* One action through wsemfs. */
 static void fs_chaos(struct rng *r)
 {
 	unsigned int k = below(r, 100);
 	pid_t pid;
 
-	if (k < 35) {
+	if (k < 30) {
 		fs_open(r);
-	} else if (k < 55) {
+	} else if (k < 45) {
+		fs_jobserver(r);
+	} else if (k < 57) {
 		fs_read(r);
 	} else if (k < 62) {
 		fs_readdir(r);
@@ -2062,6 +2148,7 @@ FIXTURE(fuzz) {
 FIXTURE_SETUP(fuzz)
 {
 	unsigned int i;
+	int fd;
 
 	for (i = 0; i < NBASE; i++)
 		self->witness[i] = -1;
@@ -2082,6 +2169,10 @@ FIXTURE_SETUP(fuzz)
 			TH_LOG("create %s: %s", base[i].name, strerror(errno));
 		}
 	}
+	/* The jobserver's own, which the ioctls leave alone (LIST checks it). */
+	fd = wsem_open(JS_NAME, O_CREAT | O_EXCL | O_CLOEXEC, 0666, JS_CAP);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(0, close(fd));
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
 		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, sh);
@@ -2188,8 +2279,12 @@ TEST_F_TIMEOUT(fuzz, ioctls, 1800)
 	       (unsigned long long)sh->fs_read, (unsigned long long)sh->mounts,
 	       (unsigned long long)sh->umounts,
 	       (unsigned long long)sh->ns_deaths);
+	TH_LOG("jobserver: %llu endpoints opened, %llu tokens read",
+	       (unsigned long long)sh->js_opened,
+	       (unsigned long long)sh->js_tokens);
 	EXPECT_LT(0, sh->fs_opened);
 	EXPECT_LT(0, sh->fs_read);
+	EXPECT_LT(0, sh->js_opened);
 	EXPECT_LT(0, sh->mounts);
 	EXPECT_LT(0, sh->umounts);
 	EXPECT_LT(0, sh->ns_deaths);

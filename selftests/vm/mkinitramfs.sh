@@ -100,6 +100,16 @@ case " $tests " in
 		[ -f "$f" ] && add_elf "$f" "$stage/bin/${f##*/}"
 	done ;;
 esac
+# GNU make, the jobserver client that jobserver_make_test.sh runs.
+case " $tests " in
+*" jobserver_make_test.sh "*)
+	mk=$(command -v make || true)
+	if [ -n "$mk" ]; then
+		add_elf "$mk" "$stage/bin/make"
+	else
+		log "mkinitramfs: no make: jobserver_make_test skips"
+	fi ;;
+esac
 # The Python tests bring Debian's python3, pip and the binding (python.sh).
 case " $tests " in
 *" python_test.sh "* | *" python_pip_test.sh "*)

@@ -29,6 +29,14 @@
  */
 #define WSEM_FS_MAGIC		0x7773656d	/* "wsem" */
 
+/*
+ * The directory of wsemfs that holds each named semaphore's jobserver
+ * endpoint (the GNU make jobserver protocol): MOUNT/@jobserver/NAME, a
+ * fifo-like file whose read(2) of one byte acquires one unit and whose
+ * write(2) gives it back.  '@' is no name character: no semaphore has it.
+ */
+#define WSEM_JOBSERVER_DIR	"@jobserver"
+
 /* A name is 1..63 bytes of [A-Za-z0-9._-], NUL-terminated in this buffer. */
 #define WSEM_NAME_MAX		64
 /* Capacities run from 1 to 2^62. */

@@ -55,12 +55,17 @@ static void print_opt_name(FILE *f, const struct cli_opt *o)
 {
 	char buf[48];
 
+	const char *sep = o->arg_optional ? "[=" : " ";
+	const char *end = o->arg_optional ? "]" : "";
+
+	if (!o->arg)
+		sep = end = "";
 	if (o->short_name)
-		snprintf(buf, sizeof(buf), "-%c, --%s%s%s", o->short_name,
-			 o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+		snprintf(buf, sizeof(buf), "-%c, --%s%s%s%s", o->short_name,
+			 o->name, sep, o->arg ? o->arg : "", end);
 	else
-		snprintf(buf, sizeof(buf), "    --%s%s%s", o->name,
-			 o->arg ? " " : "", o->arg ? o->arg : "");
+		snprintf(buf, sizeof(buf), "    --%s%s%s%s", o->name, sep,
+			 o->arg ? o->arg : "", end);
 	fprintf(f, "  %-28s", buf);
 }
 
@@ -101,7 +106,7 @@ static int take_long(struct cli_parse *p, int argc, char **argv, int *i)
 	if (!o->arg && value)
 		return cli_usage(p->synopsis, "option --%s takes no value",
 				 o->name);
-	if (o->arg && !value) {
+	if (o->arg && !value && !o->arg_optional) {
 		if (*i + 1 >= argc)
 			return cli_usage(p->synopsis,
 					 "option --%s needs a value", o->name);

@@ -33,6 +33,7 @@ struct cli_opt {
 	const char *name;	/* without the leading "--" */
 	char short_name;	/* 'n' for "-n", or 0 */
 	const char *arg;	/* what the value is called in help; NULL: a flag */
+	bool arg_optional;	/* the value comes only as --name=VALUE */
 	const char *help;	/* one line for --help */
 	bool seen;
 	const char *value;	/* the last value given */

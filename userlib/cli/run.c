@@ -21,6 +21,13 @@
  * Either way the handle is labelled with COMMAND's command line before it
  * queues, so that the holders view (wsem stat) names the job, not the
  * supervising wsem.
+ *
+ * --jobserver[=fifo|pipe]: COMMAND also gets the semaphore's jobserver
+ * endpoint (wsemfs's @jobserver/NAME) in MAKEFLAGS, " -jC
+ * --jobserver-auth=fifo:PATH" (C: the capacity) or, for pipe, two
+ * inherited descriptors opened on it, "R,W"; MAKEFLAGS it had come after.
+ * The weight run holds is the protocol's implicit token: make, ninja and
+ * cargo take their other jobs' tokens from the semaphore.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -31,6 +38,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -45,8 +54,15 @@ struct run_req {
 	mode_t mode;		/* with --create */
 	bool mode_exact;	/* --mode given: the umask is not applied */
 	bool inherit;
+	int jobserver;		/* JOBSERVER_* */
+	int js_fds[2];		/* --jobserver=pipe: read, write; or -1 */
 	char **cmd;
 };
+
+enum { JOBSERVER_NONE, JOBSERVER_FIFO, JOBSERVER_PIPE };
+
+/* Where the semaphores of this IPC namespace are files (the packages'). */
+#define WSEMFS_MOUNT	"/sys/fs/wsem"
 
 static struct cli_opt run_opts[] = {
 	{ .name = "weight", .short_name = 'w', .arg = "W",
@@ -65,6 +81,8 @@ static struct cli_opt run_opts[] = {
 	{ .name = "inherit",
 	  .help = "exec COMMAND with the handle ($WSEM_FD) instead" },
 	{ .name = "fd", .arg = "N", .help = "acquire through a reopen of N" },
+	{ .name = "jobserver", .arg = "STYLE", .arg_optional = true,
+	  .help = "MAKEFLAGS with NAME's jobserver: fifo (default) or pipe" },
 	{ .name = NULL },
 };
 
@@ -106,7 +124,111 @@ static int run_options(const struct cli_verb *verb, struct run_req *req)
 	if (ret)
 		return ret;
 	req->inherit = seen("inherit");
+	req->js_fds[0] = req->js_fds[1] = -1;
+	if (seen("jobserver")) {
+		const char *style = value("jobserver");
+
+		if (!style || !strcmp(style, "fifo"))
+			req->jobserver = JOBSERVER_FIFO;
+		else if (!strcmp(style, "pipe"))
+			req->jobserver = JOBSERVER_PIPE;
+		else
+			return cli_usage(syn, "invalid --jobserver '%s' "
+					 "(fifo or pipe)", style);
+		if (seen("fd"))
+			return cli_usage(syn, "--jobserver needs NAME or "
+					 "PATH, not --fd");
+	}
 	return cli_fd_option(syn, cli_opt(run_opts, "fd"), &req->fd);
+}
+
+/*
+ * The jobserver endpoint of @name into @buf: for a path DIR/NAME (a wsemfs
+ * file, bind-mounted perhaps) DIR/@jobserver/NAME; for a NAME, that of
+ * the wsemfs mounted at /sys/fs/wsem.  0, or an exit status after one line
+ * that says why not.
+ */
+static int jobserver_path(const char *name, char *buf, size_t len)
+{
+	const char *base = strrchr(name, '/');
+	struct statfs sf;
+	int n;
+
+	if (base) {
+		n = snprintf(buf, len, "%.*s/%s/%s", (int)(base - name), name,
+			     WSEM_JOBSERVER_DIR, base + 1);
+	} else {
+		if (statfs(WSEMFS_MOUNT, &sf) || sf.f_type != WSEM_FS_MAGIC)
+			return cli_fail_msg(WSEMFS_MOUNT, "wsemfs is not mounted "
+					    "there (mount -t wsem wsem "
+					    WSEMFS_MOUNT "), so --jobserver "
+					    "has no endpoint", CLI_EXIT_ERROR);
+		n = snprintf(buf, len, "%s/%s/%s", WSEMFS_MOUNT,
+			     WSEM_JOBSERVER_DIR, name);
+	}
+	if (n < 0 || (size_t)n >= len)
+		return cli_fail_msg(name, "path too long", CLI_EXIT_ERROR);
+	return 0;
+}
+
+/* Open the endpoint @path with @flags, inheritable, above stderr; or -1. */
+static int open_inheritable(const char *path, int flags)
+{
+	int fd = open(path, flags | O_NOCTTY), nfd, err;
+
+	if (fd < 0 || fd > STDERR_FILENO)
+		return fd;
+	nfd = fcntl(fd, F_DUPFD, STDERR_FILENO + 1);
+	err = errno;
+	close(fd);
+	errno = err;
+	return nfd;
+}
+
+/*
+ * --jobserver: MAKEFLAGS for COMMAND, " -jC --jobserver-auth=fifo:PATH"
+ * or, for pipe, "R,W" on descriptors opened here for COMMAND to inherit;
+ * MAKEFLAGS it had follow.  0, or an exit status after one line.
+ */
+static int jobserver_setup(int fd, struct run_req *req)
+{
+	const char *old = getenv("MAKEFLAGS");
+	char path[4096], auth[4200], *flags;
+	struct wsem_stat st;
+	struct stat sb;
+	int ret;
+
+	ret = jobserver_path(req->name, path, sizeof(path));
+	if (ret)
+		return ret;
+	if (stat(path, &sb))
+		return cli_fail(path, errno);
+	if (!S_ISFIFO(sb.st_mode))
+		return cli_fail_msg(path, "not a jobserver endpoint",
+				    CLI_EXIT_ERROR);
+	if (wsem_stat(fd, &st))
+		return cli_fail(req->name, errno);
+	if (req->jobserver == JOBSERVER_PIPE) {
+		req->js_fds[0] = open_inheritable(path, O_RDONLY);
+		if (req->js_fds[0] < 0)
+			return cli_fail(path, errno);
+		req->js_fds[1] = open_inheritable(path, O_WRONLY);
+		if (req->js_fds[1] < 0)
+			return cli_fail(path, errno);
+		snprintf(auth, sizeof(auth), "%d,%d", req->js_fds[0],
+			 req->js_fds[1]);
+	} else {
+		snprintf(auth, sizeof(auth), "fifo:%s", path);
+	}
+	if (asprintf(&flags, " -j%" PRIu64 " --jobserver-auth=%s%s%s",
+		     (uint64_t)st.capacity, auth, old && *old ? " " : "",
+		     old ? old : "") < 0)
+		return cli_fail_nodev("MAKEFLAGS", ENOMEM);
+	ret = setenv("MAKEFLAGS", flags, 1);
+	free(flags);
+	if (ret)
+		return cli_fail_nodev("MAKEFLAGS", errno);
+	return 0;
 }
 
 /*
@@ -388,8 +510,14 @@ int cli_run(const struct cli_verb *verb, int argc, char **argv)
 		return cli_fail_target(req.name, errno);
 	note_capacity(fd, &req);
 	label_handle(fd, &req);
-	if (cli_lease_acquire(fd, &req.lease, &ret))
+	if (req.jobserver)
+		ret = jobserver_setup(fd, &req);
+	if (!ret && cli_lease_acquire(fd, &req.lease, &ret))
 		ret = req.inherit ? become(fd, &req) : supervise(&req);
+	if (req.js_fds[0] >= 0)
+		close(req.js_fds[0]);
+	if (req.js_fds[1] >= 0)
+		close(req.js_fds[1]);
 	close(fd);
 	return ret;
 }
