@@ -24,8 +24,12 @@
  * The event wsem_spin is switched on once for the program and off at its
  * end, not around each test: each switch is live code patching on every
  * CPU, and a 6.12 guest under TCG once died of an int3 that such a patch
- * left behind (an emulator's window for code modified across vCPUs, as far
- * as we could tell; fewer switches, fewer windows).
+ * left behind, in the scheduler's ttwu_do_activate().  wsem's events are
+ * not patched there: the tracing core's saving of command names was, which
+ * hooks sched_wakeup when the first event is enabled; tracefs() (util.h)
+ * now turns that off, so only wsem's own code is patched.  An int3 still
+ * hit after the patching ended is, as far as we can tell, the emulator
+ * running code translated before the patch on another vCPU.
  *
  * Why a poll ended is read from the tracepoint wsem_spin ("end=..."), not
  * from how long it took: any other task that wants the waiter's CPU (a

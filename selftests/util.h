@@ -239,14 +239,23 @@ static inline uint64_t env_u64(const char *name, uint64_t def)
 	return v && *v ? strtoull(v, NULL, 0) : def;
 }
 
-/* Tracefs: ensure it is mounted; 0 or -1. */
+/*
+ * Tracefs: ensure it is mounted, with options/record-cmd off; 0 or -1.
+ * With record-cmd on (the default), enabling the first event hooks the
+ * scheduler's sched_switch and sched_wakeup tracepoints to save command
+ * names, and so live-patches their sites in the scheduler's own code on
+ * every CPU: ttwu_do_activate(), where a 6.12 guest under TCG once died
+ * of an int3 that the patching no longer claimed.  Our tests read pids,
+ * not names: with it off, enabling wsem's events patches only wsem's code.
+ */
 static inline int tracefs(void)
 {
 	struct statfs sfs;
 
-	if (!statfs(TRACEFS, &sfs) && sfs.f_type == TRACEFS_MAGIC)
-		return 0;
-	return mount("tracefs", TRACEFS, "tracefs", 0, NULL);
+	if ((statfs(TRACEFS, &sfs) || sfs.f_type != TRACEFS_MAGIC) &&
+	    mount("tracefs", TRACEFS, "tracefs", 0, NULL))
+		return -1;
+	return write_file(TRACEFS "/options/record-cmd", "0");
 }
 
 #endif
