@@ -57,11 +57,11 @@ if [ "$(stat -f -c %t "$MNT" 2>/dev/null)" != "7773656d" ]; then
 	mount -t wsem wsem "$MNT" || { echo "Bail out! cannot mount wsemfs"; exit 1; }
 	mounted=1
 fi
-# cargo and its rustc: the sid ones, a private home, no registry.  One
-# codegen unit and no incremental state: rustc then draws no tokens of its
-# own for these tiny crates, so that cargo's jobs are all the holders.
+# cargo and its rustc: the sid ones, a private home, no registry.  No
+# incremental state: rustc locks it with flock(2), which the debug
+# kernel (no CONFIG_FILE_LOCKING) does not have.
 export RUSTC=$SID/rustc CARGO_HOME="$T/cargo-home" CARGO_INCREMENTAL=0
-export CARGO_PROFILE_DEV_CODEGEN_UNITS=1 CARGO_TERM_COLOR=never
+export CARGO_TERM_COLOR=never
 
 # The job every client runs: "+" into LOG, a nap, "-" (appends of a line
 # are atomic, so the log's order is the true order).
@@ -97,7 +97,7 @@ mkdir -p "$T/ninja"
 } >"$T/ninja/build.ninja"
 
 makefile "$T/flat" 12
-makefile "$T/long" 100
+makefile "$T/long" 1000
 # Recursive make: three sub-makes of four jobs each, run by $(MAKE).
 mkdir -p "$T/top"
 # shellcheck disable=SC2016 # make's
@@ -294,13 +294,23 @@ t_recursive() {
 }
 
 # -j 8 would run all nine at once: cargo warns that it ignores -j for the
-# jobserver it found, and says nothing else of it.
+# jobserver it found, and says nothing else of it.  The holders seen
+# meanwhile are shown (rustc draws tokens of its own).
 t_cargo() {
 	: >"$T/log"
+	while :; do
+		snapshot | awk 'NF == 3 { print $3 }'
+		sleep 0.2
+	done >"$T/comms" 2>/dev/null &
+	spid=$!
 	WRAP_LOG=$T/log WRAP_NAP=$NAP CARGO_TARGET_DIR=$T/target \
 		wsem run "$N" --jobserver -- $SID/cargo build -j 8 --offline \
-		--manifest-path "$T/ws/Cargo.toml" 2>"$T/cargo.err" ||
-		{ cat "$T/cargo.err"; return 1; }
+		--manifest-path "$T/ws/Cargo.toml" 2>"$T/cargo.err"
+	r=$?
+	kill $spid
+	wait $spid
+	echo "# holders seen: $(sort -u "$T/comms" | tr '\n' ' ')" >&3
+	[ $r -eq 0 ] || { cat "$T/cargo.err"; return 1; }
 	ign='configured with an external jobserver in its environment, ignoring'
 	grep -qF "$ign" "$T/cargo.err" ||
 		{ cat "$T/cargo.err"; echo "no word of the jobserver"; return 1; }
@@ -321,11 +331,44 @@ alive() {
 	[ -d "/proc/$1" ]
 }
 
+# trees PID...: the processes PID... and their descendants.
+trees() {
+	for p; do
+		alive "$p" && tree "$p"
+	done
+}
+
+# ds: the time since boot in tenths of a second.
+ds() {
+	awk '{ print int($1 * 10) }' /proc/uptime
+}
+
+# settles SINCE [JOBS]: used is what B's processes hold, and JOBS (pids)
+# and their descendants (one snapshot for both), 1 s after SINCE (ds) at
+# the latest (and in at least one of two snapshots).
+settles() {
+	i=0
+	while :; do
+		# shellcheck disable=SC2046,SC2086 # lists
+		set -- $(held_by $(tree "$bpid") $(trees $2)) "$1" "$2"
+		[ "$1" = "$2" ] && return 0
+		i=$((i + 1))
+		[ $i -ge 2 ] && [ $(($(ds) - $3)) -gt 10 ] && {
+			echo "kill $k: used $1, those processes hold $2," \
+				"$(($(ds) - $3)) tenths of a second after"
+			cat "$T/snap"
+			return 1
+		}
+		set -- "$3" "$4"
+		sleep 0.1
+	done
+}
+
 # kills START_A: KILLS times, start build A beside B (bpid) with START_A K,
-# wait until A's client holds a token and SIGKILL it: within 1 s its
-# tokens and its wsem run's unit are back, used is what B's processes
-# hold; then B reaches the capacity again.  The jobs A started run on,
-# holding nothing (orphans: their pids).
+# wait until A's client holds a token and SIGKILL it.  Within 1 s what it
+# held is back: used is what B and the jobs A started hold (they run on:
+# make's recipes hold nothing; a cargo's rustc draws tokens of its own).
+# Once those jobs end, used is B's alone, and B reaches the capacity.
 kills() {
 	k=0
 	starter=$1
@@ -346,33 +389,40 @@ kills() {
 			set -- $(held_by "$cpid")
 			[ "$2" -ge 1 ] && break
 		done
-		orphans="$orphans $(tree "$cpid")"
+		ajobs=$(tree "$cpid" | grep -vx "$cpid")
+		orphans="$orphans $ajobs"
 		kt=$(date +%s)
 		from=$(($(wc -l <"$blog") + 1))
+		kd=$(ds)
 		kill -KILL "$cpid"
+		settles "$kd" "$ajobs" || return 1
+		wait "$apid"
+		apid=
 		i=0
-		while :; do
-			# shellcheck disable=SC2046 # lists
-			set -- $(held_by $(tree "$bpid"))
-			[ "$1" = "$2" ] && break
+		# shellcheck disable=SC2086 # a list
+		while [ -n "$(trees $ajobs)" ]; do
 			i=$((i + 1))
-			[ $i -gt 10 ] && {
-				echo "kill $k: 1 s after it, used $1, B holds $2"
-				cat "$T/snap"
+			[ $i -gt 600 ] && { echo "kill $k: A's jobs still run"; return 1; }
+			sleep 0.1
+		done
+		ke=$(date +%s)
+		settles "$(ds)" || return 1
+		i=0
+		while [ "$(most "$blog" "$from")" -lt $CAP ]; do
+			i=$((i + 1))
+			[ $i -gt 200 ] && {
+				echo "kill $k: B not at $CAP again; B's log since:"
+				tail -n +"$from" "$blog" | tr -d '\n'
+				echo
+				wsem stat "$N"
+				ps
 				return 1
 			}
 			sleep 0.1
 		done
-		wait "$apid"
-		apid=
-		i=0
-		while [ "$(most "$blog" "$from")" -lt $CAP ]; do
-			i=$((i + 1))
-			[ $i -gt 200 ] && { echo "kill $k: B not at $CAP again"; return 1; }
-			sleep 0.1
-		done
-		echo "# kill $k: A held a token after $((kt - ks)) s; used back" \
-			"to B's at once, B at $CAP $(($(date +%s) - kt)) s after" >&3
+		echo "# kill $k: A held a token $((kt - ks)) s after its start;" \
+			"A's jobs ended $((ke - kt)) s after the kill, B at $CAP" \
+			"$(($(date +%s) - kt)) s after" >&3
 	done
 }
 
@@ -401,10 +451,10 @@ kill_loop() {
 	return $r
 }
 
-# Build B of the kill tests: a make of 100 jobs of 1 s, which gives each
-# token back when its job ends and asks again, so that A gets its turns
-# (a cargo keeps its tokens while it has work; a cargo as B would starve
-# A).  Killed at the end.
+# Build B of the kill tests: a make of 1000 jobs of 1 s, more than any
+# kill loop here outlasts (it is killed at the end).  A make gives each
+# token back when its job ends and asks again, so that A gets its turns;
+# a cargo keeps its tokens while it has work, and would starve A.
 start_b_make() {
 	blog=$T/logB
 	start_b "$blog" wsem run "$N" --jobserver -- $SID/make -C "$T/long" \
@@ -417,8 +467,13 @@ start_a_make() {
 		LOG="$T/logA" NAP=2 >/dev/null 2>&1
 }
 
+# A's target directory starts with what cargo learnt of rustc in
+# t_cargo's (.rustc_info.json), which spares it two runs of rustc: a
+# minute on the debug kernel.
 start_a_cargo() {
-	exec env WRAP_LOG="$T/logA" WRAP_NAP=2 \
+	mkdir -p "$T/targetA$1"
+	cp "$T/target/.rustc_info.json" "$T/targetA$1/" 2>/dev/null
+	exec env WRAP_LOG="$T/logA" WRAP_NAP=1 \
 		CARGO_TARGET_DIR="$T/targetA$1" CARGO_HOME="$T/cargo-home-a" \
 		wsem run "$N" --jobserver -- $SID/cargo build -j 8 --offline \
 		--manifest-path "$T/wsA/Cargo.toml" >/dev/null 2>&1
