@@ -451,12 +451,14 @@ kill_loop() {
 	return $r
 }
 
-# Build B of the kill tests: a make of 1000 jobs of 1 s, more than any
-# kill loop here outlasts (it is killed at the end).  A make gives each
-# token back when its job ends and asks again, so that A gets its turns;
-# a cargo keeps its tokens while it has work, and would starve A.
+# start_b_make KIND: build B of the kill tests: a make of 1000 jobs of
+# 1 s, more than any kill loop here outlasts (it is killed at the end).  A
+# make gives each token back when its job ends and asks again, so that A
+# gets its turns; a cargo keeps its tokens while it has work, and would
+# starve A.  The log is KIND's own: a recipe that an earlier B started as
+# it was killed (after its processes were listed) may still write its "-".
 start_b_make() {
-	blog=$T/logB
+	blog=$T/logB.$1
 	start_b "$blog" wsem run "$N" --jobserver -- $SID/make -C "$T/long" \
 		LOG="$blog" NAP=1
 }
@@ -480,12 +482,12 @@ start_a_cargo() {
 }
 
 t_make_kill() {
-	start_b_make
+	start_b_make make
 	kill_loop start_a_make
 }
 
 t_cargo_kill() {
-	start_b_make
+	start_b_make cargo
 	kill_loop start_a_cargo
 }
 
