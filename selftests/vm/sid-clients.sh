@@ -141,5 +141,6 @@ add_sid_clients() {
 		sid_clients_note fail "taking the clients from $cdir failed"
 		return 0
 	fi
+	# shellcheck disable=SC2034 # mkinitramfs.sh's
 	sid_archive=$cache/opt.cpio.gz
 }
