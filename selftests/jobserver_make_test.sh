@@ -295,11 +295,12 @@ kill_build() {
 	[ -n "$m" ] || { echo "no make under wsem run $2"; return 1; }
 	echo K >>"$T/log"
 	kill -KILL "$m"
-	ended=$(lines "$T/log" "- $1")
 	wait "$2"
 	r=$?
 	[ $r -eq 137 ] || { echo "wsem run of $1 exited $r, want 137"; return 1; }
-	# Its recipes (sleep 1.5) were killed: none of them ends from now on.
+	# wsem run has ended the recipes (sleep 1.5) before it exited (one may
+	# have ended on its own before that): none of them ends from now on.
+	ended=$(lines "$T/log" "- $1")
 	sleep 2
 	[ "$(lines "$T/log" "- $1")" -eq "$ended" ] ||
 		{ echo "a recipe of $1 ran on after its make was killed"; return 1; }
