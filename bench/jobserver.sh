@@ -62,11 +62,11 @@ gen() {
 SRC := $(wildcard *.c)
 all: $(SRC:.c=.s)
 %.s: %.c
-	@echo + >>$(LOG); cc1 -quiet -O2 $< -o $@; echo - >>$(LOG)
+	@echo + >>$(LOG); cc1 -quiet -ffreestanding -O2 $< -o $@; echo - >>$(LOG)
 EOM
 }
 for b in b1 b2 b3; do gen $b; done
-printf 'all: b1 b2 b3\nb%%:\n\t@$(MAKE) -s -C $@ LOG=$(LOG)\n.PHONY: all b1 b2 b3\n' \
+printf 'all: b1 b2 b3\nb1 b2 b3:\n\t@$(MAKE) -s -C $@ LOG=$(LOG)\n.PHONY: all b1 b2 b3\n' \
 	>top.mk
 wsem create lim $C --mode 0666 || exit 1
 mount -t wsem wsem /sys/fs/wsem 2>/dev/null
