@@ -41,6 +41,11 @@
 #                   with this tree's, in the same boot: a before / after
 #                   table in build/bench-ba/last/compare.txt;
 #                   WSEM_BENCH_SCENARIOS=a,b runs only those scenarios
+# make bench-jobserver  three builds of FILES (default 200) generated C files
+#                   each at once in one VM: one wsem limit through
+#                   --jobserver, a plain make jobserver pipe, each -jC
+#                   alone, one after another; wall and CPU time of each
+#                   (bench/jobserver.sh; results in build/bench-jobserver/)
 # make bench-host   the same program on this machine (needs /dev/wsem, or root
 #                   and a built ./wsem.ko); results in build/bench-host/
 # make lint         W=1 -Werror, sparse, kernel-doc, checkpatch, uapi header
@@ -56,7 +61,8 @@ cmd_arg = '$(subst ','\'',$(value CMD))'
 
 .PHONY: all module userlib selftests test check check-debug check-distro \
 	check-host vm demo \
-	install deb lint deps clean bench bench-host bench-bin storm fuzz
+	install deb lint deps clean bench bench-host bench-bin storm fuzz \
+	bench-jobserver
 
 all: userlib selftests
 ifneq ($(wildcard $(KDIR)/Makefile),)
@@ -150,6 +156,10 @@ bench: bench-bin
 
 bench-host: bench-bin
 	@bash bench/run.sh host
+
+bench-jobserver: userlib
+	@bash $(VM)/deps.sh
+	@bash bench/jobserver.sh $(KVER)
 
 clean:
 	-$(MAKE) -C userlib clean

@@ -3,11 +3,16 @@
 #
 # The jobserver endpoint with the host's real GNU make (Debian 12's make
 # 4.3 speaks the pipe style): "wsem run NAME --jobserver=pipe -- make"
-# runs a Makefile of JOBS recipes that each log their start and end, so
-# that the log tells how many ran at once.  Never more than the capacity,
-# more than one at some point, and nothing used afterwards; a make killed
-# with SIGKILL mid-build leaves nothing used either.  Runs as root in the
-# test VM (mkinitramfs.sh brings make along for it); TAP on stdout.
+# runs recipes that each log their start and end, with their build's ID,
+# in one shared log, so that the log tells how many ran at once, in one
+# build and in all.  Never more than the capacity, and the capacity
+# reached; recursive make; two builds at once by two users, and one in a
+# container that sees the semaphore only through a bind mount of wsemfs; a
+# client writing more bytes than it read; makes killed with SIGKILL
+# mid-build, again and again, beside another build: that build gets their
+# tokens at once, the jobs they leave are ended (wsem run is their
+# subreaper), nothing stays used.  Runs as root in the test VM
+# (mkinitramfs.sh brings make along for it); TAP on stdout.
 
 if [ ! -c /dev/wsem ]; then
 	echo "1..0 # SKIP no /dev/wsem: the wsem module is not loaded"
@@ -18,9 +23,9 @@ if ! command -v make >/dev/null; then
 	exit 4
 fi
 T=$(mktemp -d /tmp/jobserver_make_test.XXXXXX) || exit 1
+chmod 0777 "$T"
 N=jsmake$$
 CAP=3
-JOBS=10
 MNT=/sys/fs/wsem
 mounted=
 unmounted_msg=
@@ -32,18 +37,42 @@ if [ "$(stat -f -c %t "$MNT" 2>/dev/null)" != "7773656d" ]; then
 	mounted=1
 fi
 
-# JOBS recipes; each appends "+" when it starts and "-" when it ends
-# (appends of a line are atomic, so the log's order is the true order).
-{
-	printf 'all:'
-	i=0
-	while [ $i -lt $JOBS ]; do
-		printf ' j%d' $i
-		i=$((i + 1))
-	done
-	printf '\n\nj%%:\n\t@echo + >>$(LOG); sleep $(NAP); echo - >>$(LOG)\n'
-	printf '.PHONY: all\n'
-} >"$T/Makefile"
+# Recipes j1..jJ; each appends "+ ID" to LOG when it starts and "- ID"
+# when it ends (appends of a line are atomic: the log's order is the true
+# order).  "sub": S sub-makes of this Makefile through $(MAKE), each a
+# build of its own ID, s1 of 2 jobs and the others of 5 (s1, which held a
+# token, ends while the others want more).  "cheat": a job that reads one
+# token through the endpoint once the builds are under way, in the queue
+# with everyone, and writes back more, again and again.
+cat >"$T/Makefile" <<'EOT'
+J ?= 10
+ID ?= a
+all: $(patsubst %,j%,$(shell seq 1 $(J)))
+j%:
+	@echo + $(ID) >>$(LOG); sleep $(NAP); echo - $(ID) >>$(LOG)
+sub: $(patsubst %,s%,$(shell seq 1 $(S)))
+s%:
+	@$(MAKE) -s -f $(firstword $(MAKEFILE_LIST)) J=$(if $(filter s1,$@),2,5) ID=$@
+cheat:
+	@sh $(CURDIR)/cheat.sh $(EP) $(LOG)
+.PHONY: all sub cheat
+EOT
+# The cheat: a job (it logs as "x") whose shell reads a token (a blocking
+# read: it waits its turn), writes back four, then three more every 0.1 s
+# for 2 s (while the makes hold tokens), and three on a new descriptor.
+cat >"$T/cheat.sh" <<'EOT'
+echo + x >>"$2"
+sleep 1
+exec 5<>"$1" && read -r -n 1 tok <&5 && printf '++++' >&5 || exit 1
+i=0
+while [ $i -lt 20 ]; do
+	printf '+++' >&5
+	sleep 0.1
+	i=$((i + 1))
+done
+printf '+++' >"$1" && echo "cheated $tok" >&2
+echo - x >>"$2"
+EOT
 
 n=0
 fails=0
@@ -61,10 +90,20 @@ check() {
 	fi
 }
 
-# most LOG: the most recipes that ran at once.
+# most LOG [ID] [K]: the most recipes that ran at once (of build ID
+# alone); with K, only since the last line "K" (a make killed there).
 most() {
-	awk '$1 == "+" { c++; if (c > m) m = c } $1 == "-" { c-- }
-	     END { print m + 0 }' "$1"
+	awk -v id="${2:-}" -v k="${3:-}" '
+	    $1 == "K" { if (k) m = c; next }
+	    id != "" && $2 != id { next }
+	    $1 == "+" { c++; if (c > m) m = c }
+	    $1 == "-" { c-- }
+	    END { print m + 0 }' "$1"
+}
+
+# lines LOG WHAT: how many lines are WHAT ("+ a": recipes of a started).
+lines() {
+	grep -c "^$2\$" "$1"
 }
 
 # used: the semaphore's used weight.
@@ -72,26 +111,56 @@ used() {
 	wsem stat "$N" --json | sed -n 's/.*"used":\([0-9]*\).*/\1/p'
 }
 
-# wait_used W: up to 5 s for used to be W.
+# wait_used W [TENTHS]: up to TENTHS (default 50) tenths of a second for
+# used to be W.
 wait_used() {
 	i=0
 	while [ "$(used)" != "$1" ]; do
 		i=$((i + 1))
-		[ $i -gt 50 ] && { echo "used is $(used), want $1"; return 1; }
+		[ $i -gt "${2:-50}" ] && { echo "used is $(used), want $1"; return 1; }
 		sleep 0.1
 	done
 }
 
+# wait_lines LOG WHAT COUNT: up to 10 s for COUNT lines WHAT in LOG.
+wait_lines() {
+	i=0
+	while [ "$(lines "$1" "$2")" -lt "$3" ]; do
+		i=$((i + 1))
+		[ $i -gt 100 ] && { echo "no $3 lines '$2' in 10 s"; return 1; }
+		sleep 0.1
+	done
+}
+
+# build ID [MAKE ARGS...]: make in $T under wsem run --jobserver=pipe,
+# logging to $T/log, its stderr in $T/ID.err.
+build() {
+	id=$1
+	shift
+	wsem run "$N" --jobserver=pipe -- \
+		make -C "$T" LOG="$T/log" ID="$id" "$@" 2>"$T/$id.err"
+}
+
+# quiet ID: whether build ID's make said nothing of the jobserver (such
+# as "INTERNAL: Exiting with N jobserver tokens available").
+quiet() {
+	cat "$T/$1.err"
+	! grep -qi jobserver "$T/$1.err"
+}
+
+# at_most M [ID] [K]: whether at most M recipes (of ID; since the last
+# kill with K) ran at once, and exactly M at some point.
+at_most() {
+	m=$(most "$T/log" "${2:-}" "${3:-}")
+	echo "# at most $m at once${2:+ in $2}${3:+ since the last kill}" >&3
+	[ "$m" -eq "$1" ] || { echo "at most $m at once, want $1"; return 1; }
+}
+
 t_build() {
 	: >"$T/log"
-	wsem run "$N" --jobserver=pipe -- \
-		make -C "$T" LOG="$T/log" NAP=0.3 2>"$T/make.err" || return 1
-	cat "$T/make.err"
-	! grep -q jobserver "$T/make.err" || return 1
-	[ "$(grep -c + "$T/log")" -eq $JOBS ] || return 1
-	m=$(most "$T/log")
-	echo "# at most $m at once" >&3
-	[ "$m" -le $CAP ] && [ "$m" -gt 1 ] && wait_used 0
+	build a NAP=0.3 || return 1
+	quiet a && [ "$(lines "$T/log" "+ a")" -eq 10 ] && at_most $CAP &&
+	wait_used 0
 }
 
 # The same with MAKEFLAGS the user had: they are kept, after ours.
@@ -104,39 +173,172 @@ t_user_makeflags() {
 	[ "$(most "$T/log")" -le $CAP ] && wait_used 0
 }
 
+# Recursive make: 3 sub-makes of 2, 5 and 5 jobs share the 3 tokens.
+t_recursive() {
+	: >"$T/log"
+	build top sub S=3 NAP=0.3 || return 1
+	quiet top && [ "$(grep -c '^+ s' "$T/log")" -eq 12 ] &&
+	at_most $CAP && wait_used 0
+}
+
+# A job of build a writes more bytes than it read while a and b run: had
+# the bytes released a token someone else holds, the two would together
+# run more than CAP at once.  Nothing is left used.
+t_extra_bytes() {
+	: >"$T/log"
+	build a cheat all J=12 NAP=0.3 EP="$MNT/@jobserver/$N" &
+	pa=$!
+	build b J=12 NAP=0.3
+	rb=$?
+	wait $pa
+	ra=$?
+	[ $ra -eq 0 ] && [ $rb -eq 0 ] && quiet a && quiet b || return 1
+	grep -q "^cheated +" "$T/a.err" || return 1
+	at_most $CAP && wait_used 0
+}
+
+# Two builds at once, root's and nobody's: CAP at most, and reached, in
+# all; the one log is writable by both.
+t_two_users() {
+	: >"$T/log"
+	chmod 0666 "$T/log"
+	rm -f "$T/u.err"
+	build a J=12 NAP=0.3 &
+	pa=$!
+	su -s /bin/sh -c "wsem run $N --jobserver=pipe -- make -C $T \
+		LOG=$T/log ID=u J=12 NAP=0.3 2>$T/u.err" nobody
+	ru=$?
+	wait $pa
+	ra=$?
+	echo "root's build exited $ra, nobody's $ru"
+	[ $ra -eq 0 ] && [ $ru -eq 0 ] && quiet a && quiet u || return 1
+	[ "$(lines "$T/log" "+ a")" -eq 12 ] &&
+	[ "$(lines "$T/log" "+ u")" -eq 12 ] &&
+	at_most $CAP && wait_used 0
+}
+
+# rerooted CMD...: CMD in a mount namespace whose root is a mount (a
+# recursive bind of /, moved onto / as switch_root does), as on a real
+# host: the guest's root is the initramfs, which the pivot_root() of
+# bubblewrap cannot leave (EINVAL), as container_test explains.
+rerooted() {
+	unshare -m sh -c 'mount --make-rprivate / && d=$(mktemp -d) &&
+		mount --rbind / "$d" && cd "$d" && mount --move . / &&
+		exec chroot . "$@"' sh "$@"
+}
+
+# Build c in a container (bubblewrap: its own user, mount, PID, IPC, UTS
+# and network namespaces, a root of its own with the programs read-only,
+# no /sys) where wsemfs is only a bind mount of the host's on
+# /run/limits, beside build a on the host.
+t_container() {
+	if ! command -v bwrap >/dev/null; then
+		echo "no bwrap in this guest (mkinitramfs.sh brings it)"
+		return 1
+	fi
+	: >"$T/log"
+	build a J=12 NAP=0.3 &
+	pa=$!
+	rerooted bwrap --unshare-all --die-with-parent \
+		--ro-bind /bin /bin --ro-bind /lib /lib --ro-bind-try /lib64 /lib64 \
+		--ro-bind /etc /etc --bind "$T" "$T" --dev /dev --proc /proc \
+		--bind "$MNT" /run/limits -- \
+		wsem run "/run/limits/$N" --jobserver=pipe -- make -C "$T" \
+		LOG="$T/log" ID=c J=12 NAP=0.3 2>"$T/c.err"
+	rc=$?
+	cat "$T/c.err"
+	wait $pa
+	ra=$?
+	echo "the host's build exited $ra, the container's $rc"
+	[ $ra -eq 0 ] && [ $rc -eq 0 ] && quiet a && quiet c || return 1
+	[ "$(lines "$T/log" "+ c")" -eq 12 ] && at_most $CAP && wait_used 0
+}
+
+# children PID: the processes whose parent is PID, from /proc/N/stat,
+# "N (COMM) STATE PPID ..." (the children file needs CONFIG_PROC_CHILDREN).
+children() {
+	parent=$1
+	for f in /proc/[0-9]*/stat; do
+		read -r line 2>/dev/null <"$f" || continue
+		# shellcheck disable=SC2086 # the fields after COMM
+		set -- ${line##*) }
+		[ "${2:-}" = "$parent" ] || continue
+		f=${f#/proc/}
+		echo "${f%/stat}"
+	done
+}
+
+# make_of PID: the make that the wsem run below shell PID supervises
+# (PID's child, or PID itself, is wsem run).
+make_of() {
+	for p in $1 $(children "$1"); do
+		for c in $(children "$p"); do
+			[ "$(cat "/proc/$c/comm" 2>/dev/null)" = make ] &&
+				echo "$c" && return 0
+		done
+	done
+	return 1
+}
+
+# end_build PID: SIGTERM the make of wsem run PID (it ends its recipes),
+# and wait for it.
+end_build() {
+	m=$(make_of "$1") && kill -TERM "$m"
+	wait "$1"
+}
+
+# kill_build ID PID: SIGKILL the make of wsem run PID (build ID) once one
+# of its recipes runs; wsem run must exit 137 having ended that recipe.
+kill_build() {
+	wait_lines "$T/log" "+ $1" 1 || return 1
+	m=$(make_of "$2")
+	[ -n "$m" ] || { echo "no make under wsem run $2"; return 1; }
+	echo K >>"$T/log"
+	kill -KILL "$m"
+	wait "$2"
+	r=$?
+	[ $r -eq 137 ] || { echo "wsem run of $1 exited $r, want 137"; return 1; }
+	# wsem run has ended the recipes (sleep 1.5) before it exited (one may
+	# have ended on its own before that): none of them ends from now on.
+	ended=$(lines "$T/log" "- $1")
+	sleep 2
+	[ "$(lines "$T/log" "- $1")" -eq "$ended" ] ||
+		{ echo "a recipe of $1 ran on after its make was killed"; return 1; }
+}
+
 # An endpoint descriptor stays open throughout (make and its recipes
 # inherit it too): the tokens must go back at make's death, not only when
 # the endpoint's last file goes.
 t_sigkill() {
 	exec 7<"$MNT/@jobserver/$N"
-	sigkill_build
+	: >"$T/log"
+	build k J=10 NAP=1.5 &
+	pk=$!
+	wait_lines "$T/log" "+ k" $CAP && [ "$(used)" = $CAP ] &&
+	kill_build k $pk && wait_used 0
 	r=$?
 	exec 7<&-
 	return $r
 }
 
-sigkill_build() {
+# Build b runs 90 jobs; three times a build k starts beside it and has
+# its make killed: each time all CAP tokens are b's again within a
+# second, and after the last kill b runs CAP at once again.
+t_kill_again() {
 	: >"$T/log"
-	wsem run "$N" --jobserver=pipe -- \
-		make -C "$T" LOG="$T/log" NAP=3 2>/dev/null &
-	wpid=$!
-	i=0
-	r=0
-	while [ "$(grep -c + "$T/log")" -lt $CAP ]; do
-		i=$((i + 1))
-		[ $i -gt 100 ] && { echo "the build did not start"; r=1; break; }
-		sleep 0.1
+	build b J=90 NAP=0.5 &
+	pb=$!
+	wait_lines "$T/log" "+ b" $CAP || return 1
+	for round in 1 2 3; do
+		build "k$round" J=10 NAP=1.5 &
+		kill_build "k$round" $! && wait_used $CAP 10 || {
+			echo "round $round"
+			end_build $pb
+			return 1
+		}
 	done
-	[ "$(used)" = $CAP ] || { echo "used is $(used) mid-build"; r=1; }
-	mpid=$(pidof make)
-	[ -n "$mpid" ] || { echo "no make running"; r=1; }
-	kill -KILL $mpid
-	wait $wpid
-	echo "wsem run exited $?"
-	wait_used 0 || r=1
-	# The recipes make started run on, holding nothing; let them end.
-	sleep 3.5
-	return $r
+	wait $pb || return 1
+	quiet b && at_most $CAP b && at_most $CAP b K && wait_used 0
 }
 
 # The default style, fifo, by NAME and by PATH: the endpoint's path.
@@ -180,9 +382,14 @@ exec 3>&1
 check "--jobserver: fifo style by NAME and by PATH" t_fifo_style
 check "--jobserver without wsemfs at $MNT: one line, exit 1" t_unmounted
 check "--jobserver=socket and --jobserver --fd N: usage errors" t_usage
-check "make -j through the endpoint: at most $CAP at once, more than 1" t_build
+check "make -j through the endpoint: $CAP at once, never more" t_build
 check "MAKEFLAGS the user had are kept, after ours" t_user_makeflags
-check "make killed with SIGKILL mid-build: nothing stays used" t_sigkill
+check "recursive make: 3 sub-makes share the $CAP tokens" t_recursive
+check "a job writing more bytes than it read makes no token" t_extra_bytes
+check "root's and nobody's builds at once: $CAP in all, never more" t_two_users
+check "a build in a container through a bind mount, one on the host" t_container
+check "make killed with SIGKILL: its jobs ended, nothing stays used" t_sigkill
+check "makes killed again and again: the other build gets their tokens" t_kill_again
 check "nothing used at the end" wait_used 0
 
 wsem rm "$N"

@@ -270,7 +270,11 @@ TEST_F(js, read_and_write_on_two_descriptors)
 	EXPECT_EQ(0, close(wfd));
 }
 
-/* A write from a process that holds nothing changes nothing. */
+/*
+ * A write from a process that holds nothing changes nothing; one of more
+ * bytes than the process holds gives back what it holds and no more: the
+ * other process's token stays held.
+ */
 TEST_F(js, write_from_another_process_is_discarded)
 {
 	struct report r;
@@ -290,10 +294,15 @@ TEST_F(js, write_from_another_process_is_discarded)
 		long n = write(fd, "++", 2);
 
 		report(p[1], n, errno);
+		n = read1(fd, &c) == 1 && used_of(self->fd) == 2 ?
+			write(fd, "+++", 3) : -1;
+		report(p[1], n == 3 ? (long)used_of(self->fd) : -1, errno);
 		_exit(0);
 	}
 	ASSERT_EQ(0, get_report(p[0], &r));
 	EXPECT_EQ(2, r.ret);
+	ASSERT_EQ(0, get_report(p[0], &r));
+	EXPECT_EQ(1, r.ret);
 	EXPECT_EQ(0, reap(pid));
 	EXPECT_EQ(1, used_of(self->fd));
 	EXPECT_EQ(1, write(fd, &c, 1));

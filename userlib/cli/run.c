@@ -27,9 +27,12 @@
  * --jobserver-auth=fifo:PATH" (C: the capacity) or, for pipe, two
  * inherited descriptors opened on it, "R,W"; MAKEFLAGS it had come after.
  * The weight run holds is the protocol's implicit token: make, ninja and
- * cargo take their other jobs' tokens from the semaphore.
+ * cargo take their other jobs' tokens from the semaphore.  A supervised
+ * --jobserver run also ends what COMMAND leaves running when a signal
+ * kills it: see end_orphans().
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -408,12 +411,13 @@ static void child(pid_t parent, const sigset_t *oldmask,
 }
 
 /*
- * COMMAND's exit status, or 128 + the signal that killed it.  COMMAND is
+ * COMMAND's exit status, or 128 + the signal that killed it (and then
+ * *@killed is true: 128 + N from an exit is an exit).  COMMAND is
  * waited for without reaping it first (WNOWAIT): until it is reaped its
  * pid is no one else's, so forward() cannot signal a stranger; then the
  * forwarded signals are blocked, forward() is disarmed, and it is reaped.
  */
-static int wait_child(pid_t pid, const sigset_t *fwd)
+static int wait_child(pid_t pid, const sigset_t *fwd, bool *killed)
 {
 	siginfo_t si;
 	int status;
@@ -428,9 +432,83 @@ static int wait_child(pid_t pid, const sigset_t *fwd)
 		if (errno != EINTR)
 			return cli_fail_nodev("waitpid", errno);
 	}
+	*killed = WIFSIGNALED(status);
 	if (WIFSIGNALED(status))
 		return 128 + WTERMSIG(status);
 	return WEXITSTATUS(status);
+}
+
+/* The parent of process @pid (a /proc entry's name), or -1. */
+static pid_t parent_of(const char *pid)
+{
+	char path[300], buf[512], *end;
+	int ppid = -1;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%s/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	/* "PID (COMM) STATE PPID ...": COMM may hold anything but ")". */
+	end = strrchr(buf, ')');
+	if (!end || sscanf(end + 1, " %*c %d", &ppid) != 1)
+		return -1;
+	return ppid;
+}
+
+/*
+ * Kill with SIGKILL every child this process has (COMMAND's orphans, since
+ * COMMAND itself is reaped), found by their parent in /proc; whether there
+ * was one.  No pid found can be a stranger's: a child's pid stays its own
+ * until its parent, this process, reaps it.
+ */
+static bool kill_children(void)
+{
+	DIR *proc = opendir("/proc");
+	pid_t self = getpid();
+	struct dirent *e;
+	bool any = false;
+
+	if (!proc)
+		return false;
+	while ((e = readdir(proc))) {
+		if (e->d_name[0] < '1' || e->d_name[0] > '9' ||
+		    parent_of(e->d_name) != self)
+			continue;
+		kill((pid_t)atoi(e->d_name), SIGKILL);
+		any = true;
+	}
+	closedir(proc);
+	return any;
+}
+
+/*
+ * --jobserver: the jobs make starts hold no token of their own, make holds
+ * them.  When a signal kills make, its tokens go back at once (the kernel
+ * releases what a process holds when it dies), so jobs it leaves running
+ * would run beside the ones other builds now start with those tokens.  A
+ * make that can (SIGINT, SIGTERM) ends its jobs itself; SIGKILL leaves
+ * them.  So wsem is their subreaper (PR_SET_CHILD_SUBREAPER: COMMAND's
+ * orphans become wsem's children), and when COMMAND died of a signal it
+ * kills them, and what they leave in turn, until it has no child left.
+ * A COMMAND that exits is left as it is: make waits for its jobs, and a
+ * daemon a build starts on purpose is not wsem's to end.  Reads /proc
+ * (each process's parent): without it nothing is ended.
+ */
+static void end_orphans(void)
+{
+	while (kill_children()) {
+		while (waitpid(-1, NULL, 0) < 0 && errno == EINTR)
+			;
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;
+	}
 }
 
 /* Supervised: run COMMAND as a child holding nothing, wait, pass on. */
@@ -438,12 +516,18 @@ static int supervise(const struct run_req *req)
 {
 	sigset_t all, old;
 	pid_t parent = getpid(), pid;
+	bool killed = false;
 	size_t i;
+	int ret;
 
 	sigemptyset(&all);
 	for (i = 0; i < NR_FORWARDED; i++)
 		sigaddset(&all, forwarded[i]);
 	sigprocmask(SIG_BLOCK, &all, &old);
+	if (req->jobserver && prctl(PR_SET_CHILD_SUBREAPER, 1)) {
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		return cli_fail_nodev("PR_SET_CHILD_SUBREAPER", errno);
+	}
 	start_forwarding();
 	fflush(NULL);
 	pid = fork();
@@ -455,7 +539,10 @@ static int supervise(const struct run_req *req)
 	}
 	child_pid = pid;
 	sigprocmask(SIG_SETMASK, &old, NULL);
-	return wait_child(pid, &all);
+	ret = wait_child(pid, &all, &killed);
+	if (req->jobserver && killed)
+		end_orphans();
+	return ret;
 }
 
 /*
