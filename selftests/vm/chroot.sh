@@ -34,6 +34,11 @@ PACKAGES="build-essential kmod linux-headers-amd64 linux-image-amd64 dkms"
 # libssl-dev for the certificate tools, cpio and rsync for the packaging
 # scripts), as linux-source-7.2 recommends.
 DEBUG_PACKAGES="linux-source-7.2 bc bison flex cpio libelf-dev libssl-dev rsync"
+# sid's chroot also lends the guests the jobserver clients newer than
+# bookworm's (jobserver_clients_test.sh; mkinitramfs.sh's add_sid_clients):
+# make 4.4.1 (the fifo style), ninja 1.13, cargo (with rustc), and patchelf
+# to make copies of them run on the guest's bookworm userland.
+CLIENT_PACKAGES="make ninja-build cargo patchelf"
 
 force= cached_only=
 while getopts fn opt; do
@@ -47,7 +52,7 @@ shift $((OPTIND - 1))
 [ $# -eq 1 ] || die "usage: chroot.sh [-f | -n] RELEASE"
 release=$1
 case $release in
-sid | unstable) PACKAGES="$PACKAGES $DEBUG_PACKAGES" ;;
+sid | unstable) PACKAGES="$PACKAGES $DEBUG_PACKAGES $CLIENT_PACKAGES" ;;
 esac
 
 key=$( {

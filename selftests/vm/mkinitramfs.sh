@@ -110,6 +110,15 @@ case " $tests " in
 		log "mkinitramfs: no make: jobserver_make_test skips"
 	fi ;;
 esac
+# jobserver_clients_test.sh: Debian sid's make 4.4.1, ninja, cargo and rustc
+# under /opt/sid (sid-clients.sh), an archive of their own appended to ours.
+sid_archive=''
+case " $tests " in
+*" jobserver_clients_test.sh "*)
+	. "$VMDIR/sid-clients.sh"
+	add_sid_clients
+	;;
+esac
 # The Python tests bring Debian's python3, pip and the binding (python.sh).
 case " $tests " in
 *" python_test.sh "* | *" python_pip_test.sh "*)
@@ -149,5 +158,8 @@ chmod 0755 "$stage/init" "$stage/runtests.sh"
 
 (cd "$stage" && find . | LC_ALL=C sort |
 	cpio -o -H newc -R 0:0 --quiet) | gzip -1 >"$out.tmp"
+if [ -n "$sid_archive" ]; then
+	cat "$sid_archive" >>"$out.tmp"
+fi
 mv "$out.tmp" "$out"
 rm -rf "$stage"
