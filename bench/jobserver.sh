@@ -12,8 +12,12 @@
 #   serial    the three -jC builds one after another
 #
 # For each: the wall time, the CPU time the guest spent (user + system of
-# all CPUs, from /proc/stat) and the most compilers that ran at once, and
-# the wall and CPU time as ratios to wsem's.  Prints the table; results
+# all CPUs, from /proc/stat), the CPU time charged to the builds' own
+# processes (reaped children's user + system), the most compilers that ran
+# at once, and the wall and CPU time as ratios to wsem's.  The ways run in
+# a rotated order, one more each run.  Under TCG a guest's CPU second is a
+# second its vCPU thread ran or waited for the host, so the CPU column is
+# only as clean as the host is quiet.  Prints medians and each run; results
 # in build/bench-jobserver/results.txt.
 #
 # usage: jobserver.sh [KVER]        (FILES=N, default 200; RUNS=N, default 1)
@@ -72,6 +76,9 @@ wsem create lim $C --mode 0666 || exit 1
 mount -t wsem wsem /sys/fs/wsem 2>/dev/null
 
 busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
+# reaped: the user + system ticks of this shell's reaped children, and so
+# of every process of the builds (each parent reaps its own and adds them).
+reaped() { awk '{ print $16 + $17 }' /proc/$$/stat; }
 now() { cut -d' ' -f1 /proc/uptime; }
 most() { awk '$1 == "+" { c++; if (c > m) m = c } $1 == "-" { c-- } END { print m + 0 }' log; }
 
@@ -81,6 +88,7 @@ way() {
 	: >log
 	t0=$(now)
 	c0=$(busy)
+	r0=$(reaped)
 	case $1 in
 	wsem)
 		for b in b1 b2 b3; do
@@ -96,14 +104,19 @@ way() {
 	esac
 	t1=$(now)
 	c1=$(busy)
+	r1=$(reaped)
 	n=$(ls b*/*.s | wc -l)
 	[ "$n" -eq $((3 * FILES)) ] || echo "# $1: $n of $((3 * FILES)) built"
-	echo "@@way $1 $(echo "$t1 - $t0" | bc) $(( (c1 - c0) )) $(most) $(wsem stat lim --json | sed -n 's/.*"used":\([0-9]*\).*/\1/p')"
+	echo "@@way $1 $(echo "$t1 - $t0" | bc) $((c1 - c0)) $(most) $(wsem stat lim --json | sed -n 's/.*"used":\([0-9]*\).*/\1/p') $((r1 - r0))"
 }
 echo "# $C CPUs, $FILES files per build, $RUNS runs"
+# Run r starts with way r mod 4, so that no way always runs first (on a
+# cold page cache) or always after the same one.
+set -- wsem pipe each serial
 r=0
 while [ $r -lt $RUNS ]; do
-	for w in wsem pipe each serial; do way $w; done
+	for w in "$@"; do way $w; done
+	set -- "$2" "$3" "$4" "$1"
 	r=$((r + 1))
 done
 EOT
@@ -116,10 +129,14 @@ WSEM_VM_BINS="$cc1 $mk" "$ROOT/selftests/vm/run.sh" ${kver:+-k "$kver"} \
 	-T 3000 -m cmd -c "$cmd" >"$OUT/console.txt" 2>&1 ||
 	die "the VM failed: $OUT/console.txt"
 hz=$(getconf CLK_TCK)
-# One row per way: the medians over the runs of wall and CPU seconds.
+# One row per way: the medians over the runs of the wall seconds, of the
+# guest's busy CPU seconds and of the CPU seconds the builds' processes
+# were charged; then every run's own figures.
 awk -v hz="$hz" '
-	/^@@way / { n[$2]++; w[$2, n[$2]] = $3; c[$2, n[$2]] = $4 / hz
-		    if ($5 > m[$2]) m[$2] = $5; u[$2] = $6 }
+	/^@@way / { k = $2; i = ++n[k]; w[k, i] = $3; c[k, i] = $4 / hz
+		    p[k, i] = $7 / hz; if ($5 > m[k]) m[k] = $5; u[k] = $6
+		    runs = runs sprintf("%-8s %8.1f %8.1f %8.1f %3d\n", k, $3,
+					$4 / hz, $7 / hz, $5) }
 	/^# [0-9]+ CPUs/ { head = substr($0, 3) }
 	function med(a, k, cnt,   i, j, t, v) {
 		for (i = 1; i <= cnt; i++) v[i] = a[k, i]
@@ -128,17 +145,21 @@ awk -v hz="$hz" '
 		return v[int((cnt + 1) / 2)]
 	}
 	END {
-		print "jobserver bench: " head
-		printf "%-10s %9s %9s %7s %9s %8s %s\n", "way", "wall s",
-		       "CPU s", "at once", "wall/wsem", "CPU/wsem", "used after"
+		print "jobserver bench: " head "; medians"
+		printf "%-8s %8s %8s %8s %7s %9s %8s %s\n", "way", "wall s",
+		       "CPU s", "jobs s", "at once", "wall/wsem", "CPU/wsem",
+		       "used after"
 		split("wsem pipe each serial", ways, " ")
 		bw = med(w, "wsem", n["wsem"]); bc = med(c, "wsem", n["wsem"])
 		for (i = 1; i <= 4; i++) {
 			k = ways[i]
 			if (!n[k]) continue
 			ww = med(w, k, n[k]); cc = med(c, k, n[k])
-			printf "%-10s %9.1f %9.1f %7d %9.2f %8.2f %s\n", k, ww, cc,
-			       m[k], ww / bw, cc / bc, u[k]
+			printf "%-8s %8.1f %8.1f %8.1f %7d %9.2f %8.2f %s\n", k,
+			       ww, cc, med(p, k, n[k]), m[k], ww / bw, cc / bc,
+			       u[k]
 		}
+		printf "\neach run, in the order run (wall, CPU, jobs, at once):\n%s",
+		       runs
 	}' "$OUT/console.txt" | tee "$OUT/results.txt"
 grep -q '^wsem ' "$OUT/results.txt" || die "no figures: $OUT/console.txt"
