@@ -150,48 +150,11 @@ EOT
 chmod 0755 "$T/wrap"
 export RUSTC_WRAPPER="$T/wrap"
 
-n=0
-fails=0
-# check DESCRIPTION CMD...: one TAP line for CMD's exit status, and how
-# long it took.
-check() {
-	d=$1
-	shift
-	n=$((n + 1))
-	s=$(date +%s)
-	if "$@" >"$T/out" 2>"$T/err"; then
-		echo "ok $n $d"
-	else
-		echo "not ok $n $d"
-		sed 's/^/# /' "$T/out" "$T/err"
-		fails=$((fails + 1))
-	fi
-	echo "# $(($(date +%s) - s)) s"
-}
-
-# most LOG [FROM]: the most jobs that ran at once, counting only the
-# starts from line FROM of LOG on.
-most() {
-	awk -v from="${2:-1}" '
-	$1 == "+" { c++; if (NR >= from && c > m) m = c }
-	$1 == "-" { c-- }
-	END { print m + 0 }' "$1"
-}
-
-# used [NAME]: the semaphore's used weight.
-used() {
-	wsem stat "${1:-$N}" --json | sed -n 's/.*"used":\([0-9]*\).*/\1/p'
-}
-
-# wait_used W: up to 5 s for used to be W.
-wait_used() {
-	i=0
-	while [ "$(used)" != "$1" ]; do
-		i=$((i + 1))
-		[ $i -gt 50 ] && { echo "used is $(used), want $1"; return 1; }
-		sleep 0.1
-	done
-}
+# Each check says how long it took.
+# shellcheck disable=SC2034 # util.sh's check reads it
+check_secs=1
+# shellcheck source-path=SCRIPTDIR source=util.sh
+. "$(dirname "$0")/util.sh"
 
 # snapshot: "used U" then "PID WEIGHT COMM" for each holder.
 snapshot() {
@@ -408,7 +371,7 @@ kills() {
 		ke=$(date +%s)
 		settles "$(ds)" || return 1
 		i=0
-		while [ "$(most "$blog" "$from")" -lt $CAP ]; do
+		while [ "$(most "$blog" "" "$from")" -lt $CAP ]; do
 			i=$((i + 1))
 			[ $i -gt 200 ] && {
 				echo "kill $k: B not at $CAP again; B's log since:"
@@ -508,5 +471,4 @@ wsem rm "$N"
 wsem rm "$N1"
 [ -n "$mounted" ] && umount "$MNT"
 rm -rf "$T"
-echo "1..$n"
-[ $fails -eq 0 ]
+tap_end

@@ -74,52 +74,12 @@ printf '+++' >"$1" && echo "cheated $tok" >&2
 echo - x >>"$2"
 EOT
 
-n=0
-fails=0
-# check DESCRIPTION CMD...: one TAP line for CMD's exit status.
-check() {
-	d=$1
-	shift
-	n=$((n + 1))
-	if "$@" >"$T/out" 2>"$T/err"; then
-		echo "ok $n $d"
-	else
-		echo "not ok $n $d"
-		sed 's/^/# /' "$T/out" "$T/err"
-		fails=$((fails + 1))
-	fi
-}
-
-# most LOG [ID] [K]: the most recipes that ran at once (of build ID
-# alone); with K, only since the last line "K" (a make killed there).
-most() {
-	awk -v id="${2:-}" -v k="${3:-}" '
-	    $1 == "K" { if (k) m = c; next }
-	    id != "" && $2 != id { next }
-	    $1 == "+" { c++; if (c > m) m = c }
-	    $1 == "-" { c-- }
-	    END { print m + 0 }' "$1"
-}
+# shellcheck source-path=SCRIPTDIR source=util.sh
+. "$(dirname "$0")/util.sh"
 
 # lines LOG WHAT: how many lines are WHAT ("+ a": recipes of a started).
 lines() {
 	grep -c "^$2\$" "$1"
-}
-
-# used: the semaphore's used weight.
-used() {
-	wsem stat "$N" --json | sed -n 's/.*"used":\([0-9]*\).*/\1/p'
-}
-
-# wait_used W [TENTHS]: up to TENTHS (default 50) tenths of a second for
-# used to be W.
-wait_used() {
-	i=0
-	while [ "$(used)" != "$1" ]; do
-		i=$((i + 1))
-		[ $i -gt "${2:-50}" ] && { echo "used is $(used), want $1"; return 1; }
-		sleep 0.1
-	done
 }
 
 # wait_lines LOG WHAT COUNT: up to 10 s for COUNT lines WHAT in LOG.
@@ -314,7 +274,7 @@ t_sigkill() {
 	: >"$T/log"
 	build k J=10 NAP=1.5 &
 	pk=$!
-	wait_lines "$T/log" "+ k" $CAP && [ "$(used)" = $CAP ] &&
+	wait_lines "$T/log" "+ k" $CAP && [ "$(used "$N")" = $CAP ] &&
 	kill_build k $pk && wait_used 0
 	r=$?
 	exec 7<&-
@@ -395,5 +355,4 @@ check "nothing used at the end" wait_used 0
 wsem rm "$N"
 [ -n "$mounted" ] && umount "$MNT"
 rm -rf "$T"
-echo "1..$n"
-[ $fails -eq 0 ]
+tap_end

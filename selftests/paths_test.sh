@@ -22,21 +22,8 @@ mount -t wsem none "$M" || { echo "Bail out! mount -t wsem failed"; exit 1; }
 wsem create "$N" 4 --mode 0666 || { echo "Bail out! create failed"; exit 1; }
 exec 8<>"$M/$N"
 
-n=0
-fails=0
-# check DESCRIPTION CMD...: one TAP line for CMD's exit status.
-check() {
-	d=$1
-	shift
-	n=$((n + 1))
-	if "$@" >"$T/out" 2>"$T/err"; then
-		echo "ok $n $d"
-	else
-		echo "not ok $n $d"
-		sed 's/^/# /' "$T/out" "$T/err"
-		fails=$((fails + 1))
-	fi
-}
+# shellcheck source-path=SCRIPTDIR source=util.sh
+. "$(dirname "$0")/util.sh"
 
 # key FILE KEY: KEY's value in the JSON object in FILE.
 key() {
@@ -149,5 +136,4 @@ check "rm PATH removes the semaphore; the handle goes on" t_rm_path
 exec 8>&-
 umount "$M"
 rm -rf "$T"
-echo "1..$n"
-[ $fails -eq 0 ]
+tap_end

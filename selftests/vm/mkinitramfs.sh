@@ -83,6 +83,8 @@ for f in ${WSEM_VM_BINS:-}; do
 	[ -f "$f" ] || die "no $f (WSEM_VM_BINS)"
 	add_elf "$f" "$stage/bin/$(basename "$f")"
 done
+# What the shell tests source (not a test: no _test in its name).
+cp "$ROOT/selftests/util.sh" "$stage/selftests/util.sh"
 tests=
 for t in $(list_tests); do
 	f=$ROOT/selftests/$t

@@ -1,0 +1,69 @@
+# SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=sh
+# Helpers that more than one shell selftest needs, as util.h is for the C
+# ones: TAP lines, the most jobs a log shows at once, a semaphore's used
+# weight.  Sourced by the test ("$(dirname "$0")/util.sh": mkinitramfs.sh
+# puts it beside the tests in the guest), which sets T (its scratch
+# directory) and N (its semaphore, for wait_used); n and fails count
+# the checks and the failed ones.  Plain sh: busybox ash and bash alike.
+# shellcheck disable=SC2154 # T and N: the test's
+
+n=0
+fails=0
+
+# check DESCRIPTION CMD...: one TAP line for CMD's exit status; after a
+# "not ok", what CMD printed, commented.  With check_secs set, how long
+# it took, in a comment line of its own.
+check() {
+	d=$1
+	shift
+	n=$((n + 1))
+	s=$(date +%s)
+	if "$@" >"$T/out" 2>"$T/err"; then
+		echo "ok $n $d"
+	else
+		echo "not ok $n $d"
+		sed 's/^/# /' "$T/out" "$T/err"
+		fails=$((fails + 1))
+	fi
+	if [ -n "${check_secs:-}" ]; then
+		echo "# $(($(date +%s) - s)) s"
+	fi
+}
+
+# most LOG [ID] [FROM]: the most jobs that ran at once, from LOG's lines
+# "+ ID" (a job of build ID started) and "- ID" (ended): of build ID
+# alone unless ID is empty; with FROM, counting only the starts from line
+# FROM on, or, FROM being K, since the last line "K" (a build killed
+# there).
+most() {
+	awk -v id="${2:-}" -v from="${3:-1}" '
+	$1 == "K" { if (from == "K") m = c; next }
+	id != "" && $2 != id { next }
+	$1 == "+" { c++; if ((from == "K" || NR >= from + 0) && c > m) m = c }
+	$1 == "-" { c-- }
+	END { print m + 0 }' "$1"
+}
+
+# used NAME: the semaphore's used weight.
+used() {
+	wsem stat "$1" --json | sed -n 's/.*"used":\([0-9]*\).*/\1/p'
+}
+
+# wait_used W [TENTHS]: up to TENTHS (default 50) tenths of a second for
+# N's used to be W.
+wait_used() {
+	i=0
+	while [ "$(used "$N")" != "$1" ]; do
+		i=$((i + 1))
+		[ $i -gt "${2:-50}" ] &&
+			{ echo "used is $(used "$N"), want $1"; return 1; }
+		sleep 0.1
+	done
+}
+
+# tap_end: the TAP plan, last; true if every check passed.
+tap_end() {
+	echo "1..$n"
+	[ $fails -eq 0 ]
+}
