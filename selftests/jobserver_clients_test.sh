@@ -63,10 +63,11 @@ fi
 export RUSTC=$SID/rustc CARGO_HOME="$T/cargo-home" CARGO_INCREMENTAL=0
 export CARGO_TERM_COLOR=never
 
-# The job every client runs: "+" into LOG, a nap, "-" (appends of a line
-# are atomic, so the log's order is the true order).
+# The job every client runs: "+ ID" into LOG, a nap, "- ID" (appends of
+# a line are atomic, so the log's order is the true order; ID tells the
+# builds that share a log apart).
 # shellcheck disable=SC2016 # make's and ninja's variables, not sh's
-JOB='echo + >>$(LOG); sleep $(NAP); echo - >>$(LOG)'
+JOB='echo + $(ID) >>$(LOG); sleep $(NAP); echo - $(ID) >>$(LOG)'
 
 # makefile DIR JOBS: a Makefile of JOBS independent jobs in DIR.
 makefile() {
@@ -82,20 +83,23 @@ makefile() {
 	} >"$1/Makefile"
 }
 
-# The same for ninja: 12 jobs.
-mkdir -p "$T/ninja"
-# shellcheck disable=SC2016 # sed's
-{
-	printf 'LOG = %s\nNAP = %s\n' "$T/log" $NAP
-	printf 'rule job\n  command = %s\n' \
-		"$(echo "$JOB" | sed 's/\$(\([A-Z]*\))/$\1/g')"
-	i=0
-	while [ $i -lt 12 ]; do
-		printf 'build j%d: job\n' $i
-		i=$((i + 1))
-	done
-} >"$T/ninja/build.ninja"
+# ninjafile DIR JOBS LOG [ID]: the same for ninja, its LOG and ID fixed.
+ninjafile() {
+	mkdir -p "$1"
+	# shellcheck disable=SC2016 # sed's
+	{
+		printf 'LOG = %s\nNAP = %s\nID = %s\n' "$3" $NAP "${4:-}"
+		printf 'rule job\n  command = %s\n' \
+			"$(echo "$JOB" | sed 's/\$(\([A-Z]*\))/$\1/g')"
+		i=0
+		while [ "$i" -lt "$2" ]; do
+			printf 'build j%d: job\n' "$i"
+			i=$((i + 1))
+		done
+	} >"$1/build.ninja"
+}
 
+ninjafile "$T/ninja" 12 "$T/log"
 makefile "$T/flat" 12
 makefile "$T/long" 1000
 # Recursive make: three sub-makes of four jobs each, run by $(MAKE).
@@ -149,6 +153,46 @@ exec "$@"
 EOT
 chmod 0755 "$T/wrap"
 export RUSTC_WRAPPER="$T/wrap"
+
+# Root's and nobody's builds (t_two_users): nobody's ninja of 12 jobs in
+# a folder of nobody's (ninja writes its .ninja_log there), both logging
+# into T/logU.
+chmod 0755 "$T"
+ninjafile "$T/ninjaU" 12 "$T/logU" u
+chown nobody "$T/ninjaU"
+
+# A make of four jobs and a cheat (t_extra_bytes), beside a ninja of 30.
+makefile "$T/cheat" 4
+# shellcheck disable=SC2016 # make's
+printf 'all: cheat\ncheat:\n\t@sh %s $(LOG)\n.PHONY: cheat\n' \
+	"$T/cheat.sh" >>"$T/cheat/Makefile"
+ninjafile "$T/ninjaB" 30 "$T/logX" b
+# The cheat, a job that is a jobserver client itself (as a linker's LTO
+# is): it finds the fifo in MAKEFLAGS, as clients do, and once the builds
+# are under way, 10 times: reads a token (a blocking read: it waits its
+# turn in the queue), writes back four bytes on that descriptor and three
+# on one opened anew (its close gives back what the process holds), in
+# one order or the other.  It logs as "x" in LOG.
+cat >"$T/cheat.sh" <<'EOT'
+ep=$(echo "$MAKEFLAGS" | sed -n 's/.*--jobserver-auth=fifo:\([^ ]*\).*/\1/p')
+[ -p "$ep" ] || { echo "no fifo in MAKEFLAGS: $MAKEFLAGS" >&2; exit 1; }
+echo + x >>"$1"
+sleep 1
+exec 5<>"$ep" || exit 1
+i=0
+while [ $i -lt 10 ]; do
+	read -r -n 1 tok <&5 || exit 1
+	if [ $((i % 2)) -eq 0 ]; then
+		printf '++++' >&5 && printf '+++' >"$ep"
+	else
+		printf '+++' >"$ep" && printf '++++' >&5
+	fi || exit 1
+	sleep 0.1
+	i=$((i + 1))
+done
+echo "cheated $i times: $tok" >&2
+echo - x >>"$1"
+EOT
 
 # Each check says how long it took.
 # shellcheck disable=SC2034 # util.sh's check reads it
@@ -279,6 +323,63 @@ t_cargo() {
 		{ cat "$T/cargo.err"; echo "no word of the jobserver"; return 1; }
 	grep -vF "$ign" "$T/cargo.err" >"$T/cargo.err2"
 	client_ran "$T/log" 9 "$T/cargo.err2"
+}
+
+# Root's make and nobody's ninja at once, on the one semaphore (mode
+# 0666), into one log: at most CAP jobs at once in all, and CAP; jobs of
+# both at some point at once; ninja (nobody's) found the endpoint.
+t_two_users() {
+	: >"$T/logU"
+	chmod 0666 "$T/logU"
+	wsem run "$N" --jobserver -- $SID/make -C "$T/flat" LOG="$T/logU" \
+		ID=r NAP=$NAP 2>"$T/r.err" &
+	pr=$!
+	su -s /bin/sh -c "wsem run $N --jobserver -- $SID/ninja -C $T/ninjaU \
+		>$T/ninjaU/out 2>$T/ninjaU/err" nobody
+	ru=$?
+	wait $pr
+	rr=$?
+	echo "root's make exited $rr, nobody's ninja $ru"
+	cat "$T/ninjaU/out"
+	[ $rr -eq 0 ] && [ $ru -eq 0 ] || return 1
+	cat "$T/r.err" "$T/ninjaU/err" >"$T/ru.err"
+	client_ran "$T/logU" 24 "$T/ru.err" || return 1
+	[ "$(grep -c '^+ r$' "$T/logU")" -eq 12 ] &&
+	[ "$(grep -c '^+ u$' "$T/logU")" -eq 12 ] || return 1
+	awk '$1 == "+" { c[$2]++; if (c["r"] && c["u"]) both = 1 }
+	     $1 == "-" { c[$2]-- }
+	     END { exit !both }' "$T/logU" ||
+		{ echo "no job of one ran beside a job of the other"; return 1; }
+	grep -q "Jobserver mode detected: *-j$CAP --jobserver-auth=fifo:$FIFO\$" \
+		"$T/ninjaU/out"
+}
+
+# The cheat in make A beside ninja B, into one log: had its bytes
+# released tokens that others hold, the builds would together run more
+# than CAP at once; had they lost one, B would not reach CAP after the
+# cheat (when A has ended).  Nothing is used afterwards.
+t_extra_bytes() {
+	: >"$T/logX"
+	wsem run "$N" --jobserver -- $SID/make -C "$T/cheat" LOG="$T/logX" \
+		ID=a NAP=$NAP 2>"$T/a.err" &
+	pa=$!
+	wsem run "$N" --jobserver -- $SID/ninja -C "$T/ninjaB" \
+		>"$T/b.out" 2>"$T/b.err"
+	rb=$?
+	wait $pa
+	ra=$?
+	echo "make A exited $ra, ninja B $rb"
+	if [ $ra -ne 0 ] || [ $rb -ne 0 ]; then
+		cat "$T/b.out"
+		return 1
+	fi
+	grep "^cheated 10 times" "$T/a.err" || return 1
+	cat "$T/a.err" "$T/b.err" >"$T/ab.err"
+	client_ran "$T/logX" 35 "$T/ab.err" || return 1
+	x=$(grep -n '^- x$' "$T/logX" | cut -d: -f1)
+	m=$(most "$T/logX" b "$x")
+	echo "# B after the cheat: at most $m at once" >&3
+	[ "$m" -eq $CAP ] || { echo "B not at $CAP after the cheat"; return 1; }
 }
 
 # start_b LOG CMD...: start build B in the background (bpid: its wsem run).
@@ -465,6 +566,10 @@ check "make 4.4.1 SIGKILLed beside another: used back at once, other at $CAP" \
 	t_make_kill
 check "cargo SIGKILLed beside a make: used back at once, make at $CAP" \
 	t_cargo_kill
+check "root's make 4.4.1 and nobody's ninja at once: $CAP in all, never more" \
+	t_two_users
+check "a job of make 4.4.1 writing more bytes than it read makes no token" \
+	t_extra_bytes
 check "nothing used at the end" wait_used 0
 
 wsem rm "$N"
