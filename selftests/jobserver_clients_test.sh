@@ -161,32 +161,32 @@ chmod 0755 "$T"
 ninjafile "$T/ninjaU" 12 "$T/logU" u
 chown nobody "$T/ninjaU"
 
-# A make of four jobs and a cheat (t_extra_bytes), beside a ninja of 30.
-makefile "$T/cheat" 4
+# A make whose one job is a cheat (t_extra_bytes), beside a make of 60.
+mkdir -p "$T/cheat"
 # shellcheck disable=SC2016 # make's
-printf 'all: cheat\ncheat:\n\t@sh %s $(LOG)\n.PHONY: cheat\n' \
-	"$T/cheat.sh" >>"$T/cheat/Makefile"
-ninjafile "$T/ninjaB" 30 "$T/logX" b
+printf 'all: cheat\ncheat:\n\t@sh %s $(LOG)\n.PHONY: all cheat\n' \
+	"$T/cheat.sh" >"$T/cheat/Makefile"
+makefile "$T/many" 60
 # The cheat, a job that is a jobserver client itself (as a linker's LTO
-# is): it finds the fifo in MAKEFLAGS, as clients do, and once the builds
-# are under way, 10 times: reads a token (a blocking read: it waits its
-# turn in the queue), writes back four bytes on that descriptor and three
-# on one opened anew (its close gives back what the process holds), in
-# one order or the other.  It logs as "x" in LOG.
+# is): it finds the fifo in MAKEFLAGS, as clients do, opens it twice as
+# make does (stdin to read, stdout to write), and once the builds are
+# under way, 10 times: reads a token (a blocking read: it waits its turn
+# in the queue), writes back four bytes, and 0.1 s later, holding
+# nothing, three more.  No redirection in the loop: the shell's dup2()
+# over an endpoint descriptor is a close, which ends what the process
+# holds and its entry, and bytes written then would be those of a
+# process that holds nothing and read nothing.  It logs as "x" in LOG.
 cat >"$T/cheat.sh" <<'EOT'
 ep=$(echo "$MAKEFLAGS" | sed -n 's/.*--jobserver-auth=fifo:\([^ ]*\).*/\1/p')
 [ -p "$ep" ] || { echo "no fifo in MAKEFLAGS: $MAKEFLAGS" >&2; exit 1; }
 echo + x >>"$1"
 sleep 1
-exec 5<>"$ep" || exit 1
+exec <"$ep" >"$ep" || exit 1
 i=0
 while [ $i -lt 10 ]; do
-	read -r -n 1 tok <&5 || exit 1
-	if [ $((i % 2)) -eq 0 ]; then
-		printf '++++' >&5 && printf '+++' >"$ep"
-	else
-		printf '+++' >"$ep" && printf '++++' >&5
-	fi || exit 1
+	read -r -n 1 tok && printf '++++' || exit 1
+	sleep 0.1
+	printf '+++' || exit 1
 	sleep 0.1
 	i=$((i + 1))
 done
@@ -354,28 +354,28 @@ t_two_users() {
 		"$T/ninjaU/out"
 }
 
-# The cheat in make A beside ninja B, into one log: had its bytes
-# released tokens that others hold, the builds would together run more
-# than CAP at once; had they lost one, B would not reach CAP after the
-# cheat (when A has ended).  Nothing is used afterwards.
+# The cheat in make A beside make B, into one log.  The builds' wsem
+# runs hold two of the three units, so the token left alternates between
+# B and the cheat.  Had the cheat's bytes released a token that B holds,
+# B, which waits for one more in poll() (in the queue), would start
+# another job on it at once, and the builds would together run more than
+# CAP at once; had they lost one, B would not reach CAP after the cheat
+# (A has ended then).  Nothing is used afterwards.
 t_extra_bytes() {
 	: >"$T/logX"
 	wsem run "$N" --jobserver -- $SID/make -C "$T/cheat" LOG="$T/logX" \
 		ID=a NAP=$NAP 2>"$T/a.err" &
 	pa=$!
-	wsem run "$N" --jobserver -- $SID/ninja -C "$T/ninjaB" \
-		>"$T/b.out" 2>"$T/b.err"
+	wsem run "$N" --jobserver -- $SID/make -C "$T/many" LOG="$T/logX" \
+		ID=b NAP=$NAP 2>"$T/b.err"
 	rb=$?
 	wait $pa
 	ra=$?
-	echo "make A exited $ra, ninja B $rb"
-	if [ $ra -ne 0 ] || [ $rb -ne 0 ]; then
-		cat "$T/b.out"
-		return 1
-	fi
+	echo "make A exited $ra, make B $rb"
+	[ $ra -eq 0 ] && [ $rb -eq 0 ] || return 1
 	grep "^cheated 10 times" "$T/a.err" || return 1
 	cat "$T/a.err" "$T/b.err" >"$T/ab.err"
-	client_ran "$T/logX" 35 "$T/ab.err" || return 1
+	client_ran "$T/logX" 61 "$T/ab.err" || return 1
 	x=$(grep -n '^- x$' "$T/logX" | cut -d: -f1)
 	m=$(most "$T/logX" b "$x")
 	echo "# B after the cheat: at most $m at once" >&3
