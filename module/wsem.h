@@ -26,7 +26,9 @@
  *                         files; taken under h->wqh.lock of a process's
  *                         internal handle by the relay of its grants
  *
- * A handle is bound once, with cmpxchg_release() on h->sem, under no lock.
+ * A handle is bound once, with cmpxchg_release() on h->sem under h->wqh.lock
+ * (wsem_bind(), against a poller queueing itself), and read under no lock
+ * with wsem_handle_sem()'s acquire.
  * No user memory is touched and nothing is allocated under a spinlock.
  *
  * Lifetimes: a semaphore has a reference per bound handle (wsem_bind()),
