@@ -312,8 +312,9 @@ struct wsem_ns *wsem_ns_get(bool create);
 void wsem_ns_put(struct wsem_ns *wns);
 struct wsem *wsem_ns_find_get(struct wsem_ns *wns, const char *name);
 int wsem_ns_unlink_sem(struct wsem_ns *wns, struct wsem *sem);
-void wsem_ns_set_owner(struct wsem_ns *wns, struct wsem *sem, kuid_t uid,
-		       kgid_t gid, umode_t mode);
+void wsem_ns_set_owner(struct wsem_ns *wns, struct wsem *sem,
+		       unsigned int valid, kuid_t uid, kgid_t gid,
+		       umode_t mode);
 int wsem_ns_names_at(struct wsem_ns *wns, loff_t pos, char *names, int *ids,
 		     int max);
 bool wsem_ns_is_current(const struct wsem_ns *wns);
