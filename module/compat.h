@@ -80,6 +80,37 @@ static inline void wsem_setattr_copy(struct mnt_idmap *idmap,
 }
 #endif
 
+/* The new owner and group a chown of @inode asks for, as the fs's ids. */
+#ifdef WSEM_HAVE_IATTR_VFSUID
+static inline kuid_t wsem_attr_uid(struct mnt_idmap *idmap,
+				   const struct inode *inode,
+				   const struct iattr *attr)
+{
+	return from_vfsuid(idmap, i_user_ns(inode), attr->ia_vfsuid);
+}
+
+static inline kgid_t wsem_attr_gid(struct mnt_idmap *idmap,
+				   const struct inode *inode,
+				   const struct iattr *attr)
+{
+	return from_vfsgid(idmap, i_user_ns(inode), attr->ia_vfsgid);
+}
+#else
+static inline kuid_t wsem_attr_uid(struct mnt_idmap *idmap,
+				   const struct inode *inode,
+				   const struct iattr *attr)
+{
+	return attr->ia_uid;
+}
+
+static inline kgid_t wsem_attr_gid(struct mnt_idmap *idmap,
+				   const struct inode *inode,
+				   const struct iattr *attr)
+{
+	return attr->ia_gid;
+}
+#endif
+
 /*
  * The VFS's permission check of @file's inode for @mask (MAY_READ,
  * MAY_WRITE), through the id mapping of the mount it was opened on.
@@ -95,22 +126,81 @@ static inline int wsem_file_permission(struct file *file, int mask)
 #endif
 }
 
+/* stat(2)'s answer from @inode: with the request mask since 6.6. */
+#if defined(WSEM_HAVE_GENERIC_FILLATTR_MASK)
+static inline void wsem_generic_fillattr(struct mnt_idmap *idmap,
+					 u32 request_mask,
+					 struct inode *inode,
+					 struct kstat *stat)
+{
+	generic_fillattr(idmap, request_mask, inode, stat);
+}
+#elif defined(WSEM_HAVE_IOP_MNT_IDMAP) || defined(WSEM_HAVE_IOP_USERNS)
+static inline void wsem_generic_fillattr(struct mnt_idmap *idmap,
+					 u32 request_mask,
+					 struct inode *inode,
+					 struct kstat *stat)
+{
+	generic_fillattr(idmap, inode, stat);
+}
+#else
+static inline void wsem_generic_fillattr(struct mnt_idmap *idmap,
+					 u32 request_mask,
+					 struct inode *inode,
+					 struct kstat *stat)
+{
+	generic_fillattr(inode, stat);
+}
+#endif
+
 /*
- * fs.c's setattr and d_revalidate, typed as the newest kernel types them;
- * wsem_iop_setattr and wsem_d_revalidate are what the target kernel's
+ * fs.c's setattr, getattr, permission and d_revalidate, typed as the
+ * newest kernel types them; wsem_iop_setattr, wsem_iop_getattr,
+ * wsem_iop_permission and wsem_d_revalidate are what the target kernel's
  * operations tables take.
  */
 int wsemfs_setattr(struct mnt_idmap *idmap, struct dentry *dentry,
 		   struct iattr *attr);
+int wsemfs_getattr(struct mnt_idmap *idmap, const struct path *path,
+		   struct kstat *stat, u32 request_mask,
+		   unsigned int query_flags);
 int wsemfs_d_revalidate(struct inode *dir, const struct qstr *name,
 			struct dentry *dentry, unsigned int flags);
+int wsemfs_permission(struct mnt_idmap *idmap, struct inode *inode, int mask);
 
 #if defined(WSEM_HAVE_IOP_MNT_IDMAP) || defined(WSEM_HAVE_IOP_USERNS)
 #define wsem_iop_setattr	wsemfs_setattr
+#define wsem_iop_getattr	wsemfs_getattr
+#define wsem_iop_permission	wsemfs_permission
+
+static inline int wsem_generic_permission(struct mnt_idmap *idmap,
+					  struct inode *inode, int mask)
+{
+	return generic_permission(idmap, inode, mask);
+}
 #else
 static inline int wsem_iop_setattr(struct dentry *dentry, struct iattr *attr)
 {
 	return wsemfs_setattr(&init_user_ns, dentry, attr);
+}
+
+static inline int wsem_iop_getattr(const struct path *path,
+				   struct kstat *stat, u32 request_mask,
+				   unsigned int query_flags)
+{
+	return wsemfs_getattr(&init_user_ns, path, stat, request_mask,
+			      query_flags);
+}
+
+static inline int wsem_iop_permission(struct inode *inode, int mask)
+{
+	return wsemfs_permission(&init_user_ns, inode, mask);
+}
+
+static inline int wsem_generic_permission(struct mnt_idmap *idmap,
+					  struct inode *inode, int mask)
+{
+	return generic_permission(inode, mask);
 }
 #endif
 

@@ -76,6 +76,29 @@ static struct inode *wsemfs_sem_inode(struct super_block *sb,
 }
 
 /*
+ * A semaphore's file and its endpoint are two inodes of one semaphore, and
+ * chmod or chown of either goes to the semaphore (wsemfs_setattr()).  An
+ * inode whose dentry is kept (open, bind-mounted) is not looked up anew,
+ * so each takes the owner and mode from the semaphore again before it is
+ * checked (wsemfs_permission(), wsemfs_setattr()), stat'ed
+ * (wsemfs_getattr()) or found by a path walk (wsemfs_d_revalidate()), as
+ * procfs does for its pid inodes.  Under no lock: each field is the old
+ * or the new one, as readers of @sem see it, and a refresh that read the
+ * old ones may store them after a newer one did; the next refresh mends
+ * it, and every use of the fields refreshes first.  The semaphore alone
+ * holds the truth: nothing reads it back from an inode.
+ */
+static void wsemfs_refresh_inode(struct inode *inode)
+{
+	const struct wsem *sem = inode->i_private;
+
+	WRITE_ONCE(inode->i_mode,
+		   (inode->i_mode & S_IFMT) | READ_ONCE(sem->mode));
+	WRITE_ONCE(inode->i_uid, READ_ONCE(sem->uid));
+	WRITE_ONCE(inode->i_gid, READ_ONCE(sem->gid));
+}
+
+/*
  * WSEM_JOBSERVER_DIR, the directory of the jobserver endpoints: found by
  * lookup in the root, never listed there (SPEC.md: the root holds the
  * semaphores' files and nothing else); the root's owner's, read-only.
@@ -131,6 +154,7 @@ static struct dentry *wsemfs_lookup(struct inode *dir, struct dentry *dentry,
  * @flags: the lookup's flags
  *
  * A name is still there while its semaphore is linked; a miss never is.
+ * A file's or endpoint's inode takes its semaphore's owner and mode anew.
  *
  * Return: 1 if valid, 0 if not.
  */
@@ -143,6 +167,7 @@ int wsemfs_d_revalidate(struct inode *dir, const struct qstr *name,
 		return 0;
 	if (S_ISDIR(inode->i_mode))
 		return 1;
+	wsemfs_refresh_inode(inode);
 	return READ_ONCE(((struct wsem *)inode->i_private)->linked);
 }
 
@@ -207,9 +232,12 @@ static const struct inode_operations wsemfs_dir_iops = {
  * @attr: what changes
  *
  * Checked by the VFS (the owner, CAP_FOWNER, CAP_CHOWN, through the
- * mount's id mapping); the new owner and mode go to the semaphore.  A
- * semaphore has no size and no set-id bits: open(O_TRUNC) changes
- * nothing, truncate(2) is EINVAL.
+ * mount's id mapping); the new owner and mode go to the semaphore, from
+ * @attr, and the inode takes them from there: never read back from the
+ * inode, which a check of the semaphore's other inode, or of this one,
+ * may be refreshing meanwhile (wsemfs_refresh_inode()).  A semaphore has
+ * no size and no set-id bits: open(O_TRUNC) changes nothing, truncate(2)
+ * is EINVAL.
  *
  * Return: 0 or a negative errno.
  */
@@ -217,25 +245,77 @@ int wsemfs_setattr(struct mnt_idmap *idmap, struct dentry *dentry,
 		   struct iattr *attr)
 {
 	struct inode *inode = d_inode(dentry);
+	kuid_t uid = INVALID_UID;
+	kgid_t gid = INVALID_GID;
+	umode_t mode = 0;
 	int ret;
 
 	if ((attr->ia_valid & ATTR_SIZE) &&
 	    (attr->ia_size || !(attr->ia_valid & ATTR_OPEN)))
 		return -EINVAL;
 	attr->ia_valid &= ~ATTR_SIZE;
+	wsemfs_refresh_inode(inode);
 	ret = wsem_setattr_prepare(idmap, dentry, attr);
 	if (ret)
 		return ret;
+	if (attr->ia_valid & ATTR_UID)
+		uid = wsem_attr_uid(idmap, inode, attr);
+	if (attr->ia_valid & ATTR_GID)
+		gid = wsem_attr_gid(idmap, inode, attr);
 	if (attr->ia_valid & ATTR_MODE)
-		attr->ia_mode = (inode->i_mode & S_IFMT) |
-				(attr->ia_mode & 0777);
-	wsem_setattr_copy(idmap, inode, attr);
+		mode = attr->ia_mode;
 	wsem_ns_set_owner(dentry->d_sb->s_fs_info, inode->i_private,
-			  inode->i_uid, inode->i_gid, inode->i_mode & 0777);
+			  attr->ia_valid, uid, gid, mode);
+	wsemfs_refresh_inode(inode);
+	/* The times alone: the owner and mode are the semaphore's. */
+	attr->ia_valid &= ATTR_ATIME | ATTR_MTIME | ATTR_CTIME;
+	wsem_setattr_copy(idmap, inode, attr);
 	return 0;
 }
 
+/**
+ * wsemfs_getattr() - stat(2) of a semaphore's file or endpoint
+ * @idmap: the mount's id mapping
+ * @path: the file
+ * @stat: filled in
+ * @request_mask: what statx(2) asks for
+ * @query_flags: AT_STATX_* of statx(2)
+ *
+ * The inode's attributes, with the semaphore's owner and mode as they are
+ * now: also on a descriptor kept open while the other inode was changed.
+ *
+ * Return: 0.
+ */
+int wsemfs_getattr(struct mnt_idmap *idmap, const struct path *path,
+		   struct kstat *stat, u32 request_mask,
+		   unsigned int query_flags)
+{
+	struct inode *inode = d_inode(path->dentry);
+
+	wsemfs_refresh_inode(inode);
+	wsem_generic_fillattr(idmap, request_mask, inode, stat);
+	return 0;
+}
+
+/**
+ * wsemfs_permission() - may the caller open a semaphore's file or endpoint
+ * @idmap: the mount's id mapping
+ * @inode: the file's inode
+ * @mask: MAY_READ, MAY_WRITE, ... (MAY_NOT_BLOCK in an RCU-walk)
+ *
+ * The VFS's rules, on the semaphore's owner and mode as they are now.
+ *
+ * Return: 0 or a negative errno (-EACCES, or -ECHILD to leave RCU-walk).
+ */
+int wsemfs_permission(struct mnt_idmap *idmap, struct inode *inode, int mask)
+{
+	wsemfs_refresh_inode(inode);
+	return wsem_generic_permission(idmap, inode, mask);
+}
+
 static const struct inode_operations wsemfs_file_iops = {
+	.permission	= wsem_iop_permission,
+	.getattr	= wsem_iop_getattr,
 	.setattr	= wsem_iop_setattr,
 };
 

@@ -532,25 +532,31 @@ int wsem_ns_unlink_sem(struct wsem_ns *wns, struct wsem *sem)
 }
 
 /**
- * wsem_ns_set_owner() - give a semaphore a new owner and mode
+ * wsem_ns_set_owner() - give a semaphore a new owner, group or mode
  * @wns: its namespace
  * @sem: the semaphore; the caller checked that this may be done
+ * @valid: which of the three change: ATTR_UID, ATTR_GID, ATTR_MODE
  * @uid: the new owner
  * @gid: the new group
  * @mode: the new permission bits
  *
  * Under @wns->lock, so that an open by name checks either the old or the
- * new ones; readers without that lock see each field old or new.
+ * new ones, and two changes at once each keep what the other did not
+ * change; readers without that lock see each field old or new.
  *
  * Context: Process context; takes @wns->lock.
  */
-void wsem_ns_set_owner(struct wsem_ns *wns, struct wsem *sem, kuid_t uid,
-		       kgid_t gid, umode_t mode)
+void wsem_ns_set_owner(struct wsem_ns *wns, struct wsem *sem,
+		       unsigned int valid, kuid_t uid, kgid_t gid,
+		       umode_t mode)
 {
 	mutex_lock(&wns->lock);
-	WRITE_ONCE(sem->uid, uid);
-	WRITE_ONCE(sem->gid, gid);
-	WRITE_ONCE(sem->mode, mode);
+	if (valid & ATTR_UID)
+		WRITE_ONCE(sem->uid, uid);
+	if (valid & ATTR_GID)
+		WRITE_ONCE(sem->gid, gid);
+	if (valid & ATTR_MODE)
+		WRITE_ONCE(sem->mode, mode & 0777);
 	mutex_unlock(&wns->lock);
 }
 

@@ -74,6 +74,18 @@ int wsem_probe(struct user_namespace *i, struct dentry *d, struct iattr *a);
 int wsem_probe(struct user_namespace *i, struct dentry *d, struct iattr *a)
 { setattr_copy(i, d_inode(d), a); return setattr_prepare(i, d, a); }'
 
+# 6.6: generic_fillattr() takes the request mask.
+probe GENERIC_FILLATTR_MASK '#include <linux/fs.h>
+void wsem_probe(struct mnt_idmap *i, struct inode *n, struct kstat *s);
+void wsem_probe(struct mnt_idmap *i, struct inode *n, struct kstat *s)
+{ generic_fillattr(i, STATX_BASIC_STATS, n, s); }'
+
+# 6.0: a chown's new owner is a vfsuid_t of the mount, mapped to the
+# filesystem's kuid_t by from_vfsuid(); before, a kuid_t already.
+probe IATTR_VFSUID '#include <linux/fs.h>
+int wsem_probe(struct iattr *a);
+int wsem_probe(struct iattr *a) { return vfsuid_valid(a->ia_vfsuid); }'
+
 # 6.3: inode_permission() takes the mount's struct mnt_idmap ...
 probe INODE_PERMISSION_MNT_IDMAP '#include <linux/fs.h>
 int wsem_probe(struct file *f);

@@ -26,7 +26,9 @@
  *                         files; taken under h->wqh.lock of a process's
  *                         internal handle by the relay of its grants
  *
- * A handle is bound once, with cmpxchg_release() on h->sem, under no lock.
+ * A handle is bound once, with cmpxchg_release() on h->sem under h->wqh.lock
+ * (wsem_bind(), against a poller queueing itself), and read under no lock
+ * with wsem_handle_sem()'s acquire.
  * No user memory is touched and nothing is allocated under a spinlock.
  *
  * Lifetimes: a semaphore has a reference per bound handle (wsem_bind()),
@@ -310,8 +312,9 @@ struct wsem_ns *wsem_ns_get(bool create);
 void wsem_ns_put(struct wsem_ns *wns);
 struct wsem *wsem_ns_find_get(struct wsem_ns *wns, const char *name);
 int wsem_ns_unlink_sem(struct wsem_ns *wns, struct wsem *sem);
-void wsem_ns_set_owner(struct wsem_ns *wns, struct wsem *sem, kuid_t uid,
-		       kgid_t gid, umode_t mode);
+void wsem_ns_set_owner(struct wsem_ns *wns, struct wsem *sem,
+		       unsigned int valid, kuid_t uid, kgid_t gid,
+		       umode_t mode);
 int wsem_ns_names_at(struct wsem_ns *wns, loff_t pos, char *names, int *ids,
 		     int max);
 bool wsem_ns_is_current(const struct wsem_ns *wns);

@@ -1777,7 +1777,8 @@ static void js_open(struct rng *r, unsigned int i)
 /*
  * One action on a jobserver endpoint: open, close, a read that never
  * blocks (one byte at most, '+'), a write (its whole count, or EBADF on a
- * read-only one), a poll (always writable).
+ * read-only one), an fchmod or fchown (its semaphore's), a poll (always
+ * writable).
  */
 static void fs_jobserver(struct rng *r)
 {
@@ -1792,10 +1793,19 @@ static void fs_jobserver(struct rng *r)
 		js_open(r, i);
 		return;
 	}
-	switch (below(r, 8)) {
+	switch (below(r, 9)) {
 	case 0:
 		close(fd);
 		js_fd[i] = -1;
+		break;
+	case 7:
+		if (chance(r, 50))
+			fs_check(F_CHMOD, fchmod(fd, below(r, 01000)),
+				 "(fchmod)");
+		else
+			fs_check(F_CHOWN, fchown(fd, chance(r, 50) ? 0 :
+						 NOBODY, (gid_t)-1),
+				 "(fchown)");
 		break;
 	case 1 ... 4:
 		if (!(fcntl(fd, F_GETFL) & O_NONBLOCK))

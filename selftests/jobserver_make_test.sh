@@ -327,6 +327,26 @@ t_unmounted() {
 	echo "$unmounted_msg" | grep -qx "exit 1"
 }
 
+# zombies PID: the children of PID that have ended and wait to be reaped.
+zombies() {
+	for z in $(children "$1"); do
+		read -r line 2>/dev/null <"/proc/$z/stat" || continue
+		st=${line##*) }
+		[ "${st%% *}" = Z ] && echo "$z"
+	done
+}
+
+# A job that leaves a process behind, which ends while COMMAND runs on:
+# wsem run, its subreaper, reaps it when it ends; no zombie is left.
+t_orphan_reaped() {
+	wsem run "$N" --jobserver=pipe -- sh -c '(sleep 0.2 &); sleep 3' &
+	p=$!
+	sleep 1.5
+	z=$(zombies "$p")
+	wait "$p" || return 1
+	[ -z "$z" ] || { echo "zombie children of wsem run: $z"; return 1; }
+}
+
 # An unknown style is a usage error; --fd N has no endpoint to give.
 t_usage() {
 	wsem run "$N" --jobserver=socket -- true
@@ -350,6 +370,7 @@ check "root's and nobody's builds at once: $CAP in all, never more" t_two_users
 check "a build in a container through a bind mount, one on the host" t_container
 check "make killed with SIGKILL: its jobs ended, nothing stays used" t_sigkill
 check "makes killed again and again: the other build gets their tokens" t_kill_again
+check "an orphan that ends while COMMAND runs is reaped, no zombie" t_orphan_reaped
 check "nothing used at the end" wait_used 0
 
 wsem rm "$N"

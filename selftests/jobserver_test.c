@@ -842,6 +842,116 @@ TEST_F(js, permission)
 	close(p[1]);
 }
 
+/* What a child as nobody does to a semaphore (as_nobody()). */
+enum nobody_does { NOBODY_OPENS, NOBODY_FCHMODS, NOBODY_UNLINKS };
+
+/*
+ * In a child as nobody: open(@path, O_RDWR), fchmod(@fd, 0600) or
+ * unlink(@path), as report() tells it.  Its pid.
+ */
+static pid_t as_nobody(int wfd, enum nobody_does what, const char *path,
+		       int fd)
+{
+	pid_t pid = fork();
+	int ret = -1;
+
+	if (pid)
+		return pid;
+	if (setgid(NOBODY) || setuid(NOBODY))
+		_exit(2);
+	switch (what) {
+	case NOBODY_OPENS:
+		ret = open(path, O_RDWR) >= 0 ? 0 : -1;
+		break;
+	case NOBODY_FCHMODS:
+		ret = fchmod(fd, 0600);
+		break;
+	case NOBODY_UNLINKS:
+		ret = unlink(path);
+		break;
+	}
+	report(wfd, ret, errno);
+	_exit(0);
+}
+
+/* What nobody got doing @what: 0, or the errno. */
+static int nobody_got(struct __test_metadata *_metadata, enum nobody_does what,
+		      const char *path, int fd)
+{
+	struct report r = { .ret = -1, .err = EPROTO };
+	int p[2];
+	pid_t pid;
+
+	if (pipe(p))
+		return EPROTO;
+	pid = as_nobody(p[1], what, path, fd);
+	if (pid > 0) {
+		if (get_report(p[0], &r))
+			r.err = EPROTO;
+		EXPECT_EQ(0, reap(pid));
+	}
+	close(p[0]);
+	close(p[1]);
+	return r.ret ? r.err : 0;
+}
+
+/*
+ * The file and the endpoint are two inodes of one semaphore.  With both
+ * kept (open, so never looked up anew), a chmod or chown of one is the
+ * other's too.  Each step changes one and then first uses the other,
+ * stale until refreshed, in one way: opened through a bind mount (as a
+ * container has it; a path walk does not look it up anew either),
+ * fstat(2), fchmod(2) by the new owner, unlink(2) by the old owner (the
+ * directory is sticky).
+ */
+TEST_F(js, chmod_reaches_a_kept_endpoint)
+{
+	char file[160], bound[] = "/tmp/jobserver_test.bound.XXXXXX";
+	struct stat st;
+	int kept_file, kept_ep, fd;
+
+	if (!self->ready)
+		return;
+	snprintf(file, sizeof(file), "%s/%s", self->dir, self->name);
+	kept_file = open(file, O_RDWR);
+	ASSERT_LE(0, kept_file);
+	kept_ep = open(self->path, O_RDWR);
+	ASSERT_LE(0, kept_ep);
+	fd = mkstemp(bound);
+	ASSERT_LE(0, fd);
+	close(fd);
+	ASSERT_EQ(0, mount(self->path, bound, NULL, MS_BIND, NULL));
+
+	/* wsemfs_permission() */
+	ASSERT_EQ(0, chmod(file, 0600));
+	EXPECT_EQ(EACCES, nobody_got(_metadata, NOBODY_OPENS, bound, -1));
+	EXPECT_EQ(EACCES, nobody_got(_metadata, NOBODY_OPENS, self->path, -1));
+
+	/* wsemfs_getattr() */
+	ASSERT_EQ(0, chmod(self->path, 0666));
+	ASSERT_EQ(0, fstat(kept_file, &st));
+	EXPECT_EQ(0666, st.st_mode & 07777);
+	EXPECT_EQ(0, nobody_got(_metadata, NOBODY_OPENS, file, -1));
+
+	/* wsemfs_setattr() */
+	ASSERT_EQ(0, chown(file, NOBODY, NOBODY));
+	EXPECT_EQ(0, nobody_got(_metadata, NOBODY_FCHMODS, NULL, kept_ep));
+	ASSERT_EQ(0, fstat(kept_ep, &st));
+	EXPECT_EQ(NOBODY, st.st_uid);
+	EXPECT_EQ(0600, st.st_mode & 07777);
+
+	/* wsemfs_d_revalidate() */
+	ASSERT_EQ(0, chown(self->path, 0, 0));
+	EXPECT_EQ(EPERM, nobody_got(_metadata, NOBODY_UNLINKS, file, -1));
+	ASSERT_EQ(0, stat(file, &st));
+	EXPECT_EQ(0, st.st_uid);
+
+	EXPECT_EQ(0, close(kept_ep));
+	EXPECT_EQ(0, close(kept_file));
+	EXPECT_EQ(0, umount2(bound, 0));
+	EXPECT_EQ(0, unlink(bound));
+}
+
 /* epoll: readable once the process's request is granted. */
 TEST_F(js, epoll)
 {

@@ -4,8 +4,8 @@
 # README.md's code, in TAP: every ```c block is a translation unit that
 # compiles with -std=c11 -Wall -Wextra -Werror against userlib/wsem.h (and
 # one with main() links against userlib/libwsem.a too, where it is
-# built); every ```sh block is syntax-checked with "sh -n" (not run: they
-# load modules, install packages, make limits).
+# built); every ```sh block is syntax-checked with "sh -n" here, and
+# selftests/readme_run_test.sh runs them in the test VM.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 T=$(mktemp -d)

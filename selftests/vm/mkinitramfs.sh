@@ -102,6 +102,10 @@ case " $tests " in
 		[ -f "$f" ] && add_elf "$f" "$stage/bin/${f##*/}"
 	done ;;
 esac
+# readme_run_test.sh runs the README's shell blocks.
+case " $tests " in
+*" readme_run_test.sh "*) cp "$ROOT/README.md" "$stage/selftests/README.md" ;;
+esac
 # GNU make, the jobserver client that jobserver_make_test.sh runs.
 case " $tests " in
 *" jobserver_make_test.sh "*)

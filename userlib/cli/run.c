@@ -416,15 +416,24 @@ static void child(pid_t parent, const sigset_t *oldmask,
  * waited for without reaping it first (WNOWAIT): until it is reaped its
  * pid is no one else's, so forward() cannot signal a stranger; then the
  * forwarded signals are blocked, forward() is disarmed, and it is reaped.
+ * Any other child that ends meanwhile (an orphan of COMMAND's, when wsem is
+ * their subreaper) is reaped as it ends, so that none stays a zombie.
  */
 static int wait_child(pid_t pid, const sigset_t *fwd, bool *killed)
 {
 	siginfo_t si;
 	int status;
 
-	while (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) < 0) {
-		if (errno != EINTR)
+	for (;;) {
+		si.si_pid = 0;
+		if (waitid(P_ALL, 0, &si, WEXITED | WNOWAIT) < 0) {
+			if (errno == EINTR)
+				continue;
 			return cli_fail_nodev("waitid", errno);
+		}
+		if (si.si_pid == pid)
+			break;
+		waitpid(si.si_pid, NULL, 0);
 	}
 	sigprocmask(SIG_BLOCK, fwd, NULL);
 	child_pid = 0;
