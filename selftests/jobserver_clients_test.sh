@@ -167,38 +167,13 @@ mkdir -p "$T/cheat"
 printf 'all: cheat\ncheat:\n\t@sh %s $(LOG)\n.PHONY: all cheat\n' \
 	"$T/cheat.sh" >"$T/cheat/Makefile"
 makefile "$T/many" 60
-# The cheat, a job that is a jobserver client itself (as a linker's LTO
-# is): it finds the fifo in MAKEFLAGS, as clients do, opens it twice as
-# make does (stdin to read, stdout to write), and once the builds are
-# under way, 10 times: reads a token (a blocking read: it waits its turn
-# in the queue), writes back four bytes, and 0.1 s later, holding
-# nothing, three more.  No redirection in the loop: the shell's dup2()
-# over an endpoint descriptor is a close, which ends what the process
-# holds and its entry, and bytes written then would be those of a
-# process that holds nothing and read nothing.  It logs as "x" in LOG.
-cat >"$T/cheat.sh" <<'EOT'
-ep=$(echo "$MAKEFLAGS" | sed -n 's/.*--jobserver-auth=fifo:\([^ ]*\).*/\1/p')
-[ -p "$ep" ] || { echo "no fifo in MAKEFLAGS: $MAKEFLAGS" >&2; exit 1; }
-echo + x >>"$1"
-sleep 1
-exec <"$ep" >"$ep" || exit 1
-i=0
-while [ $i -lt 10 ]; do
-	read -r -n 1 tok && printf '++++' || exit 1
-	sleep 0.1
-	printf '+++' || exit 1
-	sleep 0.1
-	i=$((i + 1))
-done
-echo "cheated $i times: $tok" >&2
-echo - x >>"$1"
-EOT
 
 # Each check says how long it took.
 # shellcheck disable=SC2034 # util.sh's check reads it
 check_secs=1
 # shellcheck source-path=SCRIPTDIR source=util.sh
 . "$(dirname "$0")/util.sh"
+write_cheat "$T/cheat.sh"
 
 # snapshot: "used U" then "PID WEIGHT COMM" for each holder.
 snapshot() {

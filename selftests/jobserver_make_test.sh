@@ -41,9 +41,8 @@ fi
 # when it ends (appends of a line are atomic: the log's order is the true
 # order).  "sub": S sub-makes of this Makefile through $(MAKE), each a
 # build of its own ID, s1 of 2 jobs and the others of 5 (s1, which held a
-# token, ends while the others want more).  "cheat": a job that reads one
-# token through the endpoint once the builds are under way, in the queue
-# with everyone, and writes back more, again and again.
+# token, ends while the others want more).  "cheat": util.sh's cheat, on
+# the endpoint EP.
 cat >"$T/Makefile" <<'EOT'
 J ?= 10
 ID ?= a
@@ -54,28 +53,13 @@ sub: $(patsubst %,s%,$(shell seq 1 $(S)))
 s%:
 	@$(MAKE) -s -f $(firstword $(MAKEFILE_LIST)) J=$(if $(filter s1,$@),2,5) ID=$@
 cheat:
-	@sh $(CURDIR)/cheat.sh $(EP) $(LOG)
+	@sh $(CURDIR)/cheat.sh $(LOG) $(EP)
 .PHONY: all sub cheat
-EOT
-# The cheat: a job (it logs as "x") whose shell reads a token (a blocking
-# read: it waits its turn), writes back four, then three more every 0.1 s
-# for 2 s (while the makes hold tokens), and three on a new descriptor.
-cat >"$T/cheat.sh" <<'EOT'
-echo + x >>"$2"
-sleep 1
-exec 5<>"$1" && read -r -n 1 tok <&5 && printf '++++' >&5 || exit 1
-i=0
-while [ $i -lt 20 ]; do
-	printf '+++' >&5
-	sleep 0.1
-	i=$((i + 1))
-done
-printf '+++' >"$1" && echo "cheated $tok" >&2
-echo - x >>"$2"
 EOT
 
 # shellcheck source-path=SCRIPTDIR source=util.sh
 . "$(dirname "$0")/util.sh"
+write_cheat "$T/cheat.sh"
 
 # lines LOG WHAT: how many lines are WHAT ("+ a": recipes of a started).
 lines() {
@@ -141,20 +125,26 @@ t_recursive() {
 	at_most $CAP && wait_used 0
 }
 
-# A job of build a writes more bytes than it read while a and b run: had
-# the bytes released a token someone else holds, the two would together
-# run more than CAP at once.  Nothing is left used.
+# The cheat in build a, its one job, beside build b of 60: had its bytes
+# released a token that b holds, b would start another job at once on it
+# (its read waits in the queue), and the two would together run more than
+# CAP at once; had they lost one, b would not reach CAP after the cheat.
+# Nothing is left used.
 t_extra_bytes() {
 	: >"$T/log"
-	build a cheat all J=12 NAP=0.3 EP="$MNT/@jobserver/$N" &
+	build a cheat EP="$MNT/@jobserver/$N" &
 	pa=$!
-	build b J=12 NAP=0.3
+	build b J=60 NAP=0.3
 	rb=$?
 	wait $pa
 	ra=$?
 	[ $ra -eq 0 ] && [ $rb -eq 0 ] && quiet a && quiet b || return 1
-	grep -q "^cheated +" "$T/a.err" || return 1
-	at_most $CAP && wait_used 0
+	grep "^cheated 10 times" "$T/a.err" || return 1
+	at_most $CAP || return 1
+	x=$(grep -n '^- x$' "$T/log" | cut -d: -f1)
+	m=$(most "$T/log" b "$x")
+	[ "$m" -eq $CAP ] || { echo "b at most $m after the cheat"; return 1; }
+	wait_used 0
 }
 
 # Two builds at once, root's and nobody's: CAP at most, and reached, in
