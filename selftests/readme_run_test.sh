@@ -65,19 +65,8 @@ done
 EOT
 unshare -i -m sh "$T/all.sh"
 
-n=0
-fails=0
-# result DESCRIPTION STATUS [FILE]: a TAP line; FILE is shown on failure.
-result() {
-	n=$((n + 1))
-	if [ "$2" -eq 0 ]; then
-		echo "ok $n $1"
-		return
-	fi
-	echo "not ok $n $1"
-	[ -n "${3:-}" ] && sed 's/^/# /' "$3"
-	fails=$((fails + 1))
-}
+# shellcheck source-path=SCRIPTDIR source=util.sh
+. "$(dirname "$0")/util.sh"
 
 # ran PATTERN COUNT: COUNT stand-in lines match PATTERN (grep -E).
 ran() {
@@ -120,5 +109,4 @@ result "wsem run build --jobserver -- cargo build: the same MAKEFLAGS" $? "$T/ra
 ran '^make -j2 \|  \| gpu=2$' 1
 result "exec 9<>, wsem acquire --fd 9 -w 2: make runs holding 2" $? "$T/ran"
 
-echo "1..$n"
-[ $fails -eq 0 ]
+tap_end

@@ -11,21 +11,29 @@
 n=0
 fails=0
 
+# result DESCRIPTION STATUS [FILE...]: one TAP line for STATUS; after a
+# "not ok", the FILEs, commented.
+result() {
+	n=$((n + 1))
+	if [ "$2" -eq 0 ]; then
+		echo "ok $n $1"
+		return
+	fi
+	echo "not ok $n $1"
+	fails=$((fails + 1))
+	shift 2
+	[ $# -eq 0 ] || sed 's/^/# /' "$@"
+}
+
 # check DESCRIPTION CMD...: one TAP line for CMD's exit status; after a
 # "not ok", what CMD printed, commented.  With check_secs set, how long
 # it took, in a comment line of its own.
 check() {
 	d=$1
 	shift
-	n=$((n + 1))
 	s=$(date +%s)
-	if "$@" >"$T/out" 2>"$T/err"; then
-		echo "ok $n $d"
-	else
-		echo "not ok $n $d"
-		sed 's/^/# /' "$T/out" "$T/err"
-		fails=$((fails + 1))
-	fi
+	"$@" >"$T/out" 2>"$T/err"
+	result "$d" $? "$T/out" "$T/err"
 	if [ -n "${check_secs:-}" ]; then
 		echo "# $(($(date +%s) - s)) s"
 	fi
