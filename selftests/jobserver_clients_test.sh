@@ -351,10 +351,7 @@ t_extra_bytes() {
 	grep "^cheated 10 times" "$T/a.err" || return 1
 	cat "$T/a.err" "$T/b.err" >"$T/ab.err"
 	client_ran "$T/logX" 61 "$T/ab.err" || return 1
-	x=$(grep -n '^- x$' "$T/logX" | cut -d: -f1)
-	m=$(most "$T/logX" b "$x")
-	echo "# B after the cheat: at most $m at once" >&3
-	[ "$m" -eq $CAP ] || { echo "B not at $CAP after the cheat"; return 1; }
+	at_cap_after_cheat "$T/logX" b
 }
 
 # start_b LOG CMD...: start build B in the background (bpid: its wsem run).

@@ -140,11 +140,7 @@ t_extra_bytes() {
 	ra=$?
 	[ $ra -eq 0 ] && [ $rb -eq 0 ] && quiet a && quiet b || return 1
 	grep "^cheated 10 times" "$T/a.err" || return 1
-	at_most $CAP || return 1
-	x=$(grep -n '^- x$' "$T/log" | cut -d: -f1)
-	m=$(most "$T/log" b "$x")
-	[ "$m" -eq $CAP ] || { echo "b at most $m after the cheat"; return 1; }
-	wait_used 0
+	at_most $CAP && at_cap_after_cheat "$T/log" b && wait_used 0
 }
 
 # Two builds at once, root's and nobody's: CAP at most, and reached, in

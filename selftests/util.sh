@@ -4,9 +4,10 @@
 # ones: TAP lines, the most jobs a log shows at once, a semaphore's used
 # weight.  Sourced by the test ("$(dirname "$0")/util.sh": mkinitramfs.sh
 # puts it beside the tests in the guest), which sets T (its scratch
-# directory) and N (its semaphore, for wait_used); n and fails count
-# the checks and the failed ones.  Plain sh: busybox ash and bash alike.
-# shellcheck disable=SC2154 # T and N: the test's
+# directory), N (its semaphore, for wait_used) and CAP (its capacity,
+# for at_cap_after_cheat); n and fails count the checks and the failed
+# ones.  Plain sh: busybox ash and bash alike.
+# shellcheck disable=SC2154 # T, N and CAP: the test's
 
 n=0
 fails=0
@@ -100,6 +101,15 @@ done
 echo "cheated $i times: $tok" >&2
 echo - x >>"$1"
 EOT
+}
+
+# at_cap_after_cheat LOG ID: whether build ID ran CAP jobs at once after
+# the cheat ended (its "- x" in LOG): the cheat lost no token.
+at_cap_after_cheat() {
+	x=$(grep -n '^- x$' "$1" | cut -d: -f1)
+	m=$(most "$1" "$2" "$x")
+	echo "# $2 after the cheat: at most $m at once" >&3
+	[ "$m" -eq "$CAP" ] || { echo "$2 not at $CAP after the cheat"; return 1; }
 }
 
 # tap_end: the TAP plan, last; true if every check passed.
