@@ -269,6 +269,8 @@ void wsem_handle_close(struct wsem_handle *h);
 
 /* jobserver.c: the endpoints of WSEM_JOBSERVER_DIR */
 extern const struct file_operations wsem_js_fops;
+int wsem_js_init(void);
+void wsem_js_exit(void);
 
 /* sem.c: the semaphore itself */
 struct wsem *wsem_alloc(u64 capacity, umode_t mode, const char *name,
