@@ -570,6 +570,17 @@ static ssize_t wsem_js_write(struct file *file, const char __user *buf,
 	return count;
 }
 
+/*
+ * Does this poll call add its caller to the wait queues it names?  The
+ * first pass of poll() and select(), and epoll's EPOLL_CTL_ADD, do; their
+ * later passes and epoll_wait()'s do not (7.x dropped
+ * poll_does_not_wait(), which said the opposite).
+ */
+static bool wsem_js_poll_registers(const poll_table *wait)
+{
+	return wait && wait->_qproc;
+}
+
 /**
  * wsem_js_poll() - poll(2), select(2), epoll
  * @file: an endpoint file
@@ -603,7 +614,7 @@ static __poll_t wsem_js_poll(struct file *file, poll_table *wait)
 	poll_wait(file, wsem_js_bucket(js, p->tgid), wait);
 	mutex_lock(&js->lock);
 	if (!p->closed) {
-		if (!poll_does_not_wait(wait))
+		if (wsem_js_poll_registers(wait))
 			WRITE_ONCE(p->registered, true);
 		if (!p->ready) {
 			ret = wsem_async_end(p->h, false);
