@@ -122,6 +122,8 @@ struct wsem_js {
  * @tokens: units read and not written back; protected by @js->lock
  * @ready: units granted to the request and taken by poll, not read yet
  *	(0 or 1); protected by @js->lock
+ * @readers: threads blocked in a read, waiting for the request; protected
+ *	by @js->lock
  * @granted: jiffies when the request was last granted
  * @registered: the process registered a poller on its bucket
  * @closed: released: off @js->procs, holding nothing, its request
@@ -139,6 +141,7 @@ struct wsem_js_proc {
 	refcount_t ref;
 	u64 tokens;
 	u64 ready;
+	unsigned int readers;
 	unsigned long granted;
 	bool registered;
 	bool closed;
@@ -414,12 +417,15 @@ static void wsem_js_expire(struct work_struct *work)
 	if (!p->closed && !p->ready && !wsem_async_end(p->h, false))
 		p->ready = 1;
 	due = READ_ONCE(p->granted) + WSEM_JS_RESERVE;
+	/* A blocked reader is on its way to it: look again later. */
+	if (p->readers)
+		due = jiffies + WSEM_JS_RESERVE;
 	if (!p->closed && p->ready) {
 		if (time_after_eq(jiffies, due)) {
 			p->ready = 0;
 			WARN_ON_ONCE(wsem_release(p->h, 1));
 		} else {
-			/* Granted again since this was queued. */
+			/* Granted again since this was queued, or read soon. */
 			refcount_inc(&p->ref);
 			if (!queue_delayed_work(wsem_js_wq, &p->expire,
 						due - jiffies))
@@ -477,6 +483,8 @@ static int __sched wsem_js_take(struct wsem_js *js, struct wsem_js_proc *p,
 		}
 		if (!ret)
 			p->tokens++;
+		if (ret == -EINPROGRESS && !nonblock)
+			p->readers++;
 		mutex_unlock(&js->lock);
 		if (ret != -EINPROGRESS)
 			return ret;
@@ -484,6 +492,9 @@ static int __sched wsem_js_take(struct wsem_js *js, struct wsem_js_proc *p,
 			return -EAGAIN;
 		ret = wait_event_interruptible(p->h->wqh,
 					       wsem_js_request_done(p));
+		mutex_lock(&js->lock);
+		p->readers--;
+		mutex_unlock(&js->lock);
 		if (ret)
 			return ret;
 	}
