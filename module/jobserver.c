@@ -30,8 +30,9 @@
  * is not a pure report as eventfd's is: on a process's first poll it
  * allocates the process's entry, and it takes js->lock, a mutex, which
  * nothing holds while it waits for epoll's ep->mtx.  A unit granted to a
- * request and not read within WSEM_JS_RESERVE goes back (the next poll
- * queues anew), so readiness is a reservation, not a hoard.  A kernel
+ * request and not read within WSEM_JS_RESERVE, while no thread of the
+ * process is blocked in a read for it, goes back (the next poll queues
+ * anew), so readiness is a reservation, not a hoard.  A kernel
  * thread (aio's poll, re-polled from a kworker) is no process: its poll
  * only reports "readable" as a hint and queues nothing, and its read
  * fails with EOPNOTSUPP (before 5.12, io_uring runs a blocking read in
