@@ -40,9 +40,10 @@
  *
  * Pollers sleep on one of WSEM_JS_BUCKETS wait queues, chosen by a hash
  * of their process: a grant wakes the pollers of its process's bucket
- * only, not the herd of every process.  A process that never registered
- * a poller itself (an epoll set made by another process) is woken through
- * @all instead, on which every poller also waits.
+ * only, not the herd of every process.  A poll registers on that one
+ * queue alone: aio's poll takes no more than one.  A process whose request
+ * a poll queued but which never registered a poller itself (it waits on
+ * an epoll set that another process made) is woken through every bucket.
  *
  * What a process holds through the endpoint goes back (wsem_js_release())
  * when it closes its last descriptor of the semaphore's endpoint, in any
@@ -92,9 +93,7 @@
  * @lock: protects @procs and the state of each entry on it
  * @procs: struct wsem_js_proc by thread group, for each process that read
  *	or polled and has neither closed its last descriptor nor died
- * @all: every poller (wsem_js_poll()); woken for a process that never
- *	registered a poller of its own
- * @buckets: every poller, also here by a hash of its process
+ * @buckets: every poller (wsem_js_poll()), by a hash of its process
  */
 struct wsem_js {
 	struct wsem *sem;
@@ -102,7 +101,6 @@ struct wsem_js {
 	refcount_t ref;
 	struct mutex lock;	/* see the kernel-doc above */
 	struct rb_root procs;
-	wait_queue_head_t all;
 	wait_queue_head_t buckets[WSEM_JS_BUCKETS];
 };
 
@@ -128,6 +126,7 @@ struct wsem_js {
  *	by @js->lock
  * @granted: jiffies when the request was last granted
  * @registered: the process registered a poller on its bucket
+ * @polled: its request was queued by a poll, not by a read
  * @closed: released: off @js->procs, holding nothing, its request
  *	cancelled; written under @js->lock and @h->wqh.lock
  */
@@ -146,6 +145,7 @@ struct wsem_js_proc {
 	unsigned int readers;
 	unsigned long granted;
 	bool registered;
+	bool polled;
 	bool closed;
 };
 
@@ -197,20 +197,24 @@ static void wsem_js_arm(struct wsem_js_proc *p)
 
 /*
  * The end of a process's request (or its release) wakes the pollers of its
- * bucket, or all of them if it registered none there; a grant starts the
- * reservation's clock.
+ * bucket, or those of every bucket if a poll queued the request of a
+ * process that registered none (see the top); a grant starts the
+ * reservation's clock.  A blocked reader sleeps on @p->h->wqh itself.
  */
 static int wsem_js_relay(struct wait_queue_entry *wq, unsigned int mode,
 			 int sync, void *key)
 {
 	struct wsem_js_proc *p = container_of(wq, struct wsem_js_proc, relay);
 	struct wsem_js *js = p->js;
+	unsigned int i;
 
 	__wsem_js_arm(p);
-	if (READ_ONCE(p->registered))
+	if (READ_ONCE(p->registered) || !READ_ONCE(p->polled)) {
 		wake_up_poll(wsem_js_bucket(js, p->tgid), key_to_poll(key));
-	else
-		wake_up_poll(&js->all, key_to_poll(key));
+		return 0;
+	}
+	for (i = 0; i < WSEM_JS_BUCKETS; i++)
+		wake_up_poll(&js->buckets[i], key_to_poll(key));
 	return 0;
 }
 
@@ -478,11 +482,13 @@ static int __sched wsem_js_take(struct wsem_js *js, struct wsem_js_proc *p,
 			ret = 0;
 		} else {
 			ret = wsem_async_end(p->h, false);
-			if (ret == -ENOENT)
+			if (ret == -ENOENT) {
+				WRITE_ONCE(p->polled, false);
 				ret = wsem_acquire(p->h, 1, nonblock ?
 						   WSEM_ACQUIRE_TRY :
 						   WSEM_ACQUIRE_ASYNC,
 						   CLOCK_MONOTONIC, KTIME_MAX);
+			}
 		}
 		if (!ret)
 			p->tokens++;
@@ -619,7 +625,7 @@ static __poll_t wsem_js_poll(struct file *file, poll_table *wait)
 
 	if (!(poll_requested_events(wait) & (EPOLLIN | EPOLLRDNORM)))
 		return events;
-	poll_wait(file, &js->all, wait);
+	/* Always readable to a kernel thread: it need not wait. */
 	if (!wsem_js_caller_is_process())
 		return events | EPOLLIN | EPOLLRDNORM;
 	p = wsem_js_proc_get(js, true);
@@ -633,6 +639,7 @@ static __poll_t wsem_js_poll(struct file *file, poll_table *wait)
 		if (!p->ready) {
 			ret = wsem_async_end(p->h, false);
 			if (ret == -ENOENT) {
+				WRITE_ONCE(p->polled, true);
 				ret = wsem_acquire(p->h, 1, WSEM_ACQUIRE_ASYNC,
 						   CLOCK_MONOTONIC, KTIME_MAX);
 				/* Granted at once: no relay starts the clock. */
@@ -741,7 +748,6 @@ static struct wsem_js *wsem_js_get(struct wsem *sem)
 		refcount_set(&js->ref, 1);
 		mutex_init(&js->lock);
 		js->procs = RB_ROOT;
-		init_waitqueue_head(&js->all);
 		for (i = 0; i < WSEM_JS_BUCKETS; i++)
 			init_waitqueue_head(&js->buckets[i]);
 	}

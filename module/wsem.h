@@ -35,8 +35,8 @@
  *   h->wqh.lock           a handle's pollers; taken under sem->pollers.lock
  *                         by the relay of early pollers (wsem_bind()), and
  *                         by itself when an asynchronous request is told
- *   js->all.lock,         the pollers of a semaphore's jobserver endpoint
- *   js->buckets[].lock    files; taken under an internal handle's
+ *   js->buckets[].lock    the pollers of a semaphore's jobserver endpoint
+ *                         files; taken under an internal handle's
  *                         h->wqh.lock by the relay of its request's end
  *                         (wsem_js_relay())
  *   tasklist_lock,        the kernel's, held when a thread group's exit
