@@ -1820,7 +1820,7 @@ TEST_F(js, epoll_after_close_reservation_expires)
 	close(rep[1]);
 }
 
-#define AIO_BUSY	2000	/* polls on a pipe that never fires */
+#define AIO_BUSY	20000	/* polls on a pipe that never fires */
 #define AIO_ROUNDS	8
 
 struct aio_busy {
