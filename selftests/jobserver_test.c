@@ -1886,7 +1886,7 @@ TEST_F(js, aio_poll_completes)
 }
 
 #define AIO_BUSY	20000	/* polls on a pipe that never fires */
-#define AIO_ROUNDS	8
+#define AIO_ROUNDS	16
 
 struct aio_busy {
 	aio_context_t ctx;
@@ -1904,7 +1904,12 @@ static void *aio_busy_thread(void *arg)
 	struct aio_busy *b = arg;
 	struct iocb never = { 0 };
 	struct io_event ev;
+	cpu_set_t cpus;
 
+	/* Not on the releaser's CPU (0): the lock is busy while it wakes. */
+	CPU_ZERO(&cpus);
+	CPU_SET(1, &cpus);
+	sched_setaffinity(0, sizeof(cpus), &cpus);
 	while (!__atomic_load_n(&b->stop, __ATOMIC_RELAXED))
 		syscall(__NR_io_cancel, b->ctx, &never, &ev);
 	return NULL;
@@ -1998,9 +2003,16 @@ TEST_F(js, aio_poll_in_kworker_gets_no_unit)
 	pid_t pid, pids[2] = { getpid(), 0 };
 	int keep, rep[2], go[2], i;
 	struct report r;
+	cpu_set_t cpus;
 
 	if (!self->ready)
 		return;
+	/* The releases on CPU 0, the child's lock-busy thread on CPU 1. */
+	CPU_ZERO(&cpus);
+	CPU_SET(0, &cpus);
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2 ||
+	    sched_setaffinity(0, sizeof(cpus), &cpus))
+		TH_LOG("one CPU: a kworker's poll is unlikely here");
 	keep = open(self->path, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, keep);
 	ASSERT_EQ(0, pipe(rep));
