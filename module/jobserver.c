@@ -832,7 +832,8 @@ const struct file_operations wsem_js_fops = {
 
 int wsem_js_init(void)
 {
-	wsem_js_wq = alloc_workqueue("wsem_js", 0, 0);
+	/* Unbound: 7.x warns at a queue that names no CPU affinity. */
+	wsem_js_wq = alloc_workqueue("wsem_js", WQ_UNBOUND, 0);
 	return wsem_js_wq ? 0 : -ENOMEM;
 }
 

@@ -71,6 +71,21 @@
  * semaphore's jobserver state, which holds one to the semaphore, so a
  * work item that runs after the last endpoint file is closed finds both;
  * module exit drains those work items (wsem_js_exit()).
+ *
+ * The jobserver endpoint's choices (jobserver.c has the details):
+ *  - Tokens are keyed by the reader's thread group (its struct pid), not
+ *    by its file table as POSIX locks are: a clone(CLONE_FILES) child
+ *    that reads and dies must give back its own tokens, not leave them
+ *    to the parent that shares its table.
+ *  - Death is told by the thread group's pidfd wait queue (struct pid's
+ *    wait_pidfd, which the kernel wakes when the whole group has exited):
+ *    no exit notifier is exported to modules, and a scan of every entry
+ *    for pid_has_task() would be late by its period and cost O(entries).
+ *  - ->poll() queues the polling process's request, so it allocates an
+ *    entry on a process's first poll and takes js->lock (a mutex): SPEC
+ *    wants a poller to keep its place in the queue, which a pure report
+ *    (eventfd's ->poll()) cannot give.  A granted request not read within
+ *    a second goes back, so a poll reserves, it does not hoard.
  */
 #ifndef _WSEM_INTERNAL_H
 #define _WSEM_INTERNAL_H
