@@ -1568,6 +1568,34 @@ static int ring_run(struct ring *r, const struct io_uring_sqe *sqe, int *res)
 }
 
 /*
+ * How many threads of this process are io_uring's workers ("iou-wrk-"):
+ * where io-wq runs in kernel threads (before Linux 5.12, unless io_uring
+ * was backported, as into Debian's 5.10), none ever.
+ */
+static int io_worker_threads(void)
+{
+	char path[300], comm[32];
+	struct dirent *d;
+	int n = 0;
+	DIR *dp;
+
+	dp = opendir("/proc/self/task");
+	if (!dp)
+		return -1;
+	while ((d = readdir(dp))) {
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
+			 d->d_name);
+		if (!read_file(path, comm, sizeof(comm)) &&
+		    !strncmp(comm, "iou-wrk-", 8))
+			n++;
+	}
+	closedir(dp);
+	return n;
+}
+
+/*
  * A child's io_uring read (uring_fixed_read()): it opens @path with
  * @oflags, registers it as the ring's fixed file 0, closes its
  * descriptor, reads one byte through the fixed file and reports the
@@ -1607,6 +1635,7 @@ static void uring_fixed_read(const char *path, int oflags, int rep)
 		_exit(1);
 	}
 	report(rep, res, 0);
+	report(rep, io_worker_threads(), 0);
 	for (;;)
 		pause();
 }
@@ -1615,18 +1644,20 @@ static void uring_fixed_read(const char *path, int oflags, int rep)
  * io_uring: the endpoint registered as a fixed file, its descriptor
  * closed, one byte read with IOSQE_FIXED_FILE.  @oflags O_NONBLOCK: read
  * in the submitting task on every kernel.  A blocking-mode file is read in
- * an io-wq worker: a thread of the process since Linux 5.12, before that a
- * kernel thread, for which the read fails with EOPNOTSUPP.  A token read
- * is the process's, and goes back within a second of its death (SIGKILL),
- * while another endpoint file stays open.
+ * an io-wq worker: a thread of the process since Linux 5.12 (and where
+ * that was backported: Debian's 5.10), before that a kernel thread, for
+ * which the read fails with EOPNOTSUPP; the child reports which it has
+ * (its "iou-wrk-" threads), and from 5.12 on it must be the first.  A
+ * token read is the process's, and goes back within a second of its death
+ * (SIGKILL), while another endpoint file stays open.
  */
 static void uring_case(struct __test_metadata *_metadata,
 		       FIXTURE_DATA(js) *self, int oflags)
 {
-	bool kthread = !(oflags & O_NONBLOCK) && !kernel_at_least(5, 12);
 	pid_t pid, pids[2] = { getpid(), 0 };
-	struct report r;
+	struct report r, w;
 	int keep, p[2], ms;
+	bool kthread;
 
 	keep = open(self->path, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, keep);
@@ -1645,6 +1676,12 @@ static void uring_case(struct __test_metadata *_metadata,
 		reap(pid);
 		SKIP(return, "no io_uring here: %s", strerror(r.err));
 	}
+	ASSERT_EQ(0, get_report(p[0], &w));
+	TH_LOG("read: %ld (%s), %ld io-wq threads in the process", r.ret,
+	       r.ret < 0 ? strerror(-r.ret) : "", w.ret);
+	/* Read in a kernel thread: a blocking file, io-wq's old workers. */
+	kthread = !(oflags & O_NONBLOCK) && !w.ret &&
+		  !kernel_at_least(5, 12);
 	if (kthread) {
 		EXPECT_EQ(-EOPNOTSUPP, r.ret);
 		EXPECT_EQ(0, used_of(self->fd));
@@ -1653,7 +1690,6 @@ static void uring_case(struct __test_metadata *_metadata,
 		EXPECT_EQ(1, used_of(self->fd));
 		EXPECT_EQ(1, held_by(self->fd, pid));
 	}
-	TH_LOG("read: %ld (%s)", r.ret, r.ret < 0 ? strerror(-r.ret) : "");
 	EXPECT_EQ(0, foreign_holder(self->fd, pids, 2));
 	ASSERT_EQ(0, kill(pid, SIGKILL));
 	EXPECT_EQ(128 + SIGKILL, reap(pid));
