@@ -2034,11 +2034,11 @@ static void aio_poll_rounds(const char *path, int rep, int go)
  *
  * Not deterministic: whether a wake-up meets the lock busy is up to the
  * scheduler.  Against the module before the rewrite (which gave the
- * kworker a request of its own, then a unit for ever) one run of three
- * failed, in its first round, with a kworker waiting; the other two never
- * met the lock busy in 8 and 16 rounds, although an io_cancel() scan
- * takes 0.8 ms of the guest's time and the lock is free for microseconds
- * between two.
+ * kworker a request of its own, then a unit for ever) two runs of four
+ * failed, each in its first round, with a kworker waiting; the other two
+ * never met the lock busy in 8 and 16 rounds, although an io_cancel()
+ * scan takes 0.8 ms of the guest's time and the lock is free for
+ * microseconds between two.
  */
 TEST_F(js, aio_poll_in_kworker_gets_no_unit)
 {
