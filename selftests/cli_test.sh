@@ -207,7 +207,7 @@ t_create_existing() {
 	err_is "wsem: $P-e: exists with capacity 4, not 9 (--exist-ok accepts it, wsem resize changes it)"
 	is capacity "$P-e" 4
 	expect 0 wsem create "$P-e" 9 --exist-ok
-	err_is "wsem: note: $P-e exists with capacity 4, left as it is"
+	err_is "wsem: note: $P-e exists with capacity 4, not 9, left as it is"
 	is capacity "$P-e" 4
 	expect 1 wsem create "$P-e" 4 --exclusive
 	err_is "wsem: $P-e: File exists"
@@ -324,6 +324,12 @@ t_help() {
 	grep -q -- '-w, --weight W' "$T/out"
 	grep -q -- '-E, --conflict-exit-code N' "$T/out"
 	[ ! -e "$T/hp-ran" ]
+	# -V and --version: the version, on stdout
+	for args in -V --version; do
+		expect 0 wsem "$args"
+		grep -Eqx 'wsem [0-9]+\.[0-9]+\.[0-9]+' "$T/out"
+		[ ! -s "$T/err" ]
+	done
 	expect 0 wsem create "$P-hp" 3 --help
 	expect 3 wsem stat "$P-hp"
 	expect 3 wsem stat "$P-u"		# nothing was created
@@ -658,6 +664,22 @@ t_rm() {
 	expect 3 wsem rm "$P-rm"
 	err_is "wsem: $P-rm: No such file or directory"
 	not_listed "$P-rm"
+	# -f, as rm -f: one that is not there is no error; one that is goes
+	expect 0 wsem rm -f "$P-rm"
+	quiet
+	expect 0 wsem rm --force "/nonexistent/$P-rm"
+	quiet
+	wsem create "$P-rm" 2
+	expect 0 wsem rm -f "$P-rm"
+	quiet
+	not_listed "$P-rm"
+	# ... other errors are still errors
+	expect 1 wsem rm -f "a b"
+	if [ "$(su -s /bin/sh -c 'id -u' nobody 2>/dev/null)" = 65534 ]; then
+		wsem create "$P-rm" 2 --mode 0644
+		expect 1 su -s /bin/sh -c "$WSEM rm -f $P-rm" nobody
+		err_is "wsem: $P-rm: Operation not permitted"
+	fi
 }
 
 # not_listed NAME: wsem ls does not show NAME.
@@ -784,7 +806,7 @@ t_run_create_mode() {
 t_run_create_existing() {
 	wsem create "$P-ce" 4
 	expect 0 wsem run "$P-ce" -c 8 -w 2 -- wsem stat "$P-ce" --json
-	err_is "wsem: note: $P-ce exists with capacity 4, left as it is"
+	err_is "wsem: note: $P-ce exists with capacity 4, not 8, left as it is"
 	grep -q '"capacity":4,"used":2,' "$T/out"
 	expect 0 wsem run "$P-ce" -c 4 -- true
 	quiet
@@ -1133,6 +1155,11 @@ t_device_errors() {
 		mount -t tmpfs none /sys/fs &&
 		exec $WSEM run $P-dv -c 1 -- true"
 	err_is "wsem: /dev/wsem: No such file or directory (is the module loaded? modprobe wsem)"
+	# rm -f: a missing module is still an error, not a missing name
+	expect 1 unshare -m sh -c "mount --make-rprivate / 2>/dev/null
+		mount -t tmpfs none /dev && mount -t tmpfs none /sys/module &&
+		mount -t tmpfs none /sys/fs && exec $WSEM rm -f $P-dv"
+	err_is "wsem: /dev/wsem: No such file or directory (is the module loaded? modprobe wsem)"
 	# the module is loaded, the device is not here (a container): the
 	# hint is a file by its path, or wsemfs, not modprobe
 	hint="the module is loaded: give a semaphore's file by its path, as wsem run /run/limits/NAME, or mount wsemfs: mount -t wsem wsem /sys/fs/wsem"
@@ -1345,7 +1372,7 @@ t_top top -n N: plain rounds off a terminal, busiest first
 t_wait_idle wait [--idle]: returns when the last holder leaves; -t exits 124
 t_apply apply: creates, resizes, re-modes; idempotent; --dry-run, --prune; a bad file is one error
 t_resize resize changes the capacity; 0 is refused
-t_rm rm removes the name; again exits 3
+t_rm rm removes the name; again exits 3; rm -f of a missing one exits 0
 t_permissions another user: stat/ls with read only, resize/run/rm refused
 t_run_env run --inherit exports WSEM_FD; supervised COMMAND has no handle
 t_run_short_options run -w -n -t ..., options after NAME before --
@@ -1384,6 +1411,12 @@ cleanup() {
 		done
 }
 
+# CLI_TESTS="t_a t_b": only those (to try a change quickly by hand).
+if [ -n "${CLI_TESTS:-}" ]; then
+	TESTS=$(echo "$TESTS" | while read -r fn rest; do
+		case " $CLI_TESTS " in *" $fn "*) echo "$fn $rest" ;; esac
+	done)
+fi
 nl='
 '
 set -f

@@ -99,6 +99,8 @@ const char *cli_ipc_ns_text(unsigned long ns);
 /* report.c */
 int cli_fail(const char *what, int err);
 int cli_fail_nodev(const char *what, int err);
+int cli_device_error(int err);
+void cli_note_capacity(const char *name, uint64_t has, uint64_t asked);
 int cli_fail_target(const char *what, int err);
 int cli_fail_msg(const char *what, const char *msg, int status);
 int cli_usage(const char *synopsis, const char *fmt, ...)

@@ -565,8 +565,7 @@ static void note_capacity(int fd, const struct run_req *req)
 
 	if (!req->create || wsem_stat(fd, &st) || st.capacity == req->capacity)
 		return;
-	fprintf(stderr, "wsem: note: %s exists with capacity %" PRIu64
-		", left as it is\n", req->name, (uint64_t)st.capacity);
+	cli_note_capacity(req->name, st.capacity, req->capacity);
 }
 
 /* What NAME and --create say is valid, or one line why not. */
