@@ -124,6 +124,18 @@ eventually() {
 	done
 }
 
+# ended HOW CMD...: CMD "terminated by signal N" or "exited with non-zero
+# status N", as busybox time tells them apart (the shell's $? does not).
+ended() {
+	e_how=$1
+	shift
+	busybox time "$@" >"$T/out" 2>"$T/err" || :
+	grep -qx "Command $e_how" "$T/err" && return 0
+	echo "'$*' has not $e_how:"
+	cat "$T/err"
+	return 1
+}
+
 # bg CMD...: start CMD in the background; $BG is its pid.  The runner kills
 # whatever a test leaves behind.
 bg() {
@@ -225,7 +237,7 @@ t_create_invalid() {
 	err_is "wsem: $P-z: capacity 4611686018427387905 is out of range (1 .. 2^62 = 4611686018427387904)"
 	expect 1 wsem create "a b" 1
 	err_is "wsem: a b: invalid name: a name is 1..63 bytes of [A-Za-z0-9._-]"
-	expect 1 wsem run "bad*name" -c 1 -- true
+	expect 125 wsem run "bad*name" -c 1 -- true
 	err_is "wsem: bad*name: invalid name: a name is 1..63 bytes of [A-Za-z0-9._-]"
 	# a path names a wsemfs file, and those are not created
 	expect 2 wsem create "$P/z" 1
@@ -241,10 +253,13 @@ t_create_invalid() {
 	is capacity "$long" 4611686018427387904
 }
 
+# run's own usage errors are 125 (as env(1) and timeout(1)), not 2.
 t_usage() {
 	while read -r args; do
+		want=2
+		case $args in run*) want=125 ;; esac
 		# shellcheck disable=SC2086 # word splitting wanted
-		expect 2 wsem $args
+		expect $want wsem $args
 		usage_err
 	done <<-EOF
 	
@@ -335,19 +350,24 @@ t_help() {
 	expect 3 wsem stat "$P-u"		# nothing was created
 }
 
+# (run: 125, its own failure, which no COMMAND status can be mistaken for)
 t_not_found() {
 	for args in "stat $P-nf" "stat $P-nf --json" "rm $P-nf" \
 	    "resize $P-nf 3" "run $P-nf -- true"; do
+		want=3
+		case $args in run*) want=125 ;; esac
 		# shellcheck disable=SC2086
-		expect 3 wsem $args
+		expect $want wsem $args
 		err_is "wsem: $P-nf: No such file or directory"
 	done
 	# a path that is not there: the same answer, not "Invalid argument"
 	for args in "stat /nonexistent/$P" "rm /nonexistent/$P" \
 	    "resize /nonexistent/$P 3" "run /nonexistent/$P -- true" \
 	    "run /nonexistent/$P -n -E 0 -- true" "wait /nonexistent/$P"; do
+		want=3
+		case $args in run*) want=125 ;; esac
 		# shellcheck disable=SC2086
-		expect 3 wsem $args
+		expect $want wsem $args
 		err_is "wsem: /nonexistent/$P: No such file or directory"
 	done
 }
@@ -714,12 +734,12 @@ t_permissions() {
 	err_is "wsem: $P-pp: Permission denied"
 	expect 1 su -s /bin/sh -c "$WSEM stat $P-pp --json" nobody
 	err_is "wsem: $P-pp: Permission denied"
-	expect 1 su -s /bin/sh -c "$WSEM run $P-pp -- true" nobody
+	expect 125 su -s /bin/sh -c "$WSEM run $P-pp -- true" nobody
 	err_is "wsem: $P-pp: Permission denied"
 	expect 3 su -s /bin/sh -c "$WSEM stat $P-none" nobody
 	expect 1 su -s /bin/sh -c "$WSEM resize $P-pr 5" nobody
 	err_is "wsem: $P-pr: Permission denied"
-	expect 1 su -s /bin/sh -c "$WSEM run $P-pr -- true" nobody
+	expect 125 su -s /bin/sh -c "$WSEM run $P-pr -- true" nobody
 	err_is "wsem: $P-pr: Permission denied"
 	expect 1 su -s /bin/sh -c "$WSEM rm $P-pr" nobody
 	err_is "wsem: $P-pr: Operation not permitted"
@@ -926,6 +946,46 @@ t_run_status() {
 	is used "$P-st" 0
 }
 
+# A COMMAND killed by a signal: wsem run dies of the same signal, as
+# timeout(1) does, so that the shell sees it (busybox time tells a death
+# by signal N from an exit with 128 + N), and bash ends a loop on ^C (a
+# SIGINT to the whole process group, as the terminal sends it, here in a
+# session of its own); no core of wsem's own.
+t_run_signal() {
+	wsem create "$P-sg" 2
+	ended "terminated by signal 15" wsem run "$P-sg" -- \
+		sh -c 'kill -TERM $$'
+	ended "exited with non-zero status 143" wsem run "$P-sg" -- \
+		sh -c 'exit 143'
+	ended "terminated by signal 9" wsem run "$P-sg" -- sh -c 'kill -KILL $$'
+	ended "terminated by signal 15" wsem run "$P-sg" --inherit -- \
+		sh -c 'kill -TERM $$'
+	is used "$P-sg" 0
+	command -v bash >/dev/null || { echo "no bash in the guest"; exit 1; }
+	expect 130 setsid bash -c 'for i in 1 2; do
+			wsem run '"$P-sg"' -- sh -c "kill -INT 0"
+			echo "$i" >>'"$T/loop"'
+		done
+		echo end >>'"$T/loop"
+	if [ -e "$T/loop" ]; then
+		echo "the loop went on:"
+		cat "$T/loop"
+		exit 1
+	fi
+	# SIGABRT dumps core by default: COMMAND's (in its own directory),
+	# never wsem's (SIGQUIT would do, but busybox time ignores it, and so
+	# COMMAND would too)
+	mkdir "$T/core-cmd" "$T/core-wsem"
+	# shellcheck disable=SC3045 # busybox sh has ulimit -c
+	ulimit -c unlimited
+	(cd "$T/core-wsem" && ended "terminated by signal 6" wsem run \
+		"$P-sg" -- sh -c "cd $T/core-cmd && kill -ABRT \$\$")
+	ls -la "$T/core-cmd" "$T/core-wsem"
+	[ -n "$(ls "$T/core-cmd")" ]		# cores are written here
+	[ -z "$(ls "$T/core-wsem")" ]
+	is used "$P-sg" 0
+}
+
 t_run_exec_fail() {
 	wsem create "$P-ex" 2
 	expect 127 wsem run "$P-ex" -- /nonexistent/cmd
@@ -939,14 +999,15 @@ t_run_exec_fail() {
 	is used "$P-ex" 0
 }
 
+# (run's own failures, EINVAL and usage alike, exit 125)
 t_run_invalid() {
 	wsem create "$P-iv" 4
-	expect 1 wsem run "$P-iv" --weight 5 -- touch "$T/iv-ran"
+	expect 125 wsem run "$P-iv" --weight 5 -- touch "$T/iv-ran"
 	err_is "wsem: $P-iv: weight 5 exceeds capacity 4"
-	expect 2 wsem run "$P-iv" --weight 0 -- touch "$T/iv-ran"
+	expect 125 wsem run "$P-iv" --weight 0 -- touch "$T/iv-ran"
 	usage_err
 	grep -q "invalid WEIGHT '0' (1 .. the capacity, or all)" "$T/err"
-	expect 1 wsem run "$P-iv2" --create 0 -- true
+	expect 125 wsem run "$P-iv2" --create 0 -- true
 	err_is "wsem: $P-iv2: capacity 0 is out of range (1 .. 2^62 = 4611686018427387904)"
 	expect 3 wsem stat "$P-iv2"
 	# a waiter whose weight a shrink put over the capacity
@@ -960,7 +1021,7 @@ t_run_invalid() {
 	wsem resize "$P-iv" 2
 	st=0
 	wait "$w" || st=$?
-	[ "$st" -eq 1 ]
+	[ "$st" -eq 125 ]
 	[ "$(cat "$T/iv-err")" = "wsem: $P-iv: weight 3 exceeds capacity 2" ]
 	[ ! -e "$T/iv-ran" ]
 	reap "$h"
@@ -1150,7 +1211,7 @@ t_device_errors() {
 		mount -t tmpfs none /dev && mount -t tmpfs none /sys/module &&
 		mount -t tmpfs none /sys/fs && exec $WSEM ls"
 	err_is "wsem: /dev/wsem: No such file or directory (is the module loaded? modprobe wsem)"
-	expect 1 unshare -m sh -c "mount --make-rprivate / 2>/dev/null
+	expect 125 unshare -m sh -c "mount --make-rprivate / 2>/dev/null
 		mount -t tmpfs none /dev && mount -t tmpfs none /sys/module &&
 		mount -t tmpfs none /sys/fs &&
 		exec $WSEM run $P-dv -c 1 -- true"
@@ -1163,7 +1224,7 @@ t_device_errors() {
 	# the module is loaded, the device is not here (a container): the
 	# hint is a file by its path, or wsemfs, not modprobe
 	hint="the module is loaded: give a semaphore's file by its path, as wsem run /run/limits/NAME, or mount wsemfs: mount -t wsem wsem /sys/fs/wsem"
-	expect 1 unshare -m sh -c "mount --make-rprivate / 2>/dev/null
+	expect 125 unshare -m sh -c "mount --make-rprivate / 2>/dev/null
 		mount -t tmpfs none /dev && exec $WSEM run gpu -- true"
 	err_is "wsem: /dev/wsem: No such file or directory ($hint)"
 	expect 1 unshare -m sh -c "mount --make-rprivate / 2>/dev/null
@@ -1179,7 +1240,7 @@ t_device_errors() {
 	fi
 	# a /dev/wsem the user may not open: the device, not the semaphore
 	wsem create "$P-dv" 2 --mode 0666
-	expect 1 unshare -m sh -c "mount --make-rprivate / 2>/dev/null
+	expect 125 unshare -m sh -c "mount --make-rprivate / 2>/dev/null
 		mount --bind $T/dev0600 /dev/wsem &&
 		exec su -s /bin/sh -c '$WSEM run $P-dv -- true' nobody"
 	err_is "wsem: /dev/wsem: Permission denied"
@@ -1357,9 +1418,9 @@ t_create create makes a semaphore: capacity, used 0, mode 0600, owner
 t_create_mode create --mode is exact, the default masked by the umask
 t_create_existing create: same capacity is fine, another fails unless --exist-ok
 t_create_invalid create rejects bad capacities and names with exit 1
-t_usage usage errors exit 2 with one wsem: usage: line
-t_help wsem -h, --help, help VERB and VERB --help print help and exit 0
-t_not_found stat, rm, resize, run of a missing name exit 3
+t_usage usage errors exit 2 (run: 125) with one wsem: usage: line
+t_help wsem -h, --help, help VERB, VERB --help, -V and --version exit 0
+t_not_found stat, rm, resize of a missing name exit 3, run 125
 t_ls_table ls prints an aligned table with a header, in name order
 t_ls_json ls --json is an array of objects keyed by struct wsem_stat
 t_ls_json_empty ls of an empty namespace
@@ -1382,8 +1443,9 @@ t_symbolic_mode create -m and run -c -m take symbolic modes, relative to 0600
 t_run_weight_all run -w all holds the whole capacity
 t_acquire_release acquire/release --fd N hold weight on the shell's own descriptor
 t_run_status run exits with COMMAND's status, or its signal
+t_run_signal run dies of the signal that killed COMMAND: bash ends a loop on ^C
 t_run_exec_fail run: COMMAND not found 127, not executable 126
-t_run_invalid run: bad weight or capacity exits 1
+t_run_invalid run: bad weight or capacity exits 125
 t_run_exec_in_place run --inherit becomes COMMAND; killing it frees the lease
 t_run_kill_waiting killing a waiting run leaves the queue, COMMAND never runs
 t_run_kill_grants killing the holder lets the queued run start

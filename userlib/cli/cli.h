@@ -19,6 +19,7 @@
 #define CLI_EXIT_NOTFOUND	3	/* no such semaphore */
 #define CLI_EXIT_WOULDBLOCK	75	/* run --nonblock; EX_TEMPFAIL */
 #define CLI_EXIT_TIMEDOUT	124	/* run --timeout; as timeout(1) */
+#define CLI_EXIT_RUN_FAILED	125	/* run: wsem's own failure; as env(1) */
 #define CLI_EXIT_NOEXEC		126	/* COMMAND found, not executable */
 #define CLI_EXIT_NOCMD		127	/* COMMAND not found */
 
@@ -69,6 +70,7 @@ struct cli_lease {
 	int64_t timeout_ns;	/* --timeout, or -1 */
 	bool nonblock;		/* --nonblock, or --timeout 0 */
 	int conflict_status;	/* -E N, or -1: 75 or 124 */
+	bool conflict;		/* set when it failed for a conflict */
 };
 
 int cli_lease_options(const char *syn, struct cli_opt *opts,

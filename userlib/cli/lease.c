@@ -97,11 +97,19 @@ static int fail_einval(int fd, const char *what, uint64_t weight)
 }
 
 /* A conflict: the line, and -E N's status or @status. */
-static int fail_conflict(const struct cli_lease *l, const char *msg,
-			 int status)
+static int fail_conflict(struct cli_lease *l, const char *msg, int status)
 {
+	l->conflict = true;
 	return cli_fail_msg(l->what, msg, l->conflict_status >= 0 ?
 			    l->conflict_status : status);
+}
+
+/* Wait for the weight as @l says (a timeout, or for ever): 0 or -1. */
+static int acquire_waiting(int fd, const struct cli_lease *l)
+{
+	if (l->timeout_ns >= 0)
+		return wsem_acquire_timeout(fd, l->weight, l->timeout_ns);
+	return wsem_acquire(fd, l->weight);
 }
 
 /**
@@ -110,8 +118,9 @@ static int fail_conflict(const struct cli_lease *l, const char *msg,
  * @l: what to acquire; "all" is read from @fd's capacity now
  * @status: set to the exit status when it fails
  *
- * A conflict (would block, timed out) and every error print one line.
- * A conflict whose status is 0 (-E 0) is still a failure: nothing is held.
+ * A conflict (would block, timed out) and every error print one line;
+ * a conflict also sets @l->conflict.  A conflict whose status is 0 (-E 0)
+ * is still a failure: nothing is held.
  *
  * Return: true if the handle now holds the weight.
  */
@@ -120,6 +129,7 @@ bool cli_lease_acquire(int fd, struct cli_lease *l, int *status)
 	struct wsem_stat st;
 	int ret;
 
+	l->conflict = false;
 	if (l->weight_all) {
 		if (wsem_stat(fd, &st)) {
 			*status = cli_fail_nodev(l->what, errno);
@@ -129,10 +139,8 @@ bool cli_lease_acquire(int fd, struct cli_lease *l, int *status)
 	}
 	if (l->nonblock)
 		ret = wsem_tryacquire(fd, l->weight);
-	else if (l->timeout_ns >= 0)
-		ret = wsem_acquire_timeout(fd, l->weight, l->timeout_ns);
 	else
-		ret = wsem_acquire(fd, l->weight);
+		ret = acquire_waiting(fd, l);
 	if (!ret)
 		return true;
 	if (l->nonblock && errno == EAGAIN)
