@@ -999,6 +999,80 @@ t_run_exec_fail() {
 	is used "$P-ex" 0
 }
 
+# COMMAND is looked up (PATH, as execvp does) before wsem waits, opens or
+# creates anything: a typo fails at once, 127, or 126 when it cannot be
+# executed, as env(1) says.
+t_run_command_first() {
+	wsem create "$P-cf" 2
+	bg wsem run "$P-cf" -w 2 -- sleep 60
+	holder=$BG
+	eventually is used "$P-cf" 2
+	expect 127 timeout 20 wsem run "$P-cf" -- no-such-command-here
+	err_is "wsem: no-such-command-here: No such file or directory"
+	expect 127 timeout 20 wsem run "$P-cf" --inherit -- /nonexistent/cmd
+	err_is "wsem: /nonexistent/cmd: No such file or directory"
+	echo 'echo hi' >"$T/cf-noexec"
+	chmod 0644 "$T/cf-noexec"
+	expect 126 timeout 20 wsem run "$P-cf" -- "$T/cf-noexec"
+	err_is "wsem: $T/cf-noexec: Permission denied"
+	expect 126 timeout 20 wsem run "$P-cf" -- "$T"
+	err_is "wsem: $T: Permission denied"
+	mkdir "$T/p1" "$T/p2" "$T/p3"
+	cp "$T/cf-noexec" "$T/p1/cfcmd"
+	expect 126 env PATH="$T/p1:$T/p2" "$(command -v timeout)" 20 \
+		"$WSEM" run "$P-cf" -- cfcmd
+	err_is "wsem: cfcmd: Permission denied"
+	is waiters "$P-cf" 0
+	# nothing made for a typo
+	expect 127 wsem run "$P-cf2" -c 2 -- no-such-command-here
+	expect 3 wsem stat "$P-cf2"
+	reap "$holder"
+	eventually is used "$P-cf" 0
+	# as execvp: one that cannot be run is passed over for a later one
+	printf '#!/bin/sh\necho p2\n' >"$T/p2/cfcmd"
+	chmod 0755 "$T/p2/cfcmd"
+	expect 0 env PATH="$T/p1:$T/p2" "$WSEM" run "$P-cf" -- cfcmd
+	[ "$(cat "$T/out")" = p2 ]
+	# an empty PATH entry is the current directory
+	cp "$T/p2/cfcmd" "$T/p3/cfcmd3"
+	(cd "$T/p3" && expect 0 env PATH="$T/p1:" "$WSEM" run "$P-cf" -- cfcmd3)
+}
+
+# --verbose: one line when it has to wait (how many ahead, what is in use),
+# one when it gets the weight and after how long; nothing by default, and
+# nothing when the weight is free.
+t_run_verbose() {
+	wsem create "$P-vb" 3
+	expect 0 wsem run "$P-vb" --verbose -w 2 -- true
+	quiet
+	bg wsem run "$P-vb" -w 3 -- sleep 60
+	holder=$BG
+	eventually is used "$P-vb" 3
+	bg wsem run "$P-vb" -w 1 -- true
+	eventually is waiters "$P-vb" 1
+	wsem run "$P-vb" -v -w 2 -- true 2>"$T/vb-err" &
+	w=$!
+	echo "$w" >>"$T/pids"
+	eventually is waiters "$P-vb" 2
+	wsem run "$P-vb" -w 2 -- true 2>"$T/vb-quiet" &
+	q=$!
+	echo "$q" >>"$T/pids"
+	eventually is waiters "$P-vb" 3
+	[ "$(cat "$T/vb-err")" = "wsem: waiting for $P-vb: 1 ahead, 3/3 in use" ]
+	sleep 1
+	reap "$holder"
+	wait "$w"
+	wait "$q"
+	cat "$T/vb-err"
+	[ "$(wc -l <"$T/vb-err")" -eq 2 ]
+	secs=$(sed -n "2s/^wsem: acquired $P-vb after \([0-9]*\)\.[0-9] s\$/\1/p" \
+		"$T/vb-err")
+	[ -n "$secs" ]
+	within 1 30 "$secs"
+	[ ! -s "$T/vb-quiet" ]
+	eventually is used "$P-vb" 0
+}
+
 # (run's own failures, EINVAL and usage alike, exit 125)
 t_run_invalid() {
 	wsem create "$P-iv" 4
@@ -1445,6 +1519,8 @@ t_acquire_release acquire/release --fd N hold weight on the shell's own descript
 t_run_status run exits with COMMAND's status, or its signal
 t_run_signal run dies of the signal that killed COMMAND: bash ends a loop on ^C
 t_run_exec_fail run: COMMAND not found 127, not executable 126
+t_run_command_first run finds COMMAND before it waits: 127/126 at once
+t_run_verbose run --verbose says when it waits and how long it took
 t_run_invalid run: bad weight or capacity exits 125
 t_run_exec_in_place run --inherit becomes COMMAND; killing it frees the lease
 t_run_kill_waiting killing a waiting run leaves the queue, COMMAND never runs

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # What wsem(1) does before it needs the module, on the host, in TAP: -V,
-# the exit statuses of "wsem run" (125 for its own failures), and that the README and wsem.1 say
+# the exit statuses of "wsem run" (125 for its own failures, 126/127 for
+# COMMAND before anything is opened), and that the README and wsem.1 say
 # what the code does about them.  cli_test.sh tests the rest in the VM.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -55,6 +56,20 @@ run_bad_name() {
 		one_line 'invalid name' && [ ! -e "$T/ran" ]
 }
 
+# COMMAND is looked up first: 127 / 126 whatever the device and the
+# semaphore, which are never reached.
+run_command_first() {
+	printf 'echo hi\n' >"$T/noexec"
+	chmod 0644 "$T/noexec"
+	status 127 "$WSEM" run "nosuch$$" -- "no-such-command-$$" &&
+		one_line "^wsem: no-such-command-$$: No such file or directory\$" &&
+		status 127 "$WSEM" run "nosuch$$" -- "$T/none" &&
+		status 126 "$WSEM" run "nosuch$$" -- "$T/noexec" &&
+		one_line "^wsem: $T/noexec: Permission denied\$" &&
+		status 126 "$WSEM" run "nosuch$$" -- "$T" &&
+		status 126 env PATH="$T" "$WSEM" run "nosuch$$" -- noexec
+}
+
 # No /dev/wsem: run says so, 125; rm -f does not hide it (1).
 no_device() {
 	status 125 "$WSEM" run "nosuch$$" -- true &&
@@ -88,6 +103,8 @@ echo "TAP version 13"
 check "wsem -V and --version print the version" version
 check "run: usage errors exit 125" run_usage
 check "run: an invalid name exits 125" run_bad_name
+check "run: COMMAND not found 127, not executable 126, first" \
+	run_command_first
 if [ -e /dev/wsem ]; then
 	n=$((n + 1))
 	echo "ok $n - run without /dev/wsem exits 125 # SKIP /dev/wsem is here"

@@ -45,7 +45,7 @@ comp() {
 	fi
 }
 
-echo "1..19"
+echo "1..20"
 comp "release resize rm run" wsem r
 comp "acquire apply" wsem a
 comp "wait" wsem w
@@ -63,6 +63,7 @@ comp "--fd" wsem release --f
 comp "create" wsem help cr
 comp "wsemtestcmd" wsem run build -- wsemtest
 comp "--force" wsem rm --f
+comp "--verbose" wsem run build --verb
 comp "-V" wsem -V
 
 # Every long option offered is one the real wsem knows.

@@ -70,6 +70,7 @@ struct cli_lease {
 	int64_t timeout_ns;	/* --timeout, or -1 */
 	bool nonblock;		/* --nonblock, or --timeout 0 */
 	int conflict_status;	/* -E N, or -1: 75 or 124 */
+	bool verbose;		/* --verbose: say when it waits, and how long */
 	bool conflict;		/* set when it failed for a conflict */
 };
 
@@ -82,6 +83,9 @@ int cli_check_capacity(const char *what, uint64_t capacity);
 /* args.c */
 int cli_parse(struct cli_parse *p, int argc, char **argv);
 struct cli_opt *cli_opt(struct cli_opt *opts, const char *name);
+
+/* command.c */
+int cli_check_command(const char *name);
 
 /* number.c */
 bool cli_parse_u64(const char *s, uint64_t *v);

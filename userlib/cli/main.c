@@ -33,8 +33,8 @@ static const struct cli_verb verbs[] = {
 	{ "resize", "resize NAME|PATH|--fd N CAPACITY",
 	  "Change the capacity.", cli_resize },
 	{ "run", "run NAME|PATH|--fd N [-w W|all] [-t DURATION | -n] [-E N] "
-		 "[-c CAPACITY [-m MODE]] [--inherit] [--jobserver[=fifo|pipe]] "
-		 "-- COMMAND [ARG...]",
+		 "[-v] [-c CAPACITY [-m MODE]] [--inherit] "
+		 "[--jobserver[=fifo|pipe]] -- COMMAND [ARG...]",
 	  "Wait for weight W, run COMMAND holding it, give it back when "
 	  "COMMAND ends.", cli_run },
 	{ "acquire", "acquire --fd N [-w W|all] [-t DURATION | -n] [-E N] "

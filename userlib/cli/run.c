@@ -14,7 +14,8 @@
  * COMMAND's; when a signal kills COMMAND, wsem dies of the same signal
  * (die_of()), as timeout(1) does.
  *
- * Every failure of
+ * COMMAND is looked up in PATH before anything is opened or waited for
+ * (127 not found, 126 not executable, as env(1)), and every failure of
  * wsem's own (usage, no device, no such semaphore, permission) exits 125,
  * as env(1) and timeout(1) do; a conflict keeps 75 (--nonblock) or 124
  * (--timeout), or -E N.
@@ -94,6 +95,8 @@ static struct cli_opt run_opts[] = {
 	{ .name = "fd", .arg = "N", .help = "acquire through a reopen of N" },
 	{ .name = "jobserver", .arg = "STYLE", .arg_optional = true,
 	  .help = "MAKEFLAGS with NAME's jobserver: fifo (default) or pipe" },
+	{ .name = "verbose", .short_name = 'v',
+	  .help = "say on stderr when it waits, and for how long" },
 	{ .name = NULL },
 };
 
@@ -644,8 +647,9 @@ static int run_leased(int fd, struct run_req *req)
 }
 
 /*
- * The options and NAME, checked before anything is opened; 0, CLI_DONE,
- * or an exit status after one line.
+ * The options, NAME and COMMAND, all checked before anything is opened
+ * (so that a typo in COMMAND creates nothing and waits for nothing); 0,
+ * CLI_DONE, or an exit status after one line.
  */
 static int run_prepare(const struct cli_verb *verb, int argc, char **argv,
 		       struct run_req *req)
@@ -665,7 +669,10 @@ static int run_prepare(const struct cli_verb *verb, int argc, char **argv,
 	req->name = req->fd < 0 ? p.pos[0] : "--fd";
 	req->lease.what = req->name;
 	req->cmd = p.cmd;
-	return own_failure(check_target(req));
+	ret = own_failure(check_target(req));
+	if (!ret)
+		ret = cli_check_command(req->cmd[0]);
+	return ret;
 }
 
 int cli_run(const struct cli_verb *verb, int argc, char **argv)

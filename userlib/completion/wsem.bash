@@ -27,7 +27,7 @@ _wsem_opts()
 	release) echo "--fd -w --weight -h --help" ;;
 	run) echo "-w --weight -t --timeout -n --nonblock -E" \
 		  "--conflict-exit-code -c --create -m --mode --inherit" \
-		  "--jobserver --fd -h --help" ;;
+		  "--jobserver --fd -v --verbose -h --help" ;;
 	esac
 }
 
