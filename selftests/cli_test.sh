@@ -124,6 +124,18 @@ eventually() {
 	done
 }
 
+# ended HOW CMD...: CMD "terminated by signal N" or "exited with non-zero
+# status N", as busybox time tells them apart (the shell's $? does not).
+ended() {
+	e_how=$1
+	shift
+	busybox time "$@" >"$T/out" 2>"$T/err" || :
+	grep -qx "Command $e_how" "$T/err" && return 0
+	echo "'$*' has not $e_how:"
+	cat "$T/err"
+	return 1
+}
+
 # bg CMD...: start CMD in the background; $BG is its pid.  The runner kills
 # whatever a test leaves behind.
 bg() {
@@ -207,7 +219,7 @@ t_create_existing() {
 	err_is "wsem: $P-e: exists with capacity 4, not 9 (--exist-ok accepts it, wsem resize changes it)"
 	is capacity "$P-e" 4
 	expect 0 wsem create "$P-e" 9 --exist-ok
-	err_is "wsem: note: $P-e exists with capacity 4, left as it is"
+	err_is "wsem: note: $P-e exists with capacity 4, not 9, left as it is"
 	is capacity "$P-e" 4
 	expect 1 wsem create "$P-e" 4 --exclusive
 	err_is "wsem: $P-e: File exists"
@@ -225,7 +237,7 @@ t_create_invalid() {
 	err_is "wsem: $P-z: capacity 4611686018427387905 is out of range (1 .. 2^62 = 4611686018427387904)"
 	expect 1 wsem create "a b" 1
 	err_is "wsem: a b: invalid name: a name is 1..63 bytes of [A-Za-z0-9._-]"
-	expect 1 wsem run "bad*name" -c 1 -- true
+	expect 125 wsem run "bad*name" -c 1 -- true
 	err_is "wsem: bad*name: invalid name: a name is 1..63 bytes of [A-Za-z0-9._-]"
 	# a path names a wsemfs file, and those are not created
 	expect 2 wsem create "$P/z" 1
@@ -241,10 +253,13 @@ t_create_invalid() {
 	is capacity "$long" 4611686018427387904
 }
 
+# run's own usage errors are 125 (as env(1) and timeout(1)), not 2.
 t_usage() {
 	while read -r args; do
+		want=2
+		case $args in run*) want=125 ;; esac
 		# shellcheck disable=SC2086 # word splitting wanted
-		expect 2 wsem $args
+		expect $want wsem $args
 		usage_err
 	done <<-EOF
 	
@@ -324,24 +339,35 @@ t_help() {
 	grep -q -- '-w, --weight W' "$T/out"
 	grep -q -- '-E, --conflict-exit-code N' "$T/out"
 	[ ! -e "$T/hp-ran" ]
+	# -V and --version: the version, on stdout
+	for args in -V --version; do
+		expect 0 wsem "$args"
+		grep -Eqx 'wsem [0-9]+\.[0-9]+\.[0-9]+' "$T/out"
+		[ ! -s "$T/err" ]
+	done
 	expect 0 wsem create "$P-hp" 3 --help
 	expect 3 wsem stat "$P-hp"
 	expect 3 wsem stat "$P-u"		# nothing was created
 }
 
+# (run: 125, its own failure, which no COMMAND status can be mistaken for)
 t_not_found() {
 	for args in "stat $P-nf" "stat $P-nf --json" "rm $P-nf" \
 	    "resize $P-nf 3" "run $P-nf -- true"; do
+		want=3
+		case $args in run*) want=125 ;; esac
 		# shellcheck disable=SC2086
-		expect 3 wsem $args
+		expect $want wsem $args
 		err_is "wsem: $P-nf: No such file or directory"
 	done
 	# a path that is not there: the same answer, not "Invalid argument"
 	for args in "stat /nonexistent/$P" "rm /nonexistent/$P" \
 	    "resize /nonexistent/$P 3" "run /nonexistent/$P -- true" \
 	    "run /nonexistent/$P -n -E 0 -- true" "wait /nonexistent/$P"; do
+		want=3
+		case $args in run*) want=125 ;; esac
 		# shellcheck disable=SC2086
-		expect 3 wsem $args
+		expect $want wsem $args
 		err_is "wsem: /nonexistent/$P: No such file or directory"
 	done
 }
@@ -658,6 +684,22 @@ t_rm() {
 	expect 3 wsem rm "$P-rm"
 	err_is "wsem: $P-rm: No such file or directory"
 	not_listed "$P-rm"
+	# -f, as rm -f: one that is not there is no error; one that is goes
+	expect 0 wsem rm -f "$P-rm"
+	quiet
+	expect 0 wsem rm --force "/nonexistent/$P-rm"
+	quiet
+	wsem create "$P-rm" 2
+	expect 0 wsem rm -f "$P-rm"
+	quiet
+	not_listed "$P-rm"
+	# ... other errors are still errors
+	expect 1 wsem rm -f "a b"
+	if [ "$(su -s /bin/sh -c 'id -u' nobody 2>/dev/null)" = 65534 ]; then
+		wsem create "$P-rm" 2 --mode 0644
+		expect 1 su -s /bin/sh -c "$WSEM rm -f $P-rm" nobody
+		err_is "wsem: $P-rm: Operation not permitted"
+	fi
 }
 
 # not_listed NAME: wsem ls does not show NAME.
@@ -692,12 +734,12 @@ t_permissions() {
 	err_is "wsem: $P-pp: Permission denied"
 	expect 1 su -s /bin/sh -c "$WSEM stat $P-pp --json" nobody
 	err_is "wsem: $P-pp: Permission denied"
-	expect 1 su -s /bin/sh -c "$WSEM run $P-pp -- true" nobody
+	expect 125 su -s /bin/sh -c "$WSEM run $P-pp -- true" nobody
 	err_is "wsem: $P-pp: Permission denied"
 	expect 3 su -s /bin/sh -c "$WSEM stat $P-none" nobody
 	expect 1 su -s /bin/sh -c "$WSEM resize $P-pr 5" nobody
 	err_is "wsem: $P-pr: Permission denied"
-	expect 1 su -s /bin/sh -c "$WSEM run $P-pr -- true" nobody
+	expect 125 su -s /bin/sh -c "$WSEM run $P-pr -- true" nobody
 	err_is "wsem: $P-pr: Permission denied"
 	expect 1 su -s /bin/sh -c "$WSEM rm $P-pr" nobody
 	err_is "wsem: $P-pr: Operation not permitted"
@@ -784,7 +826,7 @@ t_run_create_mode() {
 t_run_create_existing() {
 	wsem create "$P-ce" 4
 	expect 0 wsem run "$P-ce" -c 8 -w 2 -- wsem stat "$P-ce" --json
-	err_is "wsem: note: $P-ce exists with capacity 4, left as it is"
+	err_is "wsem: note: $P-ce exists with capacity 4, not 8, left as it is"
 	grep -q '"capacity":4,"used":2,' "$T/out"
 	expect 0 wsem run "$P-ce" -c 4 -- true
 	quiet
@@ -904,6 +946,46 @@ t_run_status() {
 	is used "$P-st" 0
 }
 
+# A COMMAND killed by a signal: wsem run dies of the same signal, as
+# timeout(1) does, so that the shell sees it (busybox time tells a death
+# by signal N from an exit with 128 + N), and bash ends a loop on ^C (a
+# SIGINT to the whole process group, as the terminal sends it, here in a
+# session of its own); no core of wsem's own.
+t_run_signal() {
+	wsem create "$P-sg" 2
+	ended "terminated by signal 15" wsem run "$P-sg" -- \
+		sh -c 'kill -TERM $$'
+	ended "exited with non-zero status 143" wsem run "$P-sg" -- \
+		sh -c 'exit 143'
+	ended "terminated by signal 9" wsem run "$P-sg" -- sh -c 'kill -KILL $$'
+	ended "terminated by signal 15" wsem run "$P-sg" --inherit -- \
+		sh -c 'kill -TERM $$'
+	is used "$P-sg" 0
+	command -v bash >/dev/null || { echo "no bash in the guest"; exit 1; }
+	expect 130 setsid bash -c 'for i in 1 2; do
+			wsem run '"$P-sg"' -- sh -c "kill -INT 0"
+			echo "$i" >>'"$T/loop"'
+		done
+		echo end >>'"$T/loop"
+	if [ -e "$T/loop" ]; then
+		echo "the loop went on:"
+		cat "$T/loop"
+		exit 1
+	fi
+	# SIGABRT dumps core by default: COMMAND's (in its own directory),
+	# never wsem's (SIGQUIT would do, but busybox time ignores it, and so
+	# COMMAND would too)
+	mkdir "$T/core-cmd" "$T/core-wsem"
+	# shellcheck disable=SC3045 # busybox sh has ulimit -c
+	ulimit -c unlimited
+	(cd "$T/core-wsem" && ended "terminated by signal 6" wsem run \
+		"$P-sg" -- sh -c "cd $T/core-cmd && kill -ABRT \$\$")
+	ls -la "$T/core-cmd" "$T/core-wsem"
+	[ -n "$(ls "$T/core-cmd")" ]		# cores are written here
+	[ -z "$(ls "$T/core-wsem")" ]
+	is used "$P-sg" 0
+}
+
 t_run_exec_fail() {
 	wsem create "$P-ex" 2
 	expect 127 wsem run "$P-ex" -- /nonexistent/cmd
@@ -917,14 +999,89 @@ t_run_exec_fail() {
 	is used "$P-ex" 0
 }
 
+# COMMAND is looked up (PATH, as execvp does) before wsem waits, opens or
+# creates anything: a typo fails at once, 127, or 126 when it cannot be
+# executed, as env(1) says.
+t_run_command_first() {
+	wsem create "$P-cf" 2
+	bg wsem run "$P-cf" -w 2 -- sleep 60
+	holder=$BG
+	eventually is used "$P-cf" 2
+	expect 127 timeout 20 wsem run "$P-cf" -- no-such-command-here
+	err_is "wsem: no-such-command-here: No such file or directory"
+	expect 127 timeout 20 wsem run "$P-cf" --inherit -- /nonexistent/cmd
+	err_is "wsem: /nonexistent/cmd: No such file or directory"
+	echo 'echo hi' >"$T/cf-noexec"
+	chmod 0644 "$T/cf-noexec"
+	expect 126 timeout 20 wsem run "$P-cf" -- "$T/cf-noexec"
+	err_is "wsem: $T/cf-noexec: Permission denied"
+	expect 126 timeout 20 wsem run "$P-cf" -- "$T"
+	err_is "wsem: $T: Permission denied"
+	mkdir "$T/p1" "$T/p2" "$T/p3"
+	cp "$T/cf-noexec" "$T/p1/cfcmd"
+	expect 126 env PATH="$T/p1:$T/p2" "$(command -v timeout)" 20 \
+		"$WSEM" run "$P-cf" -- cfcmd
+	err_is "wsem: cfcmd: Permission denied"
+	is waiters "$P-cf" 0
+	# nothing made for a typo
+	expect 127 wsem run "$P-cf2" -c 2 -- no-such-command-here
+	expect 3 wsem stat "$P-cf2"
+	reap "$holder"
+	eventually is used "$P-cf" 0
+	# as execvp: one that cannot be run is passed over for a later one
+	printf '#!/bin/sh\necho p2\n' >"$T/p2/cfcmd"
+	chmod 0755 "$T/p2/cfcmd"
+	expect 0 env PATH="$T/p1:$T/p2" "$WSEM" run "$P-cf" -- cfcmd
+	[ "$(cat "$T/out")" = p2 ]
+	# an empty PATH entry is the current directory
+	cp "$T/p2/cfcmd" "$T/p3/cfcmd3"
+	(cd "$T/p3" && expect 0 env PATH="$T/p1:" "$WSEM" run "$P-cf" -- cfcmd3)
+}
+
+# --verbose: one line when it has to wait (how many ahead, what is in use),
+# one when it gets the weight and after how long; nothing by default, and
+# nothing when the weight is free.
+t_run_verbose() {
+	wsem create "$P-vb" 3
+	expect 0 wsem run "$P-vb" --verbose -w 2 -- true
+	quiet
+	bg wsem run "$P-vb" -w 3 -- sleep 60
+	holder=$BG
+	eventually is used "$P-vb" 3
+	bg wsem run "$P-vb" -w 1 -- true
+	eventually is waiters "$P-vb" 1
+	wsem run "$P-vb" -v -w 2 -- true 2>"$T/vb-err" &
+	w=$!
+	echo "$w" >>"$T/pids"
+	eventually is waiters "$P-vb" 2
+	wsem run "$P-vb" -w 2 -- true 2>"$T/vb-quiet" &
+	q=$!
+	echo "$q" >>"$T/pids"
+	eventually is waiters "$P-vb" 3
+	[ "$(cat "$T/vb-err")" = "wsem: waiting for $P-vb: 1 ahead, 3/3 in use" ]
+	sleep 1
+	reap "$holder"
+	wait "$w"
+	wait "$q"
+	cat "$T/vb-err"
+	[ "$(wc -l <"$T/vb-err")" -eq 2 ]
+	secs=$(sed -n "2s/^wsem: acquired $P-vb after \([0-9]*\)\.[0-9] s\$/\1/p" \
+		"$T/vb-err")
+	[ -n "$secs" ]
+	within 1 30 "$secs"
+	[ ! -s "$T/vb-quiet" ]
+	eventually is used "$P-vb" 0
+}
+
+# (run's own failures, EINVAL and usage alike, exit 125)
 t_run_invalid() {
 	wsem create "$P-iv" 4
-	expect 1 wsem run "$P-iv" --weight 5 -- touch "$T/iv-ran"
+	expect 125 wsem run "$P-iv" --weight 5 -- touch "$T/iv-ran"
 	err_is "wsem: $P-iv: weight 5 exceeds capacity 4"
-	expect 2 wsem run "$P-iv" --weight 0 -- touch "$T/iv-ran"
+	expect 125 wsem run "$P-iv" --weight 0 -- touch "$T/iv-ran"
 	usage_err
 	grep -q "invalid WEIGHT '0' (1 .. the capacity, or all)" "$T/err"
-	expect 1 wsem run "$P-iv2" --create 0 -- true
+	expect 125 wsem run "$P-iv2" --create 0 -- true
 	err_is "wsem: $P-iv2: capacity 0 is out of range (1 .. 2^62 = 4611686018427387904)"
 	expect 3 wsem stat "$P-iv2"
 	# a waiter whose weight a shrink put over the capacity
@@ -938,7 +1095,7 @@ t_run_invalid() {
 	wsem resize "$P-iv" 2
 	st=0
 	wait "$w" || st=$?
-	[ "$st" -eq 1 ]
+	[ "$st" -eq 125 ]
 	[ "$(cat "$T/iv-err")" = "wsem: $P-iv: weight 3 exceeds capacity 2" ]
 	[ ! -e "$T/iv-ran" ]
 	reap "$h"
@@ -1128,15 +1285,20 @@ t_device_errors() {
 		mount -t tmpfs none /dev && mount -t tmpfs none /sys/module &&
 		mount -t tmpfs none /sys/fs && exec $WSEM ls"
 	err_is "wsem: /dev/wsem: No such file or directory (is the module loaded? modprobe wsem)"
-	expect 1 unshare -m sh -c "mount --make-rprivate / 2>/dev/null
+	expect 125 unshare -m sh -c "mount --make-rprivate / 2>/dev/null
 		mount -t tmpfs none /dev && mount -t tmpfs none /sys/module &&
 		mount -t tmpfs none /sys/fs &&
 		exec $WSEM run $P-dv -c 1 -- true"
 	err_is "wsem: /dev/wsem: No such file or directory (is the module loaded? modprobe wsem)"
+	# rm -f: a missing module is still an error, not a missing name
+	expect 1 unshare -m sh -c "mount --make-rprivate / 2>/dev/null
+		mount -t tmpfs none /dev && mount -t tmpfs none /sys/module &&
+		mount -t tmpfs none /sys/fs && exec $WSEM rm -f $P-dv"
+	err_is "wsem: /dev/wsem: No such file or directory (is the module loaded? modprobe wsem)"
 	# the module is loaded, the device is not here (a container): the
 	# hint is a file by its path, or wsemfs, not modprobe
 	hint="the module is loaded: give a semaphore's file by its path, as wsem run /run/limits/NAME, or mount wsemfs: mount -t wsem wsem /sys/fs/wsem"
-	expect 1 unshare -m sh -c "mount --make-rprivate / 2>/dev/null
+	expect 125 unshare -m sh -c "mount --make-rprivate / 2>/dev/null
 		mount -t tmpfs none /dev && exec $WSEM run gpu -- true"
 	err_is "wsem: /dev/wsem: No such file or directory ($hint)"
 	expect 1 unshare -m sh -c "mount --make-rprivate / 2>/dev/null
@@ -1152,7 +1314,7 @@ t_device_errors() {
 	fi
 	# a /dev/wsem the user may not open: the device, not the semaphore
 	wsem create "$P-dv" 2 --mode 0666
-	expect 1 unshare -m sh -c "mount --make-rprivate / 2>/dev/null
+	expect 125 unshare -m sh -c "mount --make-rprivate / 2>/dev/null
 		mount --bind $T/dev0600 /dev/wsem &&
 		exec su -s /bin/sh -c '$WSEM run $P-dv -- true' nobody"
 	err_is "wsem: /dev/wsem: Permission denied"
@@ -1330,9 +1492,9 @@ t_create create makes a semaphore: capacity, used 0, mode 0600, owner
 t_create_mode create --mode is exact, the default masked by the umask
 t_create_existing create: same capacity is fine, another fails unless --exist-ok
 t_create_invalid create rejects bad capacities and names with exit 1
-t_usage usage errors exit 2 with one wsem: usage: line
-t_help wsem -h, --help, help VERB and VERB --help print help and exit 0
-t_not_found stat, rm, resize, run of a missing name exit 3
+t_usage usage errors exit 2 (run: 125) with one wsem: usage: line
+t_help wsem -h, --help, help VERB, VERB --help, -V and --version exit 0
+t_not_found stat, rm, resize of a missing name exit 3, run 125
 t_ls_table ls prints an aligned table with a header, in name order
 t_ls_json ls --json is an array of objects keyed by struct wsem_stat
 t_ls_json_empty ls of an empty namespace
@@ -1345,7 +1507,7 @@ t_top top -n N: plain rounds off a terminal, busiest first
 t_wait_idle wait [--idle]: returns when the last holder leaves; -t exits 124
 t_apply apply: creates, resizes, re-modes; idempotent; --dry-run, --prune; a bad file is one error
 t_resize resize changes the capacity; 0 is refused
-t_rm rm removes the name; again exits 3
+t_rm rm removes the name; again exits 3; rm -f of a missing one exits 0
 t_permissions another user: stat/ls with read only, resize/run/rm refused
 t_run_env run --inherit exports WSEM_FD; supervised COMMAND has no handle
 t_run_short_options run -w -n -t ..., options after NAME before --
@@ -1355,8 +1517,11 @@ t_symbolic_mode create -m and run -c -m take symbolic modes, relative to 0600
 t_run_weight_all run -w all holds the whole capacity
 t_acquire_release acquire/release --fd N hold weight on the shell's own descriptor
 t_run_status run exits with COMMAND's status, or its signal
+t_run_signal run dies of the signal that killed COMMAND: bash ends a loop on ^C
 t_run_exec_fail run: COMMAND not found 127, not executable 126
-t_run_invalid run: bad weight or capacity exits 1
+t_run_command_first run finds COMMAND before it waits: 127/126 at once
+t_run_verbose run --verbose says when it waits and how long it took
+t_run_invalid run: bad weight or capacity exits 125
 t_run_exec_in_place run --inherit becomes COMMAND; killing it frees the lease
 t_run_kill_waiting killing a waiting run leaves the queue, COMMAND never runs
 t_run_kill_grants killing the holder lets the queued run start
@@ -1384,6 +1549,12 @@ cleanup() {
 		done
 }
 
+# CLI_TESTS="t_a t_b": only those (to try a change quickly by hand).
+if [ -n "${CLI_TESTS:-}" ]; then
+	TESTS=$(echo "$TESTS" | while read -r fn rest; do
+		case " $CLI_TESTS " in *" $fn "*) echo "$fn $rest" ;; esac
+	done)
+fi
 nl='
 '
 set -f

@@ -355,7 +355,7 @@ t_unmounted() {
 	echo "$unmounted_msg"
 	[ "$(echo "$unmounted_msg" | wc -l)" -eq 2 ] &&
 	echo "$unmounted_msg" | grep -q "^wsem: $MNT: wsemfs is not mounted" &&
-	echo "$unmounted_msg" | grep -qx "exit 1"
+	echo "$unmounted_msg" | grep -qx "exit 125"
 }
 
 # zombies PID: the children of PID that have ended and wait to be reaped.
@@ -378,20 +378,21 @@ t_orphan_reaped() {
 	[ -z "$z" ] || { echo "zombie children of wsem run: $z"; return 1; }
 }
 
-# An unknown style is a usage error; --fd N has no endpoint to give.
+# An unknown style is a usage error; --fd N has no endpoint to give (run's
+# own failures: 125).
 t_usage() {
 	wsem run "$N" --jobserver=socket -- true
-	[ $? -eq 2 ] || return 1
+	[ $? -eq 125 ] || return 1
 	exec 8<>"$MNT/$N"
 	wsem run --fd 8 --jobserver -- true
 	r=$?
 	exec 8>&-
-	[ $r -eq 2 ]
+	[ $r -eq 125 ]
 }
 
 exec 3>&1
 check "--jobserver: fifo style by NAME and by PATH" t_fifo_style
-check "--jobserver without wsemfs at $MNT: one line, exit 1" t_unmounted
+check "--jobserver without wsemfs at $MNT: one line, exit 125" t_unmounted
 check "--jobserver=socket and --jobserver --fd N: usage errors" t_usage
 check "make -j through the endpoint: $CAP at once, never more" t_build
 check "MAKEFLAGS the user had are kept, after ours" t_user_makeflags

@@ -45,7 +45,7 @@ comp() {
 	fi
 }
 
-echo "1..17"
+echo "1..20"
 comp "release resize rm run" wsem r
 comp "acquire apply" wsem a
 comp "wait" wsem w
@@ -62,6 +62,9 @@ comp "all" wsem acquire --fd 9 -w a
 comp "--fd" wsem release --f
 comp "create" wsem help cr
 comp "wsemtestcmd" wsem run build -- wsemtest
+comp "--force" wsem rm --f
+comp "--verbose" wsem run build --verb
+comp "-V" wsem -V
 
 # Every long option offered is one the real wsem knows.
 n=$((n + 1))

@@ -106,6 +106,17 @@ esac
 case " $tests " in
 *" readme_run_test.sh "*) cp "$ROOT/README.md" "$stage/selftests/README.md" ;;
 esac
+# bash, for cli_test.sh: only bash ends a loop when its child dies of the
+# ^C it got too (and so tells a death by SIGINT from an exit 130).
+case " $tests " in
+*" cli_test.sh "*)
+	sh_bash=$(command -v bash || true)
+	if [ -n "$sh_bash" ]; then
+		add_elf "$sh_bash" "$stage/bin/bash"
+	else
+		log "mkinitramfs: no bash: cli_test's t_run_signal fails"
+	fi ;;
+esac
 # GNU make, the jobserver client that jobserver_make_test.sh runs.
 case " $tests " in
 *" jobserver_make_test.sh "*)

@@ -62,8 +62,7 @@ static int check_existing(const char *name, uint64_t capacity)
 	if (st.capacity == capacity)
 		return CLI_EXIT_OK;
 	if (cli_opt(create_opts, "exist-ok")->seen) {
-		fprintf(stderr, "wsem: note: %s exists with capacity %" PRIu64
-			", left as it is\n", name, (uint64_t)st.capacity);
+		cli_note_capacity(name, st.capacity, capacity);
 		return CLI_EXIT_OK;
 	}
 	snprintf(msg, sizeof(msg), "exists with capacity %" PRIu64 ", not %"
@@ -165,15 +164,28 @@ int cli_create(const struct cli_verb *verb, int argc, char **argv)
 	return create_or_check(p.pos[0], mode, capacity);
 }
 
-static struct cli_opt no_opts[] = {
+static struct cli_opt rm_opts[] = {
+	{ .name = "force", .short_name = 'f',
+	  .help = "a NAME or PATH that is not there is no error (as rm -f)" },
 	{ .name = NULL },
 };
+
+/*
+ * rm -f: was the unlink's @err only that @name is not there?  Not when
+ * /dev/wsem is missing: "no module" is still an error.
+ */
+static bool rm_absent(const char *name, int err)
+{
+	if (!cli_opt(rm_opts, "force")->seen || err != ENOENT)
+		return false;
+	return cli_is_path(name) || !cli_device_error(err);
+}
 
 int cli_rm(const struct cli_verb *verb, int argc, char **argv)
 {
 	struct cli_parse p = {
 		.verb = verb,
-		.opts = no_opts,
+		.opts = rm_opts,
 		.max_pos = 1,
 	};
 	int ret = cli_parse(&p, argc, argv);
@@ -182,10 +194,10 @@ int cli_rm(const struct cli_verb *verb, int argc, char **argv)
 		ret = cli_check_name(p.pos[0]);
 	if (ret)
 		return ret;
-	if (wsem_unlink(p.pos[0]))
-		return cli_is_path(p.pos[0]) ? cli_fail_nodev(p.pos[0], errno) :
-					       cli_fail(p.pos[0], errno);
-	return CLI_EXIT_OK;
+	if (!wsem_unlink(p.pos[0]) || rm_absent(p.pos[0], errno))
+		return CLI_EXIT_OK;
+	return cli_is_path(p.pos[0]) ? cli_fail_nodev(p.pos[0], errno) :
+				       cli_fail(p.pos[0], errno);
 }
 
 static struct cli_opt resize_opts[] = {

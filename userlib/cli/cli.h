@@ -19,6 +19,7 @@
 #define CLI_EXIT_NOTFOUND	3	/* no such semaphore */
 #define CLI_EXIT_WOULDBLOCK	75	/* run --nonblock; EX_TEMPFAIL */
 #define CLI_EXIT_TIMEDOUT	124	/* run --timeout; as timeout(1) */
+#define CLI_EXIT_RUN_FAILED	125	/* run: wsem's own failure; as env(1) */
 #define CLI_EXIT_NOEXEC		126	/* COMMAND found, not executable */
 #define CLI_EXIT_NOCMD		127	/* COMMAND not found */
 
@@ -69,6 +70,8 @@ struct cli_lease {
 	int64_t timeout_ns;	/* --timeout, or -1 */
 	bool nonblock;		/* --nonblock, or --timeout 0 */
 	int conflict_status;	/* -E N, or -1: 75 or 124 */
+	bool verbose;		/* --verbose: say when it waits, and how long */
+	bool conflict;		/* set when it failed for a conflict */
 };
 
 int cli_lease_options(const char *syn, struct cli_opt *opts,
@@ -80,6 +83,9 @@ int cli_check_capacity(const char *what, uint64_t capacity);
 /* args.c */
 int cli_parse(struct cli_parse *p, int argc, char **argv);
 struct cli_opt *cli_opt(struct cli_opt *opts, const char *name);
+
+/* command.c */
+int cli_check_command(const char *name);
 
 /* number.c */
 bool cli_parse_u64(const char *s, uint64_t *v);
@@ -99,6 +105,8 @@ const char *cli_ipc_ns_text(unsigned long ns);
 /* report.c */
 int cli_fail(const char *what, int err);
 int cli_fail_nodev(const char *what, int err);
+int cli_device_error(int err);
+void cli_note_capacity(const char *name, uint64_t has, uint64_t asked);
 int cli_fail_target(const char *what, int err);
 int cli_fail_msg(const char *what, const char *msg, int status);
 int cli_usage(const char *synopsis, const char *fmt, ...)

@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 
@@ -67,6 +68,7 @@ int cli_lease_options(const char *syn, struct cli_opt *opts,
 		return ret;
 	l->timeout_ns = -1;
 	l->nonblock = cli_opt(opts, "nonblock")->seen;
+	l->verbose = cli_opt(opts, "verbose") && cli_opt(opts, "verbose")->seen;
 	if (t->seen && !cli_parse_duration(t->value, &l->timeout_ns))
 		return cli_usage(syn, "invalid DURATION '%s'", t->value);
 	if (t->seen && l->nonblock)
@@ -97,11 +99,57 @@ static int fail_einval(int fd, const char *what, uint64_t weight)
 }
 
 /* A conflict: the line, and -E N's status or @status. */
-static int fail_conflict(const struct cli_lease *l, const char *msg,
-			 int status)
+static int fail_conflict(struct cli_lease *l, const char *msg, int status)
 {
+	l->conflict = true;
 	return cli_fail_msg(l->what, msg, l->conflict_status >= 0 ?
 			    l->conflict_status : status);
+}
+
+/* Seconds on the monotonic clock. */
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Wait for the weight as @l says (a timeout, or for ever): 0 or -1. */
+static int acquire_waiting(int fd, const struct cli_lease *l)
+{
+	if (l->timeout_ns >= 0)
+		return wsem_acquire_timeout(fd, l->weight, l->timeout_ns);
+	return wsem_acquire(fd, l->weight);
+}
+
+/*
+ * --verbose: what is granted at once is taken silently; otherwise one line
+ * says what is ahead ("3 ahead, 8/8 in use": the waiters queued before us,
+ * the weight in use and the capacity) and, once granted, one how long it
+ * took.  0, or -1 with errno as the acquire left it.
+ */
+static int acquire_verbose(int fd, const struct cli_lease *l)
+{
+	struct wsem_stat st;
+	double start;
+	int ret;
+
+	if (!wsem_tryacquire(fd, l->weight))
+		return 0;
+	if (errno != EAGAIN)
+		return -1;
+	if (!wsem_stat(fd, &st))
+		fprintf(stderr, "wsem: waiting for %s: %" PRIu64 " ahead, %"
+			PRIu64 "/%" PRIu64 " in use\n", l->what,
+			(uint64_t)st.waiters, (uint64_t)st.used,
+			(uint64_t)st.capacity);
+	start = now_s();
+	ret = acquire_waiting(fd, l);
+	if (!ret)
+		fprintf(stderr, "wsem: acquired %s after %.1f s\n", l->what,
+			now_s() - start);
+	return ret;
 }
 
 /**
@@ -110,8 +158,9 @@ static int fail_conflict(const struct cli_lease *l, const char *msg,
  * @l: what to acquire; "all" is read from @fd's capacity now
  * @status: set to the exit status when it fails
  *
- * A conflict (would block, timed out) and every error print one line.
- * A conflict whose status is 0 (-E 0) is still a failure: nothing is held.
+ * A conflict (would block, timed out) and every error print one line;
+ * a conflict also sets @l->conflict.  A conflict whose status is 0 (-E 0)
+ * is still a failure: nothing is held.
  *
  * Return: true if the handle now holds the weight.
  */
@@ -120,6 +169,7 @@ bool cli_lease_acquire(int fd, struct cli_lease *l, int *status)
 	struct wsem_stat st;
 	int ret;
 
+	l->conflict = false;
 	if (l->weight_all) {
 		if (wsem_stat(fd, &st)) {
 			*status = cli_fail_nodev(l->what, errno);
@@ -129,10 +179,10 @@ bool cli_lease_acquire(int fd, struct cli_lease *l, int *status)
 	}
 	if (l->nonblock)
 		ret = wsem_tryacquire(fd, l->weight);
-	else if (l->timeout_ns >= 0)
-		ret = wsem_acquire_timeout(fd, l->weight, l->timeout_ns);
+	else if (l->verbose)
+		ret = acquire_verbose(fd, l);
 	else
-		ret = wsem_acquire(fd, l->weight);
+		ret = acquire_waiting(fd, l);
 	if (!ret)
 		return true;
 	if (l->nonblock && errno == EAGAIN)

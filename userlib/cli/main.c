@@ -20,7 +20,8 @@ static const struct cli_verb verbs[] = {
 	{ "create", "create NAME CAPACITY [-m MODE] [--exclusive | --exist-ok]",
 	  "Create a semaphore of capacity CAPACITY; an existing one of the "
 	  "same capacity is fine.", cli_create },
-	{ "rm", "rm NAME|PATH", "Remove a semaphore's name.", cli_rm },
+	{ "rm", "rm [-f] NAME|PATH", "Remove a semaphore's name; -f: "
+	  "one that is not there is no error.", cli_rm },
 	{ "ls", "ls [-l] [--json]",
 	  "List the semaphores of this IPC namespace.", cli_ls },
 	{ "stat", "stat NAME|PATH|--fd N [--json]",
@@ -32,8 +33,8 @@ static const struct cli_verb verbs[] = {
 	{ "resize", "resize NAME|PATH|--fd N CAPACITY",
 	  "Change the capacity.", cli_resize },
 	{ "run", "run NAME|PATH|--fd N [-w W|all] [-t DURATION | -n] [-E N] "
-		 "[-c CAPACITY [-m MODE]] [--inherit] [--jobserver[=fifo|pipe]] "
-		 "-- COMMAND [ARG...]",
+		 "[-v] [-c CAPACITY [-m MODE]] [--inherit] "
+		 "[--jobserver[=fifo|pipe]] -- COMMAND [ARG...]",
 	  "Wait for weight W, run COMMAND holding it, give it back when "
 	  "COMMAND ends.", cli_run },
 	{ "acquire", "acquire --fd N [-w W|all] [-t DURATION | -n] [-E N] "
@@ -58,7 +59,7 @@ static int help(void)
 	puts("Usage:");
 	for (i = 0; i < NR_VERBS; i++)
 		printf("  wsem %s\n", verbs[i].synopsis);
-	puts("  wsem -h|--help | VERB --help | --version\n"
+	puts("  wsem -h|--help | VERB --help | -V|--version\n"
 	     "Weighted, strictly FIFO counting semaphores (/dev/wsem).\n"
 	     "\"wsem VERB --help\" shows a verb's options; see wsem(1).");
 	return CLI_EXIT_OK;
@@ -106,7 +107,7 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
 	    !strcmp(argv[1], "help"))
 		return flush_stdout(help());
-	if (!strcmp(argv[1], "--version")) {
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
 		puts("wsem " WSEM_VERSION);
 		return flush_stdout(CLI_EXIT_OK);
 	}

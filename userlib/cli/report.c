@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -21,12 +22,23 @@ int cli_fail_msg(const char *what, const char *msg, int status)
 }
 
 /*
+ * "wsem: note: NAME exists with capacity 4, not 8, left as it is": what
+ * create --exist-ok and run --create say of a semaphore they found with
+ * another capacity than the one they were given.
+ */
+void cli_note_capacity(const char *name, uint64_t has, uint64_t asked)
+{
+	fprintf(stderr, "wsem: note: %s exists with capacity %" PRIu64
+		", not %" PRIu64 ", left as it is\n", name, has, asked);
+}
+
+/*
  * Was @err, from a call that went through /dev/wsem, the device's doing
  * rather than the semaphore's?  Then the device's own error: what opening
  * it says (ENOENT: no module; EACCES: the node's mode), or ENOTTY when it
  * opens but is no wsem device.  0 when the device is fine.
  */
-static int device_error(int err)
+int cli_device_error(int err)
 {
 	int fd;
 
@@ -76,7 +88,7 @@ static int fail_device(int err)
  */
 int cli_fail(const char *what, int err)
 {
-	int derr = device_error(err);
+	int derr = cli_device_error(err);
 
 	if (derr)
 		return fail_device(derr);

@@ -11,7 +11,14 @@
  * leave COMMAND running without its lease; SIGHUP, SIGINT, SIGQUIT,
  * SIGTERM, SIGUSR1, SIGUSR2 and SIGWINCH sent to wsem go on to COMMAND,
  * so "kill $!" works as it would on COMMAND.  The exit status is
- * COMMAND's, or 128 + the signal that killed it.
+ * COMMAND's; when a signal kills COMMAND, wsem dies of the same signal
+ * (die_of()), as timeout(1) does.
+ *
+ * COMMAND is looked up in PATH before anything is opened or waited for
+ * (127 not found, 126 not executable, as env(1)), and every failure of
+ * wsem's own (usage, no device, no such semaphore, permission) exits 125,
+ * as env(1) and timeout(1) do; a conflict keeps 75 (--nonblock) or 124
+ * (--timeout), or -E N.
  *
  * --inherit: the handle is opened inheritable, and COMMAND is exec()ed in
  * this very process with WSEM_FD set to the handle's number (and
@@ -41,6 +48,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
@@ -60,6 +68,7 @@ struct run_req {
 	int jobserver;		/* JOBSERVER_* */
 	int js_fds[2];		/* --jobserver=pipe: read, write; or -1 */
 	char **cmd;
+	int killed_by;		/* the signal that killed COMMAND, or 0 */
 };
 
 enum { JOBSERVER_NONE, JOBSERVER_FIFO, JOBSERVER_PIPE };
@@ -86,6 +95,8 @@ static struct cli_opt run_opts[] = {
 	{ .name = "fd", .arg = "N", .help = "acquire through a reopen of N" },
 	{ .name = "jobserver", .arg = "STYLE", .arg_optional = true,
 	  .help = "MAKEFLAGS with NAME's jobserver: fifo (default) or pipe" },
+	{ .name = "verbose", .short_name = 'v',
+	  .help = "say on stderr when it waits, and for how long" },
 	{ .name = NULL },
 };
 
@@ -97,6 +108,17 @@ static bool seen(const char *name)
 static const char *value(const char *name)
 {
 	return cli_opt(run_opts, name)->value;
+}
+
+/*
+ * A failure of wsem's own before COMMAND ran (usage, no device, no such
+ * semaphore, permission, ...): exit 125, as env(1) and timeout(1) do, so
+ * that a script tells it from COMMAND's statuses.  CLI_DONE (--help) and
+ * 0 stay as they are.
+ */
+static int own_failure(int status)
+{
+	return status > 0 ? CLI_EXIT_RUN_FAILED : status;
 }
 
 /* --create and --mode; 0 or a usage exit status. */
@@ -332,9 +354,9 @@ static int become(int fd, const struct run_req *req)
 
 	snprintf(num, sizeof(num), "%d", fd);
 	if (setenv("WSEM_FD", num, 1))
-		return cli_fail_nodev("WSEM_FD", errno);
+		return own_failure(cli_fail_nodev("WSEM_FD", errno));
 	if (req->fd < 0 && setenv("WSEM_NAME", req->name, 1))
-		return cli_fail_nodev("WSEM_NAME", errno);
+		return own_failure(cli_fail_nodev("WSEM_NAME", errno));
 	return exec_command(req->cmd);
 }
 
@@ -404,22 +426,22 @@ static void child(pid_t parent, const sigset_t *oldmask,
 	stop_forwarding();
 	sigprocmask(SIG_SETMASK, oldmask, NULL);
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL))
-		_exit(cli_fail_nodev("PR_SET_PDEATHSIG", errno));
+		_exit(own_failure(cli_fail_nodev("PR_SET_PDEATHSIG", errno)));
 	if (getppid() != parent)	/* wsem died before the prctl */
-		_exit(CLI_EXIT_ERROR);
+		_exit(CLI_EXIT_RUN_FAILED);
 	_exit(exec_command(req->cmd));
 }
 
 /*
  * COMMAND's exit status, or 128 + the signal that killed it (and then
- * *@killed is true: 128 + N from an exit is an exit).  COMMAND is
+ * *@sig is that signal, else 0: 128 + N from an exit is an exit).  COMMAND is
  * waited for without reaping it first (WNOWAIT): until it is reaped its
  * pid is no one else's, so forward() cannot signal a stranger; then the
  * forwarded signals are blocked, forward() is disarmed, and it is reaped.
  * Any other child that ends meanwhile (an orphan of COMMAND's, when wsem is
  * their subreaper) is reaped as it ends, so that none stays a zombie.
  */
-static int wait_child(pid_t pid, const sigset_t *fwd, bool *killed)
+static int wait_child(pid_t pid, const sigset_t *fwd, int *sig)
 {
 	siginfo_t si;
 	int status;
@@ -429,7 +451,7 @@ static int wait_child(pid_t pid, const sigset_t *fwd, bool *killed)
 		if (waitid(P_ALL, 0, &si, WEXITED | WNOWAIT) < 0) {
 			if (errno == EINTR)
 				continue;
-			return cli_fail_nodev("waitid", errno);
+			return own_failure(cli_fail_nodev("waitid", errno));
 		}
 		if (si.si_pid == pid)
 			break;
@@ -439,9 +461,9 @@ static int wait_child(pid_t pid, const sigset_t *fwd, bool *killed)
 	child_pid = 0;
 	while (waitpid(pid, &status, 0) < 0) {
 		if (errno != EINTR)
-			return cli_fail_nodev("waitpid", errno);
+			return own_failure(cli_fail_nodev("waitpid", errno));
 	}
-	*killed = WIFSIGNALED(status);
+	*sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
 	if (WIFSIGNALED(status))
 		return 128 + WTERMSIG(status);
 	return WEXITSTATUS(status);
@@ -520,12 +542,14 @@ static void end_orphans(void)
 	}
 }
 
-/* Supervised: run COMMAND as a child holding nothing, wait, pass on. */
-static int supervise(const struct run_req *req)
+/*
+ * Supervised: run COMMAND as a child holding nothing, wait, pass on; the
+ * signal that killed COMMAND in @req->killed_by.
+ */
+static int supervise(struct run_req *req)
 {
 	sigset_t all, old;
 	pid_t parent = getpid(), pid;
-	bool killed = false;
 	size_t i;
 	int ret;
 
@@ -535,7 +559,8 @@ static int supervise(const struct run_req *req)
 	sigprocmask(SIG_BLOCK, &all, &old);
 	if (req->jobserver && prctl(PR_SET_CHILD_SUBREAPER, 1)) {
 		sigprocmask(SIG_SETMASK, &old, NULL);
-		return cli_fail_nodev("PR_SET_CHILD_SUBREAPER", errno);
+		return own_failure(cli_fail_nodev("PR_SET_CHILD_SUBREAPER",
+						  errno));
 	}
 	start_forwarding();
 	fflush(NULL);
@@ -544,14 +569,40 @@ static int supervise(const struct run_req *req)
 		child(parent, &old, req);
 	if (pid < 0) {
 		sigprocmask(SIG_SETMASK, &old, NULL);
-		return cli_fail_nodev("fork", errno);
+		return own_failure(cli_fail_nodev("fork", errno));
 	}
 	child_pid = pid;
 	sigprocmask(SIG_SETMASK, &old, NULL);
-	ret = wait_child(pid, &all, &killed);
-	if (req->jobserver && killed)
+	ret = wait_child(pid, &all, &req->killed_by);
+	if (req->jobserver && req->killed_by)
 		end_orphans();
 	return ret;
+}
+
+/*
+ * COMMAND died of signal @sig: wsem dies of it too, as timeout(1) does,
+ * so that the shell sees a command killed by it (bash ends a loop on ^C
+ * only when its child died of SIGINT).  Core dumps off first (a core of
+ * wsem's would be no use), then the default action, unblocked, and the
+ * signal.  If wsem lives on, or cannot turn core dumps off: 128 + @sig.
+ */
+static int die_of(int sig)
+{
+	struct rlimit no_core = { 0, 0 };
+	struct sigaction dfl = { 0 };
+	sigset_t set;
+
+	fflush(NULL);
+	if (setrlimit(RLIMIT_CORE, &no_core))
+		return 128 + sig;
+	dfl.sa_handler = SIG_DFL;
+	sigemptyset(&dfl.sa_mask);
+	sigaction(sig, &dfl, NULL);
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+	raise(sig);
+	return 128 + sig;
 }
 
 /*
@@ -565,8 +616,7 @@ static void note_capacity(int fd, const struct run_req *req)
 
 	if (!req->create || wsem_stat(fd, &st) || st.capacity == req->capacity)
 		return;
-	fprintf(stderr, "wsem: note: %s exists with capacity %" PRIu64
-		", left as it is\n", req->name, (uint64_t)st.capacity);
+	cli_note_capacity(req->name, st.capacity, req->capacity);
 }
 
 /* What NAME and --create say is valid, or one line why not. */
@@ -579,7 +629,30 @@ static int check_target(const struct run_req *req)
 	return ret;
 }
 
-int cli_run(const struct cli_verb *verb, int argc, char **argv)
+/*
+ * Acquire through handle @fd and run COMMAND: its status, that of a
+ * conflict (75, 124, -E N), or 125 for a failure of wsem's own.
+ */
+static int run_leased(int fd, struct run_req *req)
+{
+	int ret = 0;
+
+	if (req->jobserver)
+		ret = own_failure(jobserver_setup(fd, req));
+	if (ret)
+		return ret;
+	if (!cli_lease_acquire(fd, &req->lease, &ret))
+		return req->lease.conflict ? ret : own_failure(ret);
+	return req->inherit ? become(fd, req) : supervise(req);
+}
+
+/*
+ * The options, NAME and COMMAND, all checked before anything is opened
+ * (so that a typo in COMMAND creates nothing and waits for nothing); 0,
+ * CLI_DONE, or an exit status after one line.
+ */
+static int run_prepare(const struct cli_verb *verb, int argc, char **argv,
+		       struct run_req *req)
 {
 	struct cli_parse p = {
 		.verb = verb,
@@ -587,33 +660,39 @@ int cli_run(const struct cli_verb *verb, int argc, char **argv)
 		.max_pos = 1,
 		.command = true,
 	};
-	struct run_req req = { 0 };
+	int ret = cli_parse(&p, argc, argv);
+
+	if (!ret)
+		ret = run_options(verb, req);
+	if (ret)
+		return own_failure(ret);
+	req->name = req->fd < 0 ? p.pos[0] : "--fd";
+	req->lease.what = req->name;
+	req->cmd = p.cmd;
+	ret = own_failure(check_target(req));
+	if (!ret)
+		ret = cli_check_command(req->cmd[0]);
+	return ret;
+}
+
+int cli_run(const struct cli_verb *verb, int argc, char **argv)
+{
+	struct run_req req = { .js_fds = { -1, -1 } };
 	int fd, ret;
 
-	ret = cli_parse(&p, argc, argv);
-	if (!ret)
-		ret = run_options(verb, &req);
-	if (ret)
-		return ret;
-	req.name = req.fd < 0 ? p.pos[0] : "--fd";
-	req.lease.what = req.name;
-	req.cmd = p.cmd;
-	ret = check_target(&req);
+	ret = run_prepare(verb, argc, argv, &req);
 	if (ret)
 		return ret;
 	fd = open_handle(&req);
 	if (fd < 0)
-		return cli_fail_target(req.name, errno);
+		return own_failure(cli_fail_target(req.name, errno));
 	note_capacity(fd, &req);
 	label_handle(fd, &req);
-	if (req.jobserver)
-		ret = jobserver_setup(fd, &req);
-	if (!ret && cli_lease_acquire(fd, &req.lease, &ret))
-		ret = req.inherit ? become(fd, &req) : supervise(&req);
+	ret = run_leased(fd, &req);
 	if (req.js_fds[0] >= 0)
 		close(req.js_fds[0]);
 	if (req.js_fds[1] >= 0)
 		close(req.js_fds[1]);
 	close(fd);
-	return ret;
+	return req.killed_by ? die_of(req.killed_by) : ret;
 }

@@ -15,7 +15,7 @@ _wsem_opts()
 {
 	case $1 in
 	create) echo "-m --mode -x --exclusive --exist-ok -h --help" ;;
-	rm) echo "-h --help" ;;
+	rm) echo "-f --force -h --help" ;;
 	top) echo "-n --rounds -d --delay -h --help" ;;
 	ls) echo "-l --long --json -h --help" ;;
 	stat) echo "--json --fd -h --help" ;;
@@ -27,7 +27,7 @@ _wsem_opts()
 	release) echo "--fd -w --weight -h --help" ;;
 	run) echo "-w --weight -t --timeout -n --nonblock -E" \
 		  "--conflict-exit-code -c --create -m --mode --inherit" \
-		  "--jobserver --fd -h --help" ;;
+		  "--jobserver --fd -v --verbose -h --help" ;;
 	esac
 }
 
@@ -39,7 +39,7 @@ _wsem()
 	COMPREPLY=()
 	if [ "$COMP_CWORD" -eq 1 ]; then
 		mapfile -t COMPREPLY < <(compgen -W \
-			"$_wsem_verbs help -h --help --version" \
+			"$_wsem_verbs help -h --help -V --version" \
 			-- "$cur")
 		return
 	fi

@@ -1,0 +1,119 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# What wsem(1) does before it needs the module, on the host, in TAP: -V,
+# the exit statuses of "wsem run" (125 for its own failures, 126/127 for
+# COMMAND before anything is opened), and that the README and wsem.1 say
+# what the code does about them.  cli_test.sh tests the rest in the VM.
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+WSEM=$ROOT/userlib/wsem
+README=$ROOT/README.md
+MAN=$ROOT/userlib/man/wsem.1
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+# shellcheck source=selftests/host/tap.sh
+. "$(dirname "$0")/tap.sh"
+
+# status WANT CMD...: CMD exits WANT; its stderr is in $T/err.
+status() {
+	local want=$1 got=0
+	shift
+	"$@" >"$T/out" 2>"$T/err" || got=$?
+	cat "$T/out" "$T/err"
+	[ "$got" -eq "$want" ] || { echo "exited $got, want $want"; return 1; }
+}
+
+# one_line RE: stderr was one line matching RE.
+one_line() {
+	[ "$(wc -l <"$T/err")" -eq 1 ] && grep -Eq "$1" "$T/err"
+}
+
+version() {
+	local v
+	for v in -V --version; do
+		status 0 "$WSEM" "$v" && grep -Eqx 'wsem [0-9]+\.[0-9]+\.[0-9]+' \
+			"$T/out" && [ ! -s "$T/err" ] || return 1
+	done
+}
+
+# run's usage errors: 125 and the usage line, nothing run.
+run_usage() {
+	local args
+	for args in "run x -w 0 -- touch $T/ran" "run x --bogus -- touch $T/ran" \
+	    "run x -t 1x -- touch $T/ran" "run x" "run -- touch $T/ran" \
+	    "run x -n -t 1 -- touch $T/ran"; do
+		# shellcheck disable=SC2086 # word splitting wanted
+		status 125 "$WSEM" $args && one_line '^wsem: usage: ' ||
+			return 1
+	done
+	[ ! -e "$T/ran" ]
+}
+
+# A name that is not one: 125 too.
+run_bad_name() {
+	status 125 "$WSEM" run 'a b' -- touch "$T/ran" &&
+		one_line 'invalid name' && [ ! -e "$T/ran" ]
+}
+
+# COMMAND is looked up first: 127 / 126 whatever the device and the
+# semaphore, which are never reached.
+run_command_first() {
+	printf 'echo hi\n' >"$T/noexec"
+	chmod 0644 "$T/noexec"
+	status 127 "$WSEM" run "nosuch$$" -- "no-such-command-$$" &&
+		one_line "^wsem: no-such-command-$$: No such file or directory\$" &&
+		status 127 "$WSEM" run "nosuch$$" -- "$T/none" &&
+		status 126 "$WSEM" run "nosuch$$" -- "$T/noexec" &&
+		one_line "^wsem: $T/noexec: Permission denied\$" &&
+		status 126 "$WSEM" run "nosuch$$" -- "$T" &&
+		status 126 env PATH="$T" "$WSEM" run "nosuch$$" -- noexec
+}
+
+# No /dev/wsem: run says so, 125; rm -f does not hide it (1).
+no_device() {
+	status 125 "$WSEM" run "nosuch$$" -- true &&
+		one_line '^wsem: /dev/wsem: No such file or directory' &&
+		status 1 "$WSEM" rm -f "nosuch$$" &&
+		one_line '^wsem: /dev/wsem: No such file or directory'
+}
+
+# Closing the inherited lease takes exec (bash's {WSEM_FD}>&-, or eval of
+# exec N>&- in sh): "cmd $WSEM_FD>&-" closes cmd's stdout instead.
+# shellcheck disable=SC2016 # the text of shell code, not to expand
+docs_close_lease() {
+	! grep -nE '(^|[^{])\$?WSEM_FD\}?>&-' "$README" "$MAN" |
+		grep -vE 'exec \{WSEM_FD\}>&-|exec \$WSEM_FD>&-|exec \\\$WSEM_FD>&-'
+}
+
+# wsem.1 gives one status for stat of a semaphore the caller may not read:
+# the one the code gives (cli_test.sh's t_permissions), 1.
+docs_stat_unreadable() {
+	! grep -n -A1 'may not read' "$MAN" | grep -E 'exit [02-9]|No such file'
+}
+
+# run's 125 is in the man page's EXIT STATUS and the README's table.
+# shellcheck disable=SC2016 # `run` is Markdown
+docs_run_125() {
+	sed -n '/^\.SH EXIT STATUS/,/^\.SH /p' "$MAN" | grep -qx '\.B 125' &&
+		grep -q '^| 125 | `run` failed itself' "$README"
+}
+
+echo "TAP version 13"
+check "wsem -V and --version print the version" version
+check "run: usage errors exit 125" run_usage
+check "run: an invalid name exits 125" run_bad_name
+check "run: COMMAND not found 127, not executable 126, first" \
+	run_command_first
+if [ -e /dev/wsem ]; then
+	n=$((n + 1))
+	echo "ok $n - run without /dev/wsem exits 125 # SKIP /dev/wsem is here"
+else
+	check "run without /dev/wsem exits 125, rm -f 1" no_device
+fi
+check "README and wsem.1 close the lease with exec" docs_close_lease
+check "wsem.1: stat of an unreadable semaphore is exit 1 only" \
+	docs_stat_unreadable
+check "README and wsem.1 list run's 125" docs_run_125
+echo "1..$n"
+[ "$failed" -eq 0 ]
