@@ -33,6 +33,7 @@
 #include <linux/fs.h>
 #include <linux/fsnotify_backend.h>
 #include <linux/ipc_namespace.h>
+#include <linux/moduleparam.h>
 #include <linux/mount.h>
 #include <linux/mutex.h>
 #include <linux/nsproxy.h>
@@ -42,6 +43,7 @@
 #include <linux/sched/task.h>
 #include <linux/slab.h>
 #include <linux/string.h>
+#include <linux/sysfs.h>
 #include <linux/workqueue.h>
 
 #include "wsem.h"
@@ -109,6 +111,33 @@ static LIST_HEAD(wsem_ns_others);
 static void wsem_ns_reap(struct work_struct *work);
 static DECLARE_DELAYED_WORK(wsem_reaper, wsem_ns_reap);
 
+#ifdef WSEM_TEST_KNOBS
+/* Test builds only: how many per-user counts exist, in all namespaces. */
+static atomic_t wsem_test_users = ATOMIC_INIT(0);
+
+static int wsem_test_users_get(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%d\n", atomic_read(&wsem_test_users));
+}
+
+static const struct kernel_param_ops wsem_test_users_ops = {
+	.get	= wsem_test_users_get,
+};
+
+module_param_cb(test_quota_nodes, &wsem_test_users_ops, NULL, 0400);
+MODULE_PARM_DESC(test_quota_nodes,
+		 "Test builds only: per-user counts in memory, in all namespaces");
+
+static void wsem_test_count_users(int delta)
+{
+	atomic_add(delta, &wsem_test_users);
+}
+#else
+static inline void wsem_test_count_users(int delta)
+{
+}
+#endif
+
 static bool wsem_ns_is_initial(const struct wsem_ns *wns)
 {
 	return wns->ipc_ns == init_task.nsproxy->ipc_ns;
@@ -119,8 +148,10 @@ static void wsem_ns_free(struct kref *ref)
 	struct wsem_ns *wns = container_of(ref, struct wsem_ns, ref);
 	struct wsem_user *u, *next;
 
-	rbtree_postorder_for_each_entry_safe(u, next, &wns->users, node)
+	rbtree_postorder_for_each_entry_safe(u, next, &wns->users, node) {
+		wsem_test_count_users(-1);
 		kfree(u);
+	}
 	kfree_rcu(wns, rcu);
 }
 
@@ -327,6 +358,7 @@ static int wsem_ns_charge(struct wsem_ns *wns, struct wsem *sem)
 			return -ENOMEM;
 		u->uid = sem->uid;
 		rb_add(&u->node, &wns->users, wsem_user_less);
+		wsem_test_count_users(1);
 	}
 	atomic_inc(&u->nr);
 	atomic_inc(&wns->nr_sems);
