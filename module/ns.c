@@ -25,9 +25,11 @@
  * anonymous, and of those one user (by the euid that created them) at most
  * max_sems_per_user, so that no user can use up a namespace for the others.
  * CAP_SYS_RESOURCE in the user namespace that owns the IPC namespace passes
- * the second; the first bounds everyone.  Charging is done here, around
- * the semaphore's life: when it is added (wsem_ns_charge()), and at its
- * last wsem_put(), before sem.c frees it.
+ * the second; the first bounds everyone.  A user's count lives while the
+ * user has semaphores there: the last uncharge frees it.
+ *
+ * Charging is done here, around the semaphore's life: when it is added
+ * (wsem_ns_charge()), and at its last wsem_put(), before sem.c frees it.
  */
 #include <linux/capability.h>
 #include <linux/fs.h>
@@ -42,6 +44,7 @@
 #include <linux/sched.h>
 #include <linux/sched/task.h>
 #include <linux/slab.h>
+#include <linux/spinlock.h>
 #include <linux/string.h>
 #include <linux/sysfs.h>
 #include <linux/workqueue.h>
@@ -56,12 +59,15 @@
  * struct wsem_user - how many semaphores one user created in a namespace
  * @node: in wsem_ns.users
  * @uid: the creator's euid
- * @nr: semaphores charged to it that still exist
+ * @nr: semaphores charged to it that still exist, at least 1: the last
+ *	uncharge frees it
+ *
+ * Protected by wsem_ns.users_lock.
  */
 struct wsem_user {
 	struct rb_node node;
 	kuid_t uid;
-	atomic_t nr;
+	unsigned int nr;
 };
 
 /**
@@ -72,10 +78,12 @@ struct wsem_user {
  * @mq_mnt: the namespace's mqueue mount, pinned while registered
  * @ipc_ns: the namespace's address, never dereferenced
  * @inum: the namespace's inode number in nsfs, as /proc/PID/ns/ipc shows it
- * @lock: protects @names, @nr_names and @users, and charging
+ * @lock: protects @names and @nr_names, and serialises charging
  * @names: linked semaphores, by name
  * @nr_names: number of nodes in @names
- * @users: struct wsem_user, by uid; kept until the namespace is freed
+ * @users_lock: protects @users and their counts; taken under @lock to
+ *	charge, alone to uncharge (wsem_put() may run under @lock or not)
+ * @users: struct wsem_user, by uid, of the users charged here now
  * @nr_sems: semaphores charged here, named or anonymous, linked or not
  * @ref: one for the registry while registered, one per semaphore charged
  *	here, one for each caller working on it
@@ -90,6 +98,7 @@ struct wsem_ns {
 	struct mutex lock;	/* see the kernel-doc above */
 	struct rb_root names;
 	unsigned int nr_names;
+	spinlock_t users_lock;	/* see the kernel-doc above */
 	struct rb_root users;
 	atomic_t nr_sems;
 	struct kref ref;
@@ -146,12 +155,9 @@ static bool wsem_ns_is_initial(const struct wsem_ns *wns)
 static void wsem_ns_free(struct kref *ref)
 {
 	struct wsem_ns *wns = container_of(ref, struct wsem_ns, ref);
-	struct wsem_user *u, *next;
 
-	rbtree_postorder_for_each_entry_safe(u, next, &wns->users, node) {
-		wsem_test_count_users(-1);
-		kfree(u);
-	}
+	/* Each charged semaphore holds a reference: all were uncharged. */
+	WARN_ON_ONCE(!RB_EMPTY_ROOT(&wns->users));
 	kfree_rcu(wns, rcu);
 }
 
@@ -166,12 +172,28 @@ void wsem_ns_put(struct wsem_ns *wns)
 	kref_put(&wns->ref, wsem_ns_free);
 }
 
-/* Account for a semaphore charged to its namespace that is being freed. */
+/*
+ * Account for a semaphore charged to its namespace that is being freed;
+ * its user's count goes with its last semaphore there.
+ */
 static void wsem_ns_uncharge(struct wsem *sem)
 {
-	atomic_dec(&sem->quota->nr);
-	atomic_dec(&sem->wns->nr_sems);
-	wsem_ns_put(sem->wns);
+	struct wsem_ns *wns = sem->wns;
+	struct wsem_user *u = sem->quota;
+
+	spin_lock(&wns->users_lock);
+	if (--u->nr)
+		u = NULL;
+	else
+		rb_erase(&u->node, &wns->users);
+	spin_unlock(&wns->users_lock);
+	if (u) {
+		wsem_test_count_users(-1);
+		kfree(u);
+	}
+	sem->quota = NULL;
+	atomic_dec(&wns->nr_sems);
+	wsem_ns_put(wns);
 }
 
 static void wsem_ns_free_sem(struct kref *ref)
@@ -254,6 +276,7 @@ struct wsem_ns *wsem_ns_get(bool create)
 	if (!wns)
 		return ERR_PTR(-ENOMEM);
 	mutex_init(&wns->lock);
+	spin_lock_init(&wns->users_lock);
 	wns->names = RB_ROOT;
 	wns->users = RB_ROOT;
 	wns->ipc_ns = ipc_ns;
@@ -321,12 +344,12 @@ static bool wsem_user_less(struct rb_node *a, const struct rb_node *b)
 	return wsem_user_cmp(&rb_entry(a, struct wsem_user, node)->uid, b) < 0;
 }
 
-/* @uid's count in @wns, or NULL if it has none yet. */
+/* @uid's count in @wns, or NULL if it has none. */
 static struct wsem_user *wsem_ns_user(struct wsem_ns *wns, kuid_t uid)
 {
 	struct rb_node *node;
 
-	lockdep_assert_held(&wns->lock);
+	lockdep_assert_held(&wns->users_lock);
 
 	node = rb_find(&uid, &wns->users, wsem_user_cmp);
 	return node ? rb_entry(node, struct wsem_user, node) : NULL;
@@ -342,25 +365,48 @@ static struct wsem_user *wsem_ns_user(struct wsem_ns *wns, kuid_t uid)
 static int wsem_ns_charge(struct wsem_ns *wns, struct wsem *sem)
 {
 	struct user_namespace *owner = current->nsproxy->ipc_ns->user_ns;
-	struct wsem_user *u;
+	unsigned int max = READ_ONCE(max_sems_per_ns);
+	unsigned int nr = atomic_read(&wns->nr_sems);
+	kuid_t uid = sem->uid;
+	struct wsem_user *u, *new = NULL;
+	unsigned int used;
 
 	lockdep_assert_held(&wns->lock);
 
-	u = wsem_ns_user(wns, sem->uid);
-	if (atomic_read(&wns->nr_sems) >= READ_ONCE(max_sems_per_ns))
+	if (nr >= max)
 		return -ENOSPC;
-	if ((u ? atomic_read(&u->nr) : 0) >= READ_ONCE(max_sems_per_user) &&
+	spin_lock(&wns->users_lock);
+	u = wsem_ns_user(wns, uid);
+	used = u ? u->nr : 0;
+	spin_unlock(&wns->users_lock);
+	if (used >= READ_ONCE(max_sems_per_user) &&
 	    !ns_capable(owner, CAP_SYS_RESOURCE))
 		return -ENOSPC;
-	if (!u) {
-		u = kzalloc(sizeof(*u), WSEM_GFP);
-		if (!u)
+
+	/*
+	 * Only charging (under @wns->lock) adds a count; an uncharge may
+	 * have freed @u meanwhile: look again.
+	 */
+	for (;;) {
+		spin_lock(&wns->users_lock);
+		u = wsem_ns_user(wns, uid);
+		if (u || new)
+			break;
+		spin_unlock(&wns->users_lock);
+		new = kzalloc(sizeof(*new), WSEM_GFP);
+		if (!new)
 			return -ENOMEM;
-		u->uid = sem->uid;
+	}
+	if (!u) {
+		u = new;
+		new = NULL;
+		u->uid = uid;
 		rb_add(&u->node, &wns->users, wsem_user_less);
 		wsem_test_count_users(1);
 	}
-	atomic_inc(&u->nr);
+	u->nr++;
+	spin_unlock(&wns->users_lock);
+	kfree(new);
 	atomic_inc(&wns->nr_sems);
 	kref_get(&wns->ref);
 	sem->quota = u;

@@ -6,7 +6,7 @@
  *
  *   wsem_ns_lock (mutex)  registering and forgetting namespaces (ns.c);
  *                         lookups take no lock (RCU)
- *   wns->lock (mutex)     one namespace: its names, its per-user counts
+ *   wns->lock (mutex)     one namespace: its names; charging to it
  *   wsem_js_lock (mutex)  which semaphores have an open jobserver
  *                         endpoint, and how many files each (jobserver.c)
  *   js->lock (mutex)      one semaphore's jobserver state: its processes
@@ -14,6 +14,8 @@
  *                         semaphore's lock
  *   h->text_lock (mutex)  one handle's read(2) text; taken before the
  *                         semaphore's lock (wsem_text())
+ *   wns->users_lock (spin)  one namespace's per-user counts: taken under
+ *                         wns->lock to charge, alone to uncharge (ns.c)
  *   sem->lock (spin)      one semaphore: its counters, its wait queue, what
  *                         its handles hold and their parked waiters
  *   sem->pollers.lock,    the wait queues' own locks: woken after sem->lock
@@ -105,7 +107,8 @@ struct wsem_user;
  *	wsemfs inode; dropped with wsem_put()
  * @wns: the namespace charged for this semaphore (holds a reference), or
  *	NULL before it is charged
- * @quota: the per-user count of @wns charged for it
+ * @quota: the per-user count of @wns charged for it (freed by the last
+ *	uncharge of its user, in wsem_put())
  * @user_ns: where CAP_IPC_OWNER is checked (holds a reference, so the user
  *	namespace of its creator's IPC namespace lives as long as it does)
  * @id: a number no other live semaphore has, for fdinfo and wsemfs
