@@ -22,16 +22,31 @@
  * before the namespace's lock is taken.
  *
  * Limits: a namespace holds at most max_sems_per_ns semaphores, named or
- * anonymous, and of those one user (by the euid that created them) at most
- * max_sems_per_user, so that no user can use up a namespace for the others.
- * CAP_SYS_RESOURCE in the user namespace that owns the IPC namespace passes
- * the second; the first bounds everyone.  A user's count lives while the
- * user has semaphores there: the last uncharge frees it.
+ * anonymous, and of those one user at most max_sems_per_user, so that no
+ * user can use up a namespace for the others.
+ *
+ * One user, as mqueue charges RLIMIT_MSGQUEUE (inc_rlimit_ucounts()): what
+ * is created from inside a user namespace counts, in the user namespace
+ * above, against the user who owns it, and so on up the chain; else a user
+ * with a range of subordinate ids (a rootless container's 65,536) would
+ * have a limit per id.  The limit is the same at every level, and what a
+ * level counts for a user is part of what the level above counts for the
+ * owner, so only the top level can refuse: only it is kept, in the user
+ * namespace that owns the IPC namespace (wsem_ns_charged_uid(); a creator
+ * not below it is charged at the top of its own chain).  The count lives
+ * while the user has semaphores there: the last uncharge frees it.
+ *
+ * The administrator: callers without CAP_SYS_RESOURCE over that user
+ * namespace stop short of max_sems_per_ns by an eighth of it, kept for
+ * callers with it, who also pass the per-user limit; so however many
+ * ordinary users fill a namespace together, its administrator can still
+ * create.  max_sems_per_ns bounds everyone.
  *
  * Charging is done here, around the semaphore's life: when it is added
  * (wsem_ns_charge()), and at its last wsem_put(), before sem.c frees it.
  */
 #include <linux/capability.h>
+#include <linux/cred.h>
 #include <linux/fs.h>
 #include <linux/fsnotify_backend.h>
 #include <linux/ipc_namespace.h>
@@ -47,6 +62,7 @@
 #include <linux/spinlock.h>
 #include <linux/string.h>
 #include <linux/sysfs.h>
+#include <linux/user_namespace.h>
 #include <linux/workqueue.h>
 
 #include "wsem.h"
@@ -55,10 +71,13 @@
 #error "wsem follows IPC namespace lifetimes through CONFIG_POSIX_MQUEUE"
 #endif
 
+/* Callers without CAP_SYS_RESOURCE leave this part of max_sems_per_ns. */
+#define WSEM_RESERVE_PART	8
+
 /**
  * struct wsem_user - how many semaphores one user created in a namespace
  * @node: in wsem_ns.users
- * @uid: the creator's euid
+ * @uid: the user charged (wsem_ns_charged_uid())
  * @nr: semaphores charged to it that still exist, at least 1: the last
  *	uncharge frees it
  *
@@ -356,10 +375,28 @@ static struct wsem_user *wsem_ns_user(struct wsem_ns *wns, kuid_t uid)
 }
 
 /*
- * Charge a new semaphore to @wns and to its creator there, within the
- * namespace's limit, and the user's unless the caller has CAP_SYS_RESOURCE
- * over the namespace (checked last: only a use of it is audited).  A user's
- * count is made only for a charge that passes the limits, so that failed
+ * Whom the caller, creating as @euid in an IPC namespace owned by the user
+ * namespace @owner, is charged as: @euid if it is in @owner itself; from a
+ * user namespace below @owner, the owner of the one of its ancestors (or
+ * itself) that is a child of @owner; of init_user_ns for a caller not below
+ * @owner.  See "Limits" at the top.
+ */
+static kuid_t wsem_ns_charged_uid(const struct user_namespace *owner,
+				  kuid_t euid)
+{
+	const struct user_namespace *ns = current_user_ns();
+
+	for (; ns != owner && ns->parent; ns = ns->parent)
+		euid = ns->owner;
+	return euid;
+}
+
+/*
+ * Charge a new semaphore to @wns and to its user there (see "Limits" at
+ * the top), within the namespace's limit; without CAP_SYS_RESOURCE over
+ * the namespace (checked last: only a use of it is audited), within the
+ * user's limit and short of the administrator's reserve.  A user's count
+ * is made only for a charge that passes the limits, so that failed
  * attempts leave nothing behind.
  */
 static int wsem_ns_charge(struct wsem_ns *wns, struct wsem *sem)
@@ -367,7 +404,7 @@ static int wsem_ns_charge(struct wsem_ns *wns, struct wsem *sem)
 	struct user_namespace *owner = current->nsproxy->ipc_ns->user_ns;
 	unsigned int max = READ_ONCE(max_sems_per_ns);
 	unsigned int nr = atomic_read(&wns->nr_sems);
-	kuid_t uid = sem->uid;
+	kuid_t uid = wsem_ns_charged_uid(owner, sem->uid);
 	struct wsem_user *u, *new = NULL;
 	unsigned int used;
 
@@ -379,7 +416,8 @@ static int wsem_ns_charge(struct wsem_ns *wns, struct wsem *sem)
 	u = wsem_ns_user(wns, uid);
 	used = u ? u->nr : 0;
 	spin_unlock(&wns->users_lock);
-	if (used >= READ_ONCE(max_sems_per_user) &&
+	if ((nr >= max - max / WSEM_RESERVE_PART ||
+	     used >= READ_ONCE(max_sems_per_user)) &&
 	    !ns_capable(owner, CAP_SYS_RESOURCE))
 		return -ENOSPC;
 
