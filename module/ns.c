@@ -22,17 +22,35 @@
  * before the namespace's lock is taken.
  *
  * Limits: a namespace holds at most max_sems_per_ns semaphores, named or
- * anonymous, and of those one user (by the euid that created them) at most
- * max_sems_per_user, so that no user can use up a namespace for the others.
- * CAP_SYS_RESOURCE in the user namespace that owns the IPC namespace passes
- * the second; the first bounds everyone.  Charging is done here, around
- * the semaphore's life: when it is added (wsem_ns_charge()), and at its
- * last wsem_put(), before sem.c frees it.
+ * anonymous, and of those one user at most max_sems_per_user, so that no
+ * user can use up a namespace for the others.
+ *
+ * One user, as mqueue charges RLIMIT_MSGQUEUE (inc_rlimit_ucounts()): what
+ * is created from inside a user namespace counts, in the user namespace
+ * above, against the user who owns it, and so on up the chain; else a user
+ * with a range of subordinate ids (a rootless container's 65,536) would
+ * have a limit per id.  The limit is the same at every level, and what a
+ * level counts for a user is part of what the level above counts for the
+ * owner, so only the top level can refuse: only it is kept, in the user
+ * namespace that owns the IPC namespace (wsem_ns_charged_uid(); a creator
+ * not below it is charged at the top of its own chain).  The count lives
+ * while the user has semaphores there: the last uncharge frees it.
+ *
+ * The administrator: callers without CAP_SYS_RESOURCE over that user
+ * namespace stop short of max_sems_per_ns by an eighth of it, kept for
+ * callers with it, who also pass the per-user limit; so however many
+ * ordinary users fill a namespace together, its administrator can still
+ * create.  max_sems_per_ns bounds everyone.
+ *
+ * Charging is done here, around the semaphore's life: when it is added
+ * (wsem_ns_charge()), and at its last wsem_put(), before sem.c frees it.
  */
 #include <linux/capability.h>
+#include <linux/cred.h>
 #include <linux/fs.h>
 #include <linux/fsnotify_backend.h>
 #include <linux/ipc_namespace.h>
+#include <linux/moduleparam.h>
 #include <linux/mount.h>
 #include <linux/mutex.h>
 #include <linux/nsproxy.h>
@@ -41,7 +59,10 @@
 #include <linux/sched.h>
 #include <linux/sched/task.h>
 #include <linux/slab.h>
+#include <linux/spinlock.h>
 #include <linux/string.h>
+#include <linux/sysfs.h>
+#include <linux/user_namespace.h>
 #include <linux/workqueue.h>
 
 #include "wsem.h"
@@ -50,16 +71,22 @@
 #error "wsem follows IPC namespace lifetimes through CONFIG_POSIX_MQUEUE"
 #endif
 
+/* Callers without CAP_SYS_RESOURCE leave this part of max_sems_per_ns. */
+#define WSEM_RESERVE_PART	8
+
 /**
  * struct wsem_user - how many semaphores one user created in a namespace
  * @node: in wsem_ns.users
- * @uid: the creator's euid
- * @nr: semaphores charged to it that still exist
+ * @uid: the user charged (wsem_ns_charged_uid())
+ * @nr: semaphores charged to it that still exist, at least 1: the last
+ *	uncharge frees it
+ *
+ * Protected by wsem_ns.users_lock.
  */
 struct wsem_user {
 	struct rb_node node;
 	kuid_t uid;
-	atomic_t nr;
+	unsigned int nr;
 };
 
 /**
@@ -70,10 +97,12 @@ struct wsem_user {
  * @mq_mnt: the namespace's mqueue mount, pinned while registered
  * @ipc_ns: the namespace's address, never dereferenced
  * @inum: the namespace's inode number in nsfs, as /proc/PID/ns/ipc shows it
- * @lock: protects @names, @nr_names and @users, and charging
+ * @lock: protects @names and @nr_names, and serialises charging
  * @names: linked semaphores, by name
  * @nr_names: number of nodes in @names
- * @users: struct wsem_user, by uid; kept until the namespace is freed
+ * @users_lock: protects @users and their counts; taken under @lock to
+ *	charge, alone to uncharge (wsem_put() may run under @lock or not)
+ * @users: struct wsem_user, by uid, of the users charged here now
  * @nr_sems: semaphores charged here, named or anonymous, linked or not
  * @ref: one for the registry while registered, one per semaphore charged
  *	here, one for each caller working on it
@@ -88,6 +117,7 @@ struct wsem_ns {
 	struct mutex lock;	/* see the kernel-doc above */
 	struct rb_root names;
 	unsigned int nr_names;
+	spinlock_t users_lock;	/* see the kernel-doc above */
 	struct rb_root users;
 	atomic_t nr_sems;
 	struct kref ref;
@@ -109,6 +139,33 @@ static LIST_HEAD(wsem_ns_others);
 static void wsem_ns_reap(struct work_struct *work);
 static DECLARE_DELAYED_WORK(wsem_reaper, wsem_ns_reap);
 
+#ifdef WSEM_TEST_KNOBS
+/* Test builds only: how many per-user counts exist, in all namespaces. */
+static atomic_t wsem_test_users = ATOMIC_INIT(0);
+
+static int wsem_test_users_get(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%d\n", atomic_read(&wsem_test_users));
+}
+
+static const struct kernel_param_ops wsem_test_users_ops = {
+	.get	= wsem_test_users_get,
+};
+
+module_param_cb(test_quota_nodes, &wsem_test_users_ops, NULL, 0400);
+MODULE_PARM_DESC(test_quota_nodes,
+		 "Test builds only: per-user counts in memory, in all namespaces");
+
+static void wsem_test_count_users(int delta)
+{
+	atomic_add(delta, &wsem_test_users);
+}
+#else
+static inline void wsem_test_count_users(int delta)
+{
+}
+#endif
+
 static bool wsem_ns_is_initial(const struct wsem_ns *wns)
 {
 	return wns->ipc_ns == init_task.nsproxy->ipc_ns;
@@ -117,10 +174,9 @@ static bool wsem_ns_is_initial(const struct wsem_ns *wns)
 static void wsem_ns_free(struct kref *ref)
 {
 	struct wsem_ns *wns = container_of(ref, struct wsem_ns, ref);
-	struct wsem_user *u, *next;
 
-	rbtree_postorder_for_each_entry_safe(u, next, &wns->users, node)
-		kfree(u);
+	/* Each charged semaphore holds a reference: all were uncharged. */
+	WARN_ON_ONCE(!RB_EMPTY_ROOT(&wns->users));
 	kfree_rcu(wns, rcu);
 }
 
@@ -135,12 +191,28 @@ void wsem_ns_put(struct wsem_ns *wns)
 	kref_put(&wns->ref, wsem_ns_free);
 }
 
-/* Account for a semaphore charged to its namespace that is being freed. */
+/*
+ * Account for a semaphore charged to its namespace that is being freed;
+ * its user's count goes with its last semaphore there.
+ */
 static void wsem_ns_uncharge(struct wsem *sem)
 {
-	atomic_dec(&sem->quota->nr);
-	atomic_dec(&sem->wns->nr_sems);
-	wsem_ns_put(sem->wns);
+	struct wsem_ns *wns = sem->wns;
+	struct wsem_user *u = sem->quota;
+
+	spin_lock(&wns->users_lock);
+	if (--u->nr)
+		u = NULL;
+	else
+		rb_erase(&u->node, &wns->users);
+	spin_unlock(&wns->users_lock);
+	if (u) {
+		wsem_test_count_users(-1);
+		kfree(u);
+	}
+	sem->quota = NULL;
+	atomic_dec(&wns->nr_sems);
+	wsem_ns_put(wns);
 }
 
 static void wsem_ns_free_sem(struct kref *ref)
@@ -223,6 +295,7 @@ struct wsem_ns *wsem_ns_get(bool create)
 	if (!wns)
 		return ERR_PTR(-ENOMEM);
 	mutex_init(&wns->lock);
+	spin_lock_init(&wns->users_lock);
 	wns->names = RB_ROOT;
 	wns->users = RB_ROOT;
 	wns->ipc_ns = ipc_ns;
@@ -290,45 +363,88 @@ static bool wsem_user_less(struct rb_node *a, const struct rb_node *b)
 	return wsem_user_cmp(&rb_entry(a, struct wsem_user, node)->uid, b) < 0;
 }
 
-/* @uid's count in @wns, or NULL if it has none yet. */
+/* @uid's count in @wns, or NULL if it has none. */
 static struct wsem_user *wsem_ns_user(struct wsem_ns *wns, kuid_t uid)
 {
 	struct rb_node *node;
 
-	lockdep_assert_held(&wns->lock);
+	lockdep_assert_held(&wns->users_lock);
 
 	node = rb_find(&uid, &wns->users, wsem_user_cmp);
 	return node ? rb_entry(node, struct wsem_user, node) : NULL;
 }
 
 /*
- * Charge a new semaphore to @wns and to its creator there, within the
- * namespace's limit, and the user's unless the caller has CAP_SYS_RESOURCE
- * over the namespace (checked last: only a use of it is audited).  A user's
- * count is made only for a charge that passes the limits, so that failed
+ * Whom the caller, creating as @euid in an IPC namespace owned by the user
+ * namespace @owner, is charged as: @euid if it is in @owner itself; from a
+ * user namespace below @owner, the owner of the one of its ancestors (or
+ * itself) that is a child of @owner; of init_user_ns for a caller not below
+ * @owner.  See "Limits" at the top.
+ */
+static kuid_t wsem_ns_charged_uid(const struct user_namespace *owner,
+				  kuid_t euid)
+{
+	const struct user_namespace *ns = current_user_ns();
+
+	for (; ns != owner && ns->parent; ns = ns->parent)
+		euid = ns->owner;
+	return euid;
+}
+
+/*
+ * Charge a new semaphore to @wns and to its user there (see "Limits" at
+ * the top), within the namespace's limit; without CAP_SYS_RESOURCE over
+ * the namespace (checked last: only a use of it is audited), within the
+ * user's limit and short of the administrator's reserve.  A user's count
+ * is made only for a charge that passes the limits, so that failed
  * attempts leave nothing behind.
  */
 static int wsem_ns_charge(struct wsem_ns *wns, struct wsem *sem)
 {
 	struct user_namespace *owner = current->nsproxy->ipc_ns->user_ns;
-	struct wsem_user *u;
+	unsigned int max = READ_ONCE(max_sems_per_ns);
+	unsigned int nr = atomic_read(&wns->nr_sems);
+	kuid_t uid = wsem_ns_charged_uid(owner, sem->uid);
+	struct wsem_user *u, *new = NULL;
+	unsigned int used;
 
 	lockdep_assert_held(&wns->lock);
 
-	u = wsem_ns_user(wns, sem->uid);
-	if (atomic_read(&wns->nr_sems) >= READ_ONCE(max_sems_per_ns))
+	if (nr >= max)
 		return -ENOSPC;
-	if ((u ? atomic_read(&u->nr) : 0) >= READ_ONCE(max_sems_per_user) &&
+	spin_lock(&wns->users_lock);
+	u = wsem_ns_user(wns, uid);
+	used = u ? u->nr : 0;
+	spin_unlock(&wns->users_lock);
+	if ((nr >= max - max / WSEM_RESERVE_PART ||
+	     used >= READ_ONCE(max_sems_per_user)) &&
 	    !ns_capable(owner, CAP_SYS_RESOURCE))
 		return -ENOSPC;
-	if (!u) {
-		u = kzalloc(sizeof(*u), WSEM_GFP);
-		if (!u)
+
+	/*
+	 * Only charging (under @wns->lock) adds a count; an uncharge may
+	 * have freed @u meanwhile: look again.
+	 */
+	for (;;) {
+		spin_lock(&wns->users_lock);
+		u = wsem_ns_user(wns, uid);
+		if (u || new)
+			break;
+		spin_unlock(&wns->users_lock);
+		new = kzalloc(sizeof(*new), WSEM_GFP);
+		if (!new)
 			return -ENOMEM;
-		u->uid = sem->uid;
-		rb_add(&u->node, &wns->users, wsem_user_less);
 	}
-	atomic_inc(&u->nr);
+	if (!u) {
+		u = new;
+		new = NULL;
+		u->uid = uid;
+		rb_add(&u->node, &wns->users, wsem_user_less);
+		wsem_test_count_users(1);
+	}
+	u->nr++;
+	spin_unlock(&wns->users_lock);
+	kfree(new);
 	atomic_inc(&wns->nr_sems);
 	kref_get(&wns->ref);
 	sem->quota = u;

@@ -14,7 +14,7 @@
  *                         js->lock (wsem_js_poll())
  *   wsem_ns_lock (mutex)  registering and forgetting namespaces (ns.c);
  *                         lookups take no lock (RCU)
- *   wns->lock (mutex)     one namespace: its names, its per-user counts;
+ *   wns->lock (mutex)     one namespace: its names; charging to it;
  *                         taken before sem->pollers.lock and h->wqh.lock
  *                         (wsem_bind() of a handle opened by name)
  *   wsem_js_lock (mutex)  which semaphores have an open jobserver
@@ -27,6 +27,8 @@
  *   h->text_lock (mutex)  one handle's read(2) text; taken before the
  *                         semaphore's lock, cgroup_mutex (cgroup paths)
  *                         and mmap_lock (faults on the copy out)
+ *   wns->users_lock (spin)  one namespace's per-user counts: taken under
+ *                         wns->lock to charge, alone to uncharge (ns.c)
  *   sem->lock (spin)      one semaphore: its counters, its wait queue, what
  *                         its handles hold and their parked waiters
  *   sem->pollers.lock,    the wait queues' own locks: woken after sem->lock
@@ -151,7 +153,8 @@ struct wsem_user;
  *	wsemfs inode; dropped with wsem_put()
  * @wns: the namespace charged for this semaphore (holds a reference), or
  *	NULL before it is charged
- * @quota: the per-user count of @wns charged for it
+ * @quota: the per-user count of @wns charged for it (freed by the last
+ *	uncharge of its user, in wsem_put())
  * @user_ns: where CAP_IPC_OWNER is checked (holds a reference, so the user
  *	namespace of its creator's IPC namespace lives as long as it does)
  * @id: a number no other live semaphore has, for fdinfo and wsemfs

@@ -3,7 +3,8 @@
  * Limits and isolation under attack (issue 5, item 5).
  *
  *  - An unprivileged user (nobody) fills an IPC namespace: named and
- *    anonymous semaphores count alike, the max_sems_per_ns'th is the last,
+ *    anonymous semaphores count alike, the last it gets is an eighth short
+ *    of max_sems_per_ns (the rest is the administrator's reserve),
  *    ENOSPC leaves nothing behind, freeing one makes room for exactly one,
  *    nobody cannot raise the limit, and other namespaces are unaffected.
  *    A limit lowered below what a namespace holds keeps what exists.
@@ -215,7 +216,8 @@ struct fill {
 
 /*
  * As nobody, in a fresh IPC namespace: a quarter of the limit anonymous
- * (kept open), the rest named, then everything must be ENOSPC.
+ * (kept open), the rest named up to the unprivileged share of the limit,
+ * then everything must be ENOSPC.
  */
 static int nobody_fill(void *p)
 {
@@ -255,7 +257,7 @@ static int nobody_fill(void *p)
 	rep->n[0] = anon;
 	rep->n[1] = named;
 	CHILD_CHECK(errno == ENOSPC, 8);
-	CHILD_CHECK(anon + named == f->limit, 9);
+	CHILD_CHECK(anon + named == f->limit - f->limit / 8, 9);
 	/* Nothing of the failed call is left. */
 	errno = 0;
 	CHILD_CHECK(wsem_open(name, O_CLOEXEC, 0, 0) < 0 && errno == ENOENT,
@@ -344,8 +346,8 @@ TEST_F(limits, nobody_fills_a_namespace)
 		TH_LOG("child check %d (%s) failed: %s", rep->step, rep->what,
 		       strerror(rep->err));
 	}
-	TH_LOG("nobody: %lld anonymous + %lld named = limit %lld, then ENOSPC",
-	       rep->n[0], rep->n[1], limit);
+	TH_LOG("nobody: %lld anonymous + %lld named = limit %lld less an "
+	       "eighth, then ENOSPC", rep->n[0], rep->n[1], limit);
 	EXPECT_EQ(0, close(f.ready[0]));
 }
 
@@ -480,6 +482,303 @@ TEST_F(limits, lowered_limit_keeps_what_exists)
 	EXPECT_LE(0, extra);
 	EXPECT_EQ(0, close(extra));
 	EXPECT_EQ(2, wsem_list(NULL, 0));
+}
+
+/* ---------------------------------------------------------------- */
+/* Per-user limit across user namespaces                             */
+
+#define SUB_NS_LIMIT	40	/* max_sems_per_ns of the tests below */
+#define SUB_USER_LIMIT	10	/* max_sems_per_user */
+#define SUB_RESERVE	(SUB_NS_LIMIT / 8)	/* kept for the administrator */
+#define SUB_OWNER	1000	/* owns the user namespace */
+#define SUB_BASE	100000	/* its subordinate ids, as /etc/subuid's */
+#define SUB_IDS		4	/* ids 1.. of the namespace that create */
+#define OTHER_USER	2000
+
+/* Create named "q.TAG.N" until one fails; how many. */
+static long long create_until_refused(const char *tag)
+{
+	char name[WSEM_NAME_MAX];
+	long long n = 0;
+	int fd;
+
+	for (;;) {
+		snprintf(name, sizeof(name), "q.%s.%lld", tag, n);
+		fd = wsem_open(name, O_CREAT | O_EXCL | O_CLOEXEC, 0600, 1);
+		if (fd < 0)
+			return n;
+		close(fd);
+		if (++n > SUB_NS_LIMIT)
+			return n;
+	}
+}
+
+/* As uid *@p: create until refused, into rep->n[0]; refused with ENOSPC. */
+static int fill_as(void *p)
+{
+	uid_t uid = *(uid_t *)p;
+	char tag[32];
+
+	CHILD_CHECK(!setgroups(0, NULL) && !setgid(uid) && !setuid(uid), 1);
+	snprintf(tag, sizeof(tag), "u%u", uid);
+	errno = 0;
+	rep->n[0] = create_until_refused(tag);
+	CHILD_CHECK(errno == ENOSPC, 2);
+	errno = 0;
+	CHILD_CHECK(wsem_open_anon(1, O_CLOEXEC) < 0 && errno == ENOSPC, 3);
+	return 0;
+}
+
+struct subids {
+	int ready[2];		/* the child writes a byte once unshared */
+	int mapped[2];		/* the test writes a byte once it mapped it */
+};
+
+/*
+ * Inside the user namespace: ids 1..SUB_IDS, each in a process of its
+ * own, create until refused; rep->n[id] is how many each got.
+ */
+static int subid_creates(void *p)
+{
+	unsigned int id = *(unsigned int *)p;
+	char tag[32];
+
+	CHILD_CHECK(!setresgid(id, id, id) && !setresuid(id, id, id), 20);
+	snprintf(tag, sizeof(tag), "sub%u", id);
+	errno = 0;
+	rep->n[id] = create_until_refused(tag);
+	CHILD_CHECK(errno == ENOSPC, 21);
+	errno = 0;
+	CHILD_CHECK(wsem_open_anon(1, O_CLOEXEC) < 0 && errno == ENOSPC, 22);
+	return 0;
+}
+
+/*
+ * As SUB_OWNER: a user namespace of its own, which the test (privileged,
+ * as newuidmap is) maps to SUB_BASE.. as a rootless container's is; then
+ * its ids 1..SUB_IDS create in the test's IPC namespace.
+ */
+static int subid_owner(void *p)
+{
+	struct subids *s = p;
+	unsigned int id;
+	char c = 0;
+
+	close(s->ready[0]);
+	close(s->mapped[1]);
+	CHILD_CHECK(!setgroups(0, NULL) && !setgid(SUB_OWNER) &&
+		    !setuid(SUB_OWNER), 1);
+	CHILD_CHECK(!prctl(PR_SET_DUMPABLE, 1, 0, 0, 0), 2);
+	if (unshare(CLONE_NEWUSER)) {
+		rep->step = -1;		/* no user namespaces: skip */
+		rep->err = errno;
+		return 0;
+	}
+	CHILD_CHECK(write(s->ready[1], &c, 1) == 1, 3);
+	CHILD_CHECK(read(s->mapped[0], &c, 1) == 1, 4);
+	for (id = 1; id <= SUB_IDS; id++)
+		if (wait_exit(run(subid_creates, &id)))
+			return 1;	/* its check is in rep */
+	return 0;
+}
+
+static int map_ids(pid_t pid)
+{
+	static const char *const files[] = { "uid_map", "gid_map" };
+	char path[64], map[64];
+	unsigned int i;
+
+	snprintf(map, sizeof(map), "0 %d 65536", SUB_BASE);
+	for (i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "/proc/%d/%s", pid, files[i]);
+		if (write_file(path, map))
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * A user with subordinate ids (a rootless container's 65,536) cannot
+ * multiply its per-user limit by them: what the ids of a user namespace
+ * it owns create counts against it, there and in the namespace above.
+ * So the ids together get max_sems_per_user, the owner itself then gets
+ * nothing more, and another user still gets its full share.
+ */
+TEST_F(limits, subordinate_ids_count_against_their_owner)
+{
+	uid_t owner = SUB_OWNER, other = OTHER_USER;
+	struct subids s;
+	long long sum = 0;
+	unsigned int id;
+	pid_t pid;
+	char c;
+
+	if (!self->ready)
+		return;
+	ASSERT_EQ(0, set_limit(self, SUB_NS_LIMIT));
+	ASSERT_EQ(0, set_user_limit(self, SUB_USER_LIMIT));
+	ASSERT_EQ(0, unshare(CLONE_NEWIPC));
+	ASSERT_EQ(0, pipe2(s.ready, O_CLOEXEC));
+	ASSERT_EQ(0, pipe2(s.mapped, O_CLOEXEC));
+	pid = run(subid_owner, &s);
+	ASSERT_LT(0, pid);
+	close(s.ready[1]);
+	close(s.mapped[0]);
+	if (read(s.ready[0], &c, 1) == 1) {
+		EXPECT_EQ(0, map_ids(pid));
+		EXPECT_EQ(1, write(s.mapped[1], &c, 1));
+	}
+	EXPECT_EQ(0, wait_exit(pid)) {
+		TH_LOG("check %d (%s): %s", rep->step, rep->what,
+		       strerror(rep->err));
+	}
+	if (rep->step < 0)
+		SKIP(return, "user namespaces: %s", strerror(rep->err));
+	for (id = 1; id <= SUB_IDS; id++)
+		sum += rep->n[id];
+	TH_LOG("ids 1-%d of uid %d's user namespace: %lld, %lld, %lld, %lld",
+	       SUB_IDS, SUB_OWNER, rep->n[1], rep->n[2], rep->n[3], rep->n[4]);
+	EXPECT_EQ(SUB_USER_LIMIT, rep->n[1]);
+	EXPECT_EQ(SUB_USER_LIMIT, sum);
+
+	/* The owner, outside, has used up its share through them. */
+	memset(rep, 0, sizeof(*rep));
+	EXPECT_EQ(0, wait_exit(run(fill_as, &owner))) {
+		TH_LOG("uid %d: check %d (%s): %s", owner, rep->step, rep->what,
+		       strerror(rep->err));
+	}
+	EXPECT_EQ(0, rep->n[0]);
+
+	/* Another user is not affected. */
+	memset(rep, 0, sizeof(*rep));
+	EXPECT_EQ(0, wait_exit(run(fill_as, &other))) {
+		TH_LOG("uid %d: check %d (%s): %s", other, rep->step, rep->what,
+		       strerror(rep->err));
+	}
+	EXPECT_EQ(SUB_USER_LIMIT, rep->n[0]);
+	EXPECT_EQ(2 * SUB_USER_LIMIT, wsem_list(NULL, 0));
+}
+
+/*
+ * Ordinary users together fill a namespace only up to max_sems_per_ns
+ * less an eighth of it: the rest is kept for callers with CAP_SYS_RESOURCE
+ * over the namespace, so that an administrator can always still create.
+ * max_sems_per_ns bounds the administrator too.
+ */
+TEST_F(limits, administrator_keeps_a_reserve)
+{
+	long long got = 0, root;
+	unsigned int i;
+	uid_t uid;
+	int fd;
+
+	if (!self->ready)
+		return;
+	ASSERT_EQ(0, set_limit(self, SUB_NS_LIMIT));
+	ASSERT_EQ(0, set_user_limit(self, SUB_USER_LIMIT));
+	ASSERT_EQ(0, unshare(CLONE_NEWIPC));
+	for (i = 0; got < SUB_NS_LIMIT && i < SUB_NS_LIMIT; i++) {
+		uid = OTHER_USER + i;
+		memset(rep, 0, sizeof(*rep));
+		EXPECT_EQ(0, wait_exit(run(fill_as, &uid))) {
+			TH_LOG("uid %d: check %d (%s): %s", uid, rep->step,
+			       rep->what, strerror(rep->err));
+		}
+		got += rep->n[0];
+		if (!rep->n[0])
+			break;
+	}
+	TH_LOG("%u users created %lld of %d", i, got, SUB_NS_LIMIT);
+	EXPECT_EQ(SUB_NS_LIMIT - SUB_RESERVE, got);
+	EXPECT_EQ(0, rep->n[0]);
+
+	/* Root still can, up to max_sems_per_ns and no further. */
+	root = create_until_refused("root");
+	EXPECT_EQ(ENOSPC, errno);
+	EXPECT_EQ(SUB_RESERVE, root);
+	errno = 0;
+	fd = wsem_open_anon(1, O_CLOEXEC);
+	EXPECT_EQ(-1, fd);
+	EXPECT_EQ(ENOSPC, errno);
+	EXPECT_EQ(SUB_NS_LIMIT, wsem_list(NULL, 0));
+}
+
+/* ---------------------------------------------------------------- */
+/* Per-user counts are freed                                         */
+
+#define NODES_PARAM	"/sys/module/wsem/parameters/test_quota_nodes"
+#define NODE_USERS	50	/* distinct euids */
+#define NODE_UID	30000	/* the first */
+
+/*
+ * Per-user counts in memory, all namespaces (a test build's knob), once
+ * nothing else changes them for a second: a dying namespace of a test
+ * before may still be letting go of its names.
+ */
+static long long settled_nodes(void)
+{
+	long long n = read_ll(NODES_PARAM), was;
+	int i;
+
+	for (i = 0; i < 10; i++) {
+		usleep(1200000);
+		was = n;
+		n = read_ll(NODES_PARAM);
+		if (n == was)
+			break;
+	}
+	return n;
+}
+
+/*
+ * A user's count in a namespace is freed when the last semaphore charged
+ * to it goes, named or anonymous: users that come and go (a subuid range)
+ * leave no memory behind.
+ */
+TEST_F(limits, user_counts_freed_at_zero)
+{
+	long long before, n;
+	int fd[NODE_USERS], named, i;
+
+	if (!self->ready)
+		return;
+	ASSERT_EQ(0, access(NODES_PARAM, R_OK)) {
+		TH_LOG("%s: a make check build has it", NODES_PARAM);
+	}
+	ASSERT_EQ(0, unshare(CLONE_NEWIPC));
+	before = settled_nodes();
+	ASSERT_LE(0, before);
+	for (i = 0; i < NODE_USERS; i++) {
+		ASSERT_EQ(0, seteuid(NODE_UID + i));
+		fd[i] = wsem_open_anon(1, O_CLOEXEC);
+		ASSERT_EQ(0, seteuid(0));
+		ASSERT_LE(0, fd[i]);
+	}
+	/* One more, named, by the first user. */
+	ASSERT_EQ(0, seteuid(NODE_UID));
+	named = wsem_open("nodes", O_CREAT | O_EXCL | O_CLOEXEC, 0600, 1);
+	ASSERT_EQ(0, seteuid(0));
+	ASSERT_LE(0, named);
+	n = read_ll(NODES_PARAM);
+	EXPECT_LE(before + NODE_USERS, n);
+
+	for (i = 0; i < NODE_USERS; i++)
+		EXPECT_EQ(0, close(fd[i]));
+	/* The first user still has its named one: its count stays. */
+	n = read_ll(NODES_PARAM);
+	EXPECT_GE(before + 1, n) {
+		TH_LOG("%lld counts before, %lld after %d users closed all "
+		       "but one semaphore", before, n, NODE_USERS);
+	}
+	EXPECT_LE(before + 1, n);
+	/* Unlinked, open: still charged. */
+	EXPECT_EQ(0, wsem_unlink("nodes"));
+	EXPECT_EQ(before + 1, read_ll(NODES_PARAM));
+	EXPECT_EQ(0, close(named));
+	n = read_ll(NODES_PARAM);
+	EXPECT_GE(before, n) {
+		TH_LOG("%lld counts before, %lld after", before, n);
+	}
 }
 
 /* ---------------------------------------------------------------- */
