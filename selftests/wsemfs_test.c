@@ -460,6 +460,51 @@ TEST_F(wsemfs, open_rdonly_watches_only)
 }
 
 /*
+ * O_WRONLY (all that a class with "w" alone may open) shows nothing of the
+ * state, which needs read permission: stat and the idle wait fail with
+ * EBADF, as acquiring through an O_RDONLY file does, poll reports POLLERR
+ * alone, read fails, and fdinfo names the semaphore by its id only.  A
+ * REOPEN of it is as write-only.
+ */
+TEST_F(wsemfs, open_wronly_shows_no_state)
+{
+	struct pollfd pfd = { .events = POLLIN | POLLPRI };
+	char text[TEXT_MAX], val[80];
+	struct wsem_stat st;
+	int fd, fd2;
+
+	if (!self->ready)
+		return;
+	ASSERT_EQ(0, create_main(self, 0600));
+	fd = open(self->path, O_WRONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(-1, wsem_stat(fd, &st));
+	EXPECT_EQ(EBADF, errno);
+	EXPECT_EQ(-1, wsem_wait_idle(fd, 0));
+	EXPECT_EQ(EBADF, errno);
+	pfd.fd = fd;
+	EXPECT_EQ(1, poll(&pfd, 1, 0));
+	EXPECT_EQ(POLLERR, pfd.revents);
+	EXPECT_EQ(-1, read(fd, text, sizeof(text)));
+	EXPECT_EQ(EBADF, errno);
+	ASSERT_EQ(0, fdinfo_get(fd, "wsem-id", val, sizeof(val)));
+	EXPECT_EQ(fdinfo_num(self->fd, "wsem-id"), atoll(val));
+	EXPECT_EQ(-1, fdinfo_get(fd, "wsem-name", val, sizeof(val)));
+	EXPECT_EQ(-1, fdinfo_get(fd, "wsem-capacity", val, sizeof(val)));
+	EXPECT_EQ(-1, fdinfo_get(fd, "wsem-used", val, sizeof(val)));
+	EXPECT_EQ(-1, fdinfo_get(fd, "wsem-waiters", val, sizeof(val)));
+	fd2 = wsem_reopen(fd, O_CLOEXEC);
+	ASSERT_LE(0, fd2);
+	EXPECT_EQ(-1, wsem_stat(fd2, &st));
+	EXPECT_EQ(EBADF, errno);
+	EXPECT_EQ(0, close(fd2));
+	EXPECT_EQ(0, close(fd));
+	/* The read-write handle still sees it all. */
+	ASSERT_EQ(0, wsem_stat(self->fd, &st));
+	EXPECT_EQ(CAP, st.capacity);
+}
+
+/*
  * read(2) gives one "key: value" line per field, as the handle's caller
  * sees them, and a read from offset 0 describes the state anew.
  */
