@@ -85,6 +85,39 @@ void wsem_test_pause(void)
 	if (ms)
 		msleep(ms);
 }
+
+static unsigned int test_park_delay_ms;
+module_param(test_park_delay_ms, uint, 0600);
+MODULE_PARM_DESC(test_park_delay_ms,
+		 "Test builds only: the next sleeper that parks to run its task work waits this long before it returns (ms, once)");
+
+void wsem_test_park_pause(void)
+{
+	unsigned int ms = xchg(&test_park_delay_ms, 0);
+
+	if (ms)
+		msleep(ms);
+}
+
+static atomic_t wsem_test_parked = ATOMIC_INIT(0);
+
+void wsem_test_count_parked(int delta)
+{
+	atomic_add(delta, &wsem_test_parked);
+}
+
+static int wsem_get_parked(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%d\n", atomic_read(&wsem_test_parked));
+}
+
+static const struct kernel_param_ops wsem_parked_ops = {
+	.get	= wsem_get_parked,
+};
+
+module_param_cb(test_parked, &wsem_parked_ops, NULL, 0444);
+MODULE_PARM_DESC(test_parked,
+		 "Test builds only: parked waiters not yet freed (read-only)");
 #endif
 
 /* The command without its size bits: structs grow, the command stays. */
