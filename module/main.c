@@ -118,6 +118,17 @@ static const struct kernel_param_ops wsem_parked_ops = {
 module_param_cb(test_parked, &wsem_parked_ops, NULL, 0444);
 MODULE_PARM_DESC(test_parked,
 		 "Test builds only: parked waiters not yet freed (read-only)");
+
+static unsigned int test_cgroup_tryget_fail;
+module_param(test_cgroup_tryget_fail, uint, 0600);
+MODULE_PARM_DESC(test_cgroup_tryget_fail,
+		 "Test builds only: if not 0, the next reference to a new holder's cgroup fails (once)");
+
+bool wsem_test_cgroup_fail(void)
+{
+	return READ_ONCE(test_cgroup_tryget_fail) &&
+	       xchg(&test_cgroup_tryget_fail, 0);
+}
 #endif
 
 /* The command without its size bits: structs grow, the command stays. */

@@ -194,8 +194,9 @@ static __poll_t wsem_events(const struct wsem *sem)
  * spinlock is an RCU read-side section (preemption off, or on PREEMPT_RT
  * rcu_read_lock() taken by the lock), which is what task_dfl_cgroup()
  * needs.  References are taken only when the process or the cgroup
- * differs from the last one's.  This runs on every grant: no call out of
- * the module on the path where nothing changed.
+ * differs from the last one's; a cgroup that takes none is noted as none.
+ * This runs on every grant: no call out of the module on the path where
+ * nothing changed.
  */
 static void wsem_note_holder(struct wsem_handle *h, struct task_struct *task)
 {
@@ -214,10 +215,19 @@ static void wsem_note_holder(struct wsem_handle *h, struct task_struct *task)
 		h->pid = get_pid(pid);
 	}
 #ifdef CONFIG_CGROUPS
-	if (unlikely(cgrp != h->cgrp) && cgroup_tryget(cgrp)) {
+	if (unlikely(cgrp != h->cgrp)) {
 		if (h->cgrp)
 			cgroup_put(h->cgrp);
-		h->cgrp = cgrp;
+		/*
+		 * A cgroup whose last reference is gone takes none: one that
+		 * @task has just left (a migration racing with us, seen
+		 * through its old css_set under RCU) and that was removed
+		 * meanwhile.  @task is then shown with no cgroup, not with
+		 * the last acquirer's.  Too narrow a window to reach by
+		 * chance: test builds can make the next try fail.
+		 */
+		h->cgrp = !wsem_test_cgroup_fail() && cgroup_tryget(cgrp) ?
+			  cgrp : NULL;
 	}
 #endif
 }

@@ -332,12 +332,14 @@ void wsem_fs_notify(struct wsem_ns *wns, const char *name, u32 mask);
  * that tests reach the races of that window every run.  Likewise a sleeper
  * that parked (wsem_park()), armed through test_park_delay_ms, before it
  * returns to run its task work; and the parameter test_parked counts the
- * parked waiters not yet freed.
+ * parked waiters not yet freed.  test_cgroup_tryget_fail makes the next
+ * reference to a new holder's cgroup fail (wsem_note_holder()).
  */
 #ifdef WSEM_TEST_KNOBS
 void wsem_test_pause(void);
 void wsem_test_park_pause(void);
 void wsem_test_count_parked(int delta);
+bool wsem_test_cgroup_fail(void);
 #else
 static inline void wsem_test_pause(void)
 {
@@ -349,6 +351,11 @@ static inline void wsem_test_park_pause(void)
 
 static inline void wsem_test_count_parked(int delta)
 {
+}
+
+static inline bool wsem_test_cgroup_fail(void)
+{
+	return false;
 }
 #endif
 
