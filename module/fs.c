@@ -521,7 +521,7 @@ static void wsemfs_notify_sb(struct super_block *sb, void *arg)
 	if (sb->s_fs_info != ev->wns || !sb->s_root)
 		return;
 	dir = d_inode(sb->s_root);
-	fsnotify_name(ev->mask, dir, FSNOTIFY_EVENT_INODE, dir, &ev->name, 0);
+	wsem_fsnotify_name(ev->mask, dir, dir, &ev->name);
 }
 
 /**
