@@ -41,13 +41,9 @@ MODULE_PARM_DESC(max_sems_per_user,
 
 /*
  * spin_ns above this is refused: a poll that long is a busy wait.  Test
- * builds poll for seconds, so that a test sees a poll end for its reason.
+ * builds have the same bound, so that tests see what users get.
  */
-#ifdef WSEM_TEST_KNOBS
-#define WSEM_SPIN_NS_MAX	4000000000U
-#else
 #define WSEM_SPIN_NS_MAX	1000000U
-#endif
 
 static int wsem_set_spin_ns(const char *val, const struct kernel_param *kp)
 {
