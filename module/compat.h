@@ -23,6 +23,7 @@
 #include <linux/dcache.h>
 #include <linux/fs.h>
 #include <linux/fs_struct.h>	/* current_umask() (7.x: no longer in fs.h) */
+#include <linux/fsnotify.h>
 #include <linux/mm.h>		/* kvmalloc() and kin (before 5.16) */
 #include <linux/rbtree.h>
 #include <linux/sched/signal.h>
@@ -305,6 +306,28 @@ static inline int wsem_refuse_link(struct dentry *old, struct inode *dir,
 {
 	return -EPERM;
 }
+
+/*
+ * Tell the watchers of directory @dir that @name in it had event @mask,
+ * with @data, an inode, as the event's data.  5.16 (and Debian's 5.10)
+ * give fsnotify_name() the data and its type; before, it took the child
+ * inode first, and fsnotify() itself takes what the newer one passes on.
+ */
+#ifdef WSEM_HAVE_FSNOTIFY_NAME_DATA
+static inline void wsem_fsnotify_name(u32 mask, struct inode *data,
+				      struct inode *dir,
+				      const struct qstr *name)
+{
+	fsnotify_name(mask, data, FSNOTIFY_EVENT_INODE, dir, name, 0);
+}
+#else
+static inline void wsem_fsnotify_name(u32 mask, struct inode *data,
+				      struct inode *dir,
+				      const struct qstr *name)
+{
+	fsnotify(mask, data, FSNOTIFY_EVENT_INODE, dir, name, NULL, 0);
+}
+#endif
 
 /* 6.17: a superblock's default dentry operations are set by a call. */
 #ifndef WSEM_HAVE_SET_DEFAULT_D_OP

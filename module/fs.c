@@ -76,10 +76,26 @@ static struct inode *wsemfs_sem_inode(struct super_block *sb,
 }
 
 /*
+ * The inode of a file or endpoint whose semaphore lost its name has no
+ * link left, as an unlinked file has.  Under i_lock: clear_nlink() counts
+ * the inode once in the superblock's s_remove_count, which two refreshes
+ * at once, or one and wsemfs_unlink(), would otherwise count twice.
+ */
+static void wsemfs_drop_link(struct inode *inode)
+{
+	spin_lock(&inode->i_lock);
+	if (inode->i_nlink)
+		clear_nlink(inode);
+	spin_unlock(&inode->i_lock);
+}
+
+/*
  * A semaphore's file and its endpoint are two inodes of one semaphore, and
  * chmod or chown of either goes to the semaphore (wsemfs_setattr()).  An
  * inode whose dentry is kept (open, bind-mounted) is not looked up anew,
- * so each takes the owner and mode from the semaphore again before it is
+ * so each takes the owner, mode and link count (0 once the semaphore lost
+ * its name, by any path: wsemfs_drop_link()) from the semaphore again
+ * before it is
  * checked (wsemfs_permission(), wsemfs_setattr()), stat'ed
  * (wsemfs_getattr()) or found by a path walk (wsemfs_d_revalidate()), as
  * procfs does for its pid inodes.  Under no lock: each field is the old
@@ -96,6 +112,8 @@ static void wsemfs_refresh_inode(struct inode *inode)
 		   (inode->i_mode & S_IFMT) | READ_ONCE(sem->mode));
 	WRITE_ONCE(inode->i_uid, READ_ONCE(sem->uid));
 	WRITE_ONCE(inode->i_gid, READ_ONCE(sem->gid));
+	if (!READ_ONCE(sem->linked) && READ_ONCE(inode->i_nlink))
+		wsemfs_drop_link(inode);
 }
 
 /*
@@ -200,7 +218,7 @@ static int wsemfs_unlink(struct inode *dir, struct dentry *dentry)
 
 	ret = wsem_ns_unlink_sem(dir->i_sb->s_fs_info, inode->i_private);
 	if (!ret)
-		clear_nlink(inode);
+		wsemfs_drop_link(inode);
 	return ret;
 }
 
@@ -503,7 +521,7 @@ static void wsemfs_notify_sb(struct super_block *sb, void *arg)
 	if (sb->s_fs_info != ev->wns || !sb->s_root)
 		return;
 	dir = d_inode(sb->s_root);
-	fsnotify_name(ev->mask, dir, FSNOTIFY_EVENT_INODE, dir, &ev->name, 0);
+	wsem_fsnotify_name(ev->mask, dir, dir, &ev->name);
 }
 
 /**
@@ -513,8 +531,10 @@ static void wsemfs_notify_sb(struct super_block *sb, void *arg)
  * @name: the name
  * @mask: FS_CREATE or FS_DELETE
  *
- * For what the ioctls do (create, unlink): what goes through the file
- * system (unlink(2) of a file) the VFS tells itself.  Each superblock of
+ * For what the ioctls do (create, unlink) and the names a dead namespace
+ * drops: what goes through the file system (unlink(2) of a file) the VFS
+ * tells itself.  Only the root is told: WSEM_JOBSERVER_DIR has no inode
+ * that lasts (each lookup makes one), so none that a watch could be on.  Each superblock of
  * @wns (there is one while it is mounted) is told, under its s_umount.
  *
  * Context: Process context; takes no lock of ours, and must be called

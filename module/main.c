@@ -41,13 +41,9 @@ MODULE_PARM_DESC(max_sems_per_user,
 
 /*
  * spin_ns above this is refused: a poll that long is a busy wait.  Test
- * builds poll for seconds, so that a test sees a poll end for its reason.
+ * builds have the same bound, so that tests see what users get.
  */
-#ifdef WSEM_TEST_KNOBS
-#define WSEM_SPIN_NS_MAX	4000000000U
-#else
 #define WSEM_SPIN_NS_MAX	1000000U
-#endif
 
 static int wsem_set_spin_ns(const char *val, const struct kernel_param *kp)
 {
@@ -84,6 +80,50 @@ void wsem_test_pause(void)
 
 	if (ms)
 		msleep(ms);
+}
+
+static unsigned int test_park_delay_ms;
+module_param(test_park_delay_ms, uint, 0600);
+MODULE_PARM_DESC(test_park_delay_ms,
+		 "Test builds only: the next sleeper that parks to run its task work waits this long before it returns (ms, once)");
+
+void wsem_test_park_pause(void)
+{
+	unsigned int ms = xchg(&test_park_delay_ms, 0);
+
+	if (ms)
+		msleep(ms);
+}
+
+static atomic_t wsem_test_parked = ATOMIC_INIT(0);
+
+void wsem_test_count_parked(int delta)
+{
+	atomic_add(delta, &wsem_test_parked);
+}
+
+static int wsem_get_parked(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%d\n", atomic_read(&wsem_test_parked));
+}
+
+static const struct kernel_param_ops wsem_parked_ops = {
+	.get	= wsem_get_parked,
+};
+
+module_param_cb(test_parked, &wsem_parked_ops, NULL, 0444);
+MODULE_PARM_DESC(test_parked,
+		 "Test builds only: parked waiters not yet freed (read-only)");
+
+static unsigned int test_cgroup_tryget_fail;
+module_param(test_cgroup_tryget_fail, uint, 0600);
+MODULE_PARM_DESC(test_cgroup_tryget_fail,
+		 "Test builds only: if not 0, the next reference to a new holder's cgroup fails (once)");
+
+bool wsem_test_cgroup_fail(void)
+{
+	return READ_ONCE(test_cgroup_tryget_fail) &&
+	       xchg(&test_cgroup_tryget_fail, 0);
 }
 #endif
 
@@ -499,19 +539,27 @@ static int wsem_ioctl_set_capacity(struct wsem_handle *h,
 
 /**
  * wsem_ioctl_stat() - WSEM_IOC_STAT
- * @h: the bound handle
+ * @file: the handle's file
  * @ustat: struct wsem_stat, with its size set
  *
+ * The state is what read permission shows (SPEC.md): a handle not open for
+ * reading (a wsemfs file opened O_WRONLY) gets none, as one not open for
+ * writing acquires nothing.
+ *
  * Context: Process context.
- * Return: 0, -EINVAL (unbound handle, short struct), -E2BIG, -EFAULT.
+ * Return: 0, -EBADF (a handle not open for reading), -EINVAL (unbound
+ * handle, short struct), -E2BIG, -EFAULT.
  */
-static int wsem_ioctl_stat(struct wsem_handle *h, void __user *ustat)
+static int wsem_ioctl_stat(struct file *file, void __user *ustat)
 {
+	struct wsem_handle *h = file->private_data;
 	struct wsem *sem = wsem_handle_sem(h);
 	struct wsem_stat st = { 0 };
 	u64 usize;
 	int ret;
 
+	if (!(file->f_mode & FMODE_READ))
+		return -EBADF;
 	if (!sem)
 		return -EINVAL;
 	ret = wsem_stat_size(ustat, &usize);
@@ -702,7 +750,8 @@ static bool wsem_cmd_writes(unsigned int cmd)
  *
  * Context: Process context, may sleep.
  * Return: as the command's function; -EBADF for acquire, release, resize
- * and labelling through a handle not open for both reading and writing;
+ * and labelling through a handle not open for both reading and writing,
+ * and for stat and the idle wait through one not open for reading;
  * -ENOTTY for an unknown command.
  */
 static long wsem_file_ioctl(struct file *file, unsigned int cmd,
@@ -729,7 +778,7 @@ static long wsem_file_ioctl(struct file *file, unsigned int cmd,
 	case WSEM_CMD(WSEM_IOC_SET_CAPACITY):
 		return wsem_ioctl_set_capacity(h, uarg);
 	case WSEM_CMD(WSEM_IOC_STAT):
-		return wsem_ioctl_stat(h, uarg);
+		return wsem_ioctl_stat(file, uarg);
 	case WSEM_CMD(WSEM_IOC_UNLINK):
 		return wsem_ioctl_unlink(uarg);
 	case WSEM_CMD(WSEM_IOC_LIST):
@@ -842,7 +891,10 @@ static int wsem_file_release(struct inode *inode, struct file *file)
 }
 
 /*
- * An unbound handle has nothing to wait for: EPOLLERR, like a bad fd.
+ * An unbound handle has nothing to wait for: EPOLLERR, like a bad fd.  So
+ * has a handle not open for reading: what poll reports is the state, which
+ * needs read permission (SPEC.md), and such a handle can neither acquire
+ * nor wait for idle; it is never woken.
  * Pollers wait on the handle's own queue, where the end of its
  * asynchronous request is told, and on the semaphore's; epoll registers
  * only at the first poll, perhaps before the bind, so binding relays the
@@ -853,6 +905,8 @@ static __poll_t wsem_file_poll(struct file *file, poll_table *wait)
 	struct wsem_handle *h = file->private_data;
 	struct wsem *sem;
 
+	if (!(file->f_mode & FMODE_READ))
+		return EPOLLERR;
 	poll_wait(file, &h->wqh, wait);
 	sem = wsem_handle_sem(h);
 	if (!sem) {
@@ -867,7 +921,11 @@ static __poll_t wsem_file_poll(struct file *file, poll_table *wait)
 	return sem ? wsem_poll(sem, h, file, wait) : EPOLLERR;
 }
 
-/* Snapshot under the semaphore's lock (wsem_fill_stat()), print after. */
+/*
+ * Snapshot under the semaphore's lock (wsem_fill_stat()), print after.  A
+ * handle not open for reading shows which semaphore it is bound to (its
+ * id and namespace) and nothing of its state, which needs read permission.
+ */
 static void wsem_file_fdinfo(struct seq_file *m, struct file *file)
 {
 	struct wsem_handle *h = file->private_data;
@@ -876,8 +934,12 @@ static void wsem_file_fdinfo(struct seq_file *m, struct file *file)
 
 	if (!sem)
 		return;
-	wsem_fill_stat(sem, h, &st);
 	seq_printf(m, "wsem-id:\t%d\n", sem->id);
+	if (!(file->f_mode & FMODE_READ)) {
+		seq_printf(m, "wsem-ipc-ns:\t%u\n", wsem_ns_inum(sem->wns));
+		return;
+	}
+	wsem_fill_stat(sem, h, &st);
 	seq_printf(m, "wsem-name:\t%s\n", st.name);
 	seq_printf(m, "wsem-capacity:\t%llu\n", st.capacity);
 	seq_printf(m, "wsem-used:\t%llu\n", st.used);

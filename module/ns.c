@@ -800,20 +800,29 @@ int wsem_ns_list(struct wsem_stat **stats, u32 count, u64 *total)
 	return n;
 }
 
-/* Drop every name of @wns, unpin its mount and the registry's reference. */
+/*
+ * Drop every name of @wns, each told to wsemfs's watchers (without the
+ * lock, as wsem_fs_notify() needs), unpin its mount and the registry's
+ * reference.
+ */
 static void wsem_ns_forget(struct wsem_ns *wns)
 {
 	struct rb_node *node;
+	struct wsem *sem;
 
-	mutex_lock(&wns->lock);
-	while ((node = rb_first(&wns->names))) {
-		struct wsem *sem = rb_entry(node, struct wsem, node);
-
-		wsem_ns_unlink_one(wns, sem);
-		/* Freeing takes no lock, and the registry's ref holds @wns. */
+	for (;;) {
+		mutex_lock(&wns->lock);
+		node = rb_first(&wns->names);
+		sem = node ? rb_entry(node, struct wsem, node) : NULL;
+		if (sem)
+			wsem_ns_unlink_one(wns, sem);
+		mutex_unlock(&wns->lock);
+		if (!sem)
+			break;
+		wsem_fs_notify(wns, sem->name, FS_DELETE);
+		/* The name's: the registry's reference holds @wns. */
 		wsem_put(sem);
 	}
-	mutex_unlock(&wns->lock);
 	mntput(wns->mq_mnt);
 	wsem_ns_put(wns);
 }

@@ -11,18 +11,14 @@
 #
 # Writes OUT (module/compat-probes.h): "#define WSEM_HAVE_X 1" for each
 # probe that compiled, a comment for each that did not.  Its first line is
-# a digest of CC, CFLAGS and this script: when they have not changed, OUT
-# is left as it is (make sees no change and rebuilds nothing).
+# a digest of CC, CFLAGS, this script and the content of the headers the
+# probes include: when none has changed, OUT is left as it is (make sees
+# no change and rebuilds nothing).
 set -u
 
 out=$1
 cc=$2
 shift 2
-
-sig="/* wsem probes $(printf '%s\n' "$cc" "$@" | cat - "$0" | cksum) */"
-if [ -f "$out" ] && [ "$(head -n 1 "$out")" = "$sig" ]; then
-	exit 0
-fi
 
 # WSEM_PROBES_KEEP=1: keep the test files and the compiler's words on them.
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/wsem-probes.XXXXXX") || exit 1
@@ -127,6 +123,27 @@ static bool l(struct rb_node *a, const struct rb_node *b) { return 0; }
 void wsem_probe(struct rb_root *r, struct rb_node *n);
 void wsem_probe(struct rb_root *r, struct rb_node *n)
 { rb_find(NULL, r, c); rb_add(n, r, l); }'
+
+# 5.16: fsnotify_name() takes the event's data and its type, as Debian's
+# 5.10 has it too (a backport); upstream 5.10 took the child inode first.
+probe FSNOTIFY_NAME_DATA '#include <linux/fsnotify.h>
+void wsem_probe(struct inode *d, const struct qstr *n);
+void wsem_probe(struct inode *d, const struct qstr *n)
+{ fsnotify_name(FS_CREATE, d, FSNOTIFY_EVENT_INODE, d, n, 0); }'
+
+# The key of OUT: CC, CFLAGS, this script, and what the headers that the
+# probes include say, as the compiler reads them with these flags (one
+# pass of the preprocessor over all of them, macros kept).  The same flags
+# on headers that changed (a distribution's new build of the same kernel,
+# a backport) probe anew.
+grep -h '^#include' "$tmp"/*.c | sort -u >"$tmp/headers.c"
+# shellcheck disable=SC2086 # CC may be several words (ccache gcc)
+$cc "$@" -E -dD -P "$tmp/headers.c" >"$tmp/headers.i" 2>/dev/null
+sig="/* wsem probes $(printf '%s\n' "$cc" "$@" |
+	cat - "$0" "$tmp/headers.i" | cksum) */"
+if [ -f "$out" ] && [ "$(head -n 1 "$out")" = "$sig" ]; then
+	exit 0
+fi
 
 # All at once: each is a compile of a few headers.  A mismatched type is an
 # error here, as it would be in our use of the interface; any other warning

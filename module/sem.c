@@ -92,6 +92,7 @@ struct wsem_wake {
 	struct wsem_handle *handles[WSEM_WAKE_BATCH];	/* with a reference */
 	struct wsem *sem;		/* wake its pollers ... */
 	__poll_t events;		/* ... with these, new since the change */
+	struct list_head parked;	/* parked waiters to free (park_node) */
 };
 
 static DEFINE_IDA(wsem_ida);
@@ -101,6 +102,7 @@ static __always_inline void wsem_wake_init(struct wsem_wake *wake)
 	wake->nr_tasks = 0;
 	wake->nr_handles = 0;
 	wake->events = 0;
+	INIT_LIST_HEAD(&wake->parked);
 }
 
 static bool wsem_wake_full(const struct wsem_wake *wake)
@@ -121,9 +123,21 @@ void wsem_handle_put(struct wsem_handle *h)
 		kfree(h);
 }
 
-/* Wake whom @wake's grants ended the wait of, then the pollers. */
+/* Free a parked waiter that is off the queue and off its handle's list. */
+static void wsem_free_parked(struct wsem_waiter *w)
+{
+	wsem_test_count_parked(-1);
+	put_task_struct(w->task);
+	kfree(w);
+}
+
+/*
+ * Wake whom @wake's grants ended the wait of, then the pollers; free the
+ * parked waiters that nobody comes back for.
+ */
 static void wsem_wake_up(struct wsem_wake *wake)
 {
+	struct wsem_waiter *w, *next;
 	struct wsem_handle *h;
 	unsigned int i;
 
@@ -140,6 +154,9 @@ static void wsem_wake_up(struct wsem_wake *wake)
 	}
 	wake->nr_tasks = 0;
 	wake->nr_handles = 0;
+	list_for_each_entry_safe(w, next, &wake->parked, park_node)
+		wsem_free_parked(w);
+	INIT_LIST_HEAD(&wake->parked);
 	if (unlikely(wake->events)) {
 		wake_up_poll(&wake->sem->pollers, wake->events);
 		if (wake->events & EPOLLPRI)
@@ -177,8 +194,9 @@ static __poll_t wsem_events(const struct wsem *sem)
  * spinlock is an RCU read-side section (preemption off, or on PREEMPT_RT
  * rcu_read_lock() taken by the lock), which is what task_dfl_cgroup()
  * needs.  References are taken only when the process or the cgroup
- * differs from the last one's.  This runs on every grant: no call out of
- * the module on the path where nothing changed.
+ * differs from the last one's; a cgroup that takes none is noted as none.
+ * This runs on every grant: no call out of the module on the path where
+ * nothing changed.
  */
 static void wsem_note_holder(struct wsem_handle *h, struct task_struct *task)
 {
@@ -197,10 +215,19 @@ static void wsem_note_holder(struct wsem_handle *h, struct task_struct *task)
 		h->pid = get_pid(pid);
 	}
 #ifdef CONFIG_CGROUPS
-	if (unlikely(cgrp != h->cgrp) && cgroup_tryget(cgrp)) {
+	if (unlikely(cgrp != h->cgrp)) {
 		if (h->cgrp)
 			cgroup_put(h->cgrp);
-		h->cgrp = cgrp;
+		/*
+		 * A cgroup whose last reference is gone takes none: one that
+		 * @task has just left (a migration racing with us, seen
+		 * through its old css_set under RCU) and that was removed
+		 * meanwhile.  @task is then shown with no cgroup, not with
+		 * the last acquirer's.  Too narrow a window to reach by
+		 * chance: test builds can make the next try fail.
+		 */
+		h->cgrp = !wsem_test_cgroup_fail() && cgroup_tryget(cgrp) ?
+			  cgrp : NULL;
 	}
 #endif
 }
@@ -339,7 +366,7 @@ static void wsem_end_wait(struct wsem *sem, struct wsem_waiter *w, int result,
 
 /*
  * A parked waiter whose task is exiting never comes back for its place:
- * it leaves the queue instead of being granted.
+ * it leaves the queue instead of being granted, and is freed then.
  */
 static bool wsem_abandoned(const struct wsem_waiter *w)
 {
@@ -364,6 +391,7 @@ static bool wsem_grant_waiters(struct wsem *sem, struct wsem_wake *wake)
 			now = ktime_get_ns();
 		if (unlikely(wsem_abandoned(w))) {
 			wsem_end_wait(sem, w, -EINTR, now, wake);
+			list_move(&w->park_node, &wake->parked);
 			continue;
 		}
 		if (!wsem_fits(sem, w->weight))
@@ -532,13 +560,6 @@ int wsem_bind(struct wsem_handle *h, struct wsem *sem)
 	return 0;
 }
 
-/* Free a parked waiter that is off the queue. */
-static void wsem_free_parked(struct wsem_waiter *w)
-{
-	put_task_struct(w->task);
-	kfree(w);
-}
-
 /**
  * wsem_unbind() - give back what a closing handle holds
  * @h: the handle, bound, with no caller left inside an ioctl on it
@@ -668,24 +689,58 @@ static int wsem_park(struct wsem *sem, struct wsem_waiter *w)
 		get_task_struct(p->task);
 		list_replace(&w->node, &p->node);
 		list_add_tail(&p->park_node, &w->handle->parked);
+		wsem_test_count_parked(1);
 		p = NULL;
 	} else {
 		ret = w->status;
 	}
 	spin_unlock(&sem->lock);
+	if (!p)
+		wsem_test_park_pause();
 	kfree(p);
 	return ret;
 }
 
-/* The caller's parked waiter on @h (wsem_park()), or NULL. */
-static struct wsem_waiter *wsem_find_parked(struct wsem_handle *h)
+/*
+ * The caller's parked waiter on @h (wsem_park()), or NULL; the waiters of
+ * tasks that are exiting go to @wake->parked, to be freed.
+ *
+ * A parked sleeper normally comes back at once, when its task work has
+ * run, and its restarted call collects its waiter.  One whose signal
+ * handler does not return (siglongjmp(), thread exit) never restarts, and
+ * nothing tells us: its waiter, queued or ended, stays on @h->parked with
+ * a reference to its task.  It cannot be freed when it ends (granted, or
+ * left), since a sleeper that is merely slow to come back (a handler that
+ * runs long, preemption) must still find how its wait ended, or it would
+ * queue anew and be granted twice.  It is freed when that task acquires
+ * through @h again (wsem_acquire() collects it), when the task has exited
+ * (here, at any acquire through @h, and by the grant walk that ends a
+ * queued one: wsem_abandoned()), or at close.  So @h->parked holds at
+ * most one waiter per live thread that parked through @h and left
+ * through a handler, and none of a thread that has ended.
+ */
+static struct wsem_waiter *wsem_find_parked(struct wsem *sem,
+					    struct wsem_handle *h,
+					    struct wsem_wake *wake)
 {
-	struct wsem_waiter *w;
+	struct wsem_waiter *w, *next, *mine = NULL;
+	u64 now = 0;
 
-	list_for_each_entry(w, &h->parked, park_node)
-		if (w->task == current)
-			return w;
-	return NULL;
+	lockdep_assert_held(&sem->lock);
+
+	list_for_each_entry_safe(w, next, &h->parked, park_node) {
+		if (w->task == current) {
+			mine = w;
+		} else if (unlikely(wsem_abandoned(w))) {
+			if (w->status == WSEM_WAITING) {
+				if (!now)
+					now = ktime_get_ns();
+				wsem_remove_waiter(sem, w, -EINTR, now);
+			}
+			list_move(&w->park_node, &wake->parked);
+		}
+	}
+	return mine;
 }
 
 /*
@@ -892,11 +947,23 @@ int wsem_acquire(struct wsem_handle *h, u64 weight, u64 flags,
 	ktime_t *until = flags & WSEM_ACQUIRE_DEADLINE ? &deadline : NULL;
 	struct wsem *sem = h->sem;
 	struct wsem_waiter *p;
+	struct wsem_wake wake;
+	__poll_t before;
 	int ret = 0;
 
 again:
 	spin_lock(&sem->lock);
-	p = unlikely(!list_empty(&h->parked)) ? wsem_find_parked(h) : NULL;
+	p = NULL;
+	if (unlikely(!list_empty(&h->parked))) {
+		wsem_wake_init(&wake);
+		before = wsem_events(sem);
+		p = wsem_find_parked(sem, h, &wake);
+		if (!list_empty(&wake.parked)) {
+			/* Freed, and those behind a queued one may fit. */
+			wsem_unlock_and_wake(sem, before, &wake);
+			goto again;
+		}
+	}
 	if (p && p->weight == weight && p->status == WSEM_WAITING &&
 	    !(flags & (WSEM_ACQUIRE_TRY | WSEM_ACQUIRE_ASYNC)))
 		return wsem_wait(sem, h, p, weight, clock, until);

@@ -380,13 +380,33 @@ void wsem_fs_notify(struct wsem_ns *wns, const char *name, u32 mask);
  * Test builds only (Kbuild: WSEM_TEST_KNOBS=y, as make check builds the
  * module): a granter pauses once, when armed through the test_tell_delay_ms
  * parameter, between dropping sem->lock and telling whom it granted, so
- * that tests reach the races of that window every run.
+ * that tests reach the races of that window every run.  Likewise a sleeper
+ * that parked (wsem_park()), armed through test_park_delay_ms, before it
+ * returns to run its task work; and the parameter test_parked counts the
+ * parked waiters not yet freed.  test_cgroup_tryget_fail makes the next
+ * reference to a new holder's cgroup fail (wsem_note_holder()).
  */
 #ifdef WSEM_TEST_KNOBS
 void wsem_test_pause(void);
+void wsem_test_park_pause(void);
+void wsem_test_count_parked(int delta);
+bool wsem_test_cgroup_fail(void);
 #else
 static inline void wsem_test_pause(void)
 {
+}
+
+static inline void wsem_test_park_pause(void)
+{
+}
+
+static inline void wsem_test_count_parked(int delta)
+{
+}
+
+static inline bool wsem_test_cgroup_fail(void)
+{
+	return false;
 }
 #endif
 

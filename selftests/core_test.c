@@ -9,7 +9,9 @@
  *    semaphore's wake-ups after the bind;
  *  - task work (io_uring's completions, TIF_NOTIFY_SIGNAL) that arrives
  *    while a waiter sleeps runs at once, and the waiter keeps its place
- *    in the queue;
+ *    in the queue; the place kept for a thread that then leaves through
+ *    its signal handler instead of coming back is freed once the thread
+ *    has ended (issue 29);
  *  - fdinfo has a stable id: the same for every handle of a semaphore;
  *  - a mass grant: 256 waiters granted by one release, each gets its
  *    weight exactly once.
@@ -21,9 +23,12 @@
 #include <poll.h>
 #include <sched.h>
 #include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
@@ -432,6 +437,200 @@ out:
 	close(t.fd[1]);
 	close(t.pipe[0]);
 	close(t.pipe[1]);
+}
+
+/*
+ * A thread parked for its task work that leaves through its signal
+ * handler (siglongjmp) instead of restarting its call, and then ends:
+ * the place it kept (a parked waiter, with a reference to its task) is
+ * freed, without closing the handle.  Test builds count parked waiters
+ * (test_parked) and can hold a parked sleeper a while before it returns
+ * (test_park_delay_ms), the window in which the signal is sent.
+ */
+#define PARKED_PARAM	"/sys/module/wsem/parameters/test_parked"
+#define PARK_DELAY	"/sys/module/wsem/parameters/test_park_delay_ms"
+#define PARK_DELAY_MS	"3000"
+
+/* The thread that leaves, and what it did. */
+struct leaver {
+	int fd;			/* its handle */
+	int pipe[2];		/* [0] is polled through its ring */
+	struct ring ring;	/* its ring */
+	int ring_err;		/* io_uring_setup's errno, or 0 */
+	_Atomic pid_t tid;	/* its id once its ring is up, -1 if not */
+	_Atomic int left;	/* it left through the handler */
+};
+
+static __thread sigjmp_buf *leave_to;
+
+static void leave_handler(int sig __attribute__((unused)))
+{
+	siglongjmp(*leave_to, 1);
+}
+
+static void *leaver_thread(void *p)
+{
+	struct leaver *l = p;
+	sigjmp_buf jb;
+
+	if (ring_setup(&l->ring) || ring_poll_add(&l->ring, l->pipe[0])) {
+		l->ring_err = errno ? errno : EIO;
+		atomic_store(&l->tid, -1);
+		return NULL;
+	}
+	leave_to = &jb;
+	if (sigsetjmp(jb, 1))
+		atomic_store(&l->left, 1);
+	else {
+		atomic_store(&l->tid, gettid());
+		wsem_acquire(l->fd, 1);
+	}
+	ring_close(&l->ring);
+	return NULL;
+}
+
+/* Parked waiters not yet freed (a test build's count), or -1. */
+static int parked_count(void)
+{
+	char buf[32];
+
+	return read_file(PARKED_PARAM, buf, sizeof(buf)) ? -1 : atoi(buf);
+}
+
+/*
+ * Start @l's thread waiting for 1 through @l->fd, park it (its ring's
+ * poll completes) and hold it there; with @grant, release 1 of @fd's
+ * while it is away, so that its place is granted.  Then signal it: it
+ * leaves through the handler, and ends.  0, or a SKIP reason.
+ */
+static const char *park_and_leave(struct __test_metadata *_metadata,
+				  struct leaver *l, int fd, int base,
+				  bool grant)
+{
+	struct sigaction sa = { .sa_handler = leave_handler };
+	pthread_t th;
+	int64_t end;
+	pid_t tid;
+
+	ASSERT_EQ(0, sigaction(SIGUSR1, &sa, NULL));
+	ASSERT_EQ(0, pthread_create(&th, NULL, leaver_thread, l));
+	while (!(tid = atomic_load(&l->tid)))
+		usleep(1000);
+	if (tid < 0) {
+		pthread_join(th, NULL);
+		return "io_uring unavailable";
+	}
+	ASSERT_EQ(0, wait_waiters(fd, 1));
+	ASSERT_EQ(0, write_file(PARK_DELAY, PARK_DELAY_MS));
+	ASSERT_EQ(1, write(l->pipe[1], "x", 1));
+	end = now_ms() + LONG_MS;
+	while (parked_count() != base + 1 && now_ms() < end)
+		usleep(1000);
+	ASSERT_EQ(base + 1, parked_count()) {
+		TH_LOG("the waiter did not park");
+	}
+	if (grant)
+		ASSERT_EQ(0, wsem_release(fd, 1));
+	ASSERT_EQ(0, syscall(SYS_tgkill, getpid(), tid, SIGUSR1));
+	ASSERT_EQ(0, pthread_join(th, NULL));
+	EXPECT_EQ(1, atomic_load(&l->left)) {
+		TH_LOG("it restarted instead of leaving through the handler");
+	}
+	return NULL;
+}
+
+static void leaver_init(struct __test_metadata *_metadata, struct leaver *l,
+			int fd)
+{
+	memset(l, 0, sizeof(*l));
+	ASSERT_EQ(0, pipe2(l->pipe, O_CLOEXEC));
+	l->fd = wsem_reopen(fd, O_CLOEXEC);
+	ASSERT_LE(0, l->fd);
+}
+
+static void leaver_close(struct leaver *l)
+{
+	close(l->fd);
+	close(l->pipe[0]);
+	close(l->pipe[1]);
+	signal(SIGUSR1, SIG_DFL);
+}
+
+/*
+ * Granted while away: the weight is the handle's (SPEC.md), and the
+ * place is freed at the next acquire through the handle.
+ */
+TEST_F(core, granted_place_of_a_thread_that_left_is_freed)
+{
+	const char *skip;
+	struct wsem_stat st;
+	struct leaver l;
+	int base;
+
+	if (self->fd < 0)
+		return;
+	base = parked_count();
+	if (base < 0 || access(PARK_DELAY, W_OK))
+		SKIP(return, "not a test build of the module");
+	leaver_init(_metadata, &l, self->fd);
+	ASSERT_EQ(0, wsem_acquire(self->fd, 2));
+	skip = park_and_leave(_metadata, &l, self->fd, base, true);
+	if (skip) {
+		leaver_close(&l);
+		SKIP(return, "%s", skip);
+	}
+	ASSERT_EQ(0, wsem_stat(l.fd, &st));
+	EXPECT_EQ(1, st.held);
+	EXPECT_EQ(0, st.waiters);
+	EXPECT_EQ(base + 1, parked_count());
+	/* Anyone's acquire through the handle frees it. */
+	EXPECT_EQ(-1, wsem_tryacquire(l.fd, 1));
+	EXPECT_EQ(EAGAIN, errno);
+	EXPECT_EQ(base, parked_count()) {
+		TH_LOG("the parked waiter of an ended thread is still there");
+	}
+	ASSERT_EQ(0, wsem_stat(l.fd, &st));
+	EXPECT_EQ(1, st.held);
+	EXPECT_EQ(0, wsem_release(l.fd, 1));
+	EXPECT_EQ(0, wsem_release(self->fd, 1));
+	leaver_close(&l);
+}
+
+/*
+ * Still queued when it ended: the grant walk that reaches it ends it and
+ * frees it, and the weight goes on to whoever is next.
+ */
+TEST_F(core, queued_place_of_a_thread_that_left_is_freed)
+{
+	const char *skip;
+	struct wsem_stat st;
+	struct leaver l;
+	int base;
+
+	if (self->fd < 0)
+		return;
+	base = parked_count();
+	if (base < 0 || access(PARK_DELAY, W_OK))
+		SKIP(return, "not a test build of the module");
+	leaver_init(_metadata, &l, self->fd);
+	ASSERT_EQ(0, wsem_acquire(self->fd, 2));
+	skip = park_and_leave(_metadata, &l, self->fd, base, false);
+	if (skip) {
+		leaver_close(&l);
+		SKIP(return, "%s", skip);
+	}
+	ASSERT_EQ(0, wsem_stat(self->fd, &st));
+	EXPECT_EQ(1, st.waiters);
+	EXPECT_EQ(0, wsem_release(self->fd, 1));
+	EXPECT_EQ(base, parked_count()) {
+		TH_LOG("the parked waiter of an ended thread is still there");
+	}
+	ASSERT_EQ(0, wsem_stat(l.fd, &st));
+	EXPECT_EQ(0, st.held);
+	EXPECT_EQ(0, st.waiters);
+	EXPECT_EQ(1, st.used);
+	EXPECT_EQ(0, wsem_release(self->fd, 1));
+	leaver_close(&l);
 }
 
 /* ---------------------------------------------------------------- */

@@ -424,6 +424,71 @@ TEST_F(who, cgroups_as_the_caller_sees_them)
 }
 
 /*
+ * A holder whose cgroup takes no reference (cgroup_tryget() fails: one
+ * that is being freed) shows no cgroup, not the previous holder's.  The
+ * window is too narrow to hit by chance: a test build's knob makes the
+ * next try fail.  The handle's previous acquirer is this process; the new
+ * one a child in a cgroup of its own.
+ */
+#define CGROUP_FAIL	"/sys/module/wsem/parameters/test_cgroup_tryget_fail"
+
+TEST_F(who, a_cgroup_that_takes_no_reference_is_shown_as_none)
+{
+	struct wsem_holder who[MAX_WHO];
+	struct wsem_holders_args a;
+	char cg[128], procs[160], pid_s[16], c;
+	int h, p[2], q[2];
+	struct statfs sfs;
+	pid_t pid;
+
+	if (self->fd < 0)
+		return;
+	if (statfs(CGROOT, &sfs) || sfs.f_type != CGROUP2_MAGIC)
+		SKIP(return, "%s is not a cgroup2 mount", CGROOT);
+	if (access(CGROUP_FAIL, W_OK))
+		SKIP(return, "not a test build of the module");
+	h = wsem_reopen(self->fd, O_CLOEXEC);
+	ASSERT_LE(0, h);
+	ASSERT_EQ(0, wsem_acquire(h, 1));
+	ASSERT_EQ(0, wsem_release(h, 1));
+	snprintf(cg, sizeof(cg), "%s/none%d", CGROOT, getpid());
+	ASSERT_EQ(0, mkdir(cg, 0755));
+	ASSERT_EQ(0, pipe(p));
+	ASSERT_EQ(0, pipe(q));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		/* Moved, acquire through @h and hold. */
+		if (read(p[0], &c, 1) != 1 || wsem_acquire(h, 1) ||
+		    write(q[1], "g", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg);
+	snprintf(pid_s, sizeof(pid_s), "%d", pid);
+	ASSERT_EQ(0, write_file(procs, pid_s));
+	ASSERT_EQ(0, write_file(CGROUP_FAIL, "1"));
+	ASSERT_EQ(1, write(p[1], "m", 1));
+	ASSERT_EQ(1, read(q[0], &c, 1));
+	ASSERT_EQ(0, holders(self->fd, who, MAX_WHO, &a));
+	ASSERT_EQ(1, a.holders);
+	EXPECT_EQ(1, who[0].weight);
+	EXPECT_EQ(pid, who[0].pid);
+	EXPECT_STREQ("", who[0].cgroup) {
+		TH_LOG("shown with the previous holder's cgroup");
+	}
+	reap(pid);
+	write_file(CGROUP_FAIL, "0");
+	EXPECT_EQ(0, close(h));
+	close(p[0]);
+	close(p[1]);
+	close(q[0]);
+	close(q[1]);
+	EXPECT_EQ(0, rmdir(cg));
+}
+
+/*
  * HOLDERS needs a handle open for reading: a write-only handle of a wsemfs
  * file (mode -w- for others) gets EACCES; a user without read permission
  * has no handle in the first place.

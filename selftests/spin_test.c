@@ -14,12 +14,17 @@
  *    no CPU in polls);
  *  - spin_ns has an upper bound.
  *
- * Every test sets spin_ns to SPIN_LONG (4 s, which only a test build of
- * the module accepts), so that the poll outlasts what the test does, grows
- * its semaphore's budget to that with short waits (train()), and puts the
- * old value back.  The waiter is a thread pinned to CPU 1 with its own
- * handle; the test's thread, pinned to CPU 0, holds the semaphore's one
- * unit.
+ * Every test sets spin_ns to SPIN_MAX (1 ms, the bound that users have
+ * too: a test build accepts no more), grows its semaphore's budget to that
+ * with short waits (train()), and puts the old value back.  What a test
+ * does while the waiter polls takes a fraction of that, and the test's
+ * thread busy-waits instead of sleeping (a sleep of 1 ms lasts longer in
+ * a guest): it waits for the waiter to queue by polling its stat
+ * (queued()), then for HOLD_NS on the clock.  The signal comes from a
+ * timer of the waiter's own (SIG_AFTER_NS after it starts to acquire),
+ * so that only the waiter's CPU need run in that millisecond.  The waiter
+ * is a thread pinned to CPU 1 with its own handle; the test's thread,
+ * pinned to CPU 0, holds the semaphore's one unit.
  *
  * The event wsem_spin is switched on once for the program and off at its
  * end, not around each test: each switch is live code patching on every
@@ -52,6 +57,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <wsem.h>
@@ -60,13 +66,21 @@
 #include "util.h"
 
 #define SPIN_PARAM	"/sys/module/wsem/parameters/spin_ns"
-#define SPIN_LONG	"4000000000"
+#define SPIN_MAX	"1000000"	/* spin_ns's bound, 1 ms */
 #define SPIN_EVENT	TRACEFS "/events/wsem/wsem_spin/enable"
 #define MSEC		1000000LL
-#define HOLD_NS		(2 * MSEC)	/* the waiter polls this long first */
-#define TIMEOUT_NS	MSEC		/* shorter than HOLD_NS */
-#define TRIES		100
+#define USEC		1000LL
+#define HOLD_NS		(20 * USEC)	/* the waiter polls this long first */
+#define TIMEOUT_NS	(300 * USEC)	/* shorter than SPIN_MAX */
+#define SIG_AFTER_NS	(100 * USEC)	/* ... and so is this */
+#define TRIES		400
+#define TRIES_NS	(10 * NSEC)	/* at most this long trying */
+#define LATE_NS		(2 * NSEC)	/* the wait of a signal come too early */
 #define TRAIN		24
+
+#ifndef sigev_notify_thread_id
+#define sigev_notify_thread_id	_sigev_un._tid
+#endif
 
 FIXTURE(spin) {
 	/* a named semaphore of capacity 1, unlinked at once */
@@ -92,6 +106,7 @@ static int pin(int cpu)
 struct waiter {
 	int fd;			/* its own handle */
 	int64_t timeout_ns;	/* < 0: wsem_acquire(), else the timeout */
+	int64_t signal_ns;	/* > 0: SIGUSR1 to itself this long after */
 	_Atomic pid_t tid;
 	int ret, err;
 	long nvcsw;		/* voluntary context switches in the call */
@@ -102,13 +117,29 @@ static void on_signal(int sig)
 	(void)sig;
 }
 
+/* A timer that sends SIGUSR1 to the calling thread in @ns; 0 or -1. */
+static int signal_me(timer_t *t, int64_t ns)
+{
+	struct sigevent sev = {
+		.sigev_notify = SIGEV_THREAD_ID,
+		.sigev_signo = SIGUSR1,
+	};
+	struct itimerspec its = { .it_value = { .tv_nsec = ns } };
+
+	sev.sigev_notify_thread_id = gettid();
+	if (timer_create(CLOCK_MONOTONIC, &sev, t))
+		return -1;
+	return timer_settime(*t, 0, &its, NULL);
+}
+
 static void *waiter_main(void *p)
 {
 	struct waiter *w = p;
 	struct rusage before, after;
+	timer_t t;
 
 	w->tid = gettid();
-	if (pin(1)) {
+	if (pin(1) || (w->signal_ns && signal_me(&t, w->signal_ns))) {
 		w->ret = -1;
 		w->err = errno;
 		return NULL;
@@ -121,6 +152,8 @@ static void *waiter_main(void *p)
 	w->err = errno;
 	getrusage(RUSAGE_THREAD, &after);
 	w->nvcsw = after.ru_nvcsw - before.ru_nvcsw;
+	if (w->signal_ns)
+		timer_delete(t);
 	if (!w->ret)
 		wsem_release(w->fd, 1);
 	return NULL;
@@ -128,12 +161,13 @@ static void *waiter_main(void *p)
 
 /* Empty the trace, then start a waiter thread with a handle of its own. */
 static int start(FIXTURE_DATA(spin) *self, struct waiter *w, pthread_t *th,
-		 int64_t timeout_ns)
+		 int64_t timeout_ns, int64_t signal_ns)
 {
 	memset(w, 0, sizeof(*w));
 	if (self->traced && write_file(TRACEFS "/trace", ""))
 		return -1;
 	w->timeout_ns = timeout_ns;
+	w->signal_ns = signal_ns;
 	w->fd = wsem_reopen(self->fd, O_CLOEXEC);
 	if (w->fd < 0)
 		return -1;
@@ -141,18 +175,31 @@ static int start(FIXTURE_DATA(spin) *self, struct waiter *w, pthread_t *th,
 	return errno ? -1 : 0;
 }
 
-/*
- * Grow the poll budget of @self's semaphore to spin_ns: only short waits
- * that end in a grant grow it, doubling it from 2 us (wsem_adapt_spin()),
- * so TRAIN of them reach any spin_ns up to 4 s.  @self->fd holds the unit
- * before and after.  0 or -1.
- */
-static void sleep_ns(int64_t ns)
+/* Busy-wait @ns: a sleep that short lasts much longer in a guest. */
+static void spin_for(int64_t ns)
 {
-	struct timespec ts = { .tv_sec = ns / NSEC, .tv_nsec = ns % NSEC };
+	int64_t end = now_ns() + ns;
 
-	while (nanosleep(&ts, &ts) && errno == EINTR)
+	while (now_ns() < end)
 		;
+}
+
+/*
+ * Wait (10 s at most) until the semaphore of @fd has one waiter, without
+ * sleeping between looks: the waiter polls for 1 ms at most.  0 or -1.
+ */
+static int queued(int fd)
+{
+	int64_t end = now_ns() + 10 * NSEC;
+	struct wsem_stat st;
+
+	do {
+		if (wsem_stat(fd, &st))
+			return -1;
+		if (st.waiters == 1)
+			return 0;
+	} while (now_ns() < end);
+	return -1;
 }
 
 /*
@@ -165,14 +212,20 @@ static int hand_over(FIXTURE_DATA(spin) *self, struct waiter *w,
 {
 	pthread_t th;
 
-	if (start(self, w, &th, -1) || wait_waiters(self->fd, 1))
+	if (start(self, w, &th, -1, 0) || queued(self->fd))
 		return -1;
-	sleep_ns(hold_ns);
+	spin_for(hold_ns);
 	if (wsem_release(self->fd, 1) || pthread_join(th, NULL))
 		return -1;
 	return w->ret || close(w->fd) || wsem_acquire(self->fd, 1) ? -1 : 0;
 }
 
+/*
+ * Grow the poll budget of @self's semaphore to spin_ns: only short waits
+ * that end in a grant grow it, doubling it from 2 us (wsem_adapt_spin()),
+ * so TRAIN of them reach spin_ns's bound.  @self->fd holds the unit before
+ * and after.  0 or -1.
+ */
 static int train(FIXTURE_DATA(spin) *self)
 {
 	struct waiter w;
@@ -182,6 +235,25 @@ static int train(FIXTURE_DATA(spin) *self)
 		if (hand_over(self, &w, 0))
 			return -1;
 	return 0;
+}
+
+static int spin_end(pid_t tid, char *end, size_t len,
+		    unsigned long long *ns);
+
+/*
+ * Before a try: a wait longer than 8 x spin_ns (8 ms, which a loaded host
+ * makes of a short one now and then) ends the polling
+ * (wsem_adapt_spin()), so grow the budget again if the last try, of
+ * thread @tid (0: none yet), did not poll, or nobody can tell (no trace).
+ * 0 or -1.
+ */
+static int retrain(FIXTURE_DATA(spin) *self, pid_t tid)
+{
+	char end[32];
+
+	if (!tid || (self->traced && !spin_end(tid, end, sizeof(end), NULL)))
+		return 0;
+	return train(self);
 }
 
 /* The event wsem_spin, on from the start of the program to its end. */
@@ -216,9 +288,8 @@ FIXTURE_SETUP(spin)
 		SKIP(return, "one CPU: nobody polls");
 	if (read_file(SPIN_PARAM, self->old, sizeof(self->old)))
 		SKIP(return, "%s: %s", SPIN_PARAM, strerror(errno));
-	ASSERT_EQ(0, write_file(SPIN_PARAM, SPIN_LONG)) {
-		TH_LOG("spin_ns %s: %s (not a test build?)", SPIN_LONG,
-		       strerror(errno));
+	ASSERT_EQ(0, write_file(SPIN_PARAM, SPIN_MAX)) {
+		TH_LOG("spin_ns %s: %s", SPIN_MAX, strerror(errno));
 	}
 	self->ready = true;
 	self->traced = traced;
@@ -300,6 +371,7 @@ static bool ended(bool traced, const struct waiter *w, const char *want,
  */
 TEST_F(spin, a_grant_while_polling_costs_no_sleep)
 {
+	int64_t end = now_ns() + TRIES_NS;
 	char seen[24 * TRIES] = "";
 	bool shown = false;
 	struct waiter w;
@@ -308,10 +380,11 @@ TEST_F(spin, a_grant_while_polling_costs_no_sleep)
 
 	if (!self->ready)
 		return;
-	for (i = 0; i < TRIES && !shown; i++) {
-		ASSERT_EQ(0, start(self, &w, &th, -1));
-		ASSERT_EQ(0, wait_waiters(self->fd, 1));
-		sleep_ns(HOLD_NS);
+	for (i = 0; i < TRIES && !shown && now_ns() < end; i++) {
+		ASSERT_EQ(0, retrain(self, i ? w.tid : 0));
+		ASSERT_EQ(0, start(self, &w, &th, -1, 0));
+		ASSERT_EQ(0, queued(self->fd));
+		spin_for(HOLD_NS);
 		ASSERT_EQ(0, wsem_release(self->fd, 1));
 		ASSERT_EQ(0, pthread_join(th, NULL));
 		EXPECT_EQ(0, w.ret) {
@@ -332,6 +405,7 @@ TEST_F(spin, a_grant_while_polling_costs_no_sleep)
 TEST_F(spin, a_signal_ends_the_poll)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
+	int64_t end = now_ns() + TRIES_NS;
 	char seen[24 * TRIES] = "";
 	struct wsem_stat st;
 	bool shown = false;
@@ -345,14 +419,18 @@ TEST_F(spin, a_signal_ends_the_poll)
 		SKIP(return, "no tracefs with the event wsem_spin");
 	sigemptyset(&sa.sa_mask);
 	ASSERT_EQ(0, sigaction(SIGUSR1, &sa, NULL));
-	for (i = 0; i < TRIES && !shown; i++) {
-		ASSERT_EQ(0, start(self, &w, &th, -1));
-		ASSERT_EQ(0, wait_waiters(self->fd, 1));
-		sleep_ns(HOLD_NS);
-		ASSERT_EQ(0, pthread_kill(th, SIGUSR1));
+	for (i = 0; i < TRIES && !shown && now_ns() < end; i++) {
+		ASSERT_EQ(0, retrain(self, i ? w.tid : 0));
+		/*
+		 * A slow CPU may take the signal before the call: the wait
+		 * then ends at LATE_NS, and the try shows nothing.
+		 */
+		ASSERT_EQ(0, start(self, &w, &th, LATE_NS, SIG_AFTER_NS));
 		ASSERT_EQ(0, pthread_join(th, NULL));
 		EXPECT_EQ(-1, w.ret);
-		EXPECT_EQ(EINTR, w.err);
+		EXPECT_TRUE(w.err == EINTR || w.err == ETIMEDOUT) {
+			TH_LOG("acquire: %s", strerror(w.err));
+		}
 		ASSERT_EQ(0, wsem_stat(self->fd, &st));
 		EXPECT_EQ(0, st.waiters);
 		EXPECT_EQ(1, st.held);
@@ -367,6 +445,7 @@ TEST_F(spin, a_signal_ends_the_poll)
 /* The deadline ends the poll ("deadline"), and the wait with ETIMEDOUT. */
 TEST_F(spin, the_deadline_ends_the_poll)
 {
+	int64_t end = now_ns() + TRIES_NS;
 	char seen[24 * TRIES] = "";
 	bool shown = false;
 	struct waiter w;
@@ -377,8 +456,8 @@ TEST_F(spin, the_deadline_ends_the_poll)
 		return;
 	if (!self->traced)
 		SKIP(return, "no tracefs with the event wsem_spin");
-	for (i = 0; i < TRIES && !shown; i++) {
-		ASSERT_EQ(0, start(self, &w, &th, TIMEOUT_NS));
+	for (i = 0; i < TRIES && !shown && now_ns() < end; i++) {
+		ASSERT_EQ(0, start(self, &w, &th, TIMEOUT_NS, 0));
 		ASSERT_EQ(0, pthread_join(th, NULL));
 		EXPECT_EQ(-1, w.ret);
 		EXPECT_EQ(ETIMEDOUT, w.err);
@@ -412,7 +491,6 @@ TEST_F(spin, a_long_wait_ends_the_polling)
 	 * next waiter does not poll at all.  Three times, so that a poll
 	 * that did not start for a busy CPU cannot pass for a budget of 0.
 	 */
-	ASSERT_EQ(0, write_file(SPIN_PARAM, "1000000"));
 	for (i = 0; i < 3; i++) {
 		ASSERT_EQ(0, hand_over(self, &w, 20 * MSEC));
 		ASSERT_EQ(0, hand_over(self, &w, 0));
@@ -421,7 +499,6 @@ TEST_F(spin, a_long_wait_ends_the_polling)
 		}
 	}
 	/* Short waits grow it again: some try polls. */
-	ASSERT_EQ(0, write_file(SPIN_PARAM, SPIN_LONG));
 	ASSERT_EQ(0, train(self));
 	for (i = 0; i < TRIES && !polled; i++) {
 		ASSERT_EQ(0, hand_over(self, &w, 0));
@@ -432,17 +509,22 @@ TEST_F(spin, a_long_wait_ends_the_polling)
 	}
 }
 
-/* spin_ns is bounded: a value above the bound is refused, nothing changes. */
+/*
+ * spin_ns is bounded, at 1 ms in every build (a test build too): a value
+ * above the bound is refused, nothing changes.
+ */
 TEST_F(spin, spin_ns_has_an_upper_bound)
 {
 	char now[32];
 
 	if (!self->ready)
 		return;
-	EXPECT_EQ(-1, write_file(SPIN_PARAM, "4000000001"));
+	EXPECT_EQ(-1, write_file(SPIN_PARAM, "1000001"));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, write_file(SPIN_PARAM, "4000000000"));
 	EXPECT_EQ(EINVAL, errno);
 	ASSERT_EQ(0, read_file(SPIN_PARAM, now, sizeof(now)));
-	EXPECT_EQ(0, strncmp(now, SPIN_LONG, strlen(SPIN_LONG)));
+	EXPECT_EQ(0, strncmp(now, SPIN_MAX, strlen(SPIN_MAX)));
 }
 
 TEST_HARNESS_MAIN

@@ -460,6 +460,51 @@ TEST_F(wsemfs, open_rdonly_watches_only)
 }
 
 /*
+ * O_WRONLY (all that a class with "w" alone may open) shows nothing of the
+ * state, which needs read permission: stat and the idle wait fail with
+ * EBADF, as acquiring through an O_RDONLY file does, poll reports POLLERR
+ * alone, read fails, and fdinfo names the semaphore by its id only.  A
+ * REOPEN of it is as write-only.
+ */
+TEST_F(wsemfs, open_wronly_shows_no_state)
+{
+	struct pollfd pfd = { .events = POLLIN | POLLPRI };
+	char text[TEXT_MAX], val[80];
+	struct wsem_stat st;
+	int fd, fd2;
+
+	if (!self->ready)
+		return;
+	ASSERT_EQ(0, create_main(self, 0600));
+	fd = open(self->path, O_WRONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(-1, wsem_stat(fd, &st));
+	EXPECT_EQ(EBADF, errno);
+	EXPECT_EQ(-1, wsem_wait_idle(fd, 0));
+	EXPECT_EQ(EBADF, errno);
+	pfd.fd = fd;
+	EXPECT_EQ(1, poll(&pfd, 1, 0));
+	EXPECT_EQ(POLLERR, pfd.revents);
+	EXPECT_EQ(-1, read(fd, text, sizeof(text)));
+	EXPECT_EQ(EBADF, errno);
+	ASSERT_EQ(0, fdinfo_get(fd, "wsem-id", val, sizeof(val)));
+	EXPECT_EQ(fdinfo_num(self->fd, "wsem-id"), atoll(val));
+	EXPECT_EQ(-1, fdinfo_get(fd, "wsem-name", val, sizeof(val)));
+	EXPECT_EQ(-1, fdinfo_get(fd, "wsem-capacity", val, sizeof(val)));
+	EXPECT_EQ(-1, fdinfo_get(fd, "wsem-used", val, sizeof(val)));
+	EXPECT_EQ(-1, fdinfo_get(fd, "wsem-waiters", val, sizeof(val)));
+	fd2 = wsem_reopen(fd, O_CLOEXEC);
+	ASSERT_LE(0, fd2);
+	EXPECT_EQ(-1, wsem_stat(fd2, &st));
+	EXPECT_EQ(EBADF, errno);
+	EXPECT_EQ(0, close(fd2));
+	EXPECT_EQ(0, close(fd));
+	/* The read-write handle still sees it all. */
+	ASSERT_EQ(0, wsem_stat(self->fd, &st));
+	EXPECT_EQ(CAP, st.capacity);
+}
+
+/*
  * read(2) gives one "key: value" line per field, as the handle's caller
  * sees them, and a read from offset 0 describes the state anew.
  */
@@ -1757,6 +1802,143 @@ TEST_F(wsemfs, ioctl_create_and_unlink_notify_watchers)
 	EXPECT_EQ(IN_DELETE, mask & (IN_CREATE | IN_DELETE));
 	EXPECT_STREQ(self->name, name);
 	EXPECT_EQ(0, close(ifd));
+}
+
+/* The link count of what @fd is open on (fstat), or -1. */
+static long nlink_of(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) ? -1 : (long)st.st_nlink;
+}
+
+/*
+ * An unlink through the ioctl takes the link away too: from a file kept
+ * open, from one bind-mounted elsewhere (stat of the bind path) and from
+ * the semaphore's jobserver endpoint (an O_PATH descriptor of it).
+ */
+TEST_F(wsemfs, ioctl_unlink_drops_every_link)
+{
+	char js[200];
+	struct stat st;
+	int fd, ep;
+
+	if (!self->ready)
+		return;
+	ASSERT_EQ(0, create_main(self, 0600));
+	snprintf(self->extra[0], sizeof(self->extra[0]), "/tmp/%s.bind",
+		 self->name);
+	fd = open(self->extra[0], O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC,
+		  0600);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(0, close(fd));
+	ASSERT_EQ(0, mount(self->path, self->extra[0], NULL, MS_BIND, NULL));
+	snprintf(js, sizeof(js), "%s/%s/%s", self->dir, WSEM_JOBSERVER_DIR,
+		 self->name);
+	fd = open(self->path, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ep = open(js, O_PATH | O_CLOEXEC);
+	ASSERT_LE(0, ep) {
+		TH_LOG("%s: %s", js, strerror(errno));
+	}
+	EXPECT_EQ(1, nlink_of(fd));
+	EXPECT_EQ(1, nlink_of(ep));
+	ASSERT_EQ(0, stat(self->extra[0], &st));
+	EXPECT_EQ(1, st.st_nlink);
+
+	ASSERT_EQ(0, wsem_unlink(self->name));
+	EXPECT_EQ(0, nlink_of(fd));
+	EXPECT_EQ(0, nlink_of(ep)) {
+		TH_LOG("the endpoint still has its link");
+	}
+	ASSERT_EQ(0, stat(self->extra[0], &st));
+	EXPECT_EQ(0, st.st_nlink);
+	EXPECT_EQ(0, close(ep));
+	EXPECT_EQ(0, close(fd));
+}
+
+/* What the child of names_of_a_dead_namespace_go did. */
+struct dying {
+	char own[WSEM_NAME_MAX];	/* the name it made */
+	int err;			/* its errno, or 0 */
+};
+
+/*
+ * In a new IPC namespace: make @d->own, mount that namespace's wsemfs on
+ * @point, report (on pipe @rep), then wait (for pipe @go's end) and leave,
+ * ending the namespace.
+ */
+static void dying_ns_child(const char *point, struct dying *d, int rep[2],
+			   int go[2])
+{
+	char c;
+
+	close(rep[0]);
+	close(go[1]);
+	if (unshare(CLONE_NEWIPC) ||
+	    wsem_open(d->own, O_CREAT | O_EXCL, 0600, CAP) < 0 ||
+	    mount("wsem", point, "wsem", 0, NULL))
+		d->err = errno;
+	if (write(rep[1], d, sizeof(*d)) != sizeof(*d))
+		_exit(1);
+	_exit(read(go[0], &c, 1) < 0);
+}
+
+/*
+ * The names a namespace drops when it dies go as an unlink does: watchers
+ * of its mount hear IN_DELETE for each, and a file of it kept open (here
+ * by O_PATH) has no link left.
+ */
+TEST_F(wsemfs, names_of_a_dead_namespace_go)
+{
+	char name[NAME_MAX + 1], path[200];
+	int rep[2], go[2], ifd, fd, status, i;
+	struct dying d = { 0 };
+	uint32_t mask = 0;
+	pid_t pid;
+
+	if (!self->ready)
+		return;
+	ASSERT_EQ(0, make_extra(self, 0));
+	snprintf(d.own, sizeof(d.own), "%.50s.own", self->name);
+	ASSERT_EQ(0, pipe2(rep, O_CLOEXEC));
+	ASSERT_EQ(0, pipe2(go, O_CLOEXEC));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0)
+		dying_ns_child(self->extra[0], &d, rep, go);
+	close(rep[1]);
+	close(go[0]);
+	ASSERT_EQ(sizeof(d), read(rep[0], &d, sizeof(d)));
+	ASSERT_EQ(0, d.err) {
+		TH_LOG("create and mount in a new namespace: %s",
+		       strerror(d.err));
+	}
+	ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	ASSERT_LE(0, ifd);
+	ASSERT_LE(0, inotify_add_watch(ifd, self->extra[0], IN_DELETE));
+	snprintf(path, sizeof(path), "%s/%s", self->extra[0], d.own);
+	fd = open(path, O_PATH | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(1, nlink_of(fd));
+
+	/* The namespace dies with its only process. */
+	close(go[1]);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, status);
+	/* Its death is seen within seconds (VANISH_NS, 5 s a try here). */
+	for (i = 0; i < 3 && next_event(ifd, &mask, name, sizeof(name)); i++)
+		;
+	ASSERT_GT(3, i) {
+		TH_LOG("no IN_DELETE when the namespace died");
+	}
+	EXPECT_EQ(IN_DELETE, mask & IN_DELETE);
+	EXPECT_STREQ(d.own, name);
+	EXPECT_EQ(0, nlink_of(fd));
+	EXPECT_EQ(0, dir_count(self->extra[0]));
+	EXPECT_EQ(0, close(fd));
+	EXPECT_EQ(0, close(ifd));
+	close(rep[0]);
 }
 
 TEST_HARNESS_MAIN
