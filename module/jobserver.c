@@ -10,36 +10,66 @@
  * (fs.c), a fifo to stat(2) with wsem's own file operations: read(2) of
  * one byte acquires one unit for the reading process, write(2) of a byte
  * gives one back.  Opening it in any mode needs read and write permission
- * on the semaphore.
+ * on the semaphore, and a mount that is not read-only.
  *
- * Tokens belong to a process and a semaphore, not to an open file: make
- * reads from one descriptor and writes to another.  Per semaphore, a
- * struct wsem_js shared by its open endpoint files keeps one struct
- * wsem_js_proc per process that read or polled, keyed by its thread
- * group's struct pid.  Each owns an internal handle bound to the
- * semaphore, so that its tokens are the handle's held weight (counted in
- * used, shown by the holders view under the label "jobserver"), a blocking
- * read is the core's acquire, a non-blocking one its try-acquire (no
- * barging), and poll's request the handle's asynchronous request, in the
- * same FIFO queue as every other waiter.
+ * Tokens belong to a process (a thread group) and a semaphore, not to an
+ * open file: make reads from one descriptor and writes to another, and
+ * its reads may come through epoll, io_uring's worker threads or a child
+ * that shares its file table.  Per semaphore, a struct wsem_js shared by
+ * its open endpoint files keeps one struct wsem_js_proc per process that
+ * read or polled, in a tree keyed by its thread group's struct pid.  Each
+ * owns an internal handle bound to the semaphore, so that its tokens are
+ * the handle's held weight (counted in used, shown by the holders view
+ * under the label "jobserver"), and each process has one request in the
+ * semaphore's FIFO queue at most: the handle's asynchronous request.
  *
- * What a process holds through the endpoint goes back at each close of
- * any of its endpoint descriptors (->flush, as POSIX record locks are
- * dropped at each close), so also when it exits or is killed: the kernel
- * closes its descriptors.  What is left goes back when the semaphore's
+ * A blocking read waits for that request, so a read that a signal
+ * handler restarts finds its place in the queue again; a non-blocking one
+ * takes a granted request, or tries (no barging).  ->poll() queues the
+ * request too: SPEC wants a poller to keep its place in the queue.  So it
+ * is not a pure report as eventfd's is: on a process's first poll it
+ * allocates the process's entry, and it takes js->lock, a mutex, which
+ * nothing holds while it waits for epoll's ep->mtx.  A unit granted to a
+ * request and not read within WSEM_JS_RESERVE, while no thread of the
+ * process is blocked in a read for it, goes back (the next poll queues
+ * anew), so readiness is a reservation, not a hoard.  A kernel
+ * thread (aio's poll, re-polled from a kworker) is no process: its poll
+ * only reports "readable" as a hint and queues nothing, and its read
+ * fails with EOPNOTSUPP (before 5.12, io_uring runs a blocking read in
+ * such a thread).
+ *
+ * Pollers sleep on one of WSEM_JS_BUCKETS wait queues, chosen by a hash
+ * of their process: a grant wakes the pollers of its process's bucket
+ * only, not the herd of every process.  A process that never registered
+ * a poller itself (an epoll set made by another process) is woken through
+ * @all instead, on which every poller also waits.
+ *
+ * What a process holds through the endpoint goes back (wsem_js_release())
+ * when it closes its last descriptor of the semaphore's endpoint, in any
+ * of its threads' file tables (->flush, which looks through them), or
+ * when it dies, however it dies and whoever holds its file table: an
+ * entry waits on its thread group's pidfd wait queue, woken when the
+ * whole group has exited.  What is left goes back when the semaphore's
  * last endpoint file is released.
  */
 #include <linux/err.h>
+#include <linux/fdtable.h>
 #include <linux/fs.h>
+#include <linux/hash.h>
+#include <linux/jiffies.h>
+#include <linux/mount.h>
 #include <linux/mutex.h>
 #include <linux/pid.h>
 #include <linux/poll.h>
+#include <linux/rbtree.h>
 #include <linux/refcount.h>
 #include <linux/sched/debug.h>
 #include <linux/sched/signal.h>
+#include <linux/sched/task.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/wait.h>
+#include <linux/workqueue.h>
 #include <linux/xarray.h>
 
 #include "wsem.h"
@@ -47,48 +77,74 @@
 /* The byte a read gives: GNU make's token.  Any byte written is one. */
 #define WSEM_JS_TOKEN	'+'
 
+/* How long a unit granted to a process's request waits to be read. */
+#define WSEM_JS_RESERVE	HZ
+
+#define WSEM_JS_HASH_BITS	10
+#define WSEM_JS_BUCKETS		(1U << WSEM_JS_HASH_BITS)
+
 /**
  * struct wsem_js - the jobserver state of one semaphore
  * @sem: the semaphore (holds a reference)
  * @nr_files: its open endpoint files; protected by wsem_js_lock
- * @lock: protects @procs and the counts of each process on it
- * @procs: struct wsem_js_proc, one per process that read or polled and
- *	has not closed an endpoint descriptor since
- * @wqh: poll() on the endpoint files; woken whenever a process's request
- *	ends (relayed from its handle: wsem_js_relay())
+ * @ref: one for the open files together, one per struct wsem_js_proc
+ * @lock: protects @procs and the state of each entry on it
+ * @procs: struct wsem_js_proc by thread group, for each process that read
+ *	or polled and has neither closed its last descriptor nor died
+ * @all: every poller (wsem_js_poll()); woken for a process that never
+ *	registered a poller of its own
+ * @buckets: every poller, also here by a hash of its process
  */
 struct wsem_js {
 	struct wsem *sem;
 	unsigned int nr_files;
+	refcount_t ref;
 	struct mutex lock;	/* see the kernel-doc above */
-	struct list_head procs;
-	wait_queue_head_t wqh;
+	struct rb_root procs;
+	wait_queue_head_t all;
+	wait_queue_head_t buckets[WSEM_JS_BUCKETS];
 };
 
 /**
  * struct wsem_js_proc - what one process holds through the endpoint
- * @node: in @js->procs until the process closes an endpoint descriptor
+ * @node: in @js->procs until released
  * @tgid: the process, its thread group's pid (holds a reference)
- * @js: the semaphore's jobserver state
+ * @js: the semaphore's jobserver state (holds a reference)
  * @h: the internal handle, bound to the semaphore: the process's tokens
- *	are its held weight, poll's request its asynchronous request
- * @relay: on @h->wqh: the end of the request wakes @js->wqh
- * @ref: one for @js->procs, one for each caller using it
+ *	are its held weight, its request the handle's asynchronous request
+ * @relay: on @h->wqh: the end of the request wakes the process's pollers
+ *	and starts the reservation's clock
+ * @death: on @tgid's pidfd wait queue until released: the process's death
+ *	queues @reap
+ * @reap: releases the entry once its process is dead
+ * @expire: gives back a granted unit not read within WSEM_JS_RESERVE
+ * @ref: one while on @js->procs, one for each caller using it, one for
+ *	each of @reap and @expire while queued
  * @tokens: units read and not written back; protected by @js->lock
- * @ready: units granted to poll's request and not read yet; protected by
- *	@js->lock
- * @closed: off @js->procs since the process closed an endpoint descriptor
- *	(a thread of it may still be inside a read); protected by @js->lock
+ * @ready: units granted to the request and taken by poll, not read yet
+ *	(0 or 1); protected by @js->lock
+ * @readers: threads blocked in a read, waiting for the request; protected
+ *	by @js->lock
+ * @granted: jiffies when the request was last granted
+ * @registered: the process registered a poller on its bucket
+ * @closed: released: off @js->procs, holding nothing, its request
+ *	cancelled; written under @js->lock and @h->wqh.lock
  */
 struct wsem_js_proc {
-	struct list_head node;
+	struct rb_node node;
 	struct pid *tgid;
 	struct wsem_js *js;
 	struct wsem_handle *h;
 	wait_queue_entry_t relay;
+	wait_queue_entry_t death;
+	struct work_struct reap;
+	struct delayed_work expire;
 	refcount_t ref;
 	u64 tokens;
 	u64 ready;
+	unsigned int readers;
+	unsigned long granted;
+	bool registered;
 	bool closed;
 };
 
@@ -96,15 +152,99 @@ struct wsem_js_proc {
 static DEFINE_MUTEX(wsem_js_lock);
 static DEFINE_XARRAY(wsem_js_sems);
 
-/* The end of a process's request wakes the pollers of every endpoint file. */
+/* Runs @reap and @expire; drained at module exit. */
+static struct workqueue_struct *wsem_js_wq;
+
+static void wsem_js_unref(struct wsem_js *js)
+{
+	if (!refcount_dec_and_test(&js->ref))
+		return;
+	mutex_destroy(&js->lock);
+	wsem_put(js->sem);
+	kvfree(js);
+}
+
+static wait_queue_head_t *wsem_js_bucket(struct wsem_js *js, struct pid *tgid)
+{
+	return &js->buckets[hash_ptr(tgid, WSEM_JS_HASH_BITS)];
+}
+
+/*
+ * Start the reservation's clock: @expire runs WSEM_JS_RESERVE from now.
+ * Called with @p->h->wqh.lock held, which orders it with @p->closed.
+ */
+static void __wsem_js_arm(struct wsem_js_proc *p)
+{
+	if (p->closed)
+		return;
+	WRITE_ONCE(p->granted, jiffies);
+	/* Not 0: @p is on js->procs while not closed. */
+	refcount_inc(&p->ref);
+	/* Pending already: that one has its reference. */
+	if (mod_delayed_work(wsem_js_wq, &p->expire, WSEM_JS_RESERVE))
+		refcount_dec(&p->ref);
+}
+
+static void wsem_js_arm(struct wsem_js_proc *p)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&p->h->wqh.lock, flags);
+	__wsem_js_arm(p);
+	spin_unlock_irqrestore(&p->h->wqh.lock, flags);
+}
+
+/*
+ * The end of a process's request (or its release) wakes the pollers of its
+ * bucket, or all of them if it registered none there; a grant starts the
+ * reservation's clock.
+ */
 static int wsem_js_relay(struct wait_queue_entry *wq, unsigned int mode,
 			 int sync, void *key)
 {
 	struct wsem_js_proc *p = container_of(wq, struct wsem_js_proc, relay);
+	struct wsem_js *js = p->js;
 
-	wake_up_poll(&p->js->wqh, key_to_poll(key));
+	__wsem_js_arm(p);
+	if (READ_ONCE(p->registered))
+		wake_up_poll(wsem_js_bucket(js, p->tgid), key_to_poll(key));
+	else
+		wake_up_poll(&js->all, key_to_poll(key));
 	return 0;
 }
+
+/* Has the thread group of @tgid exited, every thread of it? */
+static bool wsem_js_dead(struct pid *tgid)
+{
+	struct task_struct *leader;
+	bool dead;
+
+	rcu_read_lock();
+	leader = pid_task(tgid, PIDTYPE_TGID);
+	dead = !leader ||
+	       (READ_ONCE(leader->exit_state) && thread_group_empty(leader));
+	rcu_read_unlock();
+	return dead;
+}
+
+/*
+ * A wake-up of the pidfd wait queue: a thread group exited.  Called with
+ * tasklist_lock held: only queues @reap, which looks.
+ */
+static int wsem_js_death(struct wait_queue_entry *wq, unsigned int mode,
+			 int sync, void *key)
+{
+	struct wsem_js_proc *p = container_of(wq, struct wsem_js_proc, death);
+
+	/* @death is off the queue before the last reference goes. */
+	refcount_inc(&p->ref);
+	if (!queue_work(wsem_js_wq, &p->reap))
+		refcount_dec(&p->ref);
+	return 0;
+}
+
+static void wsem_js_reap(struct work_struct *work);
+static void wsem_js_expire(struct work_struct *work);
 
 /* A new entry for the calling process, with its handle bound and labelled. */
 static struct wsem_js_proc *wsem_js_proc_alloc(struct wsem_js *js)
@@ -120,42 +260,64 @@ static struct wsem_js_proc *wsem_js_proc_alloc(struct wsem_js *js)
 	}
 	wsem_bind(p->h, js->sem);	/* fresh: cannot be bound */
 	wsem_set_label(p->h, "jobserver");
+	p->tgid = get_pid(task_tgid(current));
+	p->js = js;
+	refcount_inc(&js->ref);
+	refcount_set(&p->ref, 1);
+	INIT_WORK(&p->reap, wsem_js_reap);
+	INIT_DELAYED_WORK(&p->expire, wsem_js_expire);
 	/* After the bind, which would relay the semaphore's pollers to us. */
 	init_waitqueue_func_entry(&p->relay, wsem_js_relay);
 	add_wait_queue(&p->h->wqh, &p->relay);
-	p->tgid = get_pid(task_tgid(current));
-	p->js = js;
-	refcount_set(&p->ref, 1);
+	init_waitqueue_func_entry(&p->death, wsem_js_death);
+	add_wait_queue(&p->tgid->wait_pidfd, &p->death);
 	return p;
 }
 
 /*
- * Drop a reference to @p; the last one gives back all its handle holds
- * (its request leaves the queue) and frees it.
+ * Drop a reference to @p; the last one closes its handle (which gives back
+ * anything left) and frees it.  Nothing can queue @reap or @expire by
+ * then: a queued one holds a reference, and @p was released.
  */
 static void wsem_js_proc_put(struct wsem_js_proc *p)
 {
+	struct wsem_js *js = p->js;
+
 	if (!refcount_dec_and_test(&p->ref))
 		return;
-	/* Under h->wqh.lock: no grant relays to @p->js after this. */
+	/* Under h->wqh.lock: no wake-up relays to @p after this. */
 	remove_wait_queue(&p->h->wqh, &p->relay);
 	wsem_handle_close(p->h);
 	put_pid(p->tgid);
 	kfree(p);
+	wsem_js_unref(js);
+}
+
+static int wsem_js_cmp(const void *key, const struct rb_node *node)
+{
+	const struct pid *tgid = key;
+	const struct wsem_js_proc *p = rb_entry(node, struct wsem_js_proc,
+						 node);
+
+	if (tgid == p->tgid)
+		return 0;
+	return tgid < p->tgid ? -1 : 1;
+}
+
+static bool wsem_js_less(struct rb_node *a, const struct rb_node *b)
+{
+	return wsem_js_cmp(rb_entry(a, struct wsem_js_proc, node)->tgid, b) < 0;
 }
 
 /* The calling process's entry in @js, or NULL. */
 static struct wsem_js_proc *wsem_js_proc_find(struct wsem_js *js)
 {
-	struct pid *tgid = task_tgid(current);
-	struct wsem_js_proc *p;
+	struct rb_node *node;
 
 	lockdep_assert_held(&js->lock);
 
-	list_for_each_entry(p, &js->procs, node)
-		if (p->tgid == tgid)
-			return p;
-	return NULL;
+	node = rb_find(task_tgid(current), &js->procs, wsem_js_cmp);
+	return node ? rb_entry(node, struct wsem_js_proc, node) : NULL;
 }
 
 /*
@@ -175,7 +337,7 @@ static struct wsem_js_proc *wsem_js_proc_get(struct wsem_js *js, bool create)
 			mutex_unlock(&js->lock);
 			return ERR_PTR(-ENOMEM);
 		}
-		list_add(&p->node, &js->procs);
+		rb_add(&p->node, &js->procs, wsem_js_less);
 	}
 	if (p)
 		refcount_inc(&p->ref);
@@ -184,58 +346,103 @@ static struct wsem_js_proc *wsem_js_proc_get(struct wsem_js *js, bool create)
 }
 
 /*
- * Count a unit @p's handle was granted as a token: -ESTALE instead if @p
- * was closed meanwhile (the unit stays with its handle, which gives it
- * back at its last reference).
+ * Release @p: off @js->procs, everything it holds given back, its request
+ * out of the queue.  The caller then wakes @p's readers and pollers
+ * (wsem_js_wake_released()) and drops the reference of @js->procs, which
+ * is now its own.  Return: false if @p was released already.
  */
-static int wsem_js_count(struct wsem_js *js, struct wsem_js_proc *p)
+static bool wsem_js_release(struct wsem_js *js, struct wsem_js_proc *p)
 {
-	int ret = -ESTALE;
+	u64 n;
 
-	mutex_lock(&js->lock);
-	if (!p->closed) {
-		p->tokens++;
-		ret = 0;
-	}
-	mutex_unlock(&js->lock);
-	return ret;
+	lockdep_assert_held(&js->lock);
+
+	if (p->closed)
+		return false;
+	rb_erase(&p->node, &js->procs);
+	spin_lock_irq(&p->h->wqh.lock);
+	p->closed = true;
+	spin_unlock_irq(&p->h->wqh.lock);
+	n = p->tokens + p->ready;
+	p->tokens = 0;
+	p->ready = 0;
+	/* Granted meanwhile: the handle holds that one too. */
+	if (wsem_async_end(p->h, true) == -EALREADY)
+		n++;
+	if (n)
+		WARN_ON_ONCE(wsem_release(p->h, n));
+	remove_wait_queue(&p->tgid->wait_pidfd, &p->death);
+	/* A pending one has a reference; @js->procs's is not dropped yet. */
+	if (cancel_delayed_work(&p->expire))
+		refcount_dec(&p->ref);
+	return true;
 }
 
 /*
- * A unit for @p without sleeping: the one granted to its request (taken
- * by poll, or seen now), else, with @nonblock and no request, a
- * try-acquire.  Return: 0 (counted in @p->tokens); -EINPROGRESS while
- * @p's request waits in the queue; -ENOENT (no request, blocking: acquire
- * then); -EAGAIN; -ESTALE once @p was closed (wsem_js_flush()).
+ * After wsem_js_release(): a thread of the process blocked in a read
+ * starts again with a new entry, a poller polls again; then the
+ * reference of @js->procs goes.
  */
-static int wsem_js_take_now(struct wsem_js *js, struct wsem_js_proc *p,
-			    bool nonblock)
+static void wsem_js_wake_released(struct wsem_js_proc *p)
 {
-	int ret;
-
-	mutex_lock(&js->lock);
-	if (p->closed) {
-		ret = -ESTALE;
-	} else if (p->ready) {
-		p->ready--;
-		ret = 0;
-	} else {
-		ret = wsem_async_end(p->h, false);
-		if (ret == -ENOENT && nonblock)
-			ret = wsem_acquire(p->h, 1, WSEM_ACQUIRE_TRY,
-					   CLOCK_MONOTONIC, KTIME_MAX);
-	}
-	if (!ret)
-		p->tokens++;
-	mutex_unlock(&js->lock);
-	return ret;
+	wake_up_poll(&p->h->wqh, EPOLLIN | EPOLLRDNORM);
+	wsem_js_proc_put(p);
 }
 
-/* Has @p's request left the queue?  Collected if so: *@got says how. */
-static bool wsem_js_request_ended(struct wsem_js_proc *p, int *got)
+/* @reap: the process of @p may have died; if it has, release @p. */
+static void wsem_js_reap(struct work_struct *work)
 {
-	*got = wsem_async_end(p->h, false);
-	return *got != -EINPROGRESS;
+	struct wsem_js_proc *p = container_of(work, struct wsem_js_proc, reap);
+	struct wsem_js *js = p->js;
+	bool released = false;
+
+	if (wsem_js_dead(p->tgid)) {
+		mutex_lock(&js->lock);
+		released = wsem_js_release(js, p);
+		mutex_unlock(&js->lock);
+	}
+	if (released)
+		wsem_js_wake_released(p);
+	wsem_js_proc_put(p);
+}
+
+/* @expire: a unit granted WSEM_JS_RESERVE ago and not read goes back. */
+static void wsem_js_expire(struct work_struct *work)
+{
+	struct wsem_js_proc *p = container_of(to_delayed_work(work),
+					      struct wsem_js_proc, expire);
+	struct wsem_js *js = p->js;
+	unsigned long due;
+
+	mutex_lock(&js->lock);
+	if (!p->closed && !p->ready && !wsem_async_end(p->h, false))
+		p->ready = 1;
+	due = READ_ONCE(p->granted) + WSEM_JS_RESERVE;
+	/* A blocked reader is on its way to it: look again later. */
+	if (p->readers)
+		due = jiffies + WSEM_JS_RESERVE;
+	if (!p->closed && p->ready) {
+		if (time_after_eq(jiffies, due)) {
+			p->ready = 0;
+			WARN_ON_ONCE(wsem_release(p->h, 1));
+		} else {
+			/* Granted again since this was queued, or read soon. */
+			refcount_inc(&p->ref);
+			if (!queue_delayed_work(wsem_js_wq, &p->expire,
+						due - jiffies))
+				refcount_dec(&p->ref);
+		}
+	}
+	mutex_unlock(&js->lock);
+	wsem_js_proc_put(p);
+}
+
+/* Is the request of @p no longer waiting in the queue (or @p released)? */
+static bool wsem_js_request_done(struct wsem_js_proc *p)
+{
+	/* Pairs with wsem_end_wait()'s release. */
+	return READ_ONCE(p->closed) || !READ_ONCE(p->h->requested) ||
+	       smp_load_acquire(&p->h->async.status) != WSEM_WAITING;
 }
 
 /**
@@ -244,45 +451,60 @@ static bool wsem_js_request_ended(struct wsem_js_proc *p, int *got)
  * @p: the calling process's entry
  * @nonblock: never sleep
  *
- * Without sleeping as wsem_js_take_now() says.  Then, blocking: wait for
- * the process's request if it has one in the queue, else acquire 1 at the
- * tail of the queue, as the core's acquire does (a call restarted to run
- * task work takes its place back there).
+ * A unit taken by poll, or the one granted to the process's request,
+ * else, if it has none queued: with @nonblock, a try-acquire (no
+ * barging); blocking, the request, queued at the tail.  Blocking, it then
+ * waits for the request; a signal leaves the request in its place, where
+ * the restarted read finds it.
  *
  * Context: Process context, may sleep unless @nonblock.
- * Return: 0; -EAGAIN with @nonblock; -ERESTARTSYS on a signal (nothing is
- * held from that call; a request made by poll stays queued); -ESTALE if
- * @p was closed meanwhile: try again with a new entry; else as
- * wsem_acquire() (-EINTR for a fatal signal, -ERESTARTNOINTR to run task
- * work).
+ * Return: 0 (counted in @p->tokens); -EAGAIN with @nonblock;
+ * -ERESTARTSYS on a signal; -ESTALE if @p was released meanwhile: try
+ * again with a new entry.
  */
 static int __sched wsem_js_take(struct wsem_js *js, struct wsem_js_proc *p,
 				bool nonblock)
 {
-	int ret, got;
+	int ret;
 
 	for (;;) {
-		ret = wsem_js_take_now(js, p, nonblock);
-		if (ret != -EINPROGRESS || nonblock)
-			break;
-		/* The grant wins over a signal: looked at first. */
+		mutex_lock(&js->lock);
+		if (p->closed) {
+			ret = -ESTALE;
+		} else if (p->ready) {
+			p->ready--;
+			ret = 0;
+		} else {
+			ret = wsem_async_end(p->h, false);
+			if (ret == -ENOENT)
+				ret = wsem_acquire(p->h, 1, nonblock ?
+						   WSEM_ACQUIRE_TRY :
+						   WSEM_ACQUIRE_ASYNC,
+						   CLOCK_MONOTONIC, KTIME_MAX);
+		}
+		if (!ret)
+			p->tokens++;
+		if (ret == -EINPROGRESS && !nonblock)
+			p->readers++;
+		mutex_unlock(&js->lock);
+		if (ret != -EINPROGRESS)
+			return ret;
+		if (nonblock)
+			return -EAGAIN;
 		ret = wait_event_interruptible(p->h->wqh,
-					       wsem_js_request_ended(p, &got));
+					       wsem_js_request_done(p));
+		mutex_lock(&js->lock);
+		p->readers--;
+		mutex_unlock(&js->lock);
 		if (ret)
 			return ret;
-		if (!got)
-			return wsem_js_count(js, p);
-		/* Taken by another thread, or cancelled by a close: again. */
 	}
-	if (ret == -EINPROGRESS)
-		return -EAGAIN;
-	if (ret != -ENOENT)
-		return ret;
-	ret = wsem_acquire(p->h, 1, 0, CLOCK_MONOTONIC, KTIME_MAX);
-	/* A pipe's read is restarted after a handler with SA_RESTART. */
-	if (ret == -ERESTARTNOHAND)
-		return -ERESTARTSYS;
-	return ret ? ret : wsem_js_count(js, p);
+}
+
+/* Can the caller own tokens?  A kernel thread is nobody's process. */
+static bool wsem_js_caller_is_process(void)
+{
+	return !(current->flags & PF_KTHREAD);
 }
 
 /**
@@ -292,12 +514,13 @@ static int __sched wsem_js_take(struct wsem_js *js, struct wsem_js_proc *p,
  * @count: 0 reads nothing; more than 1 reads one byte all the same
  * @ppos: unused (a stream)
  *
- * A token taken through an entry that a close of another thread of the
- * process ended meanwhile is not the process's: it goes back with that
- * entry, and the read starts again with a new one.
+ * A token taken through an entry released meanwhile (its process closed
+ * its last descriptor in another thread) is not the process's: it went
+ * back with that entry, and the read starts again with a new one.
  *
  * Context: Process context, may sleep unless O_NONBLOCK.
- * Return: 1; 0 for a @count of 0; -EFAULT, -ENOMEM, or as wsem_js_take().
+ * Return: 1; 0 for a @count of 0; -EOPNOTSUPP from a kernel thread;
+ * -EFAULT, -ENOMEM, or as wsem_js_take().
  */
 static ssize_t wsem_js_read(struct file *file, char __user *buf, size_t count,
 			    loff_t *ppos)
@@ -308,6 +531,8 @@ static ssize_t wsem_js_read(struct file *file, char __user *buf, size_t count,
 
 	if (!count)
 		return 0;
+	if (!wsem_js_caller_is_process())
+		return -EOPNOTSUPP;
 	if (put_user(WSEM_JS_TOKEN, buf))
 		return -EFAULT;
 	do {
@@ -341,6 +566,8 @@ static ssize_t wsem_js_write(struct file *file, const char __user *buf,
 	struct wsem_js_proc *p;
 	u64 n;
 
+	if (!wsem_js_caller_is_process())
+		return count;
 	p = wsem_js_proc_get(js, false);
 	if (!p)
 		return count;
@@ -355,15 +582,27 @@ static ssize_t wsem_js_write(struct file *file, const char __user *buf,
 	return count;
 }
 
+/*
+ * Does this poll call add its caller to the wait queues it names?  The
+ * first pass of poll() and select(), and epoll's EPOLL_CTL_ADD, do; their
+ * later passes and epoll_wait()'s do not (7.x dropped
+ * poll_does_not_wait(), which said the opposite).
+ */
+static bool wsem_js_poll_registers(const poll_table *wait)
+{
+	return wait && wait->_qproc;
+}
+
 /**
  * wsem_js_poll() - poll(2), select(2), epoll
  * @file: an endpoint file
  * @wait: the poll table
  *
- * Always writable.  Polled for reading, the calling process's request of
- * one unit takes its place at the tail of the queue if it has none (so a
- * poller keeps its place and takes no one else's); readable once it is
- * granted, until a read takes the unit.
+ * Always writable.  Polled for reading by a process, that process's
+ * request of one unit takes its place at the tail of the queue if it has
+ * none (so a poller keeps its place and takes no one else's); readable
+ * once it is granted, until a read takes the unit or WSEM_JS_RESERVE
+ * passes.  Polled by a kernel thread, always readable, as a hint.
  *
  * Context: Process context.
  * Return: EPOLLOUT | EPOLLWRNORM, with EPOLLIN | EPOLLRDNORM when a read
@@ -376,26 +615,69 @@ static __poll_t wsem_js_poll(struct file *file, poll_table *wait)
 	struct wsem_js_proc *p;
 	int ret;
 
-	poll_wait(file, &js->wqh, wait);
 	if (!(poll_requested_events(wait) & (EPOLLIN | EPOLLRDNORM)))
 		return events;
+	poll_wait(file, &js->all, wait);
+	if (!wsem_js_caller_is_process())
+		return events | EPOLLIN | EPOLLRDNORM;
 	p = wsem_js_proc_get(js, true);
 	if (IS_ERR(p))
 		return events | EPOLLERR;
+	poll_wait(file, wsem_js_bucket(js, p->tgid), wait);
 	mutex_lock(&js->lock);
-	if (!p->ready) {
-		ret = wsem_async_end(p->h, false);
-		if (ret == -ENOENT)
-			ret = wsem_acquire(p->h, 1, WSEM_ACQUIRE_ASYNC,
-					   CLOCK_MONOTONIC, KTIME_MAX);
-		if (!ret)
-			p->ready++;
+	if (!p->closed) {
+		if (wsem_js_poll_registers(wait))
+			WRITE_ONCE(p->registered, true);
+		if (!p->ready) {
+			ret = wsem_async_end(p->h, false);
+			if (ret == -ENOENT) {
+				ret = wsem_acquire(p->h, 1, WSEM_ACQUIRE_ASYNC,
+						   CLOCK_MONOTONIC, KTIME_MAX);
+				/* Granted at once: no relay starts the clock. */
+				if (!ret)
+					wsem_js_arm(p);
+			}
+			if (!ret)
+				p->ready = 1;
+		}
+		if (p->ready)
+			events |= EPOLLIN | EPOLLRDNORM;
 	}
-	if (p->ready)
-		events |= EPOLLIN | EPOLLRDNORM;
 	mutex_unlock(&js->lock);
 	wsem_js_proc_put(p);
 	return events;
+}
+
+/* iterate_fd(): is @file an endpoint file of @js? */
+static int wsem_js_match(const void *js, struct file *file, unsigned int fd)
+{
+	return file->f_op == &wsem_js_fops && file->private_data == js;
+}
+
+/*
+ * Does the calling process keep a descriptor of @js's endpoints, in
+ * @closing (the table a close is on, which an exiting task no longer
+ * points at) or in the file table of any of its threads?
+ */
+static bool wsem_js_has_descriptor(struct wsem_js *js,
+				   struct files_struct *closing)
+{
+	struct task_struct *t;
+	bool found = false;
+
+	if (iterate_fd(closing, 0, wsem_js_match, js))
+		return true;
+	rcu_read_lock();
+	for_each_thread(current, t) {
+		task_lock(t);
+		if (t->files && t->files != closing)
+			found = iterate_fd(t->files, 0, wsem_js_match, js);
+		task_unlock(t);
+		if (found)
+			break;
+	}
+	rcu_read_unlock();
+	return found;
 }
 
 /**
@@ -404,10 +686,11 @@ static __poll_t wsem_js_poll(struct file *file, poll_table *wait)
  * @id: the closing descriptor table
  *
  * Called at every close, also of the descriptors of a process that exits
- * or is killed, in the closing process: what it holds through the
- * semaphore's endpoints goes back, and its request leaves the queue.  A
- * thread of it still inside a blocking read is woken if it waits for
- * that request, and starts again with a new entry (wsem_js_read()).
+ * or is killed, in the closing process.  If that was its last descriptor
+ * of the semaphore's endpoints, what it holds through them goes back and
+ * its request leaves the queue; a thread of it still inside a blocking
+ * read starts again with a new entry (wsem_js_read()).  A close that
+ * leaves the process another descriptor releases nothing.
  *
  * Context: Process context.
  * Return: 0.
@@ -416,28 +699,17 @@ static int wsem_js_flush(struct file *file, fl_owner_t id)
 {
 	struct wsem_js *js = file->private_data;
 	struct wsem_js_proc *p;
-	u64 n;
+	bool released = false;
 
+	if (!wsem_js_caller_is_process() || wsem_js_has_descriptor(js, id))
+		return 0;
 	mutex_lock(&js->lock);
 	p = wsem_js_proc_find(js);
-	if (p) {
-		list_del(&p->node);
-		p->closed = true;
-		n = p->tokens + p->ready;
-		p->tokens = 0;
-		p->ready = 0;
-		/* Granted meanwhile: the handle holds that one too. */
-		if (wsem_async_end(p->h, true) == -EALREADY)
-			n++;
-		if (n)
-			WARN_ON_ONCE(wsem_release(p->h, n));
-	}
+	if (p)
+		released = wsem_js_release(js, p);
 	mutex_unlock(&js->lock);
-	if (p) {
-		/* A read waiting for the request sees it is gone. */
-		wake_up_poll(&p->h->wqh, EPOLLIN | EPOLLRDNORM);
-		wsem_js_proc_put(p);
-	}
+	if (released)
+		wsem_js_wake_released(p);
 	return 0;
 }
 
@@ -445,27 +717,31 @@ static int wsem_js_flush(struct file *file, fl_owner_t id)
 static struct wsem_js *wsem_js_get(struct wsem *sem)
 {
 	struct wsem_js *js;
+	unsigned int i;
 	int ret;
 
 	mutex_lock(&wsem_js_lock);
 	js = xa_load(&wsem_js_sems, sem->id);
 	if (!js) {
-		js = kzalloc(sizeof(*js), WSEM_GFP);
+		js = kvzalloc(sizeof(*js), WSEM_GFP);
 		if (!js) {
 			js = ERR_PTR(-ENOMEM);
 			goto out;
 		}
 		ret = xa_insert(&wsem_js_sems, sem->id, js, WSEM_GFP);
 		if (ret) {
-			kfree(js);
+			kvfree(js);
 			js = ERR_PTR(ret);
 			goto out;
 		}
 		kref_get(&sem->ref);
 		js->sem = sem;
+		refcount_set(&js->ref, 1);
 		mutex_init(&js->lock);
-		INIT_LIST_HEAD(&js->procs);
-		init_waitqueue_head(&js->wqh);
+		js->procs = RB_ROOT;
+		init_waitqueue_head(&js->all);
+		for (i = 0; i < WSEM_JS_BUCKETS; i++)
+			init_waitqueue_head(&js->buckets[i]);
 	}
 	js->nr_files++;
 out:
@@ -473,10 +749,11 @@ out:
 	return js;
 }
 
-/* An endpoint file is released; the last gives back what is left. */
+/* An endpoint file is released; the last releases every process. */
 static void wsem_js_put(struct wsem_js *js)
 {
-	struct wsem_js_proc *p, *next;
+	struct wsem_js_proc *p;
+	struct rb_node *node;
 
 	mutex_lock(&wsem_js_lock);
 	if (--js->nr_files) {
@@ -486,14 +763,18 @@ static void wsem_js_put(struct wsem_js *js)
 	xa_erase(&wsem_js_sems, js->sem->id);
 	mutex_unlock(&wsem_js_lock);
 
-	/* No file is left, so nobody is inside a call: each ref is 1. */
-	list_for_each_entry_safe(p, next, &js->procs, node) {
-		list_del(&p->node);
-		wsem_js_proc_put(p);
-	}
-	mutex_destroy(&js->lock);
-	wsem_put(js->sem);
-	kfree(js);
+	/* Works of its entries may still run: they take @js->lock. */
+	do {
+		mutex_lock(&js->lock);
+		node = rb_first(&js->procs);
+		p = node ? rb_entry(node, struct wsem_js_proc, node) : NULL;
+		if (p)
+			wsem_js_release(js, p);
+		mutex_unlock(&js->lock);
+		if (p)
+			wsem_js_wake_released(p);
+	} while (p);
+	wsem_js_unref(js);
 }
 
 /**
@@ -503,10 +784,12 @@ static void wsem_js_put(struct wsem_js *js)
  *
  * Reading acquires and writing releases whatever the access mode: any
  * mode needs read and write permission on the semaphore, by the VFS's
- * rules on the endpoint, which has the semaphore's owner and mode.
+ * rules on the endpoint, which has the semaphore's owner and mode, and a
+ * mount that is not read-only (the VFS does not check that for a fifo).
  *
  * Context: Process context.
- * Return: 0; -ENOENT once the semaphore lost its name; -EACCES; -ENOMEM.
+ * Return: 0; -ENOENT once the semaphore lost its name; -EROFS; -EACCES;
+ * -ENOMEM.
  */
 static int wsem_js_open(struct inode *inode, struct file *file)
 {
@@ -516,6 +799,8 @@ static int wsem_js_open(struct inode *inode, struct file *file)
 
 	if (!READ_ONCE(sem->linked))
 		return -ENOENT;
+	if (__mnt_is_readonly(file->f_path.mnt))
+		return -EROFS;
 	ret = wsem_file_permission(file, MAY_READ | MAY_WRITE);
 	if (ret)
 		return ret;
@@ -526,7 +811,7 @@ static int wsem_js_open(struct inode *inode, struct file *file)
 	return stream_open(inode, file);
 }
 
-static int wsem_js_release(struct inode *inode, struct file *file)
+static int wsem_js_release_file(struct inode *inode, struct file *file)
 {
 	wsem_js_put(file->private_data);
 	return 0;
@@ -540,5 +825,17 @@ const struct file_operations wsem_js_fops = {
 	.write		= wsem_js_write,
 	.poll		= wsem_js_poll,
 	.flush		= wsem_js_flush,
-	.release	= wsem_js_release,
+	.release	= wsem_js_release_file,
 };
+
+int wsem_js_init(void)
+{
+	wsem_js_wq = alloc_workqueue("wsem_js", 0, 0);
+	return wsem_js_wq ? 0 : -ENOMEM;
+}
+
+/* After the last endpoint file: what is queued or running ends here. */
+void wsem_js_exit(void)
+{
+	destroy_workqueue(wsem_js_wq);
+}

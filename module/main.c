@@ -930,9 +930,12 @@ static int __init wsem_init(void)
 	ret = wsem_ns_init();
 	if (ret)
 		return ret;
-	ret = wsem_fs_init();
+	ret = wsem_js_init();
 	if (ret)
 		goto err_ns_exit;
+	ret = wsem_fs_init();
+	if (ret)
+		goto err_js_exit;
 	ret = misc_register(&wsem_dev);
 	if (ret)
 		goto err_fs_exit;
@@ -940,6 +943,8 @@ static int __init wsem_init(void)
 
 err_fs_exit:
 	wsem_fs_exit();
+err_js_exit:
+	wsem_js_exit();
 err_ns_exit:
 	wsem_ns_exit();
 	return ret;
@@ -949,6 +954,7 @@ static void __exit wsem_exit(void)
 {
 	misc_deregister(&wsem_dev);
 	wsem_fs_exit();
+	wsem_js_exit();
 	wsem_ns_exit();
 	wsem_sem_exit();
 }

@@ -2,18 +2,31 @@
 /*
  * wsem internals: semaphores, handles, waiters and namespaces.
  *
- * Locking, outermost first:
+ * Locking, outermost first.  Each line's lock may be taken while holding
+ * those above it that the line names, never the other way round; the
+ * kernel's own locks that wsem runs under or takes are named where they
+ * meet ours.
  *
+ *   s_umount, i_rwsem     the VFS's, held around wsemfs's mount, lookup,
+ *                         unlink, setattr and readdir: taken before
+ *                         wns->lock, never under it
+ *   ep->mtx               epoll's, held around ->poll: taken before
+ *                         js->lock (wsem_js_poll())
  *   wsem_ns_lock (mutex)  registering and forgetting namespaces (ns.c);
  *                         lookups take no lock (RCU)
- *   wns->lock (mutex)     one namespace: its names, its per-user counts
+ *   wns->lock (mutex)     one namespace: its names, its per-user counts;
+ *                         taken before sem->pollers.lock and h->wqh.lock
+ *                         (wsem_bind() of a handle opened by name)
  *   wsem_js_lock (mutex)  which semaphores have an open jobserver
  *                         endpoint, and how many files each (jobserver.c)
- *   js->lock (mutex)      one semaphore's jobserver state: its processes
- *                         and the tokens each holds; taken before the
- *                         semaphore's lock
+ *   js->lock (mutex)      one semaphore's jobserver state: its processes,
+ *                         the tokens each holds, their reservations; taken
+ *                         before the semaphore's lock, an internal
+ *                         handle's h->wqh.lock (wsem_js_release(),
+ *                         wsem_js_arm()) and a pid's wait_pidfd.lock
  *   h->text_lock (mutex)  one handle's read(2) text; taken before the
- *                         semaphore's lock (wsem_text())
+ *                         semaphore's lock, cgroup_mutex (cgroup paths)
+ *                         and mmap_lock (faults on the copy out)
  *   sem->lock (spin)      one semaphore: its counters, its wait queue, what
  *                         its handles hold and their parked waiters
  *   sem->pollers.lock,    the wait queues' own locks: woken after sem->lock
@@ -22,9 +35,17 @@
  *   h->wqh.lock           a handle's pollers; taken under sem->pollers.lock
  *                         by the relay of early pollers (wsem_bind()), and
  *                         by itself when an asynchronous request is told
- *   js->wqh.lock          the pollers of a semaphore's jobserver endpoint
- *                         files; taken under h->wqh.lock of a process's
- *                         internal handle by the relay of its grants
+ *   js->all.lock,         the pollers of a semaphore's jobserver endpoint
+ *   js->buckets[].lock    files; taken under an internal handle's
+ *                         h->wqh.lock by the relay of its request's end
+ *                         (wsem_js_relay())
+ *   tasklist_lock,        the kernel's, held when a thread group's exit
+ *   pid->wait_pidfd.lock  wakes its pidfd waiters: wsem_js_death() only
+ *                         queues a work item under them
+ *   task->alloc_lock,     task_lock() and the file table's lock, taken in
+ *   files->file_lock      that order, under rcu_read_lock() and no lock of
+ *                         ours, to look for a process's endpoint
+ *                         descriptors at a close (wsem_js_flush())
  *
  * A handle is bound once, with cmpxchg_release() on h->sem under h->wqh.lock
  * (wsem_bind(), against a poller queueing itself), and read under no lock
@@ -32,14 +53,24 @@
  * No user memory is touched and nothing is allocated under a spinlock.
  *
  * Lifetimes: a semaphore has a reference per bound handle (wsem_bind()),
- * one for its name and one per wsemfs inode; each is dropped with
- * wsem_put() (ns.c; a handle's by wsem_file_release(), after
- * wsem_unbind()), whose last one uncharges the namespace and has sem.c
- * free it (wsem_free()) after an RCU grace period, since RCU-walk path
- * lookups read it through its wsemfs inode.  sem.c calls nothing of ns.c.
+ * one for its name and one per wsemfs inode, and one for its jobserver
+ * state while that exists; each is dropped with wsem_put() (ns.c; a
+ * handle's by wsem_file_release(), after wsem_unbind()), whose last one
+ * uncharges the namespace and has sem.c free it (wsem_free()) after an
+ * RCU grace period, since RCU-walk path lookups read it through its
+ * wsemfs inode.  sem.c calls nothing of ns.c.
  * A handle is freed at its last reference: its file's, and one a granter
  * holds from granting its asynchronous request under sem->lock until it
  * has woken the handle's pollers after the lock is dropped.
+ * The jobserver's internal handles (one per process that used an
+ * endpoint) have no file: the process's entry holds the reference and
+ * closes the handle, which gives back what it still holds, when the
+ * entry's last reference goes (jobserver.c's struct wsem_js_proc: the
+ * tree of live entries, callers in a read, poll or write, and queued
+ * work items each hold one).  An entry holds a reference to its
+ * semaphore's jobserver state, which holds one to the semaphore, so a
+ * work item that runs after the last endpoint file is closed finds both;
+ * module exit drains those work items (wsem_js_exit()).
  */
 #ifndef _WSEM_INTERNAL_H
 #define _WSEM_INTERNAL_H
@@ -269,6 +300,8 @@ void wsem_handle_close(struct wsem_handle *h);
 
 /* jobserver.c: the endpoints of WSEM_JOBSERVER_DIR */
 extern const struct file_operations wsem_js_fops;
+int wsem_js_init(void);
+void wsem_js_exit(void);
 
 /* sem.c: the semaphore itself */
 struct wsem *wsem_alloc(u64 capacity, umode_t mode, const char *name,

@@ -1463,8 +1463,9 @@ static bool fs_allowed(enum fs_call c, int err)
 	case F_UMOUNT:
 		return err == EINVAL || err == EBUSY;
 	case F_JOBSERVER:
+		/* EROFS: an open through a read-only mount of wsemfs. */
 		return err == EAGAIN || err == EBADF || err == ENOTDIR ||
-		       err == EMFILE;
+		       err == EMFILE || err == EROFS;
 	default:
 		return false;
 	}

@@ -54,7 +54,12 @@ s%:
 	@$(MAKE) -s -f $(firstword $(MAKEFILE_LIST)) J=$(if $(filter s1,$@),2,5) ID=$@
 cheat:
 	@sh $(CURDIR)/cheat.sh $(LOG) $(EP)
-.PHONY: all sub cheat
+tail: t1 t2
+t1:
+	@echo + $(ID) >>$(LOG); sleep 1; echo - $(ID) >>$(LOG)
+t2:
+	@echo + $(ID) >>$(LOG); sleep 6; echo - $(ID) >>$(LOG)
+.PHONY: all sub cheat tail
 EOT
 
 # shellcheck source-path=SCRIPTDIR source=util.sh
@@ -141,6 +146,46 @@ t_extra_bytes() {
 	[ $ra -eq 0 ] && [ $rb -eq 0 ] && quiet a && quiet b || return 1
 	grep "^cheated 10 times" "$T/a.err" || return 1
 	at_most $CAP && at_cap_after_cheat "$T/log" b && wait_used 0
+}
+
+# most_between LOG FROM TO: the most jobs of any build running at once at
+# LOG's lines FROM to TO.
+most_between() {
+	awk -v from="$2" -v to="$3" '
+	$1 == "+" { c++ }
+	$1 == "-" { c-- }
+	NR >= from + 0 && NR <= to + 0 && c > m { m = c }
+	END { print m + 0 }' "$1"
+}
+
+# A make at its build's tail: build a (targets t1, 1 s, and t2, 6 s)
+# starts t1 on its own token while a filler holds the rest, and polls
+# for a token for t2, which queues its request; t1's end interrupts the
+# poll (SIGCHLD) and t2 runs on make's own token; make polls no more.  The
+# request, granted when the filler ends, is not read: within a second it
+# goes to build b, queued behind it, so that b and a together run CAP
+# jobs again long before a ends.  (It used to stay a's until a's make
+# exited: b ran one job beside t2.)
+t_tail() {
+	: >"$T/log"
+	wsem run "$N" -w $((CAP - 1)) -- sleep 3 &
+	pf=$!
+	build a tail &
+	pa=$!
+	wait_lines "$T/log" "+ a" 1 || return 1
+	sleep 0.5
+	build b J=60 NAP=0.3 &
+	pb=$!
+	wait $pf
+	sleep 1.5
+	echo M >>"$T/log"
+	wait $pa || return 1
+	from=$(grep -n '^M$' "$T/log" | cut -d: -f1)
+	to=$(grep -n '^- a$' "$T/log" | tail -n 1 | cut -d: -f1)
+	m=$(most_between "$T/log" "$from" "$to")
+	echo "# from 1.5 s after the filler to a's end: at most $m at once" >&3
+	wait $pb || return 1
+	quiet a && quiet b && [ "$m" -eq $CAP ] && wait_used 0
 }
 
 # Two builds at once, root's and nobody's: CAP at most, and reached, in
@@ -352,6 +397,7 @@ check "make -j through the endpoint: $CAP at once, never more" t_build
 check "MAKEFLAGS the user had are kept, after ours" t_user_makeflags
 check "recursive make: 3 sub-makes share the $CAP tokens" t_recursive
 check "a job writing more bytes than it read makes no token" t_extra_bytes
+check "a make at its tail keeps no idle token from another build" t_tail
 check "root's and nobody's builds at once: $CAP in all, never more" t_two_users
 check "a build in a container through a bind mount, one on the host" t_container
 check "make killed with SIGKILL: its jobs ended, nothing stays used" t_sigkill
