@@ -21,20 +21,21 @@
  * grant (a herd) makes each hand-off cost O(P) wake-ups; one that wakes
  * only the granted process's pollers keeps it constant.
  *
- * Each P runs twice: first with every member pinned on one CPU and
- * SCHED_BATCH, then free on all CPUs under the normal scheduler, as make
- * runs.  Normally a woken member preempts the one that woke it on a
- * shared CPU, between its write and its next poll, so that the woken
- * one, finding nobody queued, reads, writes and polls again and is
- * granted at once, alone for a time slice; on two CPUs the same happens
- * whenever the writer's CPU stalls between its write and its poll (an
- * emulated CPU on a busy host often does).  With P = 2 most reads are
- * then not hand-offs, and the rate measures that luck more than the
- * hand-off ("alt", the share of reads that were hand-offs, shows it).
- * On one CPU without wake-up preemption (SCHED_BATCH) the writer goes on
- * until it sleeps in its next poll, its request queued, before the woken
- * one runs: the ring turns in strict FIFO order at every P, every
- * hand-off the same sequence, and that run is the headline.
+ * Each P runs twice: first with every member pinned on one CPU as
+ * SCHED_FIFO, then free on all CPUs under the normal scheduler, as make
+ * runs.  Normally a member can be preempted between its write and its
+ * next poll (by the member it woke, or at a tick), or its CPU stall there
+ * (an emulated CPU on a busy host often does); another member that then
+ * finds nobody queued reads, writes and polls again and is granted at
+ * once, alone until its time slice ends.  With P = 2 most reads are then
+ * not hand-offs, and the rate measures that luck more than the hand-off
+ * ("alt", the share of reads that were hand-offs, shows it; P > 2 always
+ * has somebody queued).  SCHED_BATCH on one CPU still let the tick do it
+ * (alt 20 % at P = 2).  SCHED_FIFO tasks of one priority on one CPU are
+ * neither preempted by the one they wake nor by the tick: the writer goes
+ * on until it sleeps in its next poll, its request queued, before the
+ * woken one runs.  So the ring turns in strict FIFO order at every P,
+ * every hand-off is the same sequence, and that run is the headline.
  *
  * Each P runs WARM_SECONDS, then SECONDS are measured: a hand-off is a
  * read by another process than the last reader.  CPU = user + system
@@ -56,6 +57,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,7 +98,7 @@ struct ring {
 	_Atomic int last;		/* the last reader, or -1 */
 	_Atomic int err;		/* a member's first errno */
 	_Atomic int err_at;		/* where: enum step */
-	bool batch;			/* members SCHED_BATCH */
+	bool pinned;			/* members on CPU 0, SCHED_FIFO */
 	char path[MNT_MAX + 128];
 	struct slot slot[MAX_P];
 };
@@ -108,15 +110,15 @@ static const char *const step_name[] = {
 	"write",
 };
 
-static const char *const sched_name[] = { "normal", "batch" };
+static const char *const sched_name[] = { "free", "pinned" };
 static const char *const sched_label[] = {
-	"normal scheduling, as make runs",
-	"pinned on one CPU, SCHED_BATCH: strict FIFO turns",
+	"free on all CPUs, normal scheduling, as make runs",
+	"pinned on one CPU, SCHED_FIFO: strict turns",
 };
 
 struct row {
 	int p;
-	bool batch;
+	bool pinned;
 	double rate;
 	uint64_t reads, handoffs, eagain, ns;
 	uint64_t cpu, busy;		/* ns: the members; the guest */
@@ -144,6 +146,7 @@ static void member(void *arg, int me)
 	struct slot *s = &r->slot[me];
 	struct sigaction sa = { .sa_handler = on_usr1 };
 	struct pollfd pfd = { .events = POLLIN };
+	struct sched_param fifo = { .sched_priority = 1 };
 	sigset_t usr1, inside;
 	ssize_t n;
 	char c;
@@ -153,9 +156,9 @@ static void member(void *arg, int me)
 	sigprocmask(SIG_BLOCK, &usr1, &inside);
 	sigdelset(&inside, SIGUSR1);
 	sigaction(SIGUSR1, &sa, NULL);
-	if (r->batch) {
+	if (r->pinned) {
 		pin_cpu(0);
-		if (batch_sched())
+		if (sched_setscheduler(0, SCHED_FIFO, &fifo))
 			member_fail(r, S_SCHED);
 	}
 	pfd.fd = open(r->path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
@@ -260,7 +263,7 @@ static int run(struct row *row, const char *mnt)
 	}
 	snprintf(r->path, sizeof(r->path), "%s/@jobserver/%s", mnt, name);
 	atomic_store(&r->last, -1);
-	r->batch = row->batch;
+	r->pinned = row->pinned;
 	for (; made < row->p; made++) {
 		pids[made] = spawn(member, r, made);
 		if (pids[made] < 0)
@@ -355,7 +358,7 @@ static int find_mount(char *dir, size_t len, bool *mounted)
 static void print_group(const struct row *rows, int n)
 {
 	const struct row *base = rows[0].ok ? &rows[0] : NULL;
-	const char *sn = sched_name[rows[0].batch];
+	const char *sn = sched_name[rows[0].pinned];
 	double cpu, busy, cpu0 = NAN, busy0 = NAN;
 	char key[64], label[128];
 	int i;
@@ -364,7 +367,7 @@ static void print_group(const struct row *rows, int n)
 		cpu0 = per_op(base->cpu, base->handoffs);
 		busy0 = per_op(base->busy, base->handoffs);
 	}
-	table("   %s\n", sched_label[rows[0].batch]);
+	table("   %s\n", sched_label[rows[0].pinned]);
 	plot("# jobserver-%s\n", sn);
 	for (i = 0; i < n; i++) {
 		const struct row *r = &rows[i];
@@ -453,7 +456,7 @@ static void print(const struct row *rows, int ngroups, const char *mnt)
 	for (k = 0; k < ngroups; k++) {
 		g = &rows[k * NSIZES];
 		table("   jobserver, %s: hand-offs/s with %d processes / with "
-		      "2 = %.2f\n", sched_name[g->batch], MAX_P,
+		      "2 = %.2f\n", sched_name[g->pinned], MAX_P,
 		      g[0].ok && g[NSIZES - 1].ok ?
 		      ratio(g[NSIZES - 1].rate, g[0].rate) : NAN);
 	}
@@ -472,18 +475,18 @@ void scenario_jobserver(void)
 		table("\n11. Jobserver endpoint: skipped (no wsemfs mount)\n");
 		return;
 	}
-	/* Pinned and SCHED_BATCH first: the headline. */
+	/* Pinned first: the headline. */
 	for (k = 0; k < 2; k++) {
 		for (i = 0; i < NSIZES; i++) {
 			r = &rows[k * NSIZES + i];
 			r->p = sizes[i];
-			r->batch = !k;
+			r->pinned = !k;
 			r->ok = !run(r, mnt);
 			failed += !r->ok;
 			progress("jobserver %-6s P=%3d: %.0f hand-offs/s, CPU "
 				 "%.0f ns per hand-off (guest %.0f), alt "
 				 "%.1f%%, used after %llu%s",
-				 sched_name[r->batch], r->p, r->rate,
+				 sched_name[r->pinned], r->p, r->rate,
 				 per_op(r->cpu, r->handoffs),
 				 per_op(r->busy, r->handoffs),
 				 r->reads ? 100.0 * (double)r->handoffs /
