@@ -52,6 +52,7 @@
  * whole group has exited.  What is left goes back when the semaphore's
  * last endpoint file is released.
  */
+#include <linux/bits.h>
 #include <linux/err.h>
 #include <linux/fdtable.h>
 #include <linux/fs.h>
@@ -81,7 +82,7 @@
 #define WSEM_JS_RESERVE	HZ
 
 #define WSEM_JS_HASH_BITS	10
-#define WSEM_JS_BUCKETS		(1U << WSEM_JS_HASH_BITS)
+#define WSEM_JS_BUCKETS		BIT(WSEM_JS_HASH_BITS)
 
 /**
  * struct wsem_js - the jobserver state of one semaphore
@@ -440,9 +441,10 @@ static void wsem_js_expire(struct work_struct *work)
 /* Is the request of @p no longer waiting in the queue (or @p released)? */
 static bool wsem_js_request_done(struct wsem_js_proc *p)
 {
-	/* Pairs with wsem_end_wait()'s release. */
-	return READ_ONCE(p->closed) || !READ_ONCE(p->h->requested) ||
-	       smp_load_acquire(&p->h->async.status) != WSEM_WAITING;
+	if (READ_ONCE(p->closed) || !READ_ONCE(p->h->requested))
+		return true;
+	/* Pairs with wsem_end_wait()'s release: the grant is seen whole. */
+	return smp_load_acquire(&p->h->async.status) != WSEM_WAITING;
 }
 
 /**

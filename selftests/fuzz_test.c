@@ -32,7 +32,11 @@
  * opens.  It also opens the semaphores' jobserver endpoints
  * (MOUNT/@jobserver/NAME), keeps a few open, and reads (without blocking),
  * writes, polls and closes them, so that workers killed at any moment hold
- * tokens and requests through them.  Every result of those calls must be one the VFS or the spec
+ * tokens and requests through them; and it goes around the descriptors:
+ * it leaves endpoints in its epoll set under descriptors it closes (the
+ * set's drains poll them), lets children that share its descriptor table
+ * (clone(CLONE_FILES)) poll and read them and exit or be killed, and reads
+ * them through io_uring's fixed files after closing the descriptor.  Every result of those calls must be one the VFS or the spec
  * allows.  The mount points are directories of a read-only tmpfs in a
  * mount namespace of the test's own: an unmounted point creates nothing.
  *
@@ -91,6 +95,7 @@
 #include <dirent.h>
 #include <unistd.h>
 
+#include <liburing.h>
 #include <wsem.h>
 
 #include "kselftest_harness.h"
@@ -157,6 +162,9 @@ struct shared {
 	uint64_t fs_read;		/* ... texts read and checked */
 	uint64_t js_opened;		/* jobserver endpoints opened */
 	uint64_t js_tokens;		/* ... tokens read from them */
+	uint64_t js_epoll;		/* ... left in an epoll set, closed */
+	uint64_t js_shared;		/* ... read by CLONE_FILES children */
+	uint64_t js_uring;		/* ... read through io_uring, fixed */
 	uint64_t mounts;		/* ... successful mounts */
 	uint64_t umounts;		/* ... and unmounts */
 	uint64_t ns_deaths;		/* namespaces made to die */
@@ -1776,10 +1784,114 @@ static void js_open(struct rng *r, unsigned int i)
 }
 
 /*
+ * Slot @i's endpoint, left in the worker's epoll set under a descriptor
+ * that is then closed: the file lives on in a dup() that takes the slot,
+ * and the chaos thread's drains of the set poll it for a descriptor the
+ * process no longer has.
+ */
+static void js_epoll_after_close(unsigned int i)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	int fd = js_fd[i], d = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+
+	if (d < 0)
+		return;
+	if (!epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev))
+		add(&sh->js_epoll, 1);
+	close(fd);
+	js_fd[i] = d;
+}
+
+/*
+ * A child that shares the worker's descriptor table (clone(CLONE_FILES),
+ * not a thread): it polls @fd, reads a token if it can without blocking,
+ * perhaps writes it back, and exits, or is SIGKILLed at once; either way
+ * no close of the shared table happens, so only its death gives back what
+ * it read.  The raw clone() runs no atfork handler: the child makes only
+ * system calls.
+ */
+static void js_shared_child(struct rng *r, int fd)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	bool nonblock = fcntl(fd, F_GETFL) & O_NONBLOCK;
+	int ms = below(r, 3), give = chance(r, 50), kill_it = chance(r, 30);
+	pid_t pid;
+	char c;
+
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		children--;
+	if (children >= MAX_CHILDREN)
+		return;
+	pid = syscall(SYS_clone, CLONE_FILES | SIGCHLD, NULL, NULL, NULL, NULL);
+	if (pid == 0) {
+		poll(&pfd, 1, ms);
+		if (nonblock && read(fd, &c, 1) == 1 && give)
+			write(fd, "+", 1);
+		_exit(0);
+	}
+	if (pid < 0)
+		return;
+	children++;
+	add(&sh->js_shared, 1);
+	if (kill_it)
+		kill(pid, SIGKILL);
+}
+
+/*
+ * Slot @i's endpoint through io_uring: a dup() registered as the ring's
+ * fixed file and closed, a read of a byte through it (the process's
+ * token, or EAGAIN, or EOPNOTSUPP where io_uring runs a blocking read in
+ * a kernel thread, before Linux 5.12), perhaps a write back, then the
+ * ring goes, its file with it (an fput(), no close): what was read stays
+ * the worker's until it closes its last descriptor or dies.
+ */
+static void js_uring(struct rng *r, unsigned int i)
+{
+	struct io_uring_sqe *sqe;
+	struct io_uring_cqe *cqe;
+	struct __kernel_timespec ts = { .tv_nsec = 1000000 };
+	struct io_uring ring;
+	char c = '+';
+	int d;
+
+	if (io_uring_queue_init(4, &ring, 0))
+		return;
+	d = fcntl(js_fd[i], F_DUPFD_CLOEXEC, 0);
+	if (d < 0 || io_uring_register_files(&ring, &d, 1)) {
+		if (d >= 0)
+			close(d);
+		io_uring_queue_exit(&ring);
+		return;
+	}
+	close(d);
+	sqe = io_uring_get_sqe(&ring);
+	io_uring_prep_read(sqe, 0, &c, 1, 0);
+	sqe->flags |= IOSQE_FIXED_FILE;
+	if (io_uring_submit(&ring) == 1 &&
+	    !io_uring_wait_cqe_timeout(&ring, &cqe, &ts)) {
+		if (cqe->res == 1)
+			add(&sh->js_uring, 1);
+		else if (cqe->res != -EAGAIN && cqe->res != -EOPNOTSUPP &&
+			 cqe->res != -EBADF)
+			violation("jobserver read through io_uring: %d",
+				  cqe->res);
+		if (cqe->res == 1 && chance(r, 50)) {
+			io_uring_cqe_seen(&ring, cqe);
+			sqe = io_uring_get_sqe(&ring);
+			io_uring_prep_write(sqe, 0, &c, 1, 0);
+			sqe->flags |= IOSQE_FIXED_FILE;
+			io_uring_submit(&ring);
+		}
+	}
+	io_uring_queue_exit(&ring);
+}
+
+/*
  * One action on a jobserver endpoint: open, close, a read that never
  * blocks (one byte at most, '+'), a write (its whole count, or EBADF on a
  * read-only one), an fchmod or fchown (its semaphore's), a poll (always
- * writable).
+ * writable); or one of the ways around the descriptor: an epoll set that
+ * outlives it, a child sharing the table, io_uring's fixed file.
  */
 static void fs_jobserver(struct rng *r)
 {
@@ -1794,10 +1906,19 @@ static void fs_jobserver(struct rng *r)
 		js_open(r, i);
 		return;
 	}
-	switch (below(r, 9)) {
+	switch (below(r, 12)) {
 	case 0:
 		close(fd);
 		js_fd[i] = -1;
+		break;
+	case 9:
+		js_epoll_after_close(i);
+		break;
+	case 10:
+		js_shared_child(r, fd);
+		break;
+	case 11:
+		js_uring(r, i);
 		break;
 	case 7:
 		if (chance(r, 50))
@@ -2290,12 +2411,18 @@ TEST_F_TIMEOUT(fuzz, ioctls, 1800)
 	       (unsigned long long)sh->fs_read, (unsigned long long)sh->mounts,
 	       (unsigned long long)sh->umounts,
 	       (unsigned long long)sh->ns_deaths);
-	TH_LOG("jobserver: %llu endpoints opened, %llu tokens read",
-	       (unsigned long long)sh->js_opened,
-	       (unsigned long long)sh->js_tokens);
+	TH_LOG("jobserver: %llu endpoints opened, %llu tokens read; %llu left "
+	       "in epoll sets, %llu shared-table children, %llu tokens read "
+	       "through io_uring", (unsigned long long)sh->js_opened,
+	       (unsigned long long)sh->js_tokens,
+	       (unsigned long long)sh->js_epoll,
+	       (unsigned long long)sh->js_shared,
+	       (unsigned long long)sh->js_uring);
 	EXPECT_LT(0, sh->fs_opened);
 	EXPECT_LT(0, sh->fs_read);
 	EXPECT_LT(0, sh->js_opened);
+	EXPECT_LT(0, sh->js_epoll);
+	EXPECT_LT(0, sh->js_shared);
 	EXPECT_LT(0, sh->mounts);
 	EXPECT_LT(0, sh->umounts);
 	EXPECT_LT(0, sh->ns_deaths);
