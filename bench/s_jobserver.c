@@ -92,8 +92,10 @@ struct slot {
 
 /* Shared by the parent and the members. */
 struct ring {
-	_Atomic int ready;
+	_Atomic int ready;		/* members with the endpoint open */
 	_Atomic int go;
+	_Atomic int queued;		/* members whose request is queued */
+	_Atomic int start;
 	_Atomic int stop;
 	_Atomic int last;		/* the last reader, or -1 */
 	_Atomic int err;		/* a member's first errno */
@@ -166,6 +168,15 @@ static void member(void *arg, int me)
 		member_fail(r, S_OPEN);
 	atomic_fetch_add(&r->ready, 1);
 	futex_wait_for(&r->go, 0);
+	/*
+	 * Queue the request before the ring turns (one is granted at once):
+	 * else the first member to run, finding nobody queued, could keep
+	 * the unit to itself, and pinned as SCHED_FIFO it would run alone.
+	 */
+	if (poll(&pfd, 1, 0) < 0)
+		member_fail(r, S_POLL);
+	atomic_fetch_add(&r->queued, 1);
+	futex_wait_for(&r->start, 0);
 	while (!atomic_load(&r->stop)) {
 		if (ppoll(&pfd, 1, NULL, &inside) < 0) {
 			if (errno == EINTR)
@@ -209,12 +220,12 @@ static void sum(const struct ring *r, int p, uint64_t *v)
 	}
 }
 
-/* Until @n members are ready, one failed, or the time is up: 0, or -1. */
-static int wait_ready(struct ring *r, int n)
+/* Until *@count is @n, a member failed, or the time is up: 0, or -1. */
+static int wait_count(struct ring *r, _Atomic int *count, int n)
 {
 	uint64_t end = now_ns() + READY_TIMEOUT;
 
-	while (atomic_load(&r->ready) < n) {
+	while (atomic_load(count) < n) {
 		if (atomic_load(&r->err) || now_ns() > end)
 			return -1;
 		sleep_ns(NSEC_PER_MSEC);
@@ -269,13 +280,20 @@ static int run(struct row *row, const char *mnt)
 		if (pids[made] < 0)
 			break;
 	}
-	if (made < row->p || wait_ready(r, row->p)) {
+	if (made < row->p || wait_count(r, &r->ready, row->p)) {
 		progress("jobserver: P=%d: %d of them started, %d ready",
 			 row->p, made, atomic_load(&r->ready));
 		goto stop;
 	}
 	atomic_store(&r->go, 1);
 	futex_wake_all(&r->go);
+	if (wait_count(r, &r->queued, row->p)) {
+		progress("jobserver: P=%d: %d of them queued", row->p,
+			 atomic_load(&r->queued));
+		goto stop;
+	}
+	atomic_store(&r->start, 1);
+	futex_wake_all(&r->start);
 	sleep_ns(run_ns(WARM_SECONDS));
 	t0 = now_ns();
 	b0 = busy_ns();
@@ -296,6 +314,10 @@ static int run(struct row *row, const char *mnt)
 	ret = 0;
 stop:
 	atomic_store(&r->stop, 1);
+	atomic_store(&r->go, 1);
+	futex_wake_all(&r->go);
+	atomic_store(&r->start, 1);
+	futex_wake_all(&r->start);
 	for (i = 0; i < made; i++)
 		kill(pids[i], SIGUSR1);
 	if (reap(pids, made, REAP_TIMEOUT)) {
