@@ -11,31 +11,39 @@
  *
  * Each of the P processes opens the endpoint itself (O_RDWR|O_NONBLOCK)
  * and loops as GNU make does around a job: poll(POLLIN) on it, a
- * non-blocking read of one byte (EAGAIN: poll again), then, with no job
- * to run, it writes the byte back at once.  The poll queues the
- * process's request, so the processes take the unit in FIFO order, one
- * after the other: a ring.  Every process reads as soon as its poll says
+ * non-blocking read of one byte (EAGAIN: poll again), the job, and a
+ * write of the byte.  The job is only this: until another member's
+ * request is queued (WSEM_IOC_STAT's waiters, through a handle of the
+ * semaphore; sched_yield() between looks), so that every write hands
+ * the unit on, as a real job, longer than a poll, lets the others queue.
+ * The poll queues the process's request, so the processes take the unit
+ * in FIFO order, one after the other: a ring.  Every process reads as soon as its poll says
  * readable (the endpoint gives back a granted unit that is not read
  * within a second).  P is 2, 102 and 402: 0, 100 and 400 processes more
  * that poll in the same ring.  A module that wakes every poller on each
  * grant (a herd) makes each hand-off cost O(P) wake-ups; one that wakes
  * only the granted process's pollers keeps it constant.
  *
- * Each P runs twice: first with every member pinned on one CPU as
- * SCHED_FIFO, then free on all CPUs under the normal scheduler, as make
- * runs.  Normally a member can be preempted between its write and its
+ * Without that job, a member can be preempted between its write and its
  * next poll (by the member it woke, or at a tick), or its CPU stall there
  * (an emulated CPU on a busy host often does); another member that then
  * finds nobody queued reads, writes and polls again and is granted at
- * once, alone until its time slice ends.  With P = 2 most reads are then
- * not hand-offs, and the rate measures that luck more than the hand-off
- * ("alt", the share of reads that were hand-offs, shows it; P > 2 always
- * has somebody queued).  SCHED_BATCH on one CPU still let the tick do it
- * (alt 20 % at P = 2).  SCHED_FIFO tasks of one priority on one CPU are
- * neither preempted by the one they wake nor by the tick: the writer goes
- * on until it sleeps in its next poll, its request queued, before the
- * woken one runs.  So the ring turns in strict FIFO order at every P,
- * every hand-off is the same sequence, and that run is the headline.
+ * once, alone until its time slice ends.  With P = 2 most reads were
+ * then not hand-offs (1 to 10 %), and the rate measured that luck more
+ * than the hand-off; P > 2 nearly always has somebody queued.  "alt" (the
+ * share of reads that were hand-offs) and "waited" (the share whose
+ * holder found nobody queued at first) show how often it comes up.
+ *
+ * Each P runs twice: free on all CPUs under the normal scheduler, as make
+ * runs, the headline; then with every member pinned on one CPU as
+ * SCHED_FIFO.  SCHED_FIFO tasks of one priority on one CPU are neither
+ * preempted by the one they wake nor by the tick: the writer goes on
+ * until it sleeps in its next poll, its request queued, before the woken
+ * one runs, so the ring turns in strict FIFO order, every hand-off the
+ * same sequence.  There a herd showed less (a module that wakes every
+ * poller ran P = 102 as fast as P = 2): likely because pollers woken for
+ * nothing queue behind the granted one and are still runnable at the
+ * next grant, which then wakes nobody new.
  *
  * Each P runs WARM_SECONDS, then SECONDS are measured: a hand-off is a
  * read by another process than the last reader.  CPU = user + system
@@ -88,6 +96,7 @@ struct slot {
 	_Atomic uint64_t reads;
 	_Atomic uint64_t handoffs;	/* reads after another's */
 	_Atomic uint64_t eagain;	/* readable, then EAGAIN */
+	_Atomic uint64_t waited;	/* nobody queued at first */
 } __attribute__((aligned(64)));
 
 /* Shared by the parent and the members. */
@@ -101,15 +110,18 @@ struct ring {
 	_Atomic int err;		/* a member's first errno */
 	_Atomic int err_at;		/* where: enum step */
 	bool pinned;			/* members on CPU 0, SCHED_FIFO */
+	int semfd;			/* a handle of the semaphore */
 	char path[MNT_MAX + 128];
 	struct slot slot[MAX_P];
 };
 
-enum step { S_NONE, S_SCHED, S_OPEN, S_POLL, S_REVENTS, S_READ, S_WRITE };
+enum step {
+	S_NONE, S_SCHED, S_OPEN, S_POLL, S_REVENTS, S_READ, S_STAT, S_WRITE
+};
 
 static const char *const step_name[] = {
 	"", "sched_setscheduler", "open", "poll", "poll's revents", "read",
-	"write",
+	"stat", "write",
 };
 
 static const char *const sched_name[] = { "free", "pinned" };
@@ -122,7 +134,7 @@ struct row {
 	int p;
 	bool pinned;
 	double rate;
-	uint64_t reads, handoffs, eagain, ns;
+	uint64_t reads, handoffs, eagain, waited, ns;
 	uint64_t cpu, busy;		/* ns: the members; the guest */
 	uint64_t used, waiters;		/* after the ring ended */
 	bool ok;
@@ -140,6 +152,28 @@ static void member_fail(struct ring *r, enum step at)
 	if (atomic_compare_exchange_strong(&r->err, &none, errno ? errno : -1))
 		atomic_store(&r->err_at, at);
 	_exit(1);
+}
+
+/*
+ * The holder's "job": it lasts until another member's request is queued
+ * (stat's waiters), so that the write hands the unit on.  0, or -1.
+ */
+static int others_queued(struct ring *r, struct slot *s)
+{
+	struct wsem_stat st;
+	bool waited = false;
+
+	for (;;) {
+		if (wsem_stat(r->semfd, &st))
+			return -1;
+		if (st.waiters || atomic_load(&r->stop))
+			break;
+		waited = true;
+		sched_yield();
+	}
+	if (waited)
+		atomic_fetch_add_explicit(&s->waited, 1, memory_order_relaxed);
+	return 0;
 }
 
 static void member(void *arg, int me)
@@ -201,22 +235,25 @@ static void member(void *arg, int me)
 		if (atomic_exchange(&r->last, me) != me)
 			atomic_fetch_add_explicit(&s->handoffs, 1,
 						  memory_order_relaxed);
+		if (others_queued(r, s))
+			member_fail(r, S_STAT);
 		if (write(pfd.fd, &c, 1) != 1)
 			member_fail(r, S_WRITE);
 	}
 	close(pfd.fd);
 }
 
-/* The counters of the @p members, summed, into @reads, @handoffs, @eagain. */
+/* The counters of the @p members, summed: reads, hand-offs, EAGAIN, waited. */
 static void sum(const struct ring *r, int p, uint64_t *v)
 {
 	int i;
 
-	v[0] = v[1] = v[2] = 0;
+	v[0] = v[1] = v[2] = v[3] = 0;
 	for (i = 0; i < p; i++) {
 		v[0] += atomic_load(&r->slot[i].reads);
 		v[1] += atomic_load(&r->slot[i].handoffs);
 		v[2] += atomic_load(&r->slot[i].eagain);
+		v[3] += atomic_load(&r->slot[i].waited);
 	}
 }
 
@@ -262,7 +299,7 @@ static int run(struct row *row, const char *mnt)
 {
 	static pid_t pids[MAX_P];
 	struct ring *r = shared_alloc(sizeof(*r));
-	uint64_t v0[3], v1[3], c0, c1, b0, b1, t0, t1;
+	uint64_t v0[4], v1[4], c0, c1, b0, b1, t0, t1;
 	int fd, made = 0, i, ret = -1;
 	char name[64];
 
@@ -275,6 +312,7 @@ static int run(struct row *row, const char *mnt)
 	snprintf(r->path, sizeof(r->path), "%s/@jobserver/%s", mnt, name);
 	atomic_store(&r->last, -1);
 	r->pinned = row->pinned;
+	r->semfd = fd;
 	for (; made < row->p; made++) {
 		pids[made] = spawn(member, r, made);
 		if (pids[made] < 0)
@@ -307,6 +345,7 @@ static int run(struct row *row, const char *mnt)
 	row->reads = v1[0] - v0[0];
 	row->handoffs = v1[1] - v0[1];
 	row->eagain = v1[2] - v0[2];
+	row->waited = v1[3] - v0[3];
 	row->ns = t1 - t0;
 	row->cpu = c1 - c0;
 	row->busy = b1 - b0;
@@ -398,10 +437,12 @@ static void print_group(const struct row *rows, int n)
 		cpu = per_op(r->cpu, r->handoffs);
 		busy = per_op(r->busy, r->handoffs);
 		table("   %5d %5d %10.0f %7.2f %10.0f %10.0f %9.2f %5.2f "
-		      "%5.1f%% %7llu%s\n", r->p, r->p - 2, r->rate, q, cpu, busy,
-		      ratio(cpu, cpu0),
+		      "%5.1f%% %6.1f%% %7llu%s\n", r->p, r->p - 2, r->rate, q,
+		      cpu, busy, ratio(cpu, cpu0),
 		      r->ns ? (double)r->busy / (double)r->ns : 0,
 		      r->reads ? 100.0 * (double)r->handoffs /
+				 (double)r->reads : 0,
+		      r->reads ? 100.0 * (double)r->waited /
 				 (double)r->reads : 0,
 		      (unsigned long long)r->eagain,
 		      r->ok ? "" : "  (FAILED)");
@@ -418,6 +459,7 @@ static void print_group(const struct row *rows, int n)
 		json_int("handoffs", (long long)r->handoffs);
 		json_int("reads", (long long)r->reads);
 		json_int("eagain", (long long)r->eagain);
+		json_int("waited", (long long)r->waited);
 		json_int("used_after", (long long)r->used);
 		json_int("waiters_after", (long long)r->waiters);
 		json_bool("ok", r->ok);
@@ -462,10 +504,12 @@ static void print(const struct row *rows, int ngroups, const char *mnt)
 	      "guest = the guest's busy\n   CPU (/proc/stat, all CPUs) per "
 	      "hand-off, ns; CPU ratio = CPU at P / at P=2: above 1\n   is "
 	      "costlier; busy = guest CPUs kept busy; alt = reads that were "
-	      "hand-offs\n", SECONDS * opt.scale, WARM_SECONDS * opt.scale);
-	table("   %5s %5s %10s %7s %10s %10s %9s %5s %6s %7s\n", "P", "extra",
-	      "handoff/s", "ratio", "CPU", "guest", "CPU ratio", "busy",
-	      "alt", "EAGAIN");
+	      "hand-offs;\n   waited = reads whose holder found no other "
+	      "request queued at first (and yielded)\n",
+	      SECONDS * opt.scale, WARM_SECONDS * opt.scale);
+	table("   %5s %5s %10s %7s %10s %10s %9s %5s %6s %7s %7s\n", "P",
+	      "extra", "handoff/s", "ratio", "CPU", "guest", "CPU ratio",
+	      "busy", "alt", "waited", "EAGAIN");
 	json_begin("jobserver");
 	json_str("unit", "hand-offs per second; CPU ns per hand-off");
 	json_str("endpoint_dir", mnt);
@@ -497,12 +541,12 @@ void scenario_jobserver(void)
 		table("\n11. Jobserver endpoint: skipped (no wsemfs mount)\n");
 		return;
 	}
-	/* Pinned first: the headline. */
+	/* Free first: the headline. */
 	for (k = 0; k < 2; k++) {
 		for (i = 0; i < NSIZES; i++) {
 			r = &rows[k * NSIZES + i];
 			r->p = sizes[i];
-			r->pinned = !k;
+			r->pinned = k;
 			r->ok = !run(r, mnt);
 			failed += !r->ok;
 			progress("jobserver %-6s P=%3d: %.0f hand-offs/s, CPU "
