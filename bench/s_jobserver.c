@@ -275,16 +275,22 @@ static int settle(int fd, struct row *row)
 {
 	uint64_t end = now_ns() + SETTLE_TIMEOUT, t0 = now_ns();
 	struct wsem_stat st;
+	int looks = 0;
 
 	for (;;) {
 		if (wsem_stat(fd, &st))
 			return -1;
+		if (!looks++ && (st.used || st.waiters))
+			progress("jobserver: P=%d: used %llu, %llu waiters as "
+				 "the last member was reaped", row->p,
+				 (unsigned long long)st.used,
+				 (unsigned long long)st.waiters);
 		row->used = st.used;
 		row->waiters = st.waiters;
 		if (!st.used && !st.waiters) {
-			if (now_ns() - t0 > 10 * NSEC_PER_MSEC)
-				progress("jobserver: P=%d: used 0 only %.0f ms "
-					 "after the ring ended", row->p,
+			if (looks > 1)
+				progress("jobserver: P=%d: used 0, no waiters "
+					 "%.1f ms later", row->p,
 					 (double)(now_ns() - t0) / 1e6);
 			return 0;
 		}
