@@ -309,6 +309,8 @@ static int run(struct row *row, const char *mnt)
 	int fd, made = 0, i, ret = -1;
 	char name[64];
 
+	if (!r)
+		return -1;
 	snprintf(name, sizeof(name), "bench-js-%d-%d", (int)getpid(), row->p);
 	fd = wsem_open(name, O_CREAT | O_EXCL, 0600, 1);
 	if (fd < 0) {
