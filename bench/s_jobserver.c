@@ -504,7 +504,8 @@ static void print(const struct row *rows, int ngroups, const char *mnt)
 
 	table("\n11. Jobserver endpoint: a ring of P processes hands one token "
 	      "round, capacity 1\n    (%s/@jobserver/NAME; each: poll(POLLIN), "
-	      "non-blocking read of 1 byte, write it back)\n", mnt);
+	      "non-blocking read of 1 byte,\n    a job lasting until another "
+	      "request is queued, write the byte back)\n", mnt);
 	table("   hand-offs/s (a read by another process than the last "
 	      "reader), %.1f s after %.1f s warm-up;\n   ratio = hand-offs/s "
 	      "at P / at P=2: below 1 is slower than with 2, in every row;\n"
