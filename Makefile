@@ -37,7 +37,8 @@
 #                   json,dat,png}; about 5 minutes on 2 CPUs; with
 #                   BEFORE=<git rev> also builds that revision's module
 #                   and runs uncontended, hand-off, mass grant,
-#                   namespaces, long-hold and idle herd with it, then
+#                   namespaces, long-hold, idle herd and jobserver
+#                   with it, then
 #                   with this tree's, in the same boot: a before / after
 #                   table in build/bench-ba/last/compare.txt;
 #                   WSEM_BENCH_SCENARIOS=a,b runs only those scenarios

@@ -120,6 +120,7 @@ void raise_limits(int threads, int files);
 uint64_t cpu_ns(pid_t pid);
 uint64_t cpu_ns_all(const pid_t *pids, int n);
 uint64_t thread_cpu_ns(void);
+uint64_t busy_ns(void);
 double per_op(uint64_t cpu, uint64_t ops);
 int spin_read(char *buf, size_t len);
 int spin_set(const char *val);
@@ -163,5 +164,6 @@ void scenario_memory(void);
 void scenario_namespaces(void);
 void scenario_longhold(void);
 void scenario_idleherd(void);
+void scenario_jobserver(void);
 
 #endif /* WSEM_BENCH_H */

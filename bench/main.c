@@ -5,9 +5,9 @@
  *	wsem-bench [-o DIR] [-t SCALE] [-s SCENARIO,...] [-q]
  *
  * Runs the scenarios (uncontended, handoff, contention, fairness, scale,
- * memory, massgrant, namespaces, longhold, idleherd) in that order, or
- * those that -s names, writes DIR/results.json, DIR/results.dat and
- * DIR/metrics.txt and prints the table on stdout.  -t multiplies every
+ * memory, massgrant, namespaces, longhold, idleherd, jobserver) in that
+ * order, or those that -s names, writes DIR/results.json, DIR/results.dat
+ * and DIR/metrics.txt and prints the table on stdout.  -t multiplies every
  * measuring time.  Needs /dev/wsem; the memory scenario and 10,000
  * threads need root, and the rows without wsem's poll need spin_ns to be
  * writable.
@@ -38,6 +38,7 @@ static const struct {
 	{ "namespaces", scenario_namespaces },
 	{ "longhold", scenario_longhold },
 	{ "idleherd", scenario_idleherd },
+	{ "jobserver", scenario_jobserver },
 };
 
 static bool wanted(const char *name)

@@ -203,6 +203,31 @@ uint64_t thread_cpu_ns(void)
 	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
 }
 
+/*
+ * The whole machine's busy CPU time so far, ns: user, nice, system, irq
+ * and softirq of every CPU from /proc/stat's "cpu" line (whole ticks);
+ * 0 if it cannot be read.  Beside cpu_ns(), it also counts the kernel's
+ * own threads (kworkers, softirq), whichever process they work for.
+ */
+uint64_t busy_ns(void)
+{
+	unsigned long long v[7] = { 0 };
+	long hz = sysconf(_SC_CLK_TCK);
+	FILE *f = fopen("/proc/stat", "r");
+	int n;
+
+	if (!f)
+		return 0;
+	n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1],
+		   &v[2], &v[3], &v[4], &v[5], &v[6]);
+	fclose(f);
+	if (n != 7 || hz <= 0)
+		return 0;
+	/* user nice system (idle iowait) irq softirq */
+	return (v[0] + v[1] + v[2] + v[5] + v[6]) *
+	       (NSEC_PER_SEC / (uint64_t)hz);
+}
+
 /* @cpu ns spread over @ops operations; NaN without any. */
 double per_op(uint64_t cpu, uint64_t ops)
 {

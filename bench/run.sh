@@ -13,19 +13,19 @@
 # WSEM_BENCH_ARGS adds options for wsem-bench (e.g. "-t 0.5" halves the
 # measuring times); WSEM_BENCH_SCENARIOS=a,b runs only those scenarios
 # (wsem-bench -s: uncontended, handoff, contention, fairness, scale,
-# memory, massgrant, namespaces, longhold, idleherd), and bench/results.*
-# are then left alone: the results go to build/bench-part/.  The binary
-# must be built already (make bench does).
+# memory, massgrant, namespaces, longhold, idleherd, jobserver), and
+# bench/results.* are then left alone: the results go to build/bench-part/.
+# The binary must be built already (make bench does).
 #
 # Before/after (vm only): with WSEM_BENCH_BEFORE=REV (make bench BEFORE=REV)
 # the module of git revision REV is built too, for the same kernel, and
 # both go into the one VM; there the chosen scenarios (by default
 # WSEM_BENCH_BA_SCENARIOS="uncontended,handoff,massgrant,namespaces,
-# longhold,idleherd", else WSEM_BENCH_SCENARIOS; a -s in WSEM_BENCH_ARGS
-# wins) run with REV's module loaded, then, after rmmod and
-# insmod, with the working tree's.  WSEM_BENCH_PASSES=N (default 1) repeats
-# that pair N times and takes each figure's median.  WSEM_BENCH_BEFORE_KO=KO
-# takes a built module instead of REV.  The tables and the before/after
+# longhold,idleherd,jobserver", else WSEM_BENCH_SCENARIOS; a -s in
+# WSEM_BENCH_ARGS wins) run with REV's module loaded, then, after rmmod
+# and insmod, with the working tree's.  WSEM_BENCH_PASSES=N (default 1)
+# repeats that pair N times and takes each figure's median.
+# WSEM_BENCH_BEFORE_KO=KO takes a built module instead of REV.  The tables and the before/after
 # comparison go to build/bench-ba/ (bench/results.* are left alone).  From
 # REV a renamed twin is built too (module and device wsem_before), loaded
 # beside the working tree's in its runs: scenario 1 then times batches of
@@ -201,7 +201,7 @@ twin_module() {
 # then the working tree's, each run into /tmp/bench/SIDE.PASS/; then every
 # file between markers.
 ba_guest_cmd() {
-	local scen=${WSEM_BENCH_BA_SCENARIOS:-${WSEM_BENCH_SCENARIOS:-uncontended,handoff,massgrant,namespaces,longhold,idleherd}}
+	local scen=${WSEM_BENCH_BA_SCENARIOS:-${WSEM_BENCH_SCENARIOS:-uncontended,handoff,massgrant,namespaces,longhold,idleherd,jobserver}}
 	cat <<GUEST
 st=0
 p=1
