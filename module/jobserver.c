@@ -35,8 +35,8 @@
  * anew), so readiness is a reservation, not a hoard.  A kernel
  * thread (aio's poll, re-polled from a kworker) is no process: its poll
  * only reports "readable" as a hint and queues nothing, and its read
- * fails with EOPNOTSUPP (before 5.12, io_uring runs a blocking read in
- * such a thread).
+ * fails with EOPNOTSUPP (mainline io_uring before 5.12 runs a blocking
+ * read in such a thread).
  *
  * Pollers sleep on one of WSEM_JS_BUCKETS wait queues, chosen by a hash
  * of their process: a grant wakes the pollers of its process's bucket
