@@ -32,7 +32,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/select.h>
 #include <sys/stat.h>
@@ -45,8 +44,8 @@
 #include <unistd.h>
 
 #include <linux/aio_abi.h>
-#include <linux/io_uring.h>
 
+#include <liburing.h>
 #include <wsem.h>
 
 #include "kselftest_harness.h"
@@ -1499,74 +1498,6 @@ TEST_F(js, read_only_mount_erofs)
 	EXPECT_EQ(0, rmdir(ro));
 }
 
-/* The smallest io_uring: one request at a time, run to its completion. */
-struct ring {
-	int fd;
-	struct io_uring_params p;
-	void *sq, *cq;
-	size_t sq_len, cq_len;
-	struct io_uring_sqe *sqes;
-	size_t sqes_len;
-};
-
-/* Set up @r; 0, or -1 and errno. */
-static int ring_init(struct ring *r)
-{
-	memset(r, 0, sizeof(*r));
-	r->fd = syscall(__NR_io_uring_setup, 4, &r->p);
-	if (r->fd < 0)
-		return -1;
-	r->sq_len = r->p.sq_off.array + r->p.sq_entries * sizeof(__u32);
-	r->cq_len = r->p.cq_off.cqes +
-		    r->p.cq_entries * sizeof(struct io_uring_cqe);
-	r->sqes_len = r->p.sq_entries * sizeof(struct io_uring_sqe);
-	r->sq = mmap(NULL, r->sq_len, PROT_READ | PROT_WRITE,
-		     MAP_SHARED | MAP_POPULATE, r->fd, IORING_OFF_SQ_RING);
-	r->cq = mmap(NULL, r->cq_len, PROT_READ | PROT_WRITE,
-		     MAP_SHARED | MAP_POPULATE, r->fd, IORING_OFF_CQ_RING);
-	r->sqes = mmap(NULL, r->sqes_len, PROT_READ | PROT_WRITE,
-		       MAP_SHARED | MAP_POPULATE, r->fd, IORING_OFF_SQES);
-	if (r->sq == MAP_FAILED || r->cq == MAP_FAILED ||
-	    r->sqes == MAP_FAILED)
-		return -1;
-	return 0;
-}
-
-/* Submit @sqe and wait for its completion: 0 with its result in *@res. */
-static int ring_run(struct ring *r, const struct io_uring_sqe *sqe, int *res)
-{
-	unsigned int *sq_tail = r->sq + r->p.sq_off.tail;
-	unsigned int *sq_mask = r->sq + r->p.sq_off.ring_mask;
-	unsigned int *sq_array = r->sq + r->p.sq_off.array;
-	unsigned int *cq_head = r->cq + r->p.cq_off.head;
-	unsigned int *cq_tail = r->cq + r->p.cq_off.tail;
-	unsigned int *cq_mask = r->cq + r->p.cq_off.ring_mask;
-	unsigned int tail = *sq_tail, idx = tail & *sq_mask, head;
-	struct io_uring_cqe *cqe;
-	int to_submit = 1;
-
-	r->sqes[idx] = *sqe;
-	sq_array[idx] = idx;
-	__atomic_store_n(sq_tail, tail + 1, __ATOMIC_RELEASE);
-	for (;;) {
-		head = *cq_head;
-		if (head != __atomic_load_n(cq_tail, __ATOMIC_ACQUIRE))
-			break;
-		if (syscall(__NR_io_uring_enter, r->fd, to_submit, 1,
-			    IORING_ENTER_GETEVENTS, NULL, 0) < 0) {
-			if (errno != EINTR)
-				return -1;
-		} else {
-			to_submit = 0;
-		}
-	}
-	cqe = (void *)((char *)r->cq + r->p.cq_off.cqes) +
-	      (head & *cq_mask) * sizeof(*cqe);
-	*res = cqe->res;
-	__atomic_store_n(cq_head, head + 1, __ATOMIC_RELEASE);
-	return 0;
-}
-
 /*
  * How many threads of this process are io_uring's workers ("iou-wrk-"):
  * where io-wq runs in kernel threads (before Linux 5.12, unless io_uring
@@ -1604,9 +1535,10 @@ static int io_worker_threads(void)
  */
 static void uring_fixed_read(const char *path, int oflags, int rep)
 {
-	struct io_uring_sqe sqe;
-	struct ring r;
-	int fd, res;
+	struct io_uring_sqe *sqe;
+	struct io_uring_cqe *cqe;
+	struct io_uring ring;
+	int fd, ret;
 	char c;
 
 	fd = open(path, O_RDWR | oflags);
@@ -1614,27 +1546,30 @@ static void uring_fixed_read(const char *path, int oflags, int rep)
 		report(rep, -1000, errno);
 		_exit(1);
 	}
-	if (ring_init(&r)) {
-		report(rep, -1001, errno);
+	ret = io_uring_queue_init(4, &ring, 0);
+	if (ret) {
+		report(rep, -1001, -ret);
 		_exit(1);
 	}
-	if (syscall(__NR_io_uring_register, r.fd, IORING_REGISTER_FILES,
-		    &fd, 1)) {
-		report(rep, -1002, errno);
+	ret = io_uring_register_files(&ring, &fd, 1);
+	if (ret) {
+		report(rep, -1002, -ret);
 		_exit(1);
 	}
 	close(fd);
-	memset(&sqe, 0, sizeof(sqe));
-	sqe.opcode = IORING_OP_READ;
-	sqe.flags = IOSQE_FIXED_FILE;
-	sqe.fd = 0;
-	sqe.addr = (uintptr_t)&c;
-	sqe.len = 1;
-	if (ring_run(&r, &sqe, &res)) {
-		report(rep, -1003, errno);
+	sqe = io_uring_get_sqe(&ring);
+	io_uring_prep_read(sqe, 0, &c, 1, 0);
+	sqe->flags |= IOSQE_FIXED_FILE;
+	ret = io_uring_submit_and_wait(&ring, 1);
+	if (ret == 1)
+		ret = io_uring_wait_cqe(&ring, &cqe);
+	else if (ret >= 0)
+		ret = -EIO;
+	if (ret) {
+		report(rep, -1003, -ret);
 		_exit(1);
 	}
-	report(rep, res, 0);
+	report(rep, cqe->res, 0);
 	report(rep, io_worker_threads(), 0);
 	for (;;)
 		pause();
