@@ -115,7 +115,9 @@ if [ "$mode" = check ]; then
 		timeout -k 5 "$vm_timeout" "${qemu[@]}" </dev/null >"$logf" 2>&1
 		st=$?
 		[ "$st" -eq 124 ] || [ "$st" -eq 137 ] && break
-		tr -d '\r' <"$logf" | grep -q '^# wsem-vm: kernel' && break
+		# No pipe into grep -q: its early exit would SIGPIPE the
+		# writer, and pipefail make a long console look like a death.
+		grep -aq '^# wsem-vm: kernel' "$logf" && break
 		[ $boot -eq 2 ] && break
 		cp "$logf" "$dir/console.boot1.log"
 		log "run.sh: $kver: the kernel died before /init" \
@@ -154,7 +156,7 @@ if [ "$st" -eq 124 ] || [ "$st" -eq 137 ]; then
 	exit 1
 fi
 if [ "$mode" = check ]; then
-	if ! tr -d '\r' <"$logf" | grep -q '^# wsem-vm: done'; then
+	if ! grep -aq '^# wsem-vm: done' "$logf"; then
 		log "run.sh: $kver: the guest stopped before the end (panic?)"
 		tail_log
 		exit 1
