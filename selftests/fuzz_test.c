@@ -2421,8 +2421,6 @@ TEST_F_TIMEOUT(fuzz, ioctls, 1800)
 	EXPECT_LT(0, sh->fs_opened);
 	EXPECT_LT(0, sh->fs_read);
 	EXPECT_LT(0, sh->js_opened);
-	EXPECT_LT(0, sh->js_epoll);
-	EXPECT_LT(0, sh->js_shared);
 	EXPECT_LT(0, sh->mounts);
 	EXPECT_LT(0, sh->umounts);
 	EXPECT_LT(0, sh->ns_deaths);
