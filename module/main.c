@@ -95,6 +95,16 @@ void wsem_test_park_pause(void)
 		msleep(ms);
 }
 
+/* A read-only parameter that shows the atomic_t it is given as its arg. */
+static int wsem_test_counter_get(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%d\n", atomic_read((atomic_t *)kp->arg));
+}
+
+const struct kernel_param_ops wsem_test_counter_ops = {
+	.get	= wsem_test_counter_get,
+};
+
 static atomic_t wsem_test_parked = ATOMIC_INIT(0);
 
 void wsem_test_count_parked(int delta)
@@ -102,16 +112,7 @@ void wsem_test_count_parked(int delta)
 	atomic_add(delta, &wsem_test_parked);
 }
 
-static int wsem_get_parked(char *buf, const struct kernel_param *kp)
-{
-	return sysfs_emit(buf, "%d\n", atomic_read(&wsem_test_parked));
-}
-
-static const struct kernel_param_ops wsem_parked_ops = {
-	.get	= wsem_get_parked,
-};
-
-module_param_cb(test_parked, &wsem_parked_ops, NULL, 0444);
+module_param_cb(test_parked, &wsem_test_counter_ops, &wsem_test_parked, 0444);
 MODULE_PARM_DESC(test_parked,
 		 "Test builds only: parked waiters not yet freed (read-only)");
 

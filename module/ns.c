@@ -61,7 +61,6 @@
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <linux/string.h>
-#include <linux/sysfs.h>
 #include <linux/user_namespace.h>
 #include <linux/workqueue.h>
 
@@ -143,16 +142,8 @@ static DECLARE_DELAYED_WORK(wsem_reaper, wsem_ns_reap);
 /* Test builds only: how many per-user counts exist, in all namespaces. */
 static atomic_t wsem_test_users = ATOMIC_INIT(0);
 
-static int wsem_test_users_get(char *buf, const struct kernel_param *kp)
-{
-	return sysfs_emit(buf, "%d\n", atomic_read(&wsem_test_users));
-}
-
-static const struct kernel_param_ops wsem_test_users_ops = {
-	.get	= wsem_test_users_get,
-};
-
-module_param_cb(test_quota_nodes, &wsem_test_users_ops, NULL, 0400);
+module_param_cb(test_quota_nodes, &wsem_test_counter_ops, &wsem_test_users,
+		0400);
 MODULE_PARM_DESC(test_quota_nodes,
 		 "Test builds only: per-user counts in memory, in all namespaces");
 

@@ -95,6 +95,7 @@
 #include <linux/gfp.h>
 #include <linux/kref.h>
 #include <linux/list.h>
+#include <linux/moduleparam.h>
 #include <linux/mutex.h>
 #include <linux/poll.h>
 #include <linux/rbtree.h>
@@ -387,6 +388,7 @@ void wsem_fs_notify(struct wsem_ns *wns, const char *name, u32 mask);
  * reference to a new holder's cgroup fail (wsem_note_holder()).
  */
 #ifdef WSEM_TEST_KNOBS
+extern const struct kernel_param_ops wsem_test_counter_ops;
 void wsem_test_pause(void);
 void wsem_test_park_pause(void);
 void wsem_test_count_parked(int delta);
