@@ -38,9 +38,11 @@
  * fails with EOPNOTSUPP (mainline io_uring before 5.12 runs a blocking
  * read in such a thread).
  *
- * Pollers sleep on one of WSEM_JS_BUCKETS wait queues, chosen by a hash
- * of their process: a grant wakes the pollers of its process's bucket
- * only, not the herd of every process.  A poll registers on that one
+ * Pollers sleep on one of WSEM_JS_BUCKETS wait queues, their process's
+ * bucket: each entry takes a bucket no other entry uses while there is
+ * one, else shares the one a hash of its process picks.  A grant wakes the
+ * pollers of its process's bucket only, not the herd of every process,
+ * and up to WSEM_JS_BUCKETS processes none but its own.  A poll registers on that one
  * queue alone: aio's poll takes no more than one.  A process whose request
  * a poll queued but which never registered a poller itself (it waits on
  * an epoll set that another process made) is woken through every bucket.
@@ -93,7 +95,9 @@
  * @lock: protects @procs and the state of each entry on it
  * @procs: struct wsem_js_proc by thread group, for each process that read
  *	or polled and has neither closed its last descriptor nor died
- * @buckets: every poller (wsem_js_poll()), by a hash of its process
+ * @bucket_used: the buckets taken by an entry on @procs as its own;
+ *	protected by @lock
+ * @buckets: every poller (wsem_js_poll()), by its process's entry
  */
 struct wsem_js {
 	struct wsem *sem;
@@ -101,6 +105,7 @@ struct wsem_js {
 	refcount_t ref;
 	struct mutex lock;	/* see the kernel-doc above */
 	struct rb_root procs;
+	DECLARE_BITMAP(bucket_used, WSEM_JS_BUCKETS);
 	wait_queue_head_t buckets[WSEM_JS_BUCKETS];
 };
 
@@ -125,6 +130,8 @@ struct wsem_js {
  * @readers: threads blocked in a read, waiting for the request; protected
  *	by @js->lock
  * @granted: jiffies when the request was last granted
+ * @bucket: where its pollers wait, in @js->buckets
+ * @own_bucket: @bucket is its own, marked in @js->bucket_used
  * @registered: the process registered a poller on its bucket
  * @polled: its request was queued by a poll, not by a read
  * @closed: released: off @js->procs, holding nothing, its request
@@ -144,6 +151,8 @@ struct wsem_js_proc {
 	u64 ready;
 	unsigned int readers;
 	unsigned long granted;
+	unsigned int bucket;
+	bool own_bucket;
 	bool registered;
 	bool polled;
 	bool closed;
@@ -165,9 +174,27 @@ static void wsem_js_unref(struct wsem_js *js)
 	kvfree(js);
 }
 
-static wait_queue_head_t *wsem_js_bucket(struct wsem_js *js, struct pid *tgid)
+static wait_queue_head_t *wsem_js_bucket(struct wsem_js_proc *p)
 {
-	return &js->buckets[hash_ptr(tgid, WSEM_JS_HASH_BITS)];
+	return &p->js->buckets[p->bucket];
+}
+
+/*
+ * A bucket for a new entry @p: a free one, else the one of a hash of its
+ * process.  A freed bucket may still hold pollers of the entry that had
+ * it (an epoll set, a poll in progress): they are woken for nothing at
+ * most, and a poll that comes back for its process finds its new entry.
+ */
+static void wsem_js_take_bucket(struct wsem_js *js, struct wsem_js_proc *p)
+{
+	lockdep_assert_held(&js->lock);
+
+	p->bucket = find_first_zero_bit(js->bucket_used, WSEM_JS_BUCKETS);
+	p->own_bucket = p->bucket < WSEM_JS_BUCKETS;
+	if (p->own_bucket)
+		__set_bit(p->bucket, js->bucket_used);
+	else
+		p->bucket = hash_ptr(p->tgid, WSEM_JS_HASH_BITS);
 }
 
 /*
@@ -210,7 +237,7 @@ static int wsem_js_relay(struct wait_queue_entry *wq, unsigned int mode,
 
 	__wsem_js_arm(p);
 	if (READ_ONCE(p->registered) || !READ_ONCE(p->polled)) {
-		wake_up_poll(wsem_js_bucket(js, p->tgid), key_to_poll(key));
+		wake_up_poll(wsem_js_bucket(p), key_to_poll(key));
 		return 0;
 	}
 	for (i = 0; i < WSEM_JS_BUCKETS; i++)
@@ -342,6 +369,7 @@ static struct wsem_js_proc *wsem_js_proc_get(struct wsem_js *js, bool create)
 			mutex_unlock(&js->lock);
 			return ERR_PTR(-ENOMEM);
 		}
+		wsem_js_take_bucket(js, p);
 		rb_add(&p->node, &js->procs, wsem_js_less);
 	}
 	if (p)
@@ -365,6 +393,8 @@ static bool wsem_js_release(struct wsem_js *js, struct wsem_js_proc *p)
 	if (p->closed)
 		return false;
 	rb_erase(&p->node, &js->procs);
+	if (p->own_bucket)
+		__clear_bit(p->bucket, js->bucket_used);
 	spin_lock_irq(&p->h->wqh.lock);
 	p->closed = true;
 	spin_unlock_irq(&p->h->wqh.lock);
@@ -631,7 +661,7 @@ static __poll_t wsem_js_poll(struct file *file, poll_table *wait)
 	p = wsem_js_proc_get(js, true);
 	if (IS_ERR(p))
 		return events | EPOLLERR;
-	poll_wait(file, wsem_js_bucket(js, p->tgid), wait);
+	poll_wait(file, wsem_js_bucket(p), wait);
 	mutex_lock(&js->lock);
 	if (!p->closed) {
 		if (wsem_js_poll_registers(wait))

@@ -22,6 +22,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -32,7 +33,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/select.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -1277,6 +1281,157 @@ TEST_F(js, epoll)
 	EXPECT_EQ(CAP - 1, used_of(self->fd));
 	ASSERT_EQ(0, wsem_release(self->fd, CAP - 1));
 	EXPECT_EQ(0, wait_used(self->fd, 0));
+}
+
+/*
+ * Each process's pollers are woken by its own grants and releases only
+ * (issue 29, point 4: no herd, not even a small one).  IDLE processes wait
+ * in epoll_wait() with no timeout for the full semaphore, their requests
+ * queued, and for an eventfd: each time a wake-up reaches the process's
+ * pollers, epoll re-polls and the process sleeps again, one more voluntary
+ * context switch.  Then CHURN processes one after the other poll (a poll
+ * that registers: its timeout is not 0) and close, each release waking
+ * its own pollers.  Then the eventfd wakes every idle process once: each
+ * must have slept exactly once.  (With pollers woken by a hash of their
+ * process, about CHURN * IDLE / 1024 of the churn's wake-ups reached idle
+ * ones.)  Then one unit given back goes to the first idle process, and its
+ * wait alone returns readable.
+ */
+#define IDLE	64
+#define CHURN	400
+
+struct idle_board {
+	volatile int reported;
+	volatile int stop;
+	volatile long sleeps[IDLE];
+	volatile int events[IDLE];
+};
+
+static long voluntary_switches(void)
+{
+	struct rusage ru;
+
+	return getrusage(RUSAGE_SELF, &ru) ? -1 : ru.ru_nvcsw;
+}
+
+static void idle_poller(const char *path, struct idle_board *b, int i, int rfd,
+			int efd)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.u32 = 0 };
+	int fd, ep, n;
+	long base;
+
+	fd = open(path, O_RDWR | O_NONBLOCK);
+	ep = epoll_create1(0);
+	if (fd < 0 || ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev))
+		_exit(1);
+	ev.events = EPOLLIN;
+	ev.data.u32 = 1;
+	if (epoll_ctl(ep, EPOLL_CTL_ADD, efd, &ev))
+		_exit(1);
+	if (write(rfd, "+", 1) != 1)
+		_exit(1);
+	base = voluntary_switches();
+	do {
+		n = epoll_wait(ep, &ev, 1, -1);
+	} while (n < 0 && errno == EINTR);
+	b->sleeps[i] = voluntary_switches() - base;
+	if (n != 1 || ev.data.u32 != 1 || epoll_ctl(ep, EPOLL_CTL_DEL, efd, NULL))
+		_exit(1);
+	__atomic_add_fetch(&b->reported, 1, __ATOMIC_SEQ_CST);
+	while (!b->stop) {
+		if (epoll_wait(ep, &ev, 1, 50) > 0)
+			__atomic_add_fetch(&b->events[i], 1, __ATOMIC_SEQ_CST);
+	}
+	_exit(0);
+}
+
+static int churn_once(const char *path)
+{
+	struct pollfd pfd = { .events = POLLIN };
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		pfd.fd = open(path, O_RDWR | O_NONBLOCK);
+		if (pfd.fd < 0 || poll(&pfd, 1, 1) != 0)
+			_exit(1);
+		_exit(close(pfd.fd) ? 1 : 0);
+	}
+	return pid < 0 ? -1 : reap(pid);
+}
+
+static int idle_sum(volatile int *v)
+{
+	int i, n = 0;
+
+	for (i = 0; i < IDLE; i++)
+		n += v[i];
+	return n;
+}
+
+TEST_F(js, release_wakes_no_other_process)
+{
+	struct idle_board *b;
+	int rw[2], efd, i, bad = 0;
+	long sleeps = 0, least = LONG_MAX;
+	pid_t pids[IDLE];
+	int64_t end;
+	char c;
+
+	if (!self->ready)
+		return;
+	b = mmap(NULL, sizeof(*b), PROT_READ | PROT_WRITE,
+		 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, b);
+	ASSERT_EQ(0, pipe(rw));
+	efd = eventfd(0, EFD_CLOEXEC);
+	ASSERT_LE(0, efd);
+	ASSERT_EQ(0, wsem_acquire(self->fd, CAP));
+	for (i = 0; i < IDLE; i++) {
+		pids[i] = fork();
+		ASSERT_LE(0, pids[i]);
+		if (pids[i] == 0)
+			idle_poller(self->path, b, i, rw[1], efd);
+		/* One by one: their requests queue in this order. */
+		ASSERT_EQ(1, read(rw[0], &c, 1));
+	}
+	EXPECT_EQ(IDLE, waiters_of(self->fd));
+	for (i = 0; i < CHURN; i++)
+		bad += churn_once(self->path) != 0;
+	EXPECT_EQ(0, bad);
+	EXPECT_EQ(IDLE, waiters_of(self->fd));
+
+	ASSERT_EQ(0, eventfd_write(efd, 1));
+	end = now_ns() + WAIT_MS * 1000000LL;
+	while (b->reported < IDLE && now_ns() < end)
+		usleep(1000);
+	ASSERT_EQ(IDLE, b->reported);
+	for (i = 0; i < IDLE; i++) {
+		sleeps += b->sleeps[i];
+		least = b->sleeps[i] < least ? b->sleeps[i] : least;
+	}
+	TH_LOG("idle processes' sleeps: %ld, woken by others' releases: %ld",
+	       sleeps, sleeps - IDLE);
+	/* Each was woken once, by the eventfd: the count sees a wake-up. */
+	EXPECT_EQ(1, least);
+	EXPECT_EQ(IDLE, sleeps);
+
+	ASSERT_EQ(0, wsem_release(self->fd, 1));
+	while (!idle_sum(b->events) && now_ns() < end + WAIT_MS * 1000000LL)
+		usleep(1000);
+	EXPECT_EQ(1, b->events[0]);
+	EXPECT_EQ(1, idle_sum(b->events));
+
+	b->stop = 1;
+	for (i = 0; i < IDLE; i++)
+		EXPECT_EQ(0, reap(pids[i]));
+	EXPECT_EQ(0, wait_used(self->fd, CAP - 1));
+	EXPECT_EQ(0, wsem_release(self->fd, CAP - 1));
+	EXPECT_EQ(0, wait_used(self->fd, 0));
+	close(efd);
+	close(rw[0]);
+	close(rw[1]);
+	munmap(b, sizeof(*b));
 }
 
 /* select() for reading with a zero timeout: 1 if @fd is readable. */
