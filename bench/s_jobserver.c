@@ -70,6 +70,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -109,8 +110,11 @@ struct ring {
 	_Atomic int last;		/* the last reader, or -1 */
 	_Atomic int err;		/* a member's first errno */
 	_Atomic int err_at;		/* where: enum step */
+	_Atomic int members;		/* P */
 	bool pinned;			/* members on CPU 0, SCHED_FIFO */
+	bool chain;			/* the floor: eventfds, no endpoint */
 	int semfd;			/* a handle of the semaphore */
+	int efd[MAX_P];			/* the chain's: member i's own */
 	char path[MNT_MAX + 128];
 	struct slot slot[MAX_P];
 };
@@ -133,6 +137,7 @@ static const char *const sched_label[] = {
 struct row {
 	int p;
 	bool pinned;
+	bool chain;
 	double rate;
 	uint64_t reads, handoffs, eagain, waited, ns;
 	uint64_t cpu, busy;		/* ns: the members; the guest */
@@ -176,6 +181,49 @@ static int others_queued(struct ring *r, struct slot *s)
 	return 0;
 }
 
+/*
+ * A member of the floor: P processes that hand a token round by name, each
+ * polling its own eventfd and writing the next member's, with the ring's
+ * syscalls otherwise (ppoll, read, one WSEM_IOC_STAT as the job, write).
+ * It wakes exactly the next one: what a hand-off among P processes costs
+ * the machine without any jobserver, the floor of the endpoint's ring.
+ */
+static void chain_member(struct ring *r, struct slot *s, int me, int p,
+			 const sigset_t *inside)
+{
+	struct pollfd pfd = { .fd = r->efd[me], .events = POLLIN };
+	struct wsem_stat st;
+	uint64_t v, one = 1;
+
+	atomic_fetch_add(&r->ready, 1);
+	futex_wait_for(&r->go, 0);
+	atomic_fetch_add(&r->queued, 1);
+	futex_wait_for(&r->start, 0);
+	while (!atomic_load(&r->stop)) {
+		if (ppoll(&pfd, 1, NULL, inside) < 0) {
+			if (errno == EINTR)
+				continue;
+			member_fail(r, S_POLL);
+		}
+		if (!(pfd.revents & POLLIN))
+			continue;
+		if (read(pfd.fd, &v, sizeof(v)) != sizeof(v)) {
+			if (errno == EAGAIN)
+				continue;
+			member_fail(r, S_READ);
+		}
+		atomic_fetch_add_explicit(&s->reads, 1, memory_order_relaxed);
+		if (atomic_exchange(&r->last, me) != me)
+			atomic_fetch_add_explicit(&s->handoffs, 1,
+						  memory_order_relaxed);
+		if (wsem_stat(r->semfd, &st))
+			member_fail(r, S_STAT);
+		if (write(r->efd[(me + 1) % p], &one, sizeof(one)) !=
+		    sizeof(one))
+			member_fail(r, S_WRITE);
+	}
+}
+
 static void member(void *arg, int me)
 {
 	struct ring *r = arg;
@@ -196,6 +244,10 @@ static void member(void *arg, int me)
 		pin_cpu(0);
 		if (sched_setscheduler(0, SCHED_FIFO, &fifo))
 			member_fail(r, S_SCHED);
+	}
+	if (r->chain) {
+		chain_member(r, s, me, atomic_load(&r->members), &inside);
+		return;
 	}
 	pfd.fd = open(r->path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
 	if (pfd.fd < 0)
@@ -306,7 +358,7 @@ static int run(struct row *row, const char *mnt)
 	static pid_t pids[MAX_P];
 	struct ring *r = shared_alloc(sizeof(*r));
 	uint64_t v0[4], v1[4], c0, c1, b0, b1, t0, t1;
-	int fd, made = 0, i, ret = -1;
+	int fd, made = 0, nefd = 0, i, ret = -1;
 	char name[64];
 
 	if (!r)
@@ -319,8 +371,17 @@ static int run(struct row *row, const char *mnt)
 	}
 	snprintf(r->path, sizeof(r->path), "%s/@jobserver/%s", mnt, name);
 	atomic_store(&r->last, -1);
+	atomic_store(&r->members, row->p);
 	r->pinned = row->pinned;
+	r->chain = row->chain;
 	r->semfd = fd;
+	for (; r->chain && nefd < row->p; nefd++) {
+		r->efd[nefd] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (r->efd[nefd] < 0) {
+			progress("jobserver: eventfd: %s", strerror(errno));
+			goto close_efd;
+		}
+	}
 	for (; made < row->p; made++) {
 		pids[made] = spawn(member, r, made);
 		if (pids[made] < 0)
@@ -336,6 +397,10 @@ static int run(struct row *row, const char *mnt)
 	if (wait_count(r, &r->queued, row->p)) {
 		progress("jobserver: P=%d: %d of them queued", row->p,
 			 atomic_load(&r->queued));
+		goto stop;
+	}
+	if (r->chain && eventfd_write(r->efd[0], 1)) {
+		progress("jobserver: eventfd_write: %s", strerror(errno));
 		goto stop;
 	}
 	atomic_store(&r->start, 1);
@@ -384,6 +449,9 @@ stop:
 			 (unsigned long long)row->waiters);
 		ret = -1;
 	}
+close_efd:
+	while (nefd-- > 0)
+		close(r->efd[nefd]);
 	close(fd);
 	if (wsem_unlink(name))
 		ret = -1;
@@ -427,17 +495,19 @@ static int find_mount(char *dir, size_t len, bool *mounted)
 static void print_group(const struct row *rows, int n)
 {
 	const struct row *base = rows[0].ok ? &rows[0] : NULL;
+	const char *kind = rows[0].chain ? "floor." : "";
 	const char *sn = sched_name[rows[0].pinned];
 	double cpu, busy, cpu0 = NAN, busy0 = NAN;
-	char key[64], label[128];
+	char key[80], label[160];
 	int i;
 
 	if (base) {
 		cpu0 = per_op(base->cpu, base->handoffs);
 		busy0 = per_op(base->busy, base->handoffs);
 	}
-	table("   %s\n", sched_label[rows[0].pinned]);
-	plot("# jobserver-%s\n", sn);
+	table("   %s, %s\n", rows[0].chain ? "floor (eventfd chain)" :
+	      "endpoint", sched_label[rows[0].pinned]);
+	plot("# jobserver-%s%s\n", kind, sn);
 	for (i = 0; i < n; i++) {
 		const struct row *r = &rows[i];
 		double q = base && r->ok ? ratio(r->rate, base->rate) : NAN;
@@ -456,6 +526,7 @@ static void print_group(const struct row *rows, int n)
 		      r->ok ? "" : "  (FAILED)");
 		plot("%d %.1f %.4f %.1f %.1f\n", r->p, r->rate, q, cpu, busy);
 		json_begin(NULL);
+		json_str("ring", rows[0].chain ? "floor" : "endpoint");
 		json_str("scheduling", sn);
 		json_int("processes", r->p);
 		json_num("handoffs_per_s", r->rate);
@@ -474,30 +545,74 @@ static void print_group(const struct row *rows, int n)
 		json_end();
 		if (!r->ok)
 			continue;
-		snprintf(key, sizeof(key), "jobserver.%s.p%d.rate", sn, r->p);
-		snprintf(label, sizeof(label), "jobserver %s P=%d: hand-offs/s",
-			 sn, r->p);
-		metric(key, label, r->rate);
-		snprintf(key, sizeof(key), "jobserver.%s.p%d.cpu", sn, r->p);
-		snprintf(label, sizeof(label), "jobserver %s P=%d: CPU per "
-			 "hand-off, ns (the P)", sn, r->p);
-		metric(key, label, cpu);
-		snprintf(key, sizeof(key), "jobserver.%s.p%d.guest_cpu", sn,
+		snprintf(key, sizeof(key), "jobserver.%s%s.p%d.rate", kind, sn,
 			 r->p);
-		snprintf(label, sizeof(label), "jobserver %s P=%d: guest CPU "
-			 "per hand-off, ns", sn, r->p);
+		snprintf(label, sizeof(label), "jobserver %s%s P=%d: "
+			 "hand-offs/s", kind, sn, r->p);
+		metric(key, label, r->rate);
+		snprintf(key, sizeof(key), "jobserver.%s%s.p%d.cpu", kind, sn,
+			 r->p);
+		snprintf(label, sizeof(label), "jobserver %s%s P=%d: CPU per "
+			 "hand-off, ns (the P)", kind, sn, r->p);
+		metric(key, label, cpu);
+		snprintf(key, sizeof(key), "jobserver.%s%s.p%d.guest_cpu", kind,
+			 sn, r->p);
+		snprintf(label, sizeof(label), "jobserver %s%s P=%d: guest "
+			 "CPU per hand-off, ns", kind, sn, r->p);
 		metric(key, label, busy);
 		if (r == base)
 			continue;
-		snprintf(key, sizeof(key), "jobserver.%s.p%d.ratio", sn, r->p);
-		snprintf(label, sizeof(label), "jobserver %s P=%d: hand-offs/s "
-			 "/ P=2's", sn, r->p);
+		snprintf(key, sizeof(key), "jobserver.%s%s.p%d.ratio", kind, sn,
+			 r->p);
+		snprintf(label, sizeof(label), "jobserver %s%s P=%d: "
+			 "hand-offs/s / P=2's", kind, sn, r->p);
 		metric(key, label, q);
 	}
 	plot("\n\n");
 }
 
-static void print(const struct row *rows, int ngroups, const char *mnt)
+/*
+ * The endpoint against the floor under one scheduling: @ep and @fl are
+ * that scheduling's rows (P = 2 first).  The endpoint's own share of a
+ * hand-off is its rate as a fraction of the floor's at the same P, and
+ * its CPU above the floor's; "flat" is the fraction at P = 402 over the
+ * one at P = 2: 1 when the endpoint adds the same with 400 more pollers.
+ */
+static void print_floor(const struct row *ep, const struct row *fl)
+{
+	const int last = NSIZES - 1;
+	const char *sn = sched_name[ep->pinned];
+	double f0 = NAN, f1 = NAN, over0 = NAN, over1 = NAN;
+	char key[64], label[128];
+
+	if (ep[0].ok && fl[0].ok) {
+		f0 = ratio(ep[0].rate, fl[0].rate);
+		over0 = per_op(ep[0].cpu, ep[0].handoffs) -
+			per_op(fl[0].cpu, fl[0].handoffs);
+	}
+	if (ep[last].ok && fl[last].ok) {
+		f1 = ratio(ep[last].rate, fl[last].rate);
+		over1 = per_op(ep[last].cpu, ep[last].handoffs) -
+			per_op(fl[last].cpu, fl[last].handoffs);
+	}
+	table("   jobserver, %s: endpoint / floor hand-offs/s = %.2f at P=2, "
+	      "%.2f at P=%d: flat = %.2f\n", sn, f0, f1, MAX_P,
+	      ratio(f1, f0));
+	table("   jobserver, %s: the endpoint's CPU above the floor's per "
+	      "hand-off = %.0f ns at P=2, %.0f ns at P=%d (%.2f times)\n",
+	      sn, over0, over1, MAX_P, ratio(over1, over0));
+	snprintf(key, sizeof(key), "jobserver.%s.flat", sn);
+	snprintf(label, sizeof(label), "jobserver %s: (endpoint / floor at "
+		 "P=%d) / (at P=2)", sn, MAX_P);
+	metric(key, label, ratio(f1, f0));
+	snprintf(key, sizeof(key), "jobserver.%s.over_floor_cpu_ratio", sn);
+	snprintf(label, sizeof(label), "jobserver %s: CPU above the floor "
+		 "per hand-off, P=%d / P=2", sn, MAX_P);
+	metric(key, label, ratio(over1, over0));
+}
+
+/* @rows: 2 * @nsched groups of NSIZES: per scheduling, endpoint, floor. */
+static void print(const struct row *rows, int nsched, const char *mnt)
 {
 	const struct row *g;
 	int k;
@@ -505,7 +620,10 @@ static void print(const struct row *rows, int ngroups, const char *mnt)
 	table("\n11. Jobserver endpoint: a ring of P processes hands one token "
 	      "round, capacity 1\n    (%s/@jobserver/NAME; each: poll(POLLIN), "
 	      "non-blocking read of 1 byte,\n    a job lasting until another "
-	      "request is queued, write the byte back)\n", mnt);
+	      "request is queued, write the byte back);\n    the floor: the "
+	      "same P hand a token round through an eventfd each, each\n    "
+	      "writing the next one's (poll, read, one WSEM_IOC_STAT, write): "
+	      "a hand-off\n    among P processes without a jobserver\n", mnt);
 	table("   hand-offs/s (a read by another process than the last "
 	      "reader), %.1f s after %.1f s warm-up;\n   ratio = hand-offs/s "
 	      "at P / at P=2: below 1 is slower than with 2, in every row;\n"
@@ -524,50 +642,62 @@ static void print(const struct row *rows, int ngroups, const char *mnt)
 	json_str("endpoint_dir", mnt);
 	json_num("seconds", SECONDS * opt.scale);
 	json_begin_array("rows");
-	for (k = 0; k < ngroups; k++)
+	for (k = 0; k < 2 * nsched; k++)
 		print_group(&rows[k * NSIZES], NSIZES);
 	json_end_array();
 	json_end();
-	for (k = 0; k < ngroups; k++) {
+	for (k = 0; k < 2 * nsched; k++) {
 		g = &rows[k * NSIZES];
-		table("   jobserver, %s: hand-offs/s with %d processes / with "
-		      "2 = %.2f\n", sched_name[g->pinned], MAX_P,
+		table("   jobserver%s, %s: hand-offs/s with %d processes / with "
+		      "2 = %.2f\n", g->chain ? " floor" : "",
+		      sched_name[g->pinned], MAX_P,
 		      g[0].ok && g[NSIZES - 1].ok ?
 		      ratio(g[NSIZES - 1].rate, g[0].rate) : NAN);
 	}
+	for (k = 0; k < nsched; k++)
+		print_floor(&rows[2 * k * NSIZES], &rows[(2 * k + 1) * NSIZES]);
 }
 
 void scenario_jobserver(void)
 {
-	struct row rows[2 * NSIZES], *r;
+	struct row rows[4 * NSIZES], *r;
 	char mnt[MNT_MAX];
 	bool mounted;
-	int i, k, failed = 0;
+	int i, k, c, failed = 0;
 
 	memset(rows, 0, sizeof(rows));
-	raise_limits(MAX_P + 16, MAX_P + 256);
+	raise_limits(MAX_P + 16, 2 * MAX_P + 256);
 	if (find_mount(mnt, sizeof(mnt), &mounted)) {
 		table("\n11. Jobserver endpoint: skipped (no wsemfs mount)\n");
 		return;
 	}
-	/* Free first: the headline. */
+	/*
+	 * Free first: the headline.  Each P's floor right after its
+	 * endpoint ring, so the two see the same machine.
+	 */
 	for (k = 0; k < 2; k++) {
 		for (i = 0; i < NSIZES; i++) {
-			r = &rows[k * NSIZES + i];
-			r->p = sizes[i];
-			r->pinned = k;
-			r->ok = !run(r, mnt);
-			failed += !r->ok;
-			progress("jobserver %-6s P=%3d: %.0f hand-offs/s, CPU "
-				 "%.0f ns per hand-off (guest %.0f), alt "
-				 "%.1f%%, used after %llu%s",
-				 sched_name[r->pinned], r->p, r->rate,
-				 per_op(r->cpu, r->handoffs),
-				 per_op(r->busy, r->handoffs),
-				 r->reads ? 100.0 * (double)r->handoffs /
-					    (double)r->reads : 0,
-				 (unsigned long long)r->used,
-				 r->ok ? "" : " (FAILED)");
+			for (c = 0; c < 2; c++) {
+				r = &rows[(2 * k + c) * NSIZES + i];
+				r->p = sizes[i];
+				r->pinned = k;
+				r->chain = c;
+				r->ok = !run(r, mnt);
+				failed += !r->ok;
+				progress("jobserver %s%-6s P=%3d: %.0f "
+					 "hand-offs/s, CPU %.0f ns per "
+					 "hand-off (guest %.0f), alt %.1f%%, "
+					 "used after %llu%s",
+					 c ? "floor " : "",
+					 sched_name[r->pinned], r->p, r->rate,
+					 per_op(r->cpu, r->handoffs),
+					 per_op(r->busy, r->handoffs),
+					 r->reads ? 100.0 *
+						(double)r->handoffs /
+						(double)r->reads : 0,
+					 (unsigned long long)r->used,
+					 r->ok ? "" : " (FAILED)");
+			}
 		}
 	}
 	if (mounted && umount2(FS_DIR, 0))
@@ -575,6 +705,6 @@ void scenario_jobserver(void)
 			 FS_DIR, strerror(errno));
 	if (failed)
 		progress("jobserver: FAILED: %d of %d rows", failed,
-			 2 * NSIZES);
+			 4 * NSIZES);
 	print(rows, 2, mnt);
 }
