@@ -1294,11 +1294,11 @@ TEST_F(js, epoll)
  * its own pollers.  Then the eventfd wakes every idle process once: each
  * must have slept exactly once.  (With pollers woken by a hash of their
  * process, about CHURN * IDLE / 1024 of the churn's wake-ups reached idle
- * ones.)  Then one unit given back goes to the first idle process, and its
- * wait alone returns readable.
+ * ones: about 12 here.)  Then one unit given back goes to the first idle
+ * process, and its wait alone returns readable.
  */
 #define IDLE	64
-#define CHURN	400
+#define CHURN	200
 
 struct idle_board {
 	volatile int reported;
@@ -1369,7 +1369,8 @@ static int idle_sum(volatile int *v)
 	return n;
 }
 
-TEST_F(js, release_wakes_no_other_process)
+/* 200 forks and 64 pollers: minutes on the debug kernel of a busy host. */
+TEST_F_TIMEOUT(js, release_wakes_no_other_process, 300)
 {
 	struct idle_board *b;
 	int rw[2], efd, i, bad = 0;
