@@ -17,9 +17,9 @@
  * its reads may come through epoll, io_uring's worker threads or a child
  * that shares its file table.  Per semaphore, a struct wsem_js shared by
  * its open endpoint files keeps one struct wsem_js_proc per process that
- * read or polled, in a tree keyed by its thread group's struct pid.  Each
- * owns an internal handle bound to the semaphore, so that its tokens are
- * the handle's held weight (counted in used, shown by the holders view
+ * read or polled, in a hash table keyed by its thread group's struct pid.
+ * Each owns an internal handle bound to the semaphore, so that its tokens
+ * are the handle's held weight (counted in used, shown by the holders view
  * under the label "jobserver"), and each process has one request in the
  * semaphore's FIFO queue at most: the handle's asynchronous request.
  *
@@ -63,9 +63,9 @@
 #include <linux/jiffies.h>
 #include <linux/mount.h>
 #include <linux/mutex.h>
+#include <linux/list.h>
 #include <linux/pid.h>
 #include <linux/poll.h>
-#include <linux/rbtree.h>
 #include <linux/refcount.h>
 #include <linux/sched/debug.h>
 #include <linux/sched/signal.h>
@@ -93,8 +93,10 @@
  * @nr_files: its open endpoint files; protected by wsem_js_lock
  * @ref: one for the open files together, one per struct wsem_js_proc
  * @lock: protects @procs and the state of each entry on it
- * @procs: struct wsem_js_proc by thread group, for each process that read
- *	or polled and has neither closed its last descriptor nor died
+ * @procs: struct wsem_js_proc by a hash of its thread group, for each
+ *	process that read or polled and has neither closed its last
+ *	descriptor nor died: a lookup looks at one entry or two, however
+ *	many processes there are
  * @bucket_used: the buckets taken by an entry on @procs as its own;
  *	protected by @lock
  * @buckets: every poller (wsem_js_poll()), by its process's entry
@@ -104,7 +106,7 @@ struct wsem_js {
 	unsigned int nr_files;
 	refcount_t ref;
 	struct mutex lock;	/* see the kernel-doc above */
-	struct rb_root procs;
+	struct hlist_head procs[WSEM_JS_BUCKETS];
 	DECLARE_BITMAP(bucket_used, WSEM_JS_BUCKETS);
 	wait_queue_head_t buckets[WSEM_JS_BUCKETS];
 };
@@ -138,7 +140,7 @@ struct wsem_js {
  *	cancelled; written under @js->lock and @h->wqh.lock
  */
 struct wsem_js_proc {
-	struct rb_node node;
+	struct hlist_node node;
 	struct pid *tgid;
 	struct wsem_js *js;
 	struct wsem_handle *h;
@@ -325,31 +327,23 @@ static void wsem_js_proc_put(struct wsem_js_proc *p)
 	wsem_js_unref(js);
 }
 
-static int wsem_js_cmp(const void *key, const struct rb_node *node)
+static struct hlist_head *wsem_js_procs(struct wsem_js *js, struct pid *tgid)
 {
-	const struct pid *tgid = key;
-	const struct wsem_js_proc *p = rb_entry(node, struct wsem_js_proc,
-						 node);
-
-	if (tgid == p->tgid)
-		return 0;
-	return tgid < p->tgid ? -1 : 1;
-}
-
-static bool wsem_js_less(struct rb_node *a, const struct rb_node *b)
-{
-	return wsem_js_cmp(rb_entry(a, struct wsem_js_proc, node)->tgid, b) < 0;
+	return &js->procs[hash_ptr(tgid, WSEM_JS_HASH_BITS)];
 }
 
 /* The calling process's entry in @js, or NULL. */
 static struct wsem_js_proc *wsem_js_proc_find(struct wsem_js *js)
 {
-	struct rb_node *node;
+	struct pid *tgid = task_tgid(current);
+	struct wsem_js_proc *p;
 
 	lockdep_assert_held(&js->lock);
 
-	node = rb_find(task_tgid(current), &js->procs, wsem_js_cmp);
-	return node ? rb_entry(node, struct wsem_js_proc, node) : NULL;
+	hlist_for_each_entry(p, wsem_js_procs(js, tgid), node)
+		if (p->tgid == tgid)
+			return p;
+	return NULL;
 }
 
 /*
@@ -370,7 +364,7 @@ static struct wsem_js_proc *wsem_js_proc_get(struct wsem_js *js, bool create)
 			return ERR_PTR(-ENOMEM);
 		}
 		wsem_js_take_bucket(js, p);
-		rb_add(&p->node, &js->procs, wsem_js_less);
+		hlist_add_head(&p->node, wsem_js_procs(js, p->tgid));
 	}
 	if (p)
 		refcount_inc(&p->ref);
@@ -392,7 +386,7 @@ static bool wsem_js_release(struct wsem_js *js, struct wsem_js_proc *p)
 
 	if (p->closed)
 		return false;
-	rb_erase(&p->node, &js->procs);
+	hlist_del(&p->node);
 	if (p->own_bucket)
 		__clear_bit(p->bucket, js->bucket_used);
 	spin_lock_irq(&p->h->wqh.lock);
@@ -777,9 +771,10 @@ static struct wsem_js *wsem_js_get(struct wsem *sem)
 		js->sem = sem;
 		refcount_set(&js->ref, 1);
 		mutex_init(&js->lock);
-		js->procs = RB_ROOT;
-		for (i = 0; i < WSEM_JS_BUCKETS; i++)
+		for (i = 0; i < WSEM_JS_BUCKETS; i++) {
+			INIT_HLIST_HEAD(&js->procs[i]);
 			init_waitqueue_head(&js->buckets[i]);
+		}
 	}
 	js->nr_files++;
 out:
@@ -791,7 +786,7 @@ out:
 static void wsem_js_put(struct wsem_js *js)
 {
 	struct wsem_js_proc *p;
-	struct rb_node *node;
+	unsigned int i = 0;
 
 	mutex_lock(&wsem_js_lock);
 	if (--js->nr_files) {
@@ -802,16 +797,18 @@ static void wsem_js_put(struct wsem_js *js)
 	mutex_unlock(&wsem_js_lock);
 
 	/* Works of its entries may still run: they take @js->lock. */
-	do {
+	while (i < WSEM_JS_BUCKETS) {
 		mutex_lock(&js->lock);
-		node = rb_first(&js->procs);
-		p = node ? rb_entry(node, struct wsem_js_proc, node) : NULL;
+		p = hlist_entry_safe(js->procs[i].first, struct wsem_js_proc,
+				     node);
 		if (p)
 			wsem_js_release(js, p);
 		mutex_unlock(&js->lock);
 		if (p)
 			wsem_js_wake_released(p);
-	} while (p);
+		else
+			i++;
+	}
 	wsem_js_unref(js);
 }
 

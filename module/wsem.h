@@ -68,7 +68,7 @@
  * endpoint) have no file: the process's entry holds the reference and
  * closes the handle, which gives back what it still holds, when the
  * entry's last reference goes (jobserver.c's struct wsem_js_proc: the
- * tree of live entries, callers in a read, poll or write, and queued
+ * table of live entries, callers in a read, poll or write, and queued
  * work items each hold one).  An entry holds a reference to its
  * semaphore's jobserver state, which holds one to the semaphore, so a
  * work item that runs after the last endpoint file is closed finds both;
