@@ -574,9 +574,10 @@ static void print_group(const struct row *rows, int n)
 /*
  * The endpoint against the floor under one scheduling: @ep and @fl are
  * that scheduling's rows (P = 2 first).  The endpoint's own share of a
- * hand-off is its rate as a fraction of the floor's at the same P, and
- * its CPU above the floor's; "flat" is the fraction at P = 402 over the
- * one at P = 2: 1 when the endpoint adds the same with 400 more pollers.
+ * hand-off is its time per hand-off over the floor's at the same P, and
+ * its CPU above the floor's; "flat" is that quotient at P = 402 over the
+ * one at P = 2: 1 when 400 more pollers cost the endpoint nothing more
+ * than they cost the machine, above 1 when they cost it more.
  */
 static void print_floor(const struct row *ep, const struct row *fl)
 {
@@ -586,24 +587,24 @@ static void print_floor(const struct row *ep, const struct row *fl)
 	char key[64], label[128];
 
 	if (ep[0].ok && fl[0].ok) {
-		f0 = ratio(ep[0].rate, fl[0].rate);
+		f0 = ratio(fl[0].rate, ep[0].rate);
 		over0 = per_op(ep[0].cpu, ep[0].handoffs) -
 			per_op(fl[0].cpu, fl[0].handoffs);
 	}
 	if (ep[last].ok && fl[last].ok) {
-		f1 = ratio(ep[last].rate, fl[last].rate);
+		f1 = ratio(fl[last].rate, ep[last].rate);
 		over1 = per_op(ep[last].cpu, ep[last].handoffs) -
 			per_op(fl[last].cpu, fl[last].handoffs);
 	}
-	table("   jobserver, %s: endpoint / floor hand-offs/s = %.2f at P=2, "
-	      "%.2f at P=%d: flat = %.2f\n", sn, f0, f1, MAX_P,
+	table("   jobserver, %s: time per hand-off, endpoint / floor = %.2f at "
+	      "P=2, %.2f at P=%d: flat = %.2f\n", sn, f0, f1, MAX_P,
 	      ratio(f1, f0));
 	table("   jobserver, %s: the endpoint's CPU above the floor's per "
 	      "hand-off = %.0f ns at P=2, %.0f ns at P=%d (%.2f times)\n",
 	      sn, over0, over1, MAX_P, ratio(over1, over0));
 	snprintf(key, sizeof(key), "jobserver.%s.flat", sn);
-	snprintf(label, sizeof(label), "jobserver %s: (endpoint / floor at "
-		 "P=%d) / (at P=2)", sn, MAX_P);
+	snprintf(label, sizeof(label), "jobserver %s: time per hand-off, "
+		 "(endpoint / floor at P=%d) / (at P=2)", sn, MAX_P);
 	metric(key, label, ratio(f1, f0));
 	snprintf(key, sizeof(key), "jobserver.%s.over_floor_cpu_ratio", sn);
 	snprintf(label, sizeof(label), "jobserver %s: CPU above the floor "
