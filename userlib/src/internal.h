@@ -12,7 +12,7 @@
 #define LIBWSEM_HIDDEN	__attribute__((visibility("hidden")))
 #define LIBWSEM_DEVICE	"/dev/wsem"
 
-LIBWSEM_HIDDEN int libwsem_dev_open(int cloexec);
+LIBWSEM_HIDDEN int libwsem_dev_open(int cloexec, int watch);
 LIBWSEM_HIDDEN void libwsem_close_keep_errno(int fd);
 LIBWSEM_HIDDEN int libwsem_name_copy(char dst[WSEM_NAME_MAX],
 				     const char *name);
