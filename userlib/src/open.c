@@ -65,8 +65,20 @@ static int open_path(const char *path, int oflag, int cloexec, int watch)
 		return libwsem_einval();
 	fd = open(path, (watch ? O_RDONLY : O_RDWR) | O_NONBLOCK | O_NOCTTY |
 		  (cloexec ? O_CLOEXEC : 0));
-	if (fd < 0)
+	if (fd < 0) {
+		/*
+		 * A file that cannot be opened so (a directory, one not
+		 * writable) is still EINVAL when it is not wsemfs's; that
+		 * says nothing about what the path names next.
+		 */
+		int err = errno;
+
+		if (err != ENOENT && !statfs(path, &sf) &&
+		    sf.f_type != WSEM_FS_MAGIC)
+			err = EINVAL;
+		errno = err;
 		return -1;
+	}
 	if (fstatfs(fd, &sf))
 		goto fail;
 	if (sf.f_type != WSEM_FS_MAGIC) {
