@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=bash
 #
 # Sourced by the bindings' ABI tests: ioc_archs DIR writes DIR/ARCH.txt,
 # "WSEM_IOC_NAME VALUE" lines, for ARCH in generic (asm-generic: x86, arm,
