@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -323,9 +324,16 @@ TEST_F(lib, watch_needs_read_permission_only)
 	EXPECT_EQ(0, wsem_unlink(name));
 }
 
-/* A wsemfs dir mounted in a temporary directory, or a skip. */
+/*
+ * wsemfs mounted on a new temporary directory, in a mount namespace of
+ * this test's own, so that a test that dies leaves no mount behind (one
+ * would keep the module from unloading); -1 with errno.
+ */
 static int mount_wsemfs(char *dir)
 {
+	if (unshare(CLONE_NEWNS) ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+		return -1;
 	if (!mkdtemp(dir))
 		return -1;
 	if (mount("wsem", dir, "wsem", 0, NULL)) {
