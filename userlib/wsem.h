@@ -29,6 +29,13 @@ extern "C" {
 #endif
 
 /*
+ * Declared here, at file scope: a C99 program without POSIX feature macros
+ * gets no struct timespec from <time.h>, and one first named in a
+ * prototype below would be a different type, local to that prototype.
+ */
+struct timespec;
+
+/*
  * Handles: oflag takes O_CREAT and O_EXCL from <fcntl.h> (wsem_open() only),
  * O_CLOEXEC, and WSEM_INHERIT.  Every handle the library returns is
  * close-on-exec, as if O_CLOEXEC were given, so that weight never leaks
@@ -40,6 +47,16 @@ extern "C" {
 #define WSEM_INHERIT	0x40000000
 
 int wsem_open(const char *name, int oflag, mode_t mode, uint64_t capacity);
+
+/*
+ * A handle open for reading only, on an existing semaphore (a name, or
+ * a wsemfs path): it needs read permission alone and can stat, list the
+ * holders, wait until idle, poll and read; acquire, release,
+ * set_capacity and set_label fail with EBADF.  oflag: O_CLOEXEC,
+ * WSEM_INHERIT.  wsem_open() takes O_RDWR, as mq_open(3) does, and
+ * always opens for reading and writing (O_WRONLY is EINVAL).
+ */
+int wsem_open_watch(const char *name, int oflag);
 int wsem_open_anon(uint64_t capacity, int oflag);
 int wsem_reopen(int fd, int oflag);
 int wsem_unlink(const char *name);

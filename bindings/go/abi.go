@@ -6,10 +6,13 @@ package wsem
 // numbers, the argument structs (their Go layout matches the C one on
 // every 64-bit and 32-bit Linux target, since all fields are naturally
 // aligned and explicitly padded) and the few system calls around them.
-// abi_test.go checks the sizes; the host test go_abi_test.sh checks the
-// numbers against the C header itself.
+// abi_test.go checks the sizes and each architecture's command numbers;
+// the host test go_abi_test.sh checks them against the C header itself,
+// on this machine's architecture and with each architecture's
+// <asm/ioctl.h> from the kernel's source.
 
 import (
+	"runtime"
 	"syscall"
 	"unsafe"
 )
@@ -20,6 +23,8 @@ const (
 	wsemNameMax     = 64
 	wsemCapacityMax = 1 << 62
 	wsemFSMagic     = 0x7773656d
+	wsemLabelMax    = 64
+	wsemCgroupMax   = 256
 )
 
 // struct wsem_open_args.flags
@@ -40,6 +45,7 @@ const (
 const (
 	reopenCloexec = 1 << 0 // WSEM_IOC_REOPEN
 	asyncCancel   = 1 << 0 // WSEM_IOC_ASYNC
+	holderWaiting = 1 << 0 // struct wsem_holder.flags
 )
 
 type openArgs struct {
@@ -66,6 +72,42 @@ type unlinkArgs struct {
 	name  [wsemNameMax]byte
 }
 
+type listArgs struct {
+	size     uint64
+	stats    uint64
+	count    uint32
+	statSize uint32
+	total    uint64
+}
+
+// holderEntry is struct wsem_holder (WSEM_HOLDER_SIZE_VER1).
+type holderEntry struct {
+	weight uint64
+	ageNs  uint64
+	flags  uint64
+	pid    int32
+	_      uint32
+	comm   [16]byte
+	cgroup [wsemCgroupMax]byte
+	label  [wsemLabelMax]byte
+}
+
+type holdersArgs struct {
+	size      uint64
+	flags     uint64
+	entries   uint64
+	count     uint32
+	entrySize uint32
+	holders   uint32
+	waiters   uint32
+}
+
+type labelArgs struct {
+	size  uint64
+	flags uint64
+	label [wsemLabelMax]byte
+}
+
 // statArgs is struct wsem_stat (WSEM_STAT_SIZE_VER1).
 type statArgs struct {
 	size         uint64
@@ -90,27 +132,88 @@ type statArgs struct {
 	queueMax     uint64
 }
 
-// The _IOC() encoding of asm-generic/ioctl.h, which x86, arm64, riscv and
-// s390 share.
-const (
-	iocWrite = 1
-	iocRead  = 2
-	iocMagic = 0xB9
-)
-
-func ioc(dir, nr, size uintptr) uintptr {
-	return dir<<30 | size<<16 | iocMagic<<8 | nr
+// How one architecture's <asm/ioctl.h> encodes _IOC(dir, type, nr, size):
+// nr in bits 0-7, type in 8-15, size from bit 16 on, dir above the size.
+// asm-generic (x86, arm, arm64, riscv, s390, loongarch, ...) has a 14-bit
+// size and a 2-bit dir with write 1, read 2; powerpc, mips, sparc and alpha
+// a 13-bit size and a 3-bit dir with none 1, read 2, write 4; parisc the
+// generic layout with write 2, read 1.
+type iocLayout struct {
+	sizeBits uint
+	write    uintptr
+	read     uintptr
 }
 
 var (
-	iocOpen        = ioc(iocWrite, 0x01, unsafe.Sizeof(openArgs{}))
-	iocReopen      = ioc(iocWrite, 0x02, 8)
-	iocAcquire     = ioc(iocWrite, 0x03, unsafe.Sizeof(acquireArgs{}))
-	iocRelease     = ioc(iocWrite, 0x04, 8)
-	iocSetCapacity = ioc(iocWrite, 0x05, 8)
-	iocStat        = ioc(iocWrite|iocRead, 0x06, unsafe.Sizeof(statArgs{}))
-	iocUnlink      = ioc(iocWrite, 0x07, unsafe.Sizeof(unlinkArgs{}))
-	iocAsync       = ioc(iocWrite, 0x0a, 8)
+	iocGeneric = iocLayout{sizeBits: 14, write: 1, read: 2}
+	iocDir3    = iocLayout{sizeBits: 13, write: 4, read: 2}
+	iocParisc  = iocLayout{sizeBits: 14, write: 2, read: 1}
+)
+
+// iocLayoutOf is the layout of GOARCH arch (gc's and gccgo's names).
+func iocLayoutOf(arch string) iocLayout {
+	switch arch {
+	case "ppc", "ppc64", "ppc64le", "mips", "mipsle", "mips64",
+		"mips64le", "mips64p32", "mips64p32le", "sparc", "sparc64",
+		"alpha":
+		return iocDir3
+	case "hppa", "parisc", "parisc64":
+		return iocParisc
+	}
+	return iocGeneric
+}
+
+const iocMagic = 0xB9
+
+// iocW and iocWR are _IOW(0xB9, nr, size) and _IOWR(0xB9, nr, size).
+func (l iocLayout) iocW(nr, size uintptr) uintptr {
+	return l.ioc(l.write, nr, size)
+}
+
+func (l iocLayout) iocWR(nr, size uintptr) uintptr {
+	return l.ioc(l.read|l.write, nr, size)
+}
+
+func (l iocLayout) ioc(dir, nr, size uintptr) uintptr {
+	if size >= 1<<l.sizeBits {
+		panic("wsem: ioctl argument too large for _IOC")
+	}
+	return dir<<(16+l.sizeBits) | size<<16 | iocMagic<<8 | nr
+}
+
+// iocNumbers is every WSEM_IOC_* command under layout l, by its C name.
+func iocNumbers(l iocLayout) map[string]uintptr {
+	return map[string]uintptr{
+		"WSEM_IOC_OPEN":         l.iocW(0x01, unsafe.Sizeof(openArgs{})),
+		"WSEM_IOC_REOPEN":       l.iocW(0x02, 8),
+		"WSEM_IOC_ACQUIRE":      l.iocW(0x03, unsafe.Sizeof(acquireArgs{})),
+		"WSEM_IOC_RELEASE":      l.iocW(0x04, 8),
+		"WSEM_IOC_SET_CAPACITY": l.iocW(0x05, 8),
+		"WSEM_IOC_STAT":         l.iocWR(0x06, unsafe.Sizeof(statArgs{})),
+		"WSEM_IOC_UNLINK":       l.iocW(0x07, unsafe.Sizeof(unlinkArgs{})),
+		"WSEM_IOC_LIST":         l.iocWR(0x08, unsafe.Sizeof(listArgs{})),
+		"WSEM_IOC_HOLDERS":      l.iocWR(0x09, unsafe.Sizeof(holdersArgs{})),
+		"WSEM_IOC_ASYNC":        l.iocW(0x0a, 8),
+		"WSEM_IOC_WAIT_IDLE":    l.iocW(0x0b, unsafe.Sizeof(acquireArgs{})),
+		"WSEM_IOC_SET_LABEL":    l.iocW(0x0c, unsafe.Sizeof(labelArgs{})),
+	}
+}
+
+// The commands on the architecture this program runs on.
+var (
+	hostIOC        = iocNumbers(iocLayoutOf(runtime.GOARCH))
+	iocOpen        = hostIOC["WSEM_IOC_OPEN"]
+	iocReopen      = hostIOC["WSEM_IOC_REOPEN"]
+	iocAcquire     = hostIOC["WSEM_IOC_ACQUIRE"]
+	iocRelease     = hostIOC["WSEM_IOC_RELEASE"]
+	iocSetCapacity = hostIOC["WSEM_IOC_SET_CAPACITY"]
+	iocStat        = hostIOC["WSEM_IOC_STAT"]
+	iocUnlink      = hostIOC["WSEM_IOC_UNLINK"]
+	iocList        = hostIOC["WSEM_IOC_LIST"]
+	iocHolders     = hostIOC["WSEM_IOC_HOLDERS"]
+	iocAsync       = hostIOC["WSEM_IOC_ASYNC"]
+	iocWaitIdle    = hostIOC["WSEM_IOC_WAIT_IDLE"]
+	iocSetLabel    = hostIOC["WSEM_IOC_SET_LABEL"]
 )
 
 // ioctl issues one command; ptr points to its argument.  The pointer is

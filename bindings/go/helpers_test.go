@@ -9,6 +9,7 @@ package wsem
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -163,6 +164,32 @@ func startHelper(t testing.TB, kind string, args ...string) *proc {
 		strings.Join(args, " ")}, os.Args[0])
 }
 
+// startHelperAs is startHelper as user uid (and group uid).
+func startHelperAs(t testing.TB, uid uint32, kind string,
+	args ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "WSEM_GO_HELPER="+kind+" "+
+		strings.Join(args, " "))
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Credential: &syscall.Credential{Uid: uid, Gid: uid},
+	}
+	return startCmd(t, cmd)
+}
+
+// mountWsemfs is a wsemfs mount in a temporary directory for the test,
+// or a skip where it cannot be mounted.
+func mountWsemfs(t testing.TB) string {
+	t.Helper()
+	needDevice(t)
+	dir := t.TempDir()
+	if err := syscall.Mount("wsem", dir, "wsem", 0, ""); err != nil {
+		t.Skipf("cannot mount wsemfs: %v", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(dir, syscall.MNT_DETACH) })
+	return dir
+}
+
 func (p *proc) isGranted() bool {
 	select {
 	case <-p.granted:
@@ -198,6 +225,8 @@ func helper(args []string) int {
 		err = helperFD(atoi(args[1]))
 	case "job": // DIR N: one job of the pool example, counted
 		err = helperJob(args[1], atoi(args[2]))
+	case "watch": // NAME: no read-write open, a watch that stats
+		err = helperWatch(args[1])
 	default:
 		err = fmt.Errorf("unknown helper %q", args[0])
 	}
@@ -220,6 +249,28 @@ func atoi(s string) int64 {
 func holdUntilEOF() {
 	fmt.Println("granted")
 	io.Copy(io.Discard, os.Stdin)
+}
+
+func helperWatch(name string) error {
+	if w, err := Open(name); !errors.Is(err, os.ErrPermission) {
+		if w != nil {
+			w.Close()
+		}
+		return fmt.Errorf("read-write open without write permission: %v",
+			err)
+	}
+	w, err := OpenWatch(name)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	if _, err := w.Stat(); err != nil {
+		return err
+	}
+	if w.TryAcquire(1) {
+		return errors.New("a watch acquired")
+	}
+	return nil
 }
 
 func helperGo(name string, n int64) error {

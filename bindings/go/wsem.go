@@ -31,6 +31,7 @@ type Weighted struct {
 	holding map[*handle]struct{} // handles that hold weight (never waiting)
 	waiting map[*handle]struct{} // handles with a request queued
 	held    int64                // the sum of every handle's held
+	label   string               // SetLabel's, given to every handle
 	closed  bool
 }
 
@@ -101,9 +102,11 @@ func (h *handle) reopen() (*handle, error) {
 // finalized counts the Weighteds that the garbage collector closed.
 var finalized atomic.Int64
 
-// bindNew opens /dev/wsem and binds the handle as args say.
-func bindNew(args *openArgs, what string) (*Weighted, error) {
-	fd, err := syscall.Open(devicePath, syscall.O_RDWR|syscall.O_CLOEXEC, 0)
+// bindNew opens /dev/wsem (read-only to watch) and binds the handle as
+// args say.
+func bindNew(args *openArgs, what string, watch bool) (*Weighted, error) {
+	fd, err := syscall.Open(devicePath, accessMode(watch)|syscall.O_CLOEXEC,
+		0)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: devicePath, Err: err}
 	}
@@ -182,7 +185,7 @@ func openNamed(name string, flags uint64, capacity int64,
 		args.capacity = uint64(capacity)
 		args.mode = uint32(perm)
 	}
-	return bindNew(&args, name)
+	return bindNew(&args, name, false)
 }
 
 // NewWeighted opens the semaphore called name, creating it with capacity n
@@ -210,11 +213,31 @@ func CreateExclusive(name string, n int64, perm os.FileMode) (*Weighted,
 // by the path of its wsemfs file.  A missing one is an error matching
 // os.ErrNotExist.
 func Open(name string) (*Weighted, error) {
+	return openExisting(name, false)
+}
+
+// OpenWatch opens an existing semaphore, by name or path as Open does,
+// for looking only: the kernel handles are open for reading alone, so
+// read permission is enough (wsem_open_watch() in C).  Stat, Holders and
+// WaitIdle work; Acquire, Resize and SetLabel fail with an error matching
+// syscall.EBADF, and TryAcquire is false.
+func OpenWatch(name string) (*Weighted, error) {
+	return openExisting(name, true)
+}
+
+func openExisting(name string, watch bool) (*Weighted, error) {
 	if !strings.ContainsRune(name, '/') {
-		return openNamed(name, 0, 0, 0)
+		var args openArgs
+		if err := setName(&args.name, name); err != nil {
+			return nil, &os.PathError{Op: "wsem open", Path: name,
+				Err: err}
+		}
+		return bindNew(&args, name, watch)
 	}
-	// O_NONBLOCK: no FIFO or device may block the open of a wrong path.
-	fd, err := syscall.Open(name, syscall.O_RDWR|syscall.O_CLOEXEC|
+	// Opened first, then asked which file system it is on: no race
+	// with a file swapped in between.  O_NONBLOCK: no FIFO or device
+	// may block the open of a wrong path.
+	fd, err := syscall.Open(name, accessMode(watch)|syscall.O_CLOEXEC|
 		syscall.O_NOCTTY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: name, Err: err}
@@ -230,6 +253,14 @@ func Open(name string) (*Weighted, error) {
 	return fromFD(fd, name)
 }
 
+// accessMode is the open(2) access mode of a handle: read-only to watch.
+func accessMode(watch bool) int {
+	if watch {
+		return syscall.O_RDONLY
+	}
+	return syscall.O_RDWR
+}
+
 // NewAnonymous creates a semaphore of capacity n without a name.  It lives
 // while any handle on it does; File gives a descriptor to pass on.
 func NewAnonymous(n int64) (*Weighted, error) {
@@ -237,7 +268,7 @@ func NewAnonymous(n int64) (*Weighted, error) {
 		return nil, os.NewSyscallError("wsem open", syscall.EINVAL)
 	}
 	return bindNew(&openArgs{flags: openAnon, capacity: uint64(n)},
-		"anonymous")
+		"anonymous", false)
 }
 
 // OpenFD takes up the semaphore of a handle descriptor fd, one that this
@@ -281,7 +312,7 @@ func (w *Weighted) idleHandle() (*handle, error) {
 	if n := len(w.spare); n > 0 {
 		return w.spare[n-1], nil
 	}
-	h, err := w.base.reopen()
+	h, err := w.newHandle()
 	if err != nil {
 		return nil, err
 	}
@@ -298,7 +329,7 @@ func (w *Weighted) takeSpare() (*handle, error) {
 		w.spare = w.spare[:n-1]
 	} else {
 		var err error
-		if h, err = w.base.reopen(); err != nil {
+		if h, err = w.newHandle(); err != nil {
 			return nil, err
 		}
 	}

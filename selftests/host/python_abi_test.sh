@@ -4,8 +4,10 @@
 # The Python binding (bindings/python) against uapi/linux/wsem.h, in TAP:
 # every ioctl number, struct size, field offset and constant that the
 # binding computes must be what the C compiler makes of the header; the
-# package must import and byte-compile with Debian's python3.  Runs on the
-# host (make check runs every selftests/host/*_test.sh).
+# package must import and byte-compile with Debian's python3; and each
+# architecture's ioctl numbers, against a table and against the C
+# compiler's with that architecture's <asm/ioctl.h> (ioc_archs.sh).  Runs
+# on the host (make check runs every selftests/host/*_test.sh).
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 PY=/usr/bin/python3
@@ -16,9 +18,9 @@ PKG=$T/pkg
 mkdir "$PKG" && cp -R "$ROOT/bindings/python/wsem" "$PKG/" || exit 1
 . "$ROOT/selftests/host/tap.sh"
 
-echo "1..3"
+echo "1..5"
 if [ ! -x "$PY" ]; then
-	for i in 1 2 3; do
+	for i in 1 2 3 4 5; do
 		echo "ok $i - python binding # SKIP no $PY (apt-get install python3)"
 	done
 	exit 0
@@ -69,4 +71,66 @@ check "the package imports with Debian's python3" \
 check "every module byte-compiles, warnings as errors" \
 	"$PY" -W error -m compileall -q -f -d wsem -x '/__pycache__/' \
 		"$PKG/wsem" -o 0
+
+# Two architectures' numbers as Linux 6.12's headers make them, and which
+# uname machine names share each encoding.
+cat >"$T/table.py" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+from wsem import _abi
+generic = {"WSEM_IOC_OPEN": 0x4060b901, "WSEM_IOC_STAT": 0xc0c8b906,
+           "WSEM_IOC_RELEASE": 0x4008b904, "WSEM_IOC_HOLDERS": 0xc028b909,
+           "WSEM_IOC_SET_LABEL": 0x4050b90c}
+dir3 = {"WSEM_IOC_OPEN": 0x8060b901, "WSEM_IOC_STAT": 0xc0c8b906,
+        "WSEM_IOC_RELEASE": 0x8008b904, "WSEM_IOC_HOLDERS": 0xc028b909,
+        "WSEM_IOC_SET_LABEL": 0x8050b90c}
+bad = 0
+for machines, want in (
+        (("x86_64", "i686", "aarch64", "armv7l", "riscv64", "s390x",
+          "loongarch64"), generic),
+        (("ppc64le", "ppc64", "ppc", "mips64", "mips", "sparc64", "alpha",
+          "parisc64", "parisc"), dir3)):
+    for m in machines:
+        got = _abi.ioctl_numbers(_abi.ioc_layout(m))
+        for k, v in want.items():
+            if got[k] != v:
+                print(f"{m}: {k} is {got[k]:#x}, want {v:#x}")
+                bad = 1
+assert _abi.ioc_layout("mips64").size_bits == 13
+assert _abi.ioc_layout("parisc64") == _abi.IOC_PARISC
+sys.exit(bad)
+PY
+check "each architecture's ioctl numbers: the table" \
+	"$PY" "$T/table.py" "$PKG"
+
+# Each kernel architecture under a uname machine name of it.
+cat >"$T/arch.py" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+from wsem import _abi
+bad = 0
+for m in sys.argv[3:]:
+    arch, machine = m.split(":")
+    want = {}
+    with open(f"{sys.argv[2]}/{arch}.txt") as f:
+        for line in f:
+            k, v = line.split()
+            want[k] = int(v)
+    got = _abi.ioctl_numbers(_abi.ioc_layout(machine))
+    if got != want:
+        print(f"{machine} ({arch}): {got} here, {want} in C")
+        bad = 1
+sys.exit(bad)
+PY
+. "$ROOT/selftests/host/ioc_archs.sh"
+mkdir "$T/arch"
+if ! why=$(ioc_archs "$T/arch" 2>&1); then
+	n=$((n + 1))
+	echo "ok $n - each architecture's ioctl numbers match wsem.h with its <asm/ioctl.h> # SKIP $why"
+else
+	check "each architecture's ioctl numbers match wsem.h with its <asm/ioctl.h>" \
+		"$PY" "$T/arch.py" "$PKG" "$T/arch" generic:aarch64 \
+		powerpc:ppc64le mips:mips64 sparc:sparc64 alpha:alpha \
+		parisc:parisc64
+fi
 [ $failed -eq 0 ]

@@ -95,7 +95,6 @@ bool cli_parse_duration(const char *s, int64_t *ns);
 /* target.c */
 bool cli_is_path(const char *name);
 int cli_fd_option(const char *synopsis, const struct cli_opt *o, int *fd);
-int cli_open_path_ro(const char *path);
 int cli_inherited_fd(const char *name);
 unsigned long cli_own_ipc_ns(void);
 unsigned long cli_fd_ipc_ns(int fd);
@@ -122,7 +121,6 @@ void cli_print_json_stat_ns(const struct wsem_stat *st, unsigned long ns);
 void cli_print_json_stat_open(const struct wsem_stat *st, unsigned long ns);
 
 /* who.c */
-int cli_open_name_ro(const char *name);
 ssize_t cli_who(int fd, struct wsem_holder **who, size_t *nholders);
 const char *cli_duration_text(uint64_t ns, char *buf, size_t len);
 void cli_print_who(const struct wsem_holder *who, size_t n, size_t nholders);

@@ -4,6 +4,7 @@
  * read permission on a semaphore and never open (or create) one.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,9 +120,9 @@ static int stat_listed(const char *name, struct wsem_stat *st,
  * and a handle to ask who holds it (*@hfd, -1 if none; *@own: ours to
  * close); 0 or an exit status.  The inherited handle of "wsem run
  * --inherit" comes first when it is bound to NAME, so that held is the
- * job's and a job in another IPC namespace still finds it; then a path
- * goes through a read-only open of the file, and a NAME through a
- * read-only handle (read permission is enough), or the list.
+ * job's and a job in another IPC namespace still finds it; then a
+ * watching handle on the PATH or NAME (wsem_open_watch(): read
+ * permission is enough), or, for a NAME, the list.
  */
 static int stat_target(const char *name, int fd, struct wsem_stat *st,
 		       unsigned long *ns, int *hfd, bool *own)
@@ -134,8 +135,7 @@ static int stat_target(const char *name, int fd, struct wsem_stat *st,
 	*hfd = fd;
 	if (fd >= 0)
 		return stat_fd(name, fd, st, ns);
-	fd = cli_is_path(name) ? cli_open_path_ro(name) :
-	     cli_open_name_ro(name);
+	fd = wsem_open_watch(name, O_CLOEXEC);
 	if (fd >= 0) {
 		*hfd = fd;
 		*own = true;

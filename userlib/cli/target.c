@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -44,25 +43,6 @@ int cli_fd_option(const char *synopsis, const struct cli_opt *o, int *fd)
 	}
 	*fd = (int)n;
 	return 0;
-}
-
-/*
- * A read-only handle on the wsemfs file @path, for looking only; -1 with
- * errno (EINVAL: not a wsemfs file).
- */
-int cli_open_path_ro(const char *path)
-{
-	struct statfs sf;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-
-	if (fd < 0)
-		return -1;
-	if (fstatfs(fd, &sf) || sf.f_type != WSEM_FS_MAGIC) {
-		close(fd);
-		errno = EINVAL;
-		return -1;
-	}
-	return fd;
 }
 
 /*

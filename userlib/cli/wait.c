@@ -22,8 +22,8 @@ static struct cli_opt wait_opts[] = {
 
 /*
  * A handle of our own that holds nothing: a fresh one of the inherited
- * handle (which may hold the job's weight), else a read-only one by path
- * or by name.  -1 with errno.
+ * handle (which may hold the job's weight), else a watching one by path
+ * or by name (wsem_open_watch()).  -1 with errno.
  */
 static int wait_handle(const char *name, int fd)
 {
@@ -31,8 +31,7 @@ static int wait_handle(const char *name, int fd)
 		fd = cli_inherited_fd(name);
 	if (fd >= 0)
 		return wsem_reopen(fd, O_CLOEXEC);
-	return cli_is_path(name) ? cli_open_path_ro(name) :
-	       cli_open_name_ro(name);
+	return wsem_open_watch(name, O_CLOEXEC);
 }
 
 int cli_wait(const struct cli_verb *verb, int argc, char **argv)

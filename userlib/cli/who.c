@@ -2,7 +2,8 @@
 /*
  * Who holds and who waits, for wsem stat: aligned tables for people,
  * arrays for --json.  The entries come from a handle (WSEM_IOC_HOLDERS):
- * for a NAME, a read-only one, which needs read permission only.
+ * for a NAME or a PATH, a watching one (wsem_open_watch()), which needs
+ * read permission only.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -10,32 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "cli.h"
-
-/*
- * A read-only handle bound to @name; -1 with errno.  It can watch, never
- * acquire, and opening it needs only read permission.
- */
-int cli_open_name_ro(const char *name)
-{
-	struct wsem_open_args o = { .size = sizeof(o) };
-	int fd = open("/dev/wsem", O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -1;
-	snprintf(o.name, sizeof(o.name), "%s", name);
-	if (ioctl(fd, WSEM_IOC_OPEN, &o)) {
-		int err = errno;
-
-		close(fd);
-		errno = err;
-		return -1;
-	}
-	return fd;
-}
 
 /*
  * Every holder and waiter of @fd's semaphore, malloc()ed, into *@who; how

@@ -42,7 +42,7 @@ int wsem_unlink(const char *name)
 		return libwsem_check_path(name) ? -1 : unlink(name);
 	if (libwsem_name_copy(args.name, name))
 		return -1;
-	fd = libwsem_dev_open(1);
+	fd = libwsem_dev_open(1, 0);
 	if (fd < 0)
 		return -1;
 	ret = ioctl(fd, WSEM_IOC_UNLINK, &args);

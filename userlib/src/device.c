@@ -10,10 +10,14 @@
 
 #include "internal.h"
 
-/* A fresh, unbound handle; -1 with errno from open(2) (ENOENT: no module). */
-int libwsem_dev_open(int cloexec)
+/*
+ * A fresh, unbound handle, read-only for a watch; -1 with errno from
+ * open(2) (ENOENT: no module).
+ */
+int libwsem_dev_open(int cloexec, int watch)
 {
-	return open(LIBWSEM_DEVICE, O_RDWR | (cloexec ? O_CLOEXEC : 0));
+	return open(LIBWSEM_DEVICE, (watch ? O_RDONLY : O_RDWR) |
+		    (cloexec ? O_CLOEXEC : 0));
 }
 
 /* Close a descriptor on an error path without losing the caller's errno. */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Private helpers of libwsem.  Their names must not start with "wsem_":
- * the version script exports every wsem_* symbol.
+ * Private helpers of libwsem: hidden, and named libwsem_* so that no
+ * name of the public wsem_* kind is taken by one (libwsem.map lists
+ * what is exported, by name).
  */
 #ifndef LIBWSEM_INTERNAL_H
 #define LIBWSEM_INTERNAL_H
@@ -11,7 +12,7 @@
 #define LIBWSEM_HIDDEN	__attribute__((visibility("hidden")))
 #define LIBWSEM_DEVICE	"/dev/wsem"
 
-LIBWSEM_HIDDEN int libwsem_dev_open(int cloexec);
+LIBWSEM_HIDDEN int libwsem_dev_open(int cloexec, int watch);
 LIBWSEM_HIDDEN void libwsem_close_keep_errno(int fd);
 LIBWSEM_HIDDEN int libwsem_name_copy(char dst[WSEM_NAME_MAX],
 				     const char *name);

@@ -74,7 +74,7 @@ ssize_t wsem_list_sized(struct wsem_stat *buf, size_t n, size_t size)
 		errno = EINVAL;
 		return -1;
 	}
-	fd = libwsem_dev_open(1);
+	fd = libwsem_dev_open(1, 1);
 	if (fd < 0)
 		return -1;
 	ret = ioctl(fd, WSEM_IOC_LIST, &args);

@@ -7,11 +7,13 @@ no compiled code::
     import wsem
 
     sem = wsem.Semaphore("gpu", create=4)
+    with sem:                   # one unit, as threading.Semaphore
+        train()
     with sem.hold(2):           # blocks this thread until granted
         train()
 
     async def job():
-        async with sem.hold(1):  # waits on the event loop
+        async with sem:          # one unit, on the event loop
             await infer()
 
 Blocking, asynchronous and other processes' waiters share one FIFO queue

@@ -2,28 +2,51 @@
 """The kernel ABI of uapi/linux/wsem.h, in struct formats and numbers.
 
 Every ioctl number is computed here from the header's definitions
-(_IOW/_IOWR of magic 0xB9), and every argument struct is a list of
-(field, format) pairs in the header's order, so that a host test can check
-each offset and size against the C compiler's (selftests/host/).
+(_IOW/_IOWR of magic 0xB9) with the running architecture's <asm/ioctl.h>
+encoding, and every argument struct is a list of (field, format) pairs in
+the header's order, so that a host test can check each offset and size
+against the C compiler's (selftests/host/).
 """
 
 from __future__ import annotations
 
+import os
 import struct
-from typing import Dict, List, Tuple
-
-# <asm-generic/ioctl.h>: nr 8 bits, type 8, size 14, dir 2.
-_IOC_NRSHIFT = 0
-_IOC_TYPESHIFT = 8
-_IOC_SIZESHIFT = 16
-_IOC_DIRSHIFT = 30
-_IOC_WRITE = 1
-_IOC_READ = 2
+from typing import Dict, List, NamedTuple, Tuple
 
 
-def _ioc(direction: int, nr: int, size: int) -> int:
-    return ((direction << _IOC_DIRSHIFT) | (size << _IOC_SIZESHIFT) |
-            (IOC_MAGIC << _IOC_TYPESHIFT) | (nr << _IOC_NRSHIFT))
+class IocLayout(NamedTuple):
+    """How an architecture's <asm/ioctl.h> encodes _IOC(): nr in bits
+    0-7, type in 8-15, the size from bit 16 on (size_bits wide), the
+    direction above it."""
+
+    size_bits: int
+    write: int
+    read: int
+
+
+#: asm-generic: x86, arm, arm64, riscv, s390, loongarch, ...
+IOC_GENERIC = IocLayout(size_bits=14, write=1, read=2)
+#: powerpc, mips, sparc and alpha: a 13-bit size, a 3-bit direction.
+IOC_DIR3 = IocLayout(size_bits=13, write=4, read=2)
+#: parisc: the generic layout with write and read swapped.
+IOC_PARISC = IocLayout(size_bits=14, write=2, read=1)
+
+
+def ioc_layout(machine: str) -> IocLayout:
+    """The layout of a uname(2) machine name (os.uname().machine)."""
+    if machine.startswith(("ppc", "powerpc", "mips", "sparc", "alpha")):
+        return IOC_DIR3
+    if machine.startswith("parisc"):
+        return IOC_PARISC
+    return IOC_GENERIC
+
+
+def _ioc(layout: IocLayout, direction: int, nr: int, size: int) -> int:
+    if size >= 1 << layout.size_bits:
+        raise ValueError(f"ioctl argument of {size} bytes")
+    return ((direction << (16 + layout.size_bits)) | (size << 16) |
+            (IOC_MAGIC << 8) | nr)
 
 
 class Layout:
@@ -116,27 +139,42 @@ LAYOUTS = (OPEN_ARGS, ACQUIRE_ARGS, STAT, LIST_ARGS, UNLINK_ARGS, HOLDER,
            HOLDERS_ARGS, LABEL_ARGS)
 
 IOC_MAGIC = 0xB9
-IOC_OPEN = _ioc(_IOC_WRITE, 0x01, OPEN_ARGS.size)
-IOC_REOPEN = _ioc(_IOC_WRITE, 0x02, U64.size)
-IOC_ACQUIRE = _ioc(_IOC_WRITE, 0x03, ACQUIRE_ARGS.size)
-IOC_RELEASE = _ioc(_IOC_WRITE, 0x04, U64.size)
-IOC_SET_CAPACITY = _ioc(_IOC_WRITE, 0x05, U64.size)
-IOC_STAT = _ioc(_IOC_READ | _IOC_WRITE, 0x06, STAT.size)
-IOC_UNLINK = _ioc(_IOC_WRITE, 0x07, UNLINK_ARGS.size)
-IOC_LIST = _ioc(_IOC_READ | _IOC_WRITE, 0x08, LIST_ARGS.size)
-IOC_HOLDERS = _ioc(_IOC_READ | _IOC_WRITE, 0x09, HOLDERS_ARGS.size)
-IOC_ASYNC = _ioc(_IOC_WRITE, 0x0A, U64.size)
-IOC_WAIT_IDLE = _ioc(_IOC_WRITE, 0x0B, ACQUIRE_ARGS.size)
-IOC_SET_LABEL = _ioc(_IOC_WRITE, 0x0C, LABEL_ARGS.size)
 
-IOCTLS = {
-    "WSEM_IOC_OPEN": IOC_OPEN, "WSEM_IOC_REOPEN": IOC_REOPEN,
-    "WSEM_IOC_ACQUIRE": IOC_ACQUIRE, "WSEM_IOC_RELEASE": IOC_RELEASE,
-    "WSEM_IOC_SET_CAPACITY": IOC_SET_CAPACITY, "WSEM_IOC_STAT": IOC_STAT,
-    "WSEM_IOC_UNLINK": IOC_UNLINK, "WSEM_IOC_LIST": IOC_LIST,
-    "WSEM_IOC_HOLDERS": IOC_HOLDERS, "WSEM_IOC_ASYNC": IOC_ASYNC,
-    "WSEM_IOC_WAIT_IDLE": IOC_WAIT_IDLE, "WSEM_IOC_SET_LABEL": IOC_SET_LABEL,
-}
+
+def ioctl_numbers(layout: IocLayout) -> Dict[str, int]:
+    """Every WSEM_IOC_* under @layout, by its C name."""
+    w, wr = layout.write, layout.read | layout.write
+    u64 = U64.size
+    return {
+        "WSEM_IOC_OPEN": _ioc(layout, w, 0x01, OPEN_ARGS.size),
+        "WSEM_IOC_REOPEN": _ioc(layout, w, 0x02, u64),
+        "WSEM_IOC_ACQUIRE": _ioc(layout, w, 0x03, ACQUIRE_ARGS.size),
+        "WSEM_IOC_RELEASE": _ioc(layout, w, 0x04, u64),
+        "WSEM_IOC_SET_CAPACITY": _ioc(layout, w, 0x05, u64),
+        "WSEM_IOC_STAT": _ioc(layout, wr, 0x06, STAT.size),
+        "WSEM_IOC_UNLINK": _ioc(layout, w, 0x07, UNLINK_ARGS.size),
+        "WSEM_IOC_LIST": _ioc(layout, wr, 0x08, LIST_ARGS.size),
+        "WSEM_IOC_HOLDERS": _ioc(layout, wr, 0x09, HOLDERS_ARGS.size),
+        "WSEM_IOC_ASYNC": _ioc(layout, w, 0x0A, u64),
+        "WSEM_IOC_WAIT_IDLE": _ioc(layout, w, 0x0B, ACQUIRE_ARGS.size),
+        "WSEM_IOC_SET_LABEL": _ioc(layout, w, 0x0C, LABEL_ARGS.size),
+    }
+
+
+#: The commands on the machine this runs on.
+IOCTLS = ioctl_numbers(ioc_layout(os.uname().machine))
+IOC_OPEN = IOCTLS["WSEM_IOC_OPEN"]
+IOC_REOPEN = IOCTLS["WSEM_IOC_REOPEN"]
+IOC_ACQUIRE = IOCTLS["WSEM_IOC_ACQUIRE"]
+IOC_RELEASE = IOCTLS["WSEM_IOC_RELEASE"]
+IOC_SET_CAPACITY = IOCTLS["WSEM_IOC_SET_CAPACITY"]
+IOC_STAT = IOCTLS["WSEM_IOC_STAT"]
+IOC_UNLINK = IOCTLS["WSEM_IOC_UNLINK"]
+IOC_LIST = IOCTLS["WSEM_IOC_LIST"]
+IOC_HOLDERS = IOCTLS["WSEM_IOC_HOLDERS"]
+IOC_ASYNC = IOCTLS["WSEM_IOC_ASYNC"]
+IOC_WAIT_IDLE = IOCTLS["WSEM_IOC_WAIT_IDLE"]
+IOC_SET_LABEL = IOCTLS["WSEM_IOC_SET_LABEL"]
 
 # The sizes the header publishes, which the layouts above must equal.
 SIZES = {

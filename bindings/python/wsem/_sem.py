@@ -9,8 +9,10 @@ garbage collector, or by the process's exit or death.
 Blocking calls (acquire, wait_idle) sleep in the kernel with the GIL
 released, so other threads run; a signal that interrupts them is handled
 (its Python handler runs, and may raise) and the call goes on with the same
-absolute deadline.  Errors are OSError subclasses carrying the errno:
-TimeoutError (ETIMEDOUT), BlockingIOError (EAGAIN), FileNotFoundError
+absolute deadline.  acquire() returns False when its timeout ends the wait
+or blocking=False finds no room, as threading's does.  Errors are OSError
+subclasses carrying the errno: TimeoutError (ETIMEDOUT, from hold() and
+wait_idle()), BlockingIOError (EAGAIN), FileNotFoundError
 (ENOENT), FileExistsError (EEXIST), PermissionError (EACCES, EPERM), and
 OSError with errno EINVAL, EDEADLK, ...
 """
@@ -83,11 +85,18 @@ class Semaphore:
     opens it for looking only (stat, holders, wait_idle), which needs read
     permission alone.
 
-    The handle is close-on-exec.  ``with Semaphore(...) as sem:`` closes
-    it at the end, as a file; ``with sem.hold(2):`` holds weight.
+    The handle is close-on-exec; close() closes it (or the garbage
+    collector, or the process's end).  As threading.Semaphore and
+    asyncio.Semaphore: ``with sem:`` acquires one unit for the block
+    (blocking this thread) and releases it at the end, ``async with sem:``
+    the same on the event loop, and acquire() returns True, or False when
+    ``blocking=False`` finds the weight taken or a timeout ends the wait.
+    ``with sem.hold(2):`` holds more.  ``contextlib.closing(sem)`` closes
+    the handle at the end of a block.
     """
 
     _fd = -1
+    _async_holds: List["Hold"]
 
     def __init__(self, name_or_path: str, *, create: Optional[int] = None,
                  mode: int = 0o600, exclusive: bool = False,
@@ -97,6 +106,7 @@ class Semaphore:
         if exclusive and create is None:
             raise ValueError("exclusive needs create=CAPACITY")
         self._what: Optional[str] = name_or_path
+        self._async_holds = []
         if _is_path(name_or_path):
             if create is not None:
                 raise ValueError(f"{name_or_path}: a semaphore is created "
@@ -123,6 +133,7 @@ class Semaphore:
         sem = cls.__new__(cls)
         sem._fd = fd
         sem._what = what
+        sem._async_holds = []
         return sem
 
     @classmethod
@@ -176,12 +187,34 @@ class Semaphore:
             pass
 
     def __enter__(self) -> "Semaphore":
+        """``with sem:`` acquires one unit, as threading.Semaphore does,
+        waiting as long as it takes; the block gets the Semaphore."""
+        self.acquire()
         return self
 
     def __exit__(self, et: Optional[Type[BaseException]],
                  ev: Optional[BaseException],
                  tb: Optional[TracebackType]) -> None:
-        self.close()
+        self.release()
+
+    async def __aenter__(self) -> None:
+        """``async with sem:`` acquires one unit on the event loop, as
+        asyncio.Semaphore does, through a handle of its own (see hold())."""
+        h = Hold(self, 1, None)
+        await h.acquire_async()
+        self._async_holds.append(h)
+
+    async def __aexit__(self, et: Optional[Type[BaseException]],
+                        ev: Optional[BaseException],
+                        tb: Optional[TracebackType]) -> None:
+        # Any of the units held for async with blocks will do: each is one.
+        self._async_holds.pop().release()
+
+    def locked(self) -> bool:
+        """True if one unit cannot be acquired at once: none is free, or
+        someone waits (nobody is overtaken), as asyncio's locked()."""
+        st = self.stat()
+        return st.available < 1 or st.waiters > 0
 
     def __repr__(self) -> str:
         if self._fd < 0:
@@ -201,13 +234,27 @@ class Semaphore:
 
     # ---- weight ----------------------------------------------------------
 
-    def acquire(self, weight: int = 1, timeout: Optional[float] = None) -> None:
-        """Wait, in FIFO order, until @weight is granted to this handle.
+    def acquire(self, weight: int = 1, timeout: Optional[float] = None,
+                *, blocking: bool = True) -> bool:
+        """Wait, in FIFO order, until @weight is granted to this handle;
+        True once it is, as threading.Semaphore.acquire().
 
-        @timeout: seconds (TimeoutError after it); 0 takes only what is
-        free at once and nobody waits for; None waits as long as it takes.
+        @timeout: seconds, after which the wait ends and acquire() returns
+        False; 0 takes only what is free at once and nobody waits for;
+        None waits as long as it takes.  ``blocking=False`` is timeout=0
+        (and takes no timeout).  Other errors raise OSError.  @weight
+        comes first: threading's positional ``acquire(False)`` is a
+        TypeError here.
         """
+        if isinstance(weight, bool):
+            raise TypeError("weight must be an int (for threading's "
+                            "acquire(False), write blocking=False)")
         weight = _handle.u64(weight, "weight")
+        if not blocking:
+            if timeout is not None:
+                raise ValueError("can't specify a timeout for a "
+                                 "non-blocking call")
+            timeout = 0
         flags = deadline = 0
         if timeout is not None:
             flags, deadline = _abi.ACQUIRE_DEADLINE, \
@@ -215,20 +262,27 @@ class Semaphore:
         try:
             _handle.acquire(self.fileno(), weight, flags, deadline)
         except OSError as e:
+            if e.errno == errno.ETIMEDOUT:
+                return False
             raise self._error(e) from None
+        return True
 
     def acquire_until(self, weight: int, deadline_ns: int,
-                      clock: int = time.CLOCK_MONOTONIC) -> None:
+                      clock: int = time.CLOCK_MONOTONIC) -> bool:
         """acquire() with an absolute deadline on @clock, in nanoseconds:
         time.CLOCK_MONOTONIC, CLOCK_BOOTTIME or CLOCK_REALTIME (which
-        follows changes of the clock, as sem_clockwait(3))."""
+        follows changes of the clock, as sem_clockwait(3)).  True once
+        granted, False at the deadline."""
         weight = _handle.u64(weight, "weight")
         deadline_ns = _handle.u64(deadline_ns, "deadline_ns")
         try:
             _handle.acquire(self.fileno(), weight, _abi.ACQUIRE_DEADLINE,
                             deadline_ns, clock)
         except OSError as e:
+            if e.errno == errno.ETIMEDOUT:
+                return False
             raise self._error(e) from None
+        return True
 
     def try_acquire(self, weight: int = 1) -> None:
         """Take @weight only if it is free and nobody is queued, else
@@ -342,9 +396,12 @@ class Hold:
             raise RuntimeError("this Hold already holds its weight")
 
     def acquire(self) -> "Hold":
-        """Acquire through the Semaphore's handle (blocking)."""
+        """Acquire through the Semaphore's handle (blocking); a timeout
+        raises TimeoutError, since a with block cannot be skipped."""
         self._check_free()
-        self.semaphore.acquire(self.weight, self.timeout)
+        if not self.semaphore.acquire(self.weight, self.timeout):
+            raise _handle.error(errno.ETIMEDOUT,
+                                self.semaphore._what)  # pylint: disable=protected-access
         self._held = True
         return self
 
