@@ -20,6 +20,7 @@
 # default 1200), NO_DEPS=1 (do not install missing host packages).
 set -u -o pipefail
 . "$(dirname "$0")/lib.sh"
+preflight || { echo "0 passed, 1 failed"; exit 1; }
 
 take_check_lock
 check_begin check-distro

@@ -185,18 +185,56 @@ chroot_named() {
 # mount namespace of its own (nothing stays mounted, two may run at once).
 # With CHROOT_SRV set, that directory (a kernel build tree made outside)
 # is bind-mounted on /srv too.
+#
+# The namespace's mounts must not propagate back to the caller's (where /
+# is shared, as systemd makes it): unshare --propagation private makes
+# every mount private from / down.  Where / is not a mount point (make
+# test run inside a builder's chroot: sbuild, pbuilder, a debootstrap
+# tree entered with chroot) that fails with "cannot change root
+# filesystem propagation: Invalid argument"; there DIR/root is first
+# bind-mounted onto itself in the caller's namespace (a copy appears
+# wherever DIR's file system is shared, and goes again with the umount at
+# the end), and the new namespace makes its copy of that bind, and all
+# below it, private before mounting anything (and the binds of SRC and
+# CHROOT_SRV, which come from the caller's shared mounts, after).
 in_chroot() {
-	local dir=$1 src=$2
+	local dir=$1 src=$2 r=$1/root
 	shift 2
-	unshare --mount --propagation private sh -c '
-		r=$1 s=$2 v=$3
-		shift 3
+	# shellcheck disable=SC2016 # expanded by that sh
+	local enter='
+		r=$1 s=$2 v=$3 p=$4
+		shift 4
+		{ [ -z "$p" ] || mount --make-rprivate "$r"; } &&
 		mount -t proc proc "$r/proc" &&
 		mount --bind "$s" "$r/mnt" &&
 		{ [ -z "$v" ] || mount --bind "$v" "$r/srv"; } &&
+		{ [ -z "$p" ] || mount --make-rprivate "$r"; } &&
 		exec chroot "$r" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
-			LC_ALL=C.UTF-8 "$@"' sh "$dir/root" "$src" \
-		"${CHROOT_SRV:-}" "$@"
+			LC_ALL=C.UTF-8 "$@"'
+	if root_propagation_settable; then
+		unshare --mount --propagation private sh -c "$enter" sh \
+			"$r" "$src" "${CHROOT_SRV:-}" "" "$@"
+		return
+	fi
+	(
+		mount --bind "$r" "$r" || {
+			log "in_chroot: cannot enter $r: neither unshare --mount --propagation private nor a bind mount of it onto itself works here (entering a release chroot needs CAP_SYS_ADMIN)"
+			exit 1
+		}
+		trap 'umount "$r" 2>/dev/null || umount -l "$r"' EXIT
+		trap 'exit 130' INT
+		trap 'exit 143' TERM
+		unshare --mount --propagation unchanged sh -c "$enter" sh \
+			"$r" "$src" "${CHROOT_SRV:-}" 1 "$@"
+	)
+}
+
+# root_propagation_settable: whether a new mount namespace can make its
+# mounts private from / down (unshare --propagation private, the default
+# of unshare --mount): not where / is not a mount point (a chroot), nor
+# without CAP_SYS_ADMIN.
+root_propagation_settable() {
+	unshare --mount --propagation private true 2>/dev/null
 }
 
 # build_chroot_module DIR: build wsem.ko in the chroot DIR (chroot.sh's)
@@ -351,4 +389,45 @@ cache_take() {
 		echo "$2"
 		exit 0
 	fi
+}
+
+# preflight: what make check and its kin need from the machine they run
+# on, checked before anything starts, so that a builder's chroot or a
+# container that lacks it is told at once, one line per missing piece
+# (and returns 1), instead of failing minutes later in every lane.  Not
+# needed: /dev/kvm (the guests run under TCG), loop devices (the distro
+# image is made with mkfs.ext4 -d), /sys, /dev/pts, /dev/shm, a network
+# but for the Debian mirror.  Without root the lanes that need root
+# skip, so only the rest is checked.
+preflight() {
+	local ok=0 d devs=
+	if [ ! -r /proc/self/mountinfo ]; then
+		log "$(basename "$0"): no /proc here: mount it (mount -t proc proc /proc); bash, ps, unshare and qemu need it"
+		ok=1
+	fi
+	for d in null zero urandom; do
+		[ -c "/dev/$d" ] || devs="$devs /dev/$d"
+	done
+	if [ -n "$devs" ]; then
+		log "$(basename "$0"): no$devs here (not character devices): bind-mount the host's /dev (mount --bind /dev DIR/dev)"
+		ok=1
+	fi
+	[ "$(id -u)" -eq 0 ] || return $ok
+	# The release chroots (in_chroot) and chroot.sh and distro-image.sh
+	# mount in them: a mount namespace, and a bind mount where / is not
+	# a mount point.
+	if ! unshare --mount --propagation unchanged true 2>/dev/null; then
+		log "$(basename "$0"): root cannot make a mount namespace here ($(unshare --mount --propagation unchanged true 2>&1 | tail -n 1)): the release chroots need CAP_SYS_ADMIN (a privileged container)"
+		ok=1
+	elif ! root_propagation_settable; then
+		d=$(mktemp -d)
+		if ! mount --bind "$d" "$d" 2>/dev/null; then
+			log "$(basename "$0"): / is not a mount point here (a chroot) and a bind mount fails: the release chroots need CAP_SYS_ADMIN"
+			ok=1
+		else
+			umount "$d"
+		fi
+		rmdir "$d"
+	fi
+	return $ok
 }
