@@ -193,22 +193,31 @@ chroot_named() {
 # tree entered with chroot) that fails with "cannot change root
 # filesystem propagation: Invalid argument"; there DIR/root is first
 # bind-mounted onto itself in the caller's namespace (a copy appears
-# wherever DIR's file system is shared, and goes again with the umount at
-# the end), and the new namespace makes its copy of that bind, and all
-# below it, private before mounting anything (and the binds of SRC and
-# CHROOT_SRV, which come from the caller's shared mounts, after).
+# wherever DIR's file system is shared), and the new namespace makes its
+# copy of that bind, and all below it, private before mounting anything
+# (and the binds of SRC and CHROOT_SRV, which come from the caller's
+# shared mounts, after).  That bind is shared by the in_chroot calls
+# that run at once, made by the first (under DIR/.bind.lock; DIR/.bound
+# says it is ours) and taken away by the last (DIR/.enter.lock: shared
+# while in use, exclusive to unmount), so that no mount or unmount at DIR/root, which would
+# propagate into the others' namespaces, happens while one is inside.
 in_chroot() {
 	local dir=$1 src=$2 r=$1/root
 	shift 2
 	# shellcheck disable=SC2016 # expanded by that sh
 	local enter='
-		r=$1 s=$2 v=$3 p=$4
+		r=$1 s=$2 v=$3 fds=$4
 		shift 4
-		{ [ -z "$p" ] || mount --make-rprivate "$r"; } &&
+		if [ -n "$fds" ]; then
+			for fd in $fds; do
+				eval "exec $fd>&-"
+			done
+			mount --make-rprivate "$r" || exit 1
+		fi
 		mount -t proc proc "$r/proc" &&
 		mount --bind "$s" "$r/mnt" &&
 		{ [ -z "$v" ] || mount --bind "$v" "$r/srv"; } &&
-		{ [ -z "$p" ] || mount --make-rprivate "$r"; } &&
+		{ [ -z "$fds" ] || mount --make-rprivate "$r"; } &&
 		exec chroot "$r" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
 			LC_ALL=C.UTF-8 "$@"'
 	if root_propagation_settable; then
@@ -217,15 +226,25 @@ in_chroot() {
 		return
 	fi
 	(
-		mount --bind "$r" "$r" || {
-			log "in_chroot: cannot enter $r: neither unshare --mount --propagation private nor a bind mount of it onto itself works here (entering a release chroot needs CAP_SYS_ADMIN)"
-			exit 1
-		}
-		trap 'umount "$r" 2>/dev/null || umount -l "$r"' EXIT
+		exec {use}>"$dir/.enter.lock" {bind}>"$dir/.bind.lock" &&
+			flock -s "$use" && flock -x "$bind" || exit 1
+		if ! mountpoint -q "$r"; then
+			mount --bind "$r" "$r" || {
+				log "in_chroot: cannot enter $r: neither unshare --mount --propagation private nor a bind mount of it onto itself works here (entering a release chroot needs CAP_SYS_ADMIN)"
+				exit 1
+			}
+			: >"$dir/.bound"
+		fi
+		flock -u "$bind"
+		# The last one out (none holds the lock shared) unmounts what
+		# one of us mounted (.bound), not a mount that was there.
+		trap 'flock -n -x "$use" && [ -f "$dir/.bound" ] &&
+			umount "$r" && rm -f "$dir/.bound"' EXIT
 		trap 'exit 130' INT
 		trap 'exit 143' TERM
-		unshare --mount --propagation unchanged sh -c "$enter" sh \
-			"$r" "$src" "${CHROOT_SRV:-}" 1 "$@"
+		# bash: dash closes no descriptor above 9.
+		unshare --mount --propagation unchanged bash -c "$enter" sh \
+			"$r" "$src" "${CHROOT_SRV:-}" "$use $bind" "$@"
 	)
 }
 
