@@ -156,12 +156,23 @@ chroot_booted() {
 }
 
 # chroot_wanted RELEASE: whether KVERS (when set) names RELEASE, or a
-# prefix of the kernel of its cached chroot ("5.10", "7.2").
+# prefix of the kernel of its cached chroot ("5.10", "7.2"); with none
+# cached, of the series the release has (bullseye 5.10, trixie 6.12,
+# sid 7.2, as chroot.sh's linux-source-7.2), so that KVERS=5.10 on a new
+# machine builds the bullseye chroot instead of testing nothing.
 chroot_wanted() {
 	local v dir krel=
 	[ -z "${KVERS:-}" ] && return 0
 	dir=$(bash "$VMDIR/chroot.sh" -n "$1" 2>/dev/null) &&
 		krel=$(cat "$dir/kernel.release")
+	# Not built yet (a new machine): the series its kernel is.
+	if [ -z "$krel" ]; then
+		case $1 in
+		bullseye) krel=5.10.0 ;;
+		trixie) krel=6.12.0 ;;
+		sid) krel=7.2.0 ;;
+		esac
+	fi
 	for v in $KVERS; do
 		[ "$v" = "$1" ] && return 0
 		case $krel in
