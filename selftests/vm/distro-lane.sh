@@ -55,8 +55,12 @@ system_state() {
 	end=$(($(up | cut -d. -f1) + 300))
 	while :; do
 		st=$(timeout 300 systemctl is-system-running --wait 2>&1)
-		case $st in
-		running | degraded | maintenance | stopping | offline) break ;;
+		# The state is its last line ("unknown" after a failure).
+		case ${st##*$'\n'} in
+		running | degraded | maintenance | stopping | offline)
+			st=${st##*$'\n'}
+			break
+			;;
 		esac
 		[ "$(up | cut -d. -f1)" -lt "$end" ] || break
 		sleep 1
