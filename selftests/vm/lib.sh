@@ -210,8 +210,9 @@ chroot_named() {
 # shared mounts, after).  That bind is shared by the in_chroot calls
 # that run at once, made by the first (under DIR/.bind.lock; DIR/.bound
 # says it is ours) and taken away by the last (DIR/.enter.lock: shared
-# while in use, exclusive to unmount), so that no mount or unmount at DIR/root, which would
-# propagate into the others' namespaces, happens while one is inside.
+# while in use, exclusive to unmount), so that no mount or unmount at
+# DIR/root, which would propagate into the others' namespaces, happens
+# while one is inside.
 in_chroot() {
 	local dir=$1 src=$2 r=$1/root
 	shift 2
@@ -426,9 +427,8 @@ cache_take() {
 # container that lacks it is told at once, one line per missing piece
 # (and returns 1), instead of failing minutes later in every lane.  Not
 # needed: /dev/kvm (the guests run under TCG), loop devices (the distro
-# image is made with mkfs.ext4 -d), /sys, /dev/pts, /dev/shm, a network
-# but for the Debian mirror.  Without root the lanes that need root
-# skip, so only the rest is checked.
+# image is made with mkfs.ext4 -d).  Without root the lanes that need
+# root skip, so only the rest is checked.
 preflight() {
 	local ok=0 d devs=
 	if [ ! -r /proc/self/mountinfo ]; then
