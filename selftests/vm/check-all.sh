@@ -10,6 +10,7 @@
 # root, say) is a TAP skip, counted as skipped.
 set -u -o pipefail
 . "$(dirname "$0")/lib.sh"
+preflight || { echo "0 passed, 1 failed"; exit 1; }
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -14,6 +14,7 @@
 # WSEM_VM_ENV (more NAME=VALUE for the guest, after DEBUG_ENV's).
 set -u -o pipefail
 . "$(dirname "$0")/lib.sh"
+preflight || { echo "0 passed, 1 failed"; exit 1; }
 
 # KASAN and lockdep under TCG make process-heavy tests about 10 times
 # slower: what the tests that know it should do less here.

@@ -16,6 +16,7 @@
 # (releases, "" for none; KVERS may name them, or their kernels: "5.10").
 set -u -o pipefail
 . "$(dirname "$0")/lib.sh"
+preflight || { echo "0 passed, 1 failed"; exit 1; }
 
 take_check_lock
 check_begin check

@@ -95,6 +95,11 @@ in_root() {
 		DEBIAN_FRONTEND=noninteractive LC_ALL=C.UTF-8 "$@"
 }
 
+# A bind of root/ onto itself that in_chroot (lib.sh) left when killed
+# would keep rm from removing it.
+if [ -f "$dir/.bound" ] && mountpoint -q "$dir/root"; then
+	umount "$dir/root" || umount -l "$dir/root"
+fi
 rm -rf "$work" "$dir" "$dir.tmp"
 mkdir -p "$work"
 t0=$(date +%s)

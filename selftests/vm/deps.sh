@@ -39,5 +39,24 @@ export DEBIAN_FRONTEND=noninteractive
 apt_opts="-y -q -o Dpkg::Use-Pty=0 -o Dpkg::Options::=--force-confdef
 	-o Dpkg::Options::=--force-confold --no-install-recommends"
 apt-get -q update </dev/null || exit 1
+# A package that apt does not know fails the install with "Unable to
+# locate package" among hundreds of lines: name them first, in one line.
+# A tree made by debootstrap has only "bookworm main" in its sources,
+# where Debian 12's installer adds bookworm-updates and bookworm-security:
+# the 6.12 kernels and their source are in bookworm-security.
+# shellcheck disable=SC2086 # a list
+unknown=$(apt-cache policy $missing 2>/dev/null | awk -v want="$missing" '
+/^[^ ].*:$/ { p = substr($0, 1, length($0) - 1) }
+/^  Candidate: / && $2 != "(none)" { has[p] = 1 }
+END {
+	n = split(want, w, " ")
+	for (i = 1; i <= n; i++)
+		if (!(w[i] in has))
+			printf " %s", w[i]
+}')
+if [ -n "$unknown" ]; then
+	echo "deps: not in this machine's apt sources:$unknown (debootstrap writes only \"bookworm main\"; add bookworm-updates and bookworm-security as a Debian 12 install has them)" >&2
+	exit 1
+fi
 # shellcheck disable=SC2086
 apt-get install $apt_opts $missing </dev/null

@@ -44,12 +44,55 @@ tap() {
 
 phase() { echo "$1" >"$OUT/phase"; sync; }
 
+# system_state: the state once the boot is over, as `systemctl
+# is-system-running --wait` prints it, asked again while systemctl could
+# not ask: a first boot once answered "Failed to query system state:
+# Transport endpoint is not connected" (its connection to the manager went
+# away while it waited).  At most 300 s in all; what systemctl last said
+# when it never answered.
+system_state() {
+	local st end
+	end=$(($(up | cut -d. -f1) + 300))
+	while :; do
+		st=$(timeout 300 systemctl is-system-running --wait 2>&1)
+		# The state is its last line ("unknown" after a failure).
+		case ${st##*$'\n'} in
+		running | degraded | maintenance | stopping | offline)
+			st=${st##*$'\n'}
+			break
+			;;
+		esac
+		[ "$(up | cut -d. -f1)" -lt "$end" ] || break
+		sleep 1
+	done
+	echo "$st"
+}
+
+# systemctl_retry ARGS...: systemctl ARGS, once more a second later (up
+# to 10 times) when it fails, as above, to reach the manager; its last
+# output.
+systemctl_retry() {
+	local n=0 o st
+	while :; do
+		o=$(systemctl "$@" 2>&1)
+		st=$?
+		n=$((n + 1))
+		{ [ $st -ne 0 ] && [ $n -lt 10 ]; } || break
+		case $o in
+		*"Failed to"*) sleep 1 ;;
+		*) break ;;
+		esac
+	done
+	[ -z "$o" ] || printf '%s\n' "$o"
+	return $st
+}
+
 # The boot is over (running or degraded) and was clean: no failed unit.
 # A failed unit's journal goes into the log.
 check_boot() {
 	local st u units log=$OUT/failed-$1.log
-	st=$(timeout 300 systemctl is-system-running --wait 2>&1)
-	systemctl --failed --no-legend --plain >"$log" 2>&1
+	st=$(system_state)
+	systemctl_retry --failed --no-legend --plain >"$log" 2>&1
 	say "boot $1: system $st after $(up)s: $(systemd-analyze 2>/dev/null |
 		head -n 1)"
 	[ "$st" = running ] && [ ! -s "$log" ]
@@ -194,7 +237,7 @@ purge() {
 	echo "left after purge: ${left:-nothing}" >>"$log"
 	[ -z "$left" ]
 	tap $? "purge: no package, DKMS tree, module, unit or file left" "$log"
-	systemctl --failed --no-legend --plain >"$OUT/failed-purge.log" 2>&1
+	systemctl_retry --failed --no-legend --plain >"$OUT/failed-purge.log" 2>&1
 	[ ! -s "$OUT/failed-purge.log" ]
 	tap $? "purge: no failed unit" "$OUT/failed-purge.log"
 }

@@ -156,12 +156,23 @@ chroot_booted() {
 }
 
 # chroot_wanted RELEASE: whether KVERS (when set) names RELEASE, or a
-# prefix of the kernel of its cached chroot ("5.10", "7.2").
+# prefix of the kernel of its cached chroot ("5.10", "7.2"); with none
+# cached, of the series the release has (bullseye 5.10, trixie 6.12,
+# sid 7.2, as chroot.sh's linux-source-7.2), so that KVERS=5.10 on a new
+# machine builds the bullseye chroot instead of testing nothing.
 chroot_wanted() {
 	local v dir krel=
 	[ -z "${KVERS:-}" ] && return 0
 	dir=$(bash "$VMDIR/chroot.sh" -n "$1" 2>/dev/null) &&
 		krel=$(cat "$dir/kernel.release")
+	# Not built yet (a new machine): the series its kernel is.
+	if [ -z "$krel" ]; then
+		case $1 in
+		bullseye) krel=5.10.0 ;;
+		trixie) krel=6.12.0 ;;
+		sid) krel=7.2.0 ;;
+		esac
+	fi
 	for v in $KVERS; do
 		[ "$v" = "$1" ] && return 0
 		case $krel in
@@ -185,18 +196,76 @@ chroot_named() {
 # mount namespace of its own (nothing stays mounted, two may run at once).
 # With CHROOT_SRV set, that directory (a kernel build tree made outside)
 # is bind-mounted on /srv too.
+#
+# The namespace's mounts must not propagate back to the caller's (where /
+# is shared, as systemd makes it): unshare --propagation private makes
+# every mount private from / down.  Where / is not a mount point (make
+# test run inside a builder's chroot: sbuild, pbuilder, a debootstrap
+# tree entered with chroot) that fails with "cannot change root
+# filesystem propagation: Invalid argument"; there DIR/root is first
+# bind-mounted onto itself in the caller's namespace (a copy appears
+# wherever DIR's file system is shared), and the new namespace makes its
+# copy of that bind, and all below it, private before mounting anything
+# (and the binds of SRC and CHROOT_SRV, which come from the caller's
+# shared mounts, after).  That bind is shared by the in_chroot calls
+# that run at once, made by the first (under DIR/.bind.lock; DIR/.bound
+# says it is ours) and taken away by the last (DIR/.enter.lock: shared
+# while in use, exclusive to unmount), so that no mount or unmount at
+# DIR/root, which would propagate into the others' namespaces, happens
+# while one is inside.
 in_chroot() {
-	local dir=$1 src=$2
+	local dir=$1 src=$2 r=$1/root
 	shift 2
-	unshare --mount --propagation private sh -c '
-		r=$1 s=$2 v=$3
-		shift 3
+	# shellcheck disable=SC2016 # expanded by that sh
+	local enter='
+		r=$1 s=$2 v=$3 fds=$4
+		shift 4
+		if [ -n "$fds" ]; then
+			for fd in $fds; do
+				eval "exec $fd>&-"
+			done
+			mount --make-rprivate "$r" || exit 1
+		fi
 		mount -t proc proc "$r/proc" &&
 		mount --bind "$s" "$r/mnt" &&
 		{ [ -z "$v" ] || mount --bind "$v" "$r/srv"; } &&
+		{ [ -z "$fds" ] || mount --make-rprivate "$r"; } &&
 		exec chroot "$r" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
-			LC_ALL=C.UTF-8 "$@"' sh "$dir/root" "$src" \
-		"${CHROOT_SRV:-}" "$@"
+			LC_ALL=C.UTF-8 "$@"'
+	if root_propagation_settable; then
+		unshare --mount --propagation private sh -c "$enter" sh \
+			"$r" "$src" "${CHROOT_SRV:-}" "" "$@"
+		return
+	fi
+	(
+		exec {use}>"$dir/.enter.lock" {bind}>"$dir/.bind.lock" &&
+			flock -s "$use" && flock -x "$bind" || exit 1
+		if ! mountpoint -q "$r"; then
+			mount --bind "$r" "$r" || {
+				log "in_chroot: cannot enter $r: neither unshare --mount --propagation private nor a bind mount of it onto itself works here (entering a release chroot needs CAP_SYS_ADMIN)"
+				exit 1
+			}
+			: >"$dir/.bound"
+		fi
+		flock -u "$bind"
+		# The last one out (none holds the lock shared) unmounts what
+		# one of us mounted (.bound), not a mount that was there.
+		trap 'flock -n -x "$use" && [ -f "$dir/.bound" ] &&
+			umount "$r" && rm -f "$dir/.bound"' EXIT
+		trap 'exit 130' INT
+		trap 'exit 143' TERM
+		# bash: dash closes no descriptor above 9.
+		unshare --mount --propagation unchanged bash -c "$enter" sh \
+			"$r" "$src" "${CHROOT_SRV:-}" "$use $bind" "$@"
+	)
+}
+
+# root_propagation_settable: whether a new mount namespace can make its
+# mounts private from / down (unshare --propagation private, the default
+# of unshare --mount): not where / is not a mount point (a chroot), nor
+# without CAP_SYS_ADMIN.
+root_propagation_settable() {
+	unshare --mount --propagation private true 2>/dev/null
 }
 
 # build_chroot_module DIR: build wsem.ko in the chroot DIR (chroot.sh's)
@@ -351,4 +420,44 @@ cache_take() {
 		echo "$2"
 		exit 0
 	fi
+}
+
+# preflight: what make check and its kin need from the machine they run
+# on, checked before anything starts, so that a builder's chroot or a
+# container that lacks it is told at once, one line per missing piece
+# (and returns 1), instead of failing minutes later in every lane.  Not
+# needed: /dev/kvm (the guests run under TCG), loop devices (the distro
+# image is made with mkfs.ext4 -d).  Without root the lanes that need
+# root skip, so only the rest is checked.
+preflight() {
+	local ok=0 d devs=
+	if [ ! -r /proc/self/mountinfo ]; then
+		log "$(basename "$0"): no /proc here: mount it (mount -t proc proc /proc); bash, ps, unshare and qemu need it"
+		ok=1
+	fi
+	for d in null zero urandom; do
+		[ -c "/dev/$d" ] || devs="$devs /dev/$d"
+	done
+	if [ -n "$devs" ]; then
+		log "$(basename "$0"): no$devs here (not character devices): bind-mount the host's /dev (mount --bind /dev DIR/dev)"
+		ok=1
+	fi
+	[ "$(id -u)" -eq 0 ] || return $ok
+	# The release chroots (in_chroot) and chroot.sh and distro-image.sh
+	# mount in them: a mount namespace, and a bind mount where / is not
+	# a mount point.
+	if ! unshare --mount --propagation unchanged true 2>/dev/null; then
+		log "$(basename "$0"): root cannot make a mount namespace here ($(unshare --mount --propagation unchanged true 2>&1 | tail -n 1)): the release chroots need CAP_SYS_ADMIN (a privileged container)"
+		ok=1
+	elif ! root_propagation_settable; then
+		d=$(mktemp -d)
+		if ! mount --bind "$d" "$d" 2>/dev/null; then
+			log "$(basename "$0"): / is not a mount point here (a chroot) and a bind mount fails: the release chroots need CAP_SYS_ADMIN"
+			ok=1
+		else
+			umount "$d"
+		fi
+		rmdir "$d"
+	fi
+	return $ok
 }
