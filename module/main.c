@@ -22,6 +22,8 @@
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
+#include <linux/pid.h>
+#include <linux/sched/signal.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/time_namespace.h>
@@ -728,9 +730,86 @@ static int wsem_ioctl_set_label(struct wsem_handle *h, void __user *uarg)
 }
 
 /*
- * Acquire, release, resize and labelling change the semaphore or what
- * others see of its holders: they need a handle open for reading and
- * writing (O_RDWR), as opening by name needs read and write permission.
+ * May the caller name @pgrp as the group its handle's close kills?  Only a
+ * group led by one of its own children (the leader's pid is the group's),
+ * in its own session: what it started and could have asked to die with it
+ * (PR_SET_PDEATHSIG) but for the set-uid programs that clear that request.
+ * A SIGKILL at a moment of the caller's choosing is no more than such a
+ * child's RLIMIT_CPU, which the caller sets, can send.
+ */
+static int wsem_kill_allowed(struct pid *pgrp)
+{
+	struct task_struct *leader;
+	int ret = -ESRCH;
+
+	rcu_read_lock();
+	leader = pid_task(pgrp, PIDTYPE_PID);
+	if (leader && task_pgrp(leader) == pgrp) {
+		ret = -EPERM;
+		if (same_thread_group(rcu_dereference(leader->real_parent),
+				      current) &&
+		    task_session(leader) == task_session(current))
+			ret = 0;
+	}
+	rcu_read_unlock();
+	return ret;
+}
+
+/**
+ * wsem_ioctl_set_kill() - WSEM_IOC_SET_KILL: a process group to kill when
+ *	the handle's lease ends
+ * @h: the bound handle
+ * @uarg: struct wsem_kill_args
+ *
+ * The group is held by its struct pid, not its number: once its last
+ * member is gone the number may be another group's, and a kill of the
+ * held struct pid then reaches nobody.  wsem_handle_close() sends the
+ * SIGKILL, with the kernel's privilege (kill_pgrp()'s priv), before the
+ * handle gives back what it holds: no member runs on without the lease
+ * but for the moment the kill takes to be delivered.  A fork racing with
+ * the kill fails (copy_process() checks for a pending fatal signal under
+ * the lock kill_pgrp() takes), so a member cannot leave a child behind.
+ * It changes what happens to others when the lease ends, so it needs a
+ * handle open for reading and writing (wsem_cmd_writes()).
+ *
+ * Context: Process context.
+ * Return: 0; -EINVAL (unbound handle, short struct, flags, padding, a
+ * negative @pgid); -ESRCH (no process leads group @pgid), -EPERM (its
+ * leader is not the caller's child, or is in another session); -E2BIG,
+ * -EFAULT.
+ */
+static int wsem_ioctl_set_kill(struct wsem_handle *h, void __user *uarg)
+{
+	struct pid *pgrp = NULL;
+	struct wsem_kill_args args;
+	int ret;
+
+	if (!wsem_handle_sem(h))
+		return -EINVAL;
+	ret = wsem_copy_args(&args, sizeof(args), WSEM_KILL_SIZE_VER0, uarg);
+	if (ret)
+		return ret;
+	if (args.flags || args.__pad || args.pgid < 0)
+		return -EINVAL;
+	if (args.pgid) {
+		pgrp = find_get_pid(args.pgid);
+		if (!pgrp)
+			return -ESRCH;
+		ret = wsem_kill_allowed(pgrp);
+		if (ret) {
+			put_pid(pgrp);
+			return ret;
+		}
+	}
+	put_pid(xchg(&h->kill_pgrp, pgrp));
+	return 0;
+}
+
+/*
+ * Acquire, release, resize, labelling and a kill target change the
+ * semaphore, what others see of its holders or what becomes of them: they
+ * need a handle open for reading and writing (O_RDWR), as opening by name
+ * needs read and write permission.
  * A read-only handle watches; a write-only one, which a wsemfs file of
  * mode -w- could give, does nothing more.
  */
@@ -740,7 +819,8 @@ static bool wsem_cmd_writes(unsigned int cmd)
 	       cmd == WSEM_CMD(WSEM_IOC_ASYNC) ||
 	       cmd == WSEM_CMD(WSEM_IOC_RELEASE) ||
 	       cmd == WSEM_CMD(WSEM_IOC_SET_CAPACITY) ||
-	       cmd == WSEM_CMD(WSEM_IOC_SET_LABEL);
+	       cmd == WSEM_CMD(WSEM_IOC_SET_LABEL) ||
+	       cmd == WSEM_CMD(WSEM_IOC_SET_KILL);
 }
 
 /**
@@ -750,9 +830,10 @@ static bool wsem_cmd_writes(unsigned int cmd)
  * @arg: the argument, a user pointer
  *
  * Context: Process context, may sleep.
- * Return: as the command's function; -EBADF for acquire, release, resize
- * and labelling through a handle not open for both reading and writing,
- * and for stat and the idle wait through one not open for reading;
+ * Return: as the command's function; -EBADF for acquire, release, resize,
+ * labelling and a kill target through a handle not open for both reading
+ * and writing, and for stat and the idle wait through one not open for
+ * reading;
  * -ENOTTY for an unknown command.
  */
 static long wsem_file_ioctl(struct file *file, unsigned int cmd,
@@ -792,6 +873,8 @@ static long wsem_file_ioctl(struct file *file, unsigned int cmd,
 		return wsem_ioctl_wait_idle(file, uarg);
 	case WSEM_CMD(WSEM_IOC_SET_LABEL):
 		return wsem_ioctl_set_label(h, uarg);
+	case WSEM_CMD(WSEM_IOC_SET_KILL):
+		return wsem_ioctl_set_kill(h, uarg);
 	default:
 		return -ENOTTY;
 	}
@@ -868,12 +951,20 @@ static ssize_t wsem_file_read(struct file *file, char __user *buf,
  * wsem_handle_close() - give back all a handle holds and drop it
  * @h: the handle, bound or not, with nobody left inside a call on it
  *
+ * The process group of WSEM_IOC_SET_KILL is sent SIGKILL first, so that
+ * the lease ends no earlier than the kill of what it was for.
+ *
  * Context: Process context.
  */
 void wsem_handle_close(struct wsem_handle *h)
 {
+	struct pid *pgrp = xchg(&h->kill_pgrp, NULL);
 	struct wsem *sem = h->sem;
 
+	if (pgrp) {
+		kill_pgrp(pgrp, SIGKILL, 1);
+		put_pid(pgrp);
+	}
 	if (sem) {
 		wsem_unbind(h);
 		wsem_put(sem);		/* the handle's */
@@ -987,6 +1078,7 @@ static int __init wsem_init(void)
 		     WSEM_HOLDER_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct wsem_holder) != WSEM_HOLDER_SIZE_VER1);
 	BUILD_BUG_ON(sizeof(struct wsem_label_args) != WSEM_LABEL_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct wsem_kill_args) != WSEM_KILL_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct wsem_holders_args) !=
 		     WSEM_HOLDERS_SIZE_VER0);
 

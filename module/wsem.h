@@ -284,6 +284,8 @@ enum wsem_spin_end {
  * @text: what read(2) reads: taken at offset 0, kept for reads further
  *	on, so that a text read in pieces is one state (kvmalloc()ed)
  * @text_len: its length
+ * @kill_pgrp: the process group its close kills (WSEM_IOC_SET_KILL; holds
+ *	a reference), or NULL; swapped with xchg()
  */
 struct wsem_handle {
 	struct wsem *sem;
@@ -303,6 +305,7 @@ struct wsem_handle {
 	struct mutex text_lock;	/* see the kernel-doc above */
 	char *text;
 	size_t text_len;
+	struct pid *kill_pgrp;
 };
 
 static inline struct wsem *wsem_handle_sem(struct wsem_handle *h)

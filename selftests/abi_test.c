@@ -89,6 +89,7 @@ static const struct cmd {
 	{ "LIST", WSEM_IOC_LIST, false },
 	{ "ASYNC", WSEM_IOC_ASYNC, false },
 	{ "WAIT_IDLE", WSEM_IOC_WAIT_IDLE, false },
+	{ "SET_KILL", WSEM_IOC_SET_KILL, false },
 };
 
 /*
@@ -108,6 +109,7 @@ static const struct sized {
 	{ "UNLINK", WSEM_IOC_UNLINK, WSEM_UNLINK_SIZE_VER0, true },
 	{ "LIST", WSEM_IOC_LIST, WSEM_LIST_SIZE_VER0, true },
 	{ "WAIT_IDLE", WSEM_IOC_WAIT_IDLE, WSEM_ACQUIRE_SIZE_VER0, true },
+	{ "SET_KILL", WSEM_IOC_SET_KILL, WSEM_KILL_SIZE_VER0, true },
 };
 
 /* The handle @c is issued on. */
@@ -120,7 +122,8 @@ static int cmd_fd(FIXTURE_DATA(abi) *self, const struct cmd *c)
  * Issue sized command @s with self->buf as its argument, claiming @size.
  * The caller has zeroed self->buf and set any tail; this fills in a valid
  * request (anonymous open of a fresh handle, try-acquire 1 then release,
- * stat, unlink of a name just created, list of nothing) and undoes it.
+ * stat, unlink of a name just created, list of nothing, no kill target)
+ * and undoes it.
  * Returns the ioctl's result with its errno.
  */
 static int sized_ioctl(FIXTURE_DATA(abi) *self, const struct sized *s,
@@ -206,8 +209,8 @@ TEST_F(abi, unknown_cmd_enotty)
 	const unsigned long bad[] = {
 		_IO(WSEM_IOC_MAGIC, 0x00),
 		_IOWR(WSEM_IOC_MAGIC, 0x00, struct wsem_stat),
-		_IOWR(WSEM_IOC_MAGIC, 0x0d, struct wsem_stat),
-		_IOW(WSEM_IOC_MAGIC, 0x0e, __u64),
+		_IOWR(WSEM_IOC_MAGIC, 0x0e, struct wsem_stat),
+		_IOW(WSEM_IOC_MAGIC, 0x0f, __u64),
 		_IOWR(WSEM_IOC_MAGIC, 0xff, struct wsem_list_args),
 		_IOW(WSEM_IOC_MAGIC - 1, 0x01, struct wsem_open_args),
 		_IOWR(WSEM_IOC_MAGIC - 1, 0x06, struct wsem_stat),

@@ -474,12 +474,14 @@ static void pool_close(struct rng *r)
 
 enum req {
 	R_OPEN, R_REOPEN, R_ACQUIRE, R_RELEASE, R_SETCAP, R_STAT, R_UNLINK,
-	R_LIST, R_HOLDERS, R_ASYNC, R_IDLE, R_LABEL, R_UNKNOWN, R_GENERIC, R_COUNT
+	R_LIST, R_HOLDERS, R_ASYNC, R_IDLE, R_LABEL, R_KILL, R_UNKNOWN, R_GENERIC,
+	R_COUNT
 };
 
 static const char *const req_name[R_COUNT] = {
 	"OPEN", "REOPEN", "ACQUIRE", "RELEASE", "SET_CAPACITY", "STAT",
-	"UNLINK", "LIST", "HOLDERS", "ASYNC", "WAIT_IDLE", "SET_LABEL", "unknown",
+	"UNLINK", "LIST", "HOLDERS", "ASYNC", "WAIT_IDLE", "SET_LABEL", "SET_KILL",
+	"unknown",
 	"generic",
 };
 
@@ -523,6 +525,9 @@ static bool allowed(enum req q, int err)
 		       err == EDEADLK;
 	case R_LABEL:
 		return err == EINVAL || err == EFAULT || err == E2BIG;
+	case R_KILL:
+		return err == EINVAL || err == EFAULT || err == E2BIG ||
+		       err == ESRCH || err == EPERM;
 	case R_UNKNOWN:
 		return err == ENOTTY;
 	case R_GENERIC:
@@ -580,6 +585,7 @@ struct step {
 		struct wsem_unlink_args unlink;
 		struct wsem_holders_args who;
 		struct wsem_label_args label;
+		struct wsem_kill_args kill;
 		uint64_t val;
 	} a;
 	char *out;			/* the argument, where the kernel wrote */
@@ -594,6 +600,7 @@ static const uint64_t ver0[R_COUNT] = {
 	[R_HOLDERS] = WSEM_HOLDERS_SIZE_VER0,
 	[R_IDLE] = WSEM_ACQUIRE_SIZE_VER0,
 	[R_LABEL] = WSEM_LABEL_SIZE_VER0,
+	[R_KILL] = WSEM_KILL_SIZE_VER0,
 };
 
 /* Could the kernel take these acquire (or idle wait) arguments? */
@@ -623,7 +630,7 @@ static int expected_err(const struct step *s, int *alt)
 			   s->q == R_REOPEN || s->q == R_RELEASE ||
 			   s->q == R_SETCAP || s->q == R_HOLDERS ||
 			   s->q == R_ASYNC || s->q == R_IDLE ||
-			   s->q == R_LABEL;
+			   s->q == R_LABEL || s->q == R_KILL;
 	bool has_size = ver0[s->q] != 0;
 
 	*alt = bound_first ? EINVAL : 0;
@@ -650,7 +657,7 @@ static void check_err(const struct step *s, int err)
 
 	if (s->rdonly && (s->q == R_ACQUIRE || s->q == R_RELEASE ||
 			  s->q == R_SETCAP || s->q == R_ASYNC ||
-			  s->q == R_LABEL)) {
+			  s->q == R_LABEL || s->q == R_KILL)) {
 		if (err != EBADF)
 			violation("%s on a read-only handle: %s",
 				  req_name[s->q], strerror(err));
@@ -682,6 +689,12 @@ static void check_err(const struct step *s, int err)
 			  strerror(err), strerror(want));
 		return;
 	}
+	if (s->q == R_KILL && s->kind == P_GOOD && !want &&
+	    (s->a.kill.flags || s->a.kill.__pad || s->a.kill.pgid < 0) &&
+	    err != EINVAL)
+		violation("SET_KILL flags %llx pad %u pgid %d: %s, not EINVAL",
+			  (unsigned long long)s->a.kill.flags,
+			  s->a.kill.__pad, s->a.kill.pgid, strerror(err));
 	if (s->kind != P_GOOD || (s->q != R_ACQUIRE && s->q != R_IDLE) ||
 	    s->usize != WSEM_ACQUIRE_SIZE_VER0)
 		return;
@@ -771,7 +784,7 @@ static void check_ok(const struct step *s, long ret)
 	}
 	if (s->rdonly && (s->q == R_ACQUIRE || s->q == R_RELEASE ||
 			  s->q == R_SETCAP || s->q == R_ASYNC ||
-			  s->q == R_LABEL)) {
+			  s->q == R_LABEL || s->q == R_KILL)) {
 		violation("%s succeeded on a read-only handle", req_name[s->q]);
 		return;
 	}
@@ -826,6 +839,16 @@ static void check_ok(const struct step *s, long ret)
 			violation("SET_LABEL flags %llx of \"%s\" succeeded",
 				  (unsigned long long)s->a.label.flags,
 				  show(s->a.label.label, nb, sizeof(nb)));
+		break;
+	case R_KILL:
+		/*
+		 * No group the fuzzer may name is led by a child of its own:
+		 * only "none" may be taken (and nothing is ever killed).
+		 */
+		if (s->a.kill.pgid || s->a.kill.flags || s->a.kill.__pad)
+			violation("SET_KILL flags %llx pad %u pgid %d succeeded",
+				  (unsigned long long)s->a.kill.flags,
+				  s->a.kill.__pad, s->a.kill.pgid);
 		break;
 	case R_UNLINK:
 		if (!spec_name(s->a.unlink.name) || s->a.unlink.flags)
@@ -920,15 +943,39 @@ static void build_label(struct rng *r, struct step *s, char *buf,
 	s->bad_tail = tail(r, buf, sizeof(*l), s->usize, len);
 }
 
+/*
+ * SET_KILL: mostly no group (0), else a pid that leads no group of a
+ * child of ours (ourselves, our parent, init, any number, a negative
+ * one); flags and padding now and then.
+ */
+static void build_kill(struct rng *r, struct step *s, char *buf, size_t *len)
+{
+	struct wsem_kill_args *k = &s->a.kill;
+	const int32_t pids[] = {
+		getpid(), getppid(), 1, -1, INT32_MIN, INT32_MAX,
+		(int32_t)below(r, 1u << 22), -(int32_t)below(r, 1u << 22),
+	};
+
+	s->cmd = WSEM_IOC_SET_KILL;
+	memset(k, 0, sizeof(*k));
+	k->size = s->usize = pick_size(r, WSEM_KILL_SIZE_VER0);
+	k->flags = chance(r, 92) ? 0 : rnd(r);
+	k->__pad = chance(r, 95) ? 0 : (uint32_t)rnd(r);
+	k->pgid = chance(r, 50) ? 0 : pids[below(r, ARRAY_SIZE(pids))];
+	memcpy(buf, k, sizeof(*k));
+	s->bad_tail = tail(r, buf, sizeof(*k), s->usize, len);
+}
+
 /* Command numbers near ours that must all be ENOTTY. */
 static unsigned int unknown_cmd(struct rng *r)
 {
-	static const unsigned int nrs[] = { 0, 13, 14, 15, 16, 0x7f, 0xff };
+	static const unsigned int nrs[] = { 0, 14, 15, 16, 17, 0x7f, 0xff };
 	static const unsigned int ours[] = {
 		WSEM_IOC_OPEN, WSEM_IOC_REOPEN, WSEM_IOC_ACQUIRE,
 		WSEM_IOC_RELEASE, WSEM_IOC_SET_CAPACITY, WSEM_IOC_STAT,
 		WSEM_IOC_UNLINK, WSEM_IOC_LIST, WSEM_IOC_HOLDERS,
 		WSEM_IOC_ASYNC, WSEM_IOC_WAIT_IDLE, WSEM_IOC_SET_LABEL,
+		WSEM_IOC_SET_KILL,
 	};
 	unsigned int dir, size = below(r, 1u << _IOC_SIZEBITS), c;
 
@@ -1255,6 +1302,9 @@ static void fuzz_one(struct rng *r, struct arena *a)
 	} else if (k < 92) {
 		s.q = R_LABEL;
 		build_label(r, &s, buf, &len);
+	} else if (k < 93) {
+		s.q = R_KILL;
+		build_kill(r, &s, buf, &len);
 	} else if (k < 96) {
 		s.q = R_UNKNOWN;
 		s.cmd = unknown_cmd(r);

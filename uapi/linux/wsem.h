@@ -275,6 +275,23 @@ struct wsem_label_args {
 
 #define WSEM_LABEL_SIZE_VER0	80
 
+/**
+ * struct wsem_kill_args - a process group that ends with the handle's
+ *	lease (WSEM_IOC_SET_KILL)
+ * @size: sizeof(struct wsem_kill_args)
+ * @flags: zero
+ * @pgid: the process group, in the caller's PID namespace, or 0 for none
+ * @__pad: zero
+ */
+struct wsem_kill_args {
+	__u64 size;
+	__u64 flags;
+	__s32 pgid;
+	__u32 __pad;
+};
+
+#define WSEM_KILL_SIZE_VER0	24
+
 /* WSEM_IOC_REOPEN flags */
 #define WSEM_REOPEN_CLOEXEC	_BITULL(0)
 
@@ -321,5 +338,18 @@ struct wsem_label_args {
  * 0 or -1 with EINVAL (unbound, bad label or flags), EBADF, EFAULT.
  */
 #define WSEM_IOC_SET_LABEL	_IOW(WSEM_IOC_MAGIC, 0x0c, struct wsem_label_args)
+
+/*
+ * Kill a process group with SIGKILL when the handle's lease ends: when its
+ * file is released (its last descriptor closed, or the last process that
+ * has it dies, however it dies), before what it holds goes back.  The
+ * group's leader, whose pid is @pgid, must be a child of the caller in the
+ * caller's session; its members are reached whatever their credentials
+ * (set-uid ones too).  A new call replaces the group, @pgid 0 forgets it.
+ * Needs a bound handle open for reading and writing; 0 or -1 with EINVAL
+ * (unbound, flags, padding, @pgid < 0), ESRCH (no such group leader),
+ * EPERM (not the caller's child, or in another session), EBADF, EFAULT.
+ */
+#define WSEM_IOC_SET_KILL	_IOW(WSEM_IOC_MAGIC, 0x0d, struct wsem_kill_args)
 
 #endif /* _UAPI_LINUX_WSEM_H */

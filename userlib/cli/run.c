@@ -6,13 +6,21 @@
  * close-on-exec handle, acquires, forks COMMAND and waits for it, then
  * closes the handle.  COMMAND and whatever it starts never hold the
  * handle, so a daemon left behind (nohup, a compiler server) does not keep
- * the weight after COMMAND ends.  The child asks for SIGKILL when wsem
- * dies (PR_SET_PDEATHSIG), so killing wsem, even with SIGKILL, cannot
- * leave COMMAND running without its lease; SIGHUP, SIGINT, SIGQUIT,
- * SIGTERM, SIGUSR1, SIGUSR2 and SIGWINCH sent to wsem go on to COMMAND,
- * so "kill $!" works as it would on COMMAND.  The exit status is
- * COMMAND's; when a signal kills COMMAND, wsem dies of the same signal
- * (die_of()), as timeout(1) does.
+ * the weight after COMMAND ends.  COMMAND runs in a process group of its
+ * own (its pid), which wsem records on the handle (WSEM_IOC_SET_KILL)
+ * before COMMAND is exec()ed: when the handle is released the kernel
+ * kills that group with SIGKILL, before the weight goes back, so killing
+ * wsem, even with SIGKILL, cannot leave COMMAND or what it started in its
+ * group running without the lease, set-uid programs included.  When
+ * COMMAND exits on its own, and wsem was sent no SIGHUP, SIGINT, SIGQUIT
+ * or SIGTERM, the group is forgotten first (end_child()).  If wsem's group
+ * was the terminal's foreground group, COMMAND's is made so, and wsem's
+ * again after (a stop of COMMAND's stops wsem's group: stop_too()).
+ * SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2 and SIGWINCH sent to
+ * wsem, or to its process group, go on to COMMAND, once, so "kill $!" and
+ * "kill %1" work as they would on COMMAND.  The exit status is COMMAND's;
+ * when a signal kills COMMAND, wsem dies of the same signal (die_of()),
+ * as timeout(1) does.
  *
  * COMMAND is looked up in PATH before anything is opened or waited for
  * (127 not found, 126 not executable, as env(1)), and every failure of
@@ -47,6 +55,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -69,6 +78,7 @@ struct run_req {
 	int js_fds[2];		/* --jobserver=pipe: read, write; or -1 */
 	char **cmd;
 	int killed_by;		/* the signal that killed COMMAND, or 0 */
+	bool to_group;		/* die_of() signals wsem's whole group */
 };
 
 enum { JOBSERVER_NONE, JOBSERVER_FIFO, JOBSERVER_PIPE };
@@ -369,20 +379,32 @@ static const int forwarded[] = {
 
 static volatile sig_atomic_t child_pid;
 
+/* wsem was sent SIGHUP, SIGINT, SIGQUIT or SIGTERM: the run is ended. */
+static volatile sig_atomic_t told_to_end;
+
+/* The signals forward() was sent, a bit (1 << N) each. */
+static volatile sig_atomic_t received;
+
 /* What each forwarded signal did before: COMMAND gets it back. */
 static struct sigaction saved[NR_FORWARDED];
 
 /*
- * Pass a signal on to COMMAND.  One the terminal sent (^C: SI_KERNEL)
- * went to COMMAND's process group, COMMAND included, already.
+ * Pass a signal on to COMMAND, which has a process group of its own (its
+ * pid): one sent to wsem by pid or to wsem's group reaches COMMAND only
+ * this way, once.  One the terminal sent (SI_KERNEL: wsem's group was the
+ * foreground one, which COMMAND's is not) goes to COMMAND's whole group,
+ * as the terminal would have sent it.
  */
 static void forward(int sig, siginfo_t *si, void *uc)
 {
 	int err = errno;
 
 	(void)uc;
-	if (child_pid > 0 && si->si_code != SI_KERNEL)
-		kill(child_pid, sig);
+	received |= 1 << sig;
+	if (sig != SIGUSR1 && sig != SIGUSR2 && sig != SIGWINCH)
+		told_to_end = 1;
+	if (child_pid > 0)
+		kill(si->si_code == SI_KERNEL ? -child_pid : child_pid, sig);
 	errno = err;
 }
 
@@ -415,21 +437,100 @@ static void stop_forwarding(void)
 		sigaction(forwarded[i], &saved[i], NULL);
 }
 
+/* The controlling terminal, or -1. */
+static int tty_fd = -1;
+
+/* Is process group @pgrp the terminal's foreground group? */
+static bool tty_is(pid_t pgrp)
+{
+	return tty_fd >= 0 && tcgetpgrp(tty_fd) == pgrp;
+}
+
 /*
- * The child: SIGKILL when wsem goes (and wsem may have gone already, in
- * which case getppid() is no longer @parent), default signal actions, then
+ * Make @pgrp the terminal's foreground group, as a shell gives the
+ * terminal to a job; SIGTTOU blocked, since wsem's group may be in the
+ * background by then.
+ */
+static void give_tty(pid_t pgrp)
+{
+	sigset_t ttou, old;
+
+	sigemptyset(&ttou);
+	sigaddset(&ttou, SIGTTOU);
+	sigprocmask(SIG_BLOCK, &ttou, &old);
+	tcsetpgrp(tty_fd, pgrp);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
+/*
+ * Record COMMAND's process group @pgid on handle @fd as the one the
+ * kernel kills (SIGKILL) when the lease ends, however wsem ends; @pgid 0
+ * forgets it.  A module without WSEM_IOC_SET_KILL (ENOTTY) runs COMMAND
+ * with PR_SET_PDEATHSIG alone, after a note.  0, or -1 with errno.
+ */
+static int set_kill(int fd, pid_t pgid)
+{
+	struct wsem_kill_args args = { .size = sizeof(args), .pgid = pgid };
+
+	if (!ioctl(fd, WSEM_IOC_SET_KILL, &args))
+		return 0;
+	if (errno != ENOTTY)
+		return -1;
+	if (pgid)
+		fprintf(stderr, "wsem: note: this wsem module cannot end "
+			"COMMAND's process group with the lease: if wsem is "
+			"killed, what COMMAND started may run on\n");
+	return 0;
+}
+
+/*
+ * The child: a process group of its own, SIGKILL when wsem goes (and wsem
+ * may have gone already, in which case getppid() is no longer @parent),
+ * then it waits on @gate until wsem has made its group the lease's (a
+ * byte; end of file if wsem died or gave up), default signal actions, and
  * COMMAND.  The handle is close-on-exec: COMMAND never sees it.
  */
-static void child(pid_t parent, const sigset_t *oldmask,
+static void child(pid_t parent, int gate, const sigset_t *oldmask,
 		  const struct run_req *req)
 {
+	char go;
+	ssize_t n;
+
 	stop_forwarding();
-	sigprocmask(SIG_SETMASK, oldmask, NULL);
+	if (setpgid(0, 0))
+		_exit(own_failure(cli_fail_nodev("setpgid", errno)));
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL))
 		_exit(own_failure(cli_fail_nodev("PR_SET_PDEATHSIG", errno)));
 	if (getppid() != parent)	/* wsem died before the prctl */
 		_exit(CLI_EXIT_RUN_FAILED);
+	while ((n = read(gate, &go, 1)) < 0 && errno == EINTR)
+		;
+	if (n != 1)
+		_exit(CLI_EXIT_RUN_FAILED);
+	close(gate);
+	sigprocmask(SIG_SETMASK, oldmask, NULL);
 	_exit(exec_command(req->cmd));
+}
+
+/*
+ * A terminal's stop signal (^Z, or a read or write of the terminal from
+ * the background) stopped COMMAND's group, which is not wsem's: stop
+ * wsem's group too, as the terminal would have stopped it had COMMAND
+ * been in it, so that the shell sees its job stopped.  The terminal goes
+ * back to wsem's group first if COMMAND had it; when wsem is continued
+ * (fg, bg), COMMAND gets the terminal again if wsem's group has it, and a
+ * SIGCONT.  A SIGSTOP from anyone else stops COMMAND alone, as before.
+ */
+static void stop_too(pid_t pgid, int sig)
+{
+	if (sig != SIGTSTP && sig != SIGTTIN && sig != SIGTTOU)
+		return;
+	if (tty_is(pgid))
+		give_tty(getpgrp());
+	kill(0, sig);
+	if (tty_is(getpgrp()))
+		give_tty(pgid);
+	kill(-pgid, SIGCONT);
 }
 
 /*
@@ -438,8 +539,9 @@ static void child(pid_t parent, const sigset_t *oldmask,
  * waited for without reaping it first (WNOWAIT): until it is reaped its
  * pid is no one else's, so forward() cannot signal a stranger; then the
  * forwarded signals are blocked, forward() is disarmed, and it is reaped.
- * Any other child that ends meanwhile (an orphan of COMMAND's, when wsem is
- * their subreaper) is reaped as it ends, so that none stays a zombie.
+ * A stop of COMMAND's is passed on (stop_too()).  Any other child that
+ * ends meanwhile (an orphan of COMMAND's, when wsem is their subreaper) is
+ * reaped as it ends, so that none stays a zombie.
  */
 static int wait_child(pid_t pid, const sigset_t *fwd, int *sig)
 {
@@ -448,10 +550,17 @@ static int wait_child(pid_t pid, const sigset_t *fwd, int *sig)
 
 	for (;;) {
 		si.si_pid = 0;
-		if (waitid(P_ALL, 0, &si, WEXITED | WNOWAIT) < 0) {
+		if (waitid(P_ALL, 0, &si, WEXITED | WSTOPPED | WNOWAIT) < 0) {
 			if (errno == EINTR)
 				continue;
 			return own_failure(cli_fail_nodev("waitid", errno));
+		}
+		if (si.si_code == CLD_STOPPED || si.si_code == CLD_TRAPPED) {
+			/* Take the report, so that it is not seen again. */
+			waitid(P_PID, (id_t)si.si_pid, &si, WSTOPPED | WNOHANG);
+			if (si.si_pid == pid && si.si_code == CLD_STOPPED)
+				stop_too(pid, si.si_status);
+			continue;
 		}
 		if (si.si_pid == pid)
 			break;
@@ -543,37 +652,103 @@ static void end_orphans(void)
 }
 
 /*
- * Supervised: run COMMAND as a child holding nothing, wait, pass on; the
- * signal that killed COMMAND in @req->killed_by.
+ * Between fork() and COMMAND's exec: COMMAND's process group (made by
+ * both sides, as a shell makes a job's, so that neither races the other)
+ * is recorded on handle @fd as the one the lease's end kills, and given
+ * the terminal if wsem's group had it; then the child, waiting on @gate,
+ * is let go.  0, or an exit status after one line: the child then exits
+ * 125 without running COMMAND.
  */
-static int supervise(struct run_req *req)
+static int start_child(int fd, pid_t pid, int gate)
 {
-	sigset_t all, old;
+	int ret = 0;
+
+	setpgid(pid, pid);	/* the child may have done it: no matter */
+	if (set_kill(fd, pid)) {
+		ret = own_failure(cli_fail_nodev("WSEM_IOC_SET_KILL", errno));
+	} else {
+		if (tty_is(getpgrp()))
+			give_tty(pid);
+		if (write(gate, "", 1) != 1)
+			ret = own_failure(cli_fail_nodev("pipe", errno));
+	}
+	close(gate);
+	if (ret)
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	return ret;
+}
+
+/*
+ * After COMMAND was reaped: the terminal goes back to wsem's group if
+ * COMMAND's had it.  A SIGINT or SIGQUIT that killed COMMAND without
+ * reaching wsem (the terminal's ^C or ^\ to COMMAND's group, a "kill -INT
+ * 0" of COMMAND's) is to reach wsem's whole group (@req->to_group), as it
+ * would have had COMMAND been in it: a shell script without job control
+ * ends its loop only when it gets the SIGINT itself.  Unless the run was
+ * ended (COMMAND died of a signal, or wsem was sent SIGHUP, SIGINT,
+ * SIGQUIT or SIGTERM), COMMAND's group is forgotten on the handle: what
+ * COMMAND leaves running on purpose (a daemon) is not ended when wsem
+ * closes it.
+ */
+static void end_child(int fd, pid_t pid, struct run_req *req)
+{
+	int sig = req->killed_by;
+
+	if (tty_is(pid))
+		give_tty(getpgrp());
+	req->to_group = (sig == SIGINT || sig == SIGQUIT) &&
+			!(received & (1 << sig));
+	if (!sig && !told_to_end)
+		set_kill(fd, 0);
+}
+
+/*
+ * Supervised: run COMMAND as a child holding nothing, in a process group
+ * of its own that the lease's end kills, wait, pass on; the signal that
+ * killed COMMAND in @req->killed_by.
+ */
+static int supervise(int fd, struct run_req *req)
+{
 	pid_t parent = getpid(), pid;
+	sigset_t all, old;
+	int gate[2], ret;
 	size_t i;
-	int ret;
 
 	sigemptyset(&all);
 	for (i = 0; i < NR_FORWARDED; i++)
 		sigaddset(&all, forwarded[i]);
+	if (pipe2(gate, O_CLOEXEC))
+		return own_failure(cli_fail_nodev("pipe", errno));
 	sigprocmask(SIG_BLOCK, &all, &old);
 	if (req->jobserver && prctl(PR_SET_CHILD_SUBREAPER, 1)) {
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		return own_failure(cli_fail_nodev("PR_SET_CHILD_SUBREAPER",
 						  errno));
 	}
+	tty_fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
 	start_forwarding();
 	fflush(NULL);
 	pid = fork();
-	if (pid == 0)
-		child(parent, &old, req);
+	if (pid == 0) {
+		close(gate[1]);
+		child(parent, gate[0], &old, req);
+	}
+	close(gate[0]);
 	if (pid < 0) {
+		close(gate[1]);
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		return own_failure(cli_fail_nodev("fork", errno));
+	}
+	ret = start_child(fd, pid, gate[1]);
+	if (ret) {
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		return ret;
 	}
 	child_pid = pid;
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	ret = wait_child(pid, &all, &req->killed_by);
+	end_child(fd, pid, req);
 	if (req->jobserver && req->killed_by)
 		end_orphans();
 	return ret;
@@ -584,9 +759,10 @@ static int supervise(struct run_req *req)
  * so that the shell sees a command killed by it (bash ends a loop on ^C
  * only when its child died of SIGINT).  Core dumps off first (a core of
  * wsem's would be no use), then the default action, unblocked, and the
- * signal.  If wsem lives on, or cannot turn core dumps off: 128 + @sig.
+ * signal, to wsem's whole process group with @to_group (end_child()).  If
+ * wsem lives on, or cannot turn core dumps off: 128 + @sig.
  */
-static int die_of(int sig)
+static int die_of(int sig, bool to_group)
 {
 	struct rlimit no_core = { 0, 0 };
 	struct sigaction dfl = { 0 };
@@ -601,7 +777,10 @@ static int die_of(int sig)
 	sigemptyset(&set);
 	sigaddset(&set, sig);
 	sigprocmask(SIG_UNBLOCK, &set, NULL);
-	raise(sig);
+	if (to_group)
+		kill(0, sig);
+	else
+		raise(sig);
 	return 128 + sig;
 }
 
@@ -643,7 +822,7 @@ static int run_leased(int fd, struct run_req *req)
 		return ret;
 	if (!cli_lease_acquire(fd, &req->lease, &ret))
 		return req->lease.conflict ? ret : own_failure(ret);
-	return req->inherit ? become(fd, req) : supervise(req);
+	return req->inherit ? become(fd, req) : supervise(fd, req);
 }
 
 /*
@@ -694,5 +873,5 @@ int cli_run(const struct cli_verb *verb, int argc, char **argv)
 	if (req.js_fds[1] >= 0)
 		close(req.js_fds[1]);
 	close(fd);
-	return req.killed_by ? die_of(req.killed_by) : ret;
+	return req.killed_by ? die_of(req.killed_by, req.to_group) : ret;
 }
