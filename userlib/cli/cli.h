@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "wsem.h"
@@ -105,6 +106,7 @@ const char *cli_ipc_ns_text(unsigned long ns);
 /* report.c */
 int cli_fail(const char *what, int err);
 int cli_fail_nodev(const char *what, int err);
+int cli_fail_endpoint(const char *name, const char *path, int err);
 int cli_device_error(int err);
 void cli_note_capacity(const char *name, uint64_t has, uint64_t asked);
 int cli_fail_target(const char *what, int err);
@@ -120,6 +122,12 @@ void cli_print_json_list(const struct wsem_stat *st, size_t n);
 void cli_print_json_stat(const struct wsem_stat *st);
 void cli_print_json_stat_ns(const struct wsem_stat *st, unsigned long ns);
 void cli_print_json_stat_open(const struct wsem_stat *st, unsigned long ns);
+
+/* json.c */
+void cli_json_string(FILE *out, const char *s, size_t max);
+
+/* makeflags.c */
+char *cli_makeflags(const char *old, const char *ours);
 
 /* who.c */
 int cli_open_name_ro(const char *name);
