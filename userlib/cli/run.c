@@ -98,6 +98,8 @@ static struct cli_opt run_opts[] = {
 	  .help = "MAKEFLAGS with NAME's jobserver: fifo (default) or pipe" },
 	{ .name = "verbose", .short_name = 'v',
 	  .help = "say on stderr when it waits, and for how long" },
+	{ .name = "json",
+	  .help = "once held, one JSON line on stdout: the lease, the wait" },
 	{ .name = NULL },
 };
 
@@ -636,14 +638,20 @@ static int check_target(const struct run_req *req)
  */
 static int run_leased(int fd, struct run_req *req)
 {
+	uint64_t start;
 	int ret = 0;
 
 	if (req->jobserver)
 		ret = own_failure(jobserver_setup(req));
 	if (ret)
 		return ret;
+	start = cli_now_ns();
 	if (!cli_lease_acquire(fd, &req->lease, &ret))
 		return req->lease.conflict ? ret : own_failure(ret);
+	if (seen("json"))
+		cli_print_json_lease(req->name, fd, req->lease.weight,
+				     cli_now_ns() - start,
+				     req->inherit ? fd : -1);
 	return req->inherit ? become(fd, req) : supervise(req);
 }
 
