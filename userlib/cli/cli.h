@@ -158,6 +158,9 @@ struct cli_conf {
 	bool bad;		/* a file was rejected */
 };
 
+/* wsem apply without PATH: these, /etc over /run over /usr/lib */
+#define CLI_CONF_DIRS	{ "/etc/wsem.d", "/run/wsem.d", "/usr/lib/wsem.d" }
+
 int cli_conf_read(struct cli_conf *c, char **paths);
 
 /* The verbs */
