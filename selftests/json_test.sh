@@ -76,7 +76,7 @@ fi
 python3 "$T/holder.py" "$MNT/@jobserver/$N" "$CG" "$T/held" &
 holder=$!
 # A job whose label holds '"', '\' and two bytes of 'é' (each '?').
-wsem run "$N" -- sleep 600 'é"\' &
+wsem run "$N" -- sh -c 'sleep 600' "é\"\\" &
 job=$!
 i=0
 while { [ ! -e "$T/held" ] || [ "$(used "$N")" != 2 ]; } && [ $i -lt 100 ]; do
@@ -92,14 +92,14 @@ COMM="'é' * 7 + '\\ufffd'"
 HOLDER="[h for h in j['holders'] if h['comm'] == $COMM]"
 t_stat() {
 	parses "len(j['holders']) == 2 and len($HOLDER) == 1 and \
-		any(h['label'] == 'sleep 600 ??\"\\\\' for h in j['holders']) and \
+		any(h['label'] == 'sh -c sleep 600 ??\"\\\\' for h in j['holders']) and \
 		len(j['queue']) == 1 and j['queue'][0]['weight'] == 4 and \
 		j['used'] == 2 and j['name'] == '$N'" wsem stat "$N" --json
 }
 
 t_cgroup() {
 	[ -n "$CG" ] || { echo "# SKIP no cgroup2 here" >&3; return 0; }
-	parses "$HOLDER[0]['cgroup'] == '/grp-é'" wsem stat "$N" --json
+	parses "${HOLDER}[0]['cgroup'] == '/grp-é'" wsem stat "$N" --json
 }
 
 t_stat_path_fd() {
@@ -122,9 +122,9 @@ t_nobody() {
 t_run() {
 	N2=json2$$
 	wsem create "$N2" 3 || return 1
-	wsem run "$N2" -w 2 --json -- echo done >"$T/run" || return 1
+	wsem run "$N2" -w 2 --json -- echo ran >"$T/run" || return 1
 	cat "$T/run"
-	[ "$(sed -n 2p "$T/run")" = done ] || return 1
+	[ "$(sed -n 2p "$T/run")" = ran ] || return 1
 	head -n 1 "$T/run" | python3 "$T/check.py" "j['name'] == '$N2' and \
 		j['weight'] == 2 and j['capacity'] == 3 and j['used'] == 2 and \
 		j['waited_ns'] >= 0 and j['inherit'] is False" || return 1

@@ -70,6 +70,7 @@ comp "--json" wsem wait build --j
 # With bash-completion loaded, COMMAND's words go to COMMAND's own
 # completion: _command_offset, here a stand-in that offers what it was
 # told, is called with the index of COMMAND's word.
+# shellcheck disable=SC2317 # called by _wsem
 _command_offset() {
 	COMPREPLY=("offset$1" "${COMP_WORDS[$1]}")
 }
