@@ -20,11 +20,11 @@ T=$(mktemp -d /tmp/top_tty_test.XXXXXX) || exit 1
 # shellcheck source-path=SCRIPTDIR source=util.sh
 . "$(dirname "$0")/util.sh"
 
-# tty.py HOW ARGS...: wsem top ARGS on a new pty; once it has drawn a
+# top_pty.py HOW ARGS...: wsem top ARGS on a new pty; once it has drawn a
 # round, HOW (q: type q; intr: type ^C; TERM, HUP: that signal; none:
 # nothing); then, top gone, echo and canonical mode must be on again, and
 # its status as HOW wants.
-cat >"$T/tty.py" <<'EOP'
+cat >"$T/top_pty.py" <<'EOP'
 import os, pty, select, signal, sys, termios, time
 how, args = sys.argv[1], sys.argv[2:]
 pid, fd = pty.fork()
@@ -70,11 +70,11 @@ if (lflag & (termios.ECHO | termios.ICANON)) != termios.ECHO | termios.ICANON:
     sys.exit("the terminal was left without echo or canonical mode")
 EOP
 
-check "q: the terminal is put back, exit 0" python3 "$T/tty.py" q -d 0.2
-check "-n 3: after the last round, exit 0" python3 "$T/tty.py" none -n 3 -d 1
+check "q: the terminal is put back, exit 0" python3 "$T/top_pty.py" q -d 0.2
+check "-n 3: after the last round, exit 0" python3 "$T/top_pty.py" none -n 3 -d 1
 check "^C: the terminal is put back, top dies of SIGINT" \
-	python3 "$T/tty.py" intr -d 0.2
-check "SIGTERM: put back, dies of it" python3 "$T/tty.py" TERM -d 0.2
-check "SIGHUP: put back, dies of it" python3 "$T/tty.py" HUP -d 0.2
+	python3 "$T/top_pty.py" intr -d 0.2
+check "SIGTERM: put back, dies of it" python3 "$T/top_pty.py" TERM -d 0.2
+check "SIGHUP: put back, dies of it" python3 "$T/top_pty.py" HUP -d 0.2
 rm -rf "$T"
 tap_end
