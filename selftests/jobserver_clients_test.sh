@@ -285,7 +285,7 @@ t_outer_pipe() {
 	mkdir -p "$T/outer"
 	printf 'all:\n\t+wsem run %s --jobserver -- %s -C %s LOG=%s NAP=%s\n' \
 		"$N" "$SID/make" "$T/flat" "$T/log" $NAP >"$T/outer/Makefile"
-	$SID/make -s -j8 --jobserver-style=pipe -C "$T/outer" \
+	$SID/make -j8 --jobserver-style=pipe -C "$T/outer" >/dev/null \
 		2>"$T/make.err" || { cat "$T/make.err"; return 1; }
 	client_ran "$T/log" 12 "$T/make.err"
 }

@@ -138,8 +138,8 @@ t_outer_pipe() {
 	make -j8 -k -f "$T/outer/Makefile" 2>"$T/o.err" >/dev/null || return 1
 	make -j8 -k -f "$T/outer/Makefile" mf >"$T/mf" || return 1
 	cat "$T/mf"
-	grep -q -- "^k -j1 --jobserver-auth=[0-9]*,[0-9]*\$" "$T/mf" &&
 	quiet o && [ "$(lines "$T/log" "+ o")" -eq 12 ] && at_most $CAP &&
+	grep -q -- "^k -j1 --jobserver-auth=[0-9]*,[0-9]*\$" "$T/mf" &&
 	wait_used 0
 }
 
