@@ -131,6 +131,8 @@ struct options {
 	const char *outdir;
 	const char *only;	/* comma-separated scenario names, or NULL */
 	bool quiet;
+	const char *revision;	/* -r: the git revision measured, or NULL */
+	const char *accel;	/* -a: how the CPUs run: tcg, kvm, native */
 };
 
 extern struct options opt;

@@ -2,13 +2,15 @@
 /*
  * wsem-bench: wsem next to sem_t, SysV semop, eventfd and flock.
  *
- *	wsem-bench [-o DIR] [-t SCALE] [-s SCENARIO,...] [-q]
+ *	wsem-bench [-o DIR] [-t SCALE] [-s SCENARIO,...] [-r REV] [-a ACCEL] [-q]
  *
  * Runs the scenarios (uncontended, handoff, contention, fairness, scale,
  * memory, massgrant, namespaces, longhold, idleherd, jobserver) in that
  * order, or those that -s names, writes DIR/results.json, DIR/results.dat
  * and DIR/metrics.txt and prints the table on stdout.  -t multiplies every
- * measuring time.  Needs /dev/wsem; the memory scenario and 10,000
+ * measuring time.  -r and -a go into the results as they are: the git
+ * revision measured and how the CPUs run (tcg, kvm; without -a, "native"
+ * or "virtualized" from the CPUID hypervisor bit).  Needs /dev/wsem; the memory scenario and 10,000
  * threads need root, and the rows without wsem's poll need spin_ns to be
  * writable.
  */
@@ -80,11 +82,55 @@ static const char *cpu_model(char *buf, size_t len)
 	return buf;
 }
 
+/*
+ * The module's spin_ns when the run starts (scenarios that turn the poll
+ * off put it back), or -1 where it cannot be read.
+ */
+static long long spin_ns(void)
+{
+	FILE *f = fopen("/sys/module/wsem/parameters/spin_ns", "r");
+	long long v = -1;
+
+	if (f) {
+		if (fscanf(f, "%lld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+/*
+ * How the CPUs run, where -a does not say: "native" without the CPUID
+ * hypervisor bit, "virtualized" (KVM or TCG, unknown which) with it.
+ */
+static const char *accel(void)
+{
+	FILE *f;
+	char line[4096];
+	const char *a = "native";
+
+	if (opt.accel)
+		return opt.accel;
+	f = fopen("/proc/cpuinfo", "r");
+	if (!f)
+		return "unknown";
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "flags", 5)) {
+			if (strstr(line, " hypervisor"))
+				a = "virtualized";
+			break;
+		}
+	}
+	fclose(f);
+	return a;
+}
+
 static void meta(void)
 {
 	char date[32], model[128];
 	struct utsname u;
 	time_t t = time(NULL);
+	long long spin = spin_ns();
 
 	uname(&u);
 	strftime(date, sizeof(date), "%Y-%m-%d %H:%M UTC", gmtime(&t));
@@ -96,18 +142,31 @@ static void meta(void)
 	json_str("cpu", model);
 	json_int("cpus", sysconf(_SC_NPROCESSORS_ONLN));
 	json_num("time_scale", opt.scale);
+	if (opt.revision)
+		json_str("git_revision", opt.revision);
+	else
+		json_null("git_revision");
+	json_int("spin_ns", spin);
+	json_str("accel", accel());
+	json_str("ratios", "cost of the row / cost of its reference: "
+		 "above 1, the row is slower or costlier");
 	json_end();
-	table("wsem-bench %s, kernel %s, %ld CPUs (%s)\n", date, u.release,
-	      sysconf(_SC_NPROCESSORS_ONLN), model);
+	table("wsem-bench %s, kernel %s, %ld CPUs (%s), %s\n", date, u.release,
+	      sysconf(_SC_NPROCESSORS_ONLN), model, accel());
+	table("git revision %s, spin_ns %lld\n",
+	      opt.revision ? opt.revision : "unknown", spin);
 	table("Ratios compare peers measured in the same run; absolute times "
 	      "depend on the machine\n(under software emulation they mean "
-	      "little).\n");
+	      "little).  Every ratio is a cost's, the row's over its\n"
+	      "reference's (for a rate: its time per operation): above 1, "
+	      "the row is slower or\ncostlier than its reference, in every "
+	      "table.\n");
 }
 
 static void usage(void)
 {
 	fprintf(stderr, "usage: wsem-bench [-o DIR] [-t SCALE] "
-		"[-s SCENARIO,...] [-q]\n");
+		"[-s SCENARIO,...] [-r REV] [-a ACCEL] [-q]\n");
 	exit(2);
 }
 
@@ -116,7 +175,7 @@ int main(int argc, char **argv)
 	size_t i;
 	int c, fd;
 
-	while ((c = getopt(argc, argv, "o:t:s:q")) != -1) {
+	while ((c = getopt(argc, argv, "o:t:s:r:a:q")) != -1) {
 		switch (c) {
 		case 'o':
 			opt.outdir = optarg;
@@ -131,6 +190,12 @@ int main(int argc, char **argv)
 			break;
 		case 'q':
 			opt.quiet = true;
+			break;
+		case 'r':
+			opt.revision = optarg;
+			break;
+		case 'a':
+			opt.accel = optarg;
 			break;
 		default:
 			usage();

@@ -202,7 +202,13 @@ uint64_t run_ns(double seconds)
 	return (uint64_t)(seconds * opt.scale * NSEC_PER_SEC);
 }
 
-/* @peer / @wsem, NaN when either is missing. */
+/*
+ * @peer / @wsem, NaN when either is missing.  Every ratio printed is one
+ * of costs, a row's over its reference's (times, CPU, bytes; for rates the
+ * reference's rate over the row's, i.e. the row's time per operation over
+ * the reference's), so that above 1 always means the row is slower or
+ * costlier than its reference, in every table.
+ */
 double ratio(double peer, double wsem)
 {
 	if (!isfinite(peer) || !isfinite(wsem) || wsem == 0)

@@ -101,6 +101,21 @@ wait_quiet() {
 	fi
 }
 
+# The git revision measured ("dirty" when the module, uapi, userlib or
+# bench differ from it), for -r.
+revision() {
+	local r
+	r=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null) || { echo unknown; return; }
+	git -C "$ROOT" diff --quiet HEAD -- Kbuild module uapi userlib bench \
+		2>/dev/null || r="$r-dirty"
+	echo "$r"
+}
+
+# How selftests/vm/run.sh runs the guest's CPUs (its -accel), for -a.
+vm_accel() {
+	sed -n 's/.*-accel \([a-z]*\).*/\1/p' "$ROOT/selftests/vm/run.sh" | head -n 1
+}
+
 run_vm() {
 	local out=$BENCH st scen=${WSEM_BENCH_SCENARIOS:-}
 	# A part of the scenarios does not replace the committed results.
@@ -112,7 +127,7 @@ run_vm() {
 	trap 'rm -f "$CONSOLE"' EXIT
 	# In the guest: the table goes to a file, the progress to the console;
 	# then each file is printed between markers.
-	local cmd="mkdir -p /tmp/bench && wsem-bench -o /tmp/bench ${scen:+-s $scen} ${WSEM_BENCH_ARGS:-} >/tmp/bench/results.txt; st=\$?
+	local cmd="mkdir -p /tmp/bench && wsem-bench -o /tmp/bench ${scen:+-s $scen} -r $(revision) -a $(vm_accel) ${WSEM_BENCH_ARGS:-} >/tmp/bench/results.txt; st=\$?
 for f in $FILES; do echo \"@@bench-file \$f\"; cat /tmp/bench/\$f; echo '@@bench-end'; done
 exit \$st"
 	wait_quiet
@@ -218,7 +233,7 @@ while [ \$p -le $passes ]; do
 		if [ \$side = after ] && [ -f /bin/wsem_before.ko ]; then
 			insmod /bin/wsem_before.ko && twin=1
 		fi
-		wsem-bench -o \$d -s $scen ${WSEM_BENCH_ARGS:-} >\$d/results.txt || st=\$?
+		wsem-bench -o \$d -s $scen -a $(vm_accel) ${WSEM_BENCH_ARGS:-} >\$d/results.txt || st=\$?
 		[ -n "\$twin" ] && rmmod wsem_before
 	done
 	p=\$((p + 1))
@@ -333,7 +348,7 @@ run_host() {
 	mkdir -p "$out"
 	# shellcheck disable=SC2086 # options
 	"$BIN" -o "$out" ${WSEM_BENCH_SCENARIOS:+-s "$WSEM_BENCH_SCENARIOS"} \
-		${WSEM_BENCH_ARGS:-} >"$out/results.txt"
+		-r "$(revision)" ${WSEM_BENCH_ARGS:-} >"$out/results.txt"
 	st=$?
 	[ -n "$loaded" ] && rmmod wsem
 	[ "$st" -eq 0 ] || die "wsem-bench failed (status $st)"

@@ -256,8 +256,9 @@ static void print(struct result *res, int n)
 
 	table("\n3. Free-for-all contention: N processes loop "
 	      "acquire(1)/release(1)\n");
-	table("   grants/s; ratio = peer / wsem (grants/s); share = most / "
-	      "fewest grants of one process;\n");
+	table("   grants/s; ratio = wsem's grants/s / the row's (above 1: the "
+	      "row is slower); share = most /\n   fewest grants of one "
+	      "process;\n");
 	table("   CPU = user+system time of all N processes per grant, ns; "
 	      "wait = one acquire, ns;\n   jumps = grants that overtook an "
 	      "older sleeping request\n");
@@ -273,7 +274,7 @@ static void print(struct result *res, int n)
 		double q;
 
 		w = wsem_row(res, n, r);
-		q = w ? ratio(r->rate, w->rate) : NAN;
+		q = w ? ratio(w->rate, r->rate) : NAN;
 		snprintf(jumps, sizeof(jumps), "%llu/%llu",
 			 (unsigned long long)r->jumps,
 			 (unsigned long long)r->order_grants);
@@ -288,7 +289,7 @@ static void print(struct result *res, int n)
 		json_int("capacity", (long long)r->capacity);
 		json_int("procs", r->nprocs);
 		json_num("grants_per_s", r->rate);
-		json_num("ratio_to_wsem", q);
+		json_num("time_ratio_to_wsem", q);
 		json_num("cpu_ns_per_grant", r->cpu);
 		json_num("cpu_ratio_to_wsem", w ? ratio(r->cpu, w->cpu) : NAN);
 		json_num("max_min_share", r->share);

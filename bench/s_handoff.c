@@ -408,7 +408,8 @@ static int cmp_double(const void *a, const void *b)
 }
 
 /*
- * wsem's rate over the sem_t ping-pong's, round by round: the median and
+ * wsem's time per hand-off over the sem_t ping-pong's (its rate over
+ * wsem's), round by round: the median and
  * range in @q[0..2]; the ratio of the totals is returned.
  */
 static double wsem_per_psem(const struct result *res, int rounds, double *q)
@@ -417,13 +418,13 @@ static double wsem_per_psem(const struct result *res, int rounds, double *q)
 	int k;
 
 	for (k = 0; k < rounds; k++)
-		r[k] = ratio(res[0].round_rate[k], res[1].round_rate[k]);
+		r[k] = ratio(res[1].round_rate[k], res[0].round_rate[k]);
 	qsort(r, (size_t)rounds, sizeof(r[0]), cmp_double);
 	q[0] = rounds % 2 ? r[rounds / 2] :
 			    (r[rounds / 2 - 1] + r[rounds / 2]) / 2;
 	q[1] = r[0];
 	q[2] = r[rounds - 1];
-	return ratio(res[0].rate, res[1].rate);
+	return ratio(res[1].rate, res[0].rate);
 }
 
 static double pct(uint64_t part, uint64_t whole)
@@ -440,10 +441,10 @@ static void print_json(const struct variant *vs, const struct result *res,
 	json_begin(places[place].key);
 	json_str("unit", "hand-offs per second; latency ns");
 	json_str("placement", places[place].label);
-	json_num("wsem_per_sem_t_pingpong", total);
-	json_num("wsem_per_sem_t_pingpong_round_median", q[0]);
-	json_num("wsem_per_sem_t_pingpong_round_min", q[1]);
-	json_num("wsem_per_sem_t_pingpong_round_max", q[2]);
+	json_num("time_wsem_per_sem_t_pingpong", total);
+	json_num("time_wsem_per_sem_t_pingpong_round_median", q[0]);
+	json_num("time_wsem_per_sem_t_pingpong_round_min", q[1]);
+	json_num("time_wsem_per_sem_t_pingpong_round_max", q[2]);
 	json_begin_array("rows");
 	for (i = 0; i < n; i++) {
 		const struct result *r = &res[i];
@@ -453,7 +454,7 @@ static void print_json(const struct variant *vs, const struct result *res,
 		json_num("handoffs_per_s", r->rate);
 		json_num("median_ns", r->median);
 		json_num("p99_ns", r->p99);
-		json_num("ratio_to_wsem", ratio(r->rate, res[0].rate));
+		json_num("time_ratio_to_wsem", ratio(res[0].rate, r->rate));
 		json_num("cpu_ns_per_handoff", per_op(r->cpu, r->handoffs));
 		json_num("cpu_ratio_to_wsem",
 			 ratio(per_op(r->cpu, r->handoffs),
@@ -480,7 +481,7 @@ static void print_plot(const struct variant *vs, const struct result *res,
 		const struct result *r = &res[i];
 
 		plot("%d \"%s\" %.1f %.1f %.1f %.4f\n", i, vs[i].name,
-		     r->rate, r->median, r->p99, ratio(r->rate, res[0].rate));
+		     r->rate, r->median, r->p99, ratio(res[0].rate, r->rate));
 	}
 	plot("\n\n");
 }
@@ -497,7 +498,7 @@ static void print_table(const struct variant *vs, const struct result *res,
 		table("   %-28s %10.0f %10.0f %10.0f %7.2f %8.0f %5.2f "
 		      "%6.0f%% %6.0f%%%s\n",
 		      vs[i].label, r->rate, r->median, r->p99,
-		      ratio(r->rate, res[0].rate),
+		      ratio(res[0].rate, r->rate),
 		      per_op(r->cpu, r->handoffs),
 		      r->ns ? (double)r->cpu / (double)r->ns : 0,
 		      pct(r->handoffs, r->grants),
@@ -534,8 +535,8 @@ static void headline(const struct variant *vs, const struct result *res,
 		 "hand-offs/s", name);
 	metric(key, label, res[1].rate);
 	snprintf(key, sizeof(key), "handoff.%s.ratio", name);
-	snprintf(label, sizeof(label), "hand-off %s: wsem / sem_t ping-pong",
-		 name);
+	snprintf(label, sizeof(label), "hand-off %s: wsem / sem_t ping-pong, "
+		 "time per hand-off", name);
 	metric(key, label, total);
 	snprintf(key, sizeof(key), "handoff.%s.latency", name);
 	snprintf(label, sizeof(label), "hand-off %s: wsem latency, median ns",
@@ -555,8 +556,8 @@ static void headline(const struct variant *vs, const struct result *res,
 		return;
 	snprintf(key, sizeof(key), "handoff.%s.no_poll_ratio", name);
 	snprintf(label, sizeof(label), "hand-off %s: wsem without the "
-		 "poll / sem_t ping-pong", name);
-	metric(key, label, ratio(res[i].rate, res[1].rate));
+		 "poll / sem_t ping-pong, time", name);
+	metric(key, label, ratio(res[1].rate, res[i].rate));
 	snprintf(key, sizeof(key), "handoff.%s.poll_cpu", name);
 	snprintf(label, sizeof(label), "hand-off %s: wsem / wsem no poll, "
 		 "CPU per hand-off", name);
@@ -579,18 +580,18 @@ static void print_no_poll(const struct variant *vs,
 		return;
 	table("   without the poll: %-19s %10s %10s %10s\n", "",
 	      "no poll /", "poll's", "poll's");
-	table("   %-38s %10s %10s %10s\n", "", "sem_t", "gain", "CPU");
+	table("   %-38s %10s %10s %10s\n", "", "sem_t", "time", "CPU");
 	for (p = 0; p < NPLACEMENTS; p++) {
 		w = &res[p][0];
 		np = &res[p][k];
 		table("   %-38s %10.2f %10.2f %10.2f\n", places[p].name,
-		      ratio(np->rate, res[p][1].rate), ratio(w->rate, np->rate),
+		      ratio(res[p][1].rate, np->rate), ratio(np->rate, w->rate),
 		      ratio(per_op(w->cpu, w->handoffs),
 			    per_op(np->cpu, np->handoffs)));
 	}
-	table("   (no poll / sem_t: wsem with spin_ns 0 / sem_t ping-pong, "
-	      "rate; poll's gain: wsem / no poll,\n    rate; poll's CPU: "
-	      "wsem / no poll, CPU per hand-off)\n");
+	table("   (no poll / sem_t: time per hand-off, wsem with spin_ns 0 / "
+	      "sem_t ping-pong; poll's time:\n    wsem / no poll, time per "
+	      "hand-off; poll's CPU: wsem / no poll, CPU per hand-off)\n");
 }
 
 void scenario_handoff(void)
@@ -607,7 +608,7 @@ void scenario_handoff(void)
 	table("\n2. Strict hand-off between two processes, in three "
 	      "placements\n");
 	table("   hand-offs/s; latency = release -> other's grant, ns; ratio = "
-	      "peer / wsem (rate);\n   CPU = user+system time of both "
+	      "wsem's rate / the row's\n   (above 1: the row is slower); CPU = user+system time of both "
 	      "processes per hand-off, ns; busy = CPUs they kept busy;\n"
 	      "   alt = grants that changed hands; "
 	      "same CPU = hand-offs within one CPU\n");
@@ -615,8 +616,8 @@ void scenario_handoff(void)
 	      "median", "p99", "ratio", "CPU", "busy", "alt", "sameCPU");
 	for (p = 0; p < NPLACEMENTS; p++)
 		print_table(vs, res[p], n, p);
-	table("   wsem / sem_t ping-pong, side by side: %10s %10s %10s %10s\n",
-	      "all rounds", "round med", "round min", "round max");
+	table("   wsem / sem_t ping-pong, time per hand-off: %5s %10s %10s "
+	      "%10s\n", "all rounds", "round med", "round min", "round max");
 	for (p = 0; p < NPLACEMENTS; p++)
 		table("   %-38s %10.2f %10.2f %10.2f %10.2f\n", places[p].name,
 		      total[p], q[p][0], q[p][1], q[p][2]);

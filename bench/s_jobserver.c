@@ -510,7 +510,7 @@ static void print_group(const struct row *rows, int n)
 	plot("# jobserver-%s%s\n", kind, sn);
 	for (i = 0; i < n; i++) {
 		const struct row *r = &rows[i];
-		double q = base && r->ok ? ratio(r->rate, base->rate) : NAN;
+		double q = base && r->ok ? ratio(base->rate, r->rate) : NAN;
 
 		cpu = per_op(r->cpu, r->handoffs);
 		busy = per_op(r->busy, r->handoffs);
@@ -530,7 +530,7 @@ static void print_group(const struct row *rows, int n)
 		json_str("scheduling", sn);
 		json_int("processes", r->p);
 		json_num("handoffs_per_s", r->rate);
-		json_num("ratio_to_p2", q);
+		json_num("time_ratio_to_p2", q);
 		json_num("cpu_ns_per_handoff", cpu);
 		json_num("guest_cpu_ns_per_handoff", busy);
 		json_num("cpu_ratio_to_p2", ratio(cpu, cpu0));
@@ -564,8 +564,8 @@ static void print_group(const struct row *rows, int n)
 			continue;
 		snprintf(key, sizeof(key), "jobserver.%s%s.p%d.ratio", kind, sn,
 			 r->p);
-		snprintf(label, sizeof(label), "jobserver %s%s P=%d: "
-			 "hand-offs/s / P=2's", kind, sn, r->p);
+		snprintf(label, sizeof(label), "jobserver %s%s P=%d: time per "
+			 "hand-off / P=2's", kind, sn, r->p);
 		metric(key, label, q);
 	}
 	plot("\n\n");
@@ -626,8 +626,8 @@ static void print(const struct row *rows, int nsched, const char *mnt)
 	      "writing the next one's (poll, read, one WSEM_IOC_STAT, write): "
 	      "a hand-off\n    among P processes without a jobserver\n", mnt);
 	table("   hand-offs/s (a read by another process than the last "
-	      "reader), %.1f s after %.1f s warm-up;\n   ratio = hand-offs/s "
-	      "at P / at P=2: below 1 is slower than with 2, in every row;\n"
+	      "reader), %.1f s after %.1f s warm-up;\n   ratio = time per "
+	      "hand-off at P / at P=2: above 1 is slower than with 2;\n"
 	      "   CPU = user+system time of the P processes per hand-off, ns; "
 	      "guest = the guest's busy\n   CPU (/proc/stat, all CPUs) per "
 	      "hand-off, ns; CPU ratio = CPU at P / at P=2: above 1\n   is "
@@ -649,11 +649,11 @@ static void print(const struct row *rows, int nsched, const char *mnt)
 	json_end();
 	for (k = 0; k < 2 * nsched; k++) {
 		g = &rows[k * NSIZES];
-		table("   jobserver%s, %s: hand-offs/s with %d processes / with "
-		      "2 = %.2f\n", g->chain ? " floor" : "",
+		table("   jobserver%s, %s: time per hand-off with %d processes "
+		      "/ with 2 = %.2f\n", g->chain ? " floor" : "",
 		      sched_name[g->pinned], MAX_P,
 		      g[0].ok && g[NSIZES - 1].ok ?
-		      ratio(g[NSIZES - 1].rate, g[0].rate) : NAN);
+		      ratio(g[0].rate, g[NSIZES - 1].rate) : NAN);
 	}
 	for (k = 0; k < nsched; k++)
 		print_floor(&rows[2 * k * NSIZES], &rows[(2 * k + 1) * NSIZES]);

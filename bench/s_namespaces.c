@@ -229,7 +229,7 @@ static void print(const struct nsb *x)
 	}
 	table("\n8. Opens in one IPC namespace beside %d others\n", NS_OTHERS);
 	table("   wsem_open(name) + close() per second, median of %d; "
-	      "ratio to alone;\n   CPU = the measuring process's "
+	      "ratio = time per open\n   over alone's (above 1: slower); CPU = the measuring process's "
 	      "user+system time per open, ns (median)\n", ROUNDS);
 	table("   %-28s %10s %8s %8s\n", "", "opens/s", "ratio", "CPU");
 	json_begin("namespaces");
@@ -238,23 +238,24 @@ static void print(const struct nsb *x)
 	json_begin_array("rows");
 	for (i = 0; i < NSET; i++) {
 		table("   %-28s %10.0f %8.2f %8.0f\n", set_label[i], m[i],
-		      ratio(m[i], m[ALONE]), c[i]);
+		      ratio(m[ALONE], m[i]), c[i]);
 		json_begin(NULL);
 		json_str("setting", set_key[i]);
 		json_num("opens_per_s", m[i]);
-		json_num("ratio_to_alone", ratio(m[i], m[ALONE]));
+		json_num("time_ratio_to_alone", ratio(m[ALONE], m[i]));
 		json_num("cpu_ns_per_open", c[i]);
 		json_end();
 	}
 	json_end_array();
-	json_num("busy_per_spinning", ratio(m[BUSYOPEN], m[SPIN]));
+	json_num("time_busy_per_spinning", ratio(m[SPIN], m[BUSYOPEN]));
 	json_end();
-	table("   busy / spinning %.2f: what the others' opens cost beyond "
-	      "the CPU (1.00: nothing)\n", ratio(m[BUSYOPEN], m[SPIN]));
-	metric("namespaces.idle", "namespaces: opens with 1000 idle / alone",
-	       ratio(m[IDLE], m[ALONE]));
-	metric("namespaces.busy", "namespaces: opens with 2 busy / 2 spinning",
-	       ratio(m[BUSYOPEN], m[SPIN]));
+	table("   busy / spinning %.2f (time per open): what the others' opens "
+	      "cost beyond the CPU\n   (1.00: nothing)\n",
+	      ratio(m[SPIN], m[BUSYOPEN]));
+	metric("namespaces.idle", "namespaces: time per open with 1000 idle "
+	       "/ alone", ratio(m[ALONE], m[IDLE]));
+	metric("namespaces.busy", "namespaces: time per open with 2 busy / "
+	       "2 spinning", ratio(m[SPIN], m[BUSYOPEN]));
 }
 
 void scenario_namespaces(void)

@@ -642,6 +642,50 @@ t_apply() {
 	[ -z "$(grep usage "$T/err")" ]
 }
 
+# apply without PATH reads /etc/wsem.d, /run/wsem.d and /usr/lib/wsem.d as
+# sysctl.d does: same name, /etc over /run over /usr/lib; a /etc symlink
+# to /dev/null masks; in name order across the three; none of them there
+# is nothing declared (exit 0, not a word).  In a new IPC namespace and a
+# private mount namespace whose /etc, /run and /usr/lib are scratch
+# directories (so the static wsem: nothing else runs after the mounts).
+t_apply_dirs() {
+	static=$(dirname "$WSEM")/wsem-static
+	[ -x "$static" ] || static=$WSEM
+	mkdir -p "$T/root/etc" "$T/root/run" "$T/root/usrlib"
+	[ -d /usr/lib ] || mkdir -p /usr/lib	# the guest's initramfs
+	[ -d /run ] || mkdir /run
+	# $1: the directories' parent (scratch); the rest: wsem's arguments.
+	# shellcheck disable=SC2016 # the inner shell's
+	in_root='mount --make-rprivate / && mount --bind "$1/etc" /etc &&
+		mount --bind "$1/run" /run && mount --bind "$1/usrlib" /usr/lib &&
+		shift && exec "$@"'
+	expect 0 unshare -i -m sh -c "$in_root" sh "$T/root" "$static" apply -n
+	quiet
+	mkdir "$T/root/etc/wsem.d" "$T/root/run/wsem.d" "$T/root/usrlib/wsem.d"
+	echo 'x capacity=1' >"$T/root/usrlib/wsem.d/a.conf"
+	echo 'x capacity=2' >"$T/root/run/wsem.d/a.conf"
+	echo 'y capacity=3' >"$T/root/usrlib/wsem.d/b.conf"
+	ln -s /dev/null "$T/root/etc/wsem.d/b.conf"
+	echo 'z capacity=4' >"$T/root/usrlib/wsem.d/c.conf"
+	echo 'w capacity=5' >"$T/root/etc/wsem.d/d.conf"
+	echo 'v capacity=6' >"$T/root/run/wsem.d/0.conf"
+	expect 0 unshare -i -m sh -c "$in_root" sh "$T/root" "$static" apply -n
+	cat "$T/out"
+	[ "$(cat "$T/out")" = "create v capacity 6 mode 0600 (dry run)
+create x capacity 2 mode 0600 (dry run)
+create z capacity 4 mode 0600 (dry run)
+create w capacity 5 mode 0600 (dry run)" ]
+	[ ! -s "$T/err" ]
+	# /etc/wsem.d alone missing: the others still count
+	rm -r "$T/root/etc/wsem.d"
+	expect 0 unshare -i -m sh -c "$in_root" sh "$T/root" "$static" apply -n
+	grep -qx "create y capacity 3 mode 0600 (dry run)" "$T/out"
+	# a file with an error is named by the directory it was read from
+	echo 'x capacity=zero' >"$T/root/run/wsem.d/a.conf"
+	expect 1 unshare -i -m sh -c "$in_root" sh "$T/root" "$static" apply -n
+	grep -q "^wsem: /run/wsem.d/a.conf:1: " "$T/err"
+}
+
 t_ls_long() {
 	wsem create "$P-l" 3 --mode 0640
 	expect 0 wsem ls -l
@@ -1511,6 +1555,7 @@ t_ls_long ls -l adds owner, group, mode and the longest wait
 t_top top -n N: plain rounds off a terminal, busiest first
 t_wait_idle wait [--idle]: returns when the last holder leaves; -t exits 124
 t_apply apply: creates, resizes, re-modes; idempotent; --dry-run, --prune; a bad file is one error
+t_apply_dirs apply without PATH: /etc, /run, /usr/lib wsem.d as sysctl.d; none is nothing declared
 t_resize resize changes the capacity; 0 is refused
 t_rm rm removes the name; again exits 3; rm -f of a missing one exits 0
 t_permissions another user: stat/ls with read only, resize/run/rm refused

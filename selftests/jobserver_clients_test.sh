@@ -242,7 +242,7 @@ t_ninja() {
 	wsem run "$N" --jobserver -- $SID/ninja -C "$T/ninja" \
 		>"$T/ninja.out" 2>"$T/ninja.err" || { cat "$T/ninja.out"; return 1; }
 	# ninja 1.13 says so when it finds a jobserver it can use.
-	grep "Jobserver mode detected: *-j$CAP --jobserver-auth=fifo:$FIFO\$" \
+	grep "Jobserver mode detected: *-j1 --jobserver-auth=fifo:$FIFO\$" \
 		"$T/ninja.out" || { cat "$T/ninja.out"; return 1; }
 	client_ran "$T/log" 12 "$T/ninja.err"
 }
@@ -272,6 +272,21 @@ t_recursive() {
 	: >"$T/log"
 	wsem run "$N" --jobserver -- $SID/make -C "$T/top" LOG="$T/log" \
 		NAP=$NAP >"$T/make.out" 2>"$T/make.err" || return 1
+	client_ran "$T/log" 12 "$T/make.err"
+}
+
+# Under an outer jobserver of 8 tokens, a pipe (sid's make -j8
+# --jobserver-style=pipe, whose recipe runs wsem run by $(MAKE)'s '+'):
+# the inner make 4.4.1 gets both in MAKEFLAGS, and keeps to the
+# semaphore's CAP, not the outer 8 (it took the last --jobserver-auth,
+# the outer one, and ran 8 and more, when wsem's words went in front).
+t_outer_pipe() {
+	: >"$T/log"
+	mkdir -p "$T/outer"
+	printf 'all:\n\t+wsem run %s --jobserver -- %s -C %s LOG=%s NAP=%s\n' \
+		"$N" "$SID/make" "$T/flat" "$T/log" $NAP >"$T/outer/Makefile"
+	$SID/make -j8 --jobserver-style=pipe -C "$T/outer" >/dev/null \
+		2>"$T/make.err" || { cat "$T/make.err"; return 1; }
 	client_ran "$T/log" 12 "$T/make.err"
 }
 
@@ -325,7 +340,7 @@ t_two_users() {
 	     $1 == "-" { c[$2]-- }
 	     END { exit !both }' "$T/logU" ||
 		{ echo "no job of one ran beside a job of the other"; return 1; }
-	grep -q "Jobserver mode detected: *-j$CAP --jobserver-auth=fifo:$FIFO\$" \
+	grep -q "Jobserver mode detected: *-j1 --jobserver-auth=fifo:$FIFO\$" \
 		"$T/ninjaU/out"
 }
 
@@ -533,6 +548,8 @@ check "ninja 1.13 with capacity 1: one job at a time" t_ninja_one
 check "make 4.4.1 (fifo): at most $CAP at once, and $CAP; no warning" t_make
 check "make 4.4.1, 3 \$(MAKE) sub-makes: at most $CAP in all, and $CAP" \
 	t_recursive
+check "make 4.4.1 under an outer make's pipe jobserver of 8: at most $CAP" \
+	t_outer_pipe
 check "cargo 1.97 build -j 8: at most $CAP rustc at once, and $CAP" t_cargo
 check "make 4.4.1 SIGKILLed beside another: used back at once, other at $CAP" \
 	t_make_kill

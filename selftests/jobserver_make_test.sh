@@ -112,14 +112,35 @@ t_build() {
 	wait_used 0
 }
 
-# The same with MAKEFLAGS the user had: they are kept, after ours.
+# The same with MAKEFLAGS the user had: make's own flags stay the first
+# word, ours follow, the rest is kept.
 t_user_makeflags() {
 	: >"$T/log"
-	MAKEFLAGS=s wsem run "$N" --jobserver=pipe -- \
+	MAKEFLAGS='s --no-print-directory' wsem run "$N" --jobserver=pipe -- \
 		sh -c 'echo "$MAKEFLAGS"; make -C "$1" LOG="$1/log" NAP=0.1' \
 		sh "$T" >"$T/mf" || return 1
-	grep -q -- "-j$CAP --jobserver-auth=[0-9]*,[0-9]* s\$" "$T/mf" &&
-	[ "$(most "$T/log")" -le $CAP ] && wait_used 0
+	cat "$T/mf"
+	grep -q -- "^s -j1 --jobserver-auth=[0-9]*,[0-9]* --no-print-directory\$" \
+		"$T/mf" && [ "$(most "$T/log")" -le $CAP ] && wait_used 0
+}
+
+# Under an outer jobserver of 8 tokens (make 4.3 -j8: a pipe, passed to
+# its '+' recipe, wsem run), the inner make keeps to CAP, not 8 (it took
+# the outer --jobserver-auth, the last, when wsem's words went in front);
+# the outer make's -k reaches it still.
+t_outer_pipe() {
+	: >"$T/log"
+	mkdir -p "$T/outer"
+	printf 'all:\n\t+wsem run %s --jobserver=pipe -- make -C %s LOG=%s ID=o NAP=0.3 J=12\n' \
+		"$N" "$T" "$T/log" >"$T/outer/Makefile"
+	printf 'mf:\n\t+@wsem run %s --jobserver=pipe -- sh -c %s\n' "$N" \
+		"'echo \"\$\$MAKEFLAGS\"'" >>"$T/outer/Makefile"
+	make -j8 -k -f "$T/outer/Makefile" 2>"$T/o.err" >/dev/null || return 1
+	make -j8 -k -f "$T/outer/Makefile" mf >"$T/mf" || return 1
+	cat "$T/mf"
+	quiet o && [ "$(lines "$T/log" "+ o")" -eq 12 ] && at_most $CAP &&
+	grep -q -- "^k -j1 --jobserver-auth=[0-9]*,[0-9]*\$" "$T/mf" &&
+	wait_used 0
 }
 
 # Recursive make: 3 sub-makes of 2, 5 and 5 jobs share the 3 tokens.
@@ -245,6 +266,25 @@ t_container() {
 	[ "$(lines "$T/log" "+ c")" -eq 12 ] && at_most $CAP && wait_used 0
 }
 
+# In the same container, the semaphore's file bind-mounted alone, without
+# its @jobserver/NAME: one line that says so, naming neither /dev/wsem nor
+# the module, and exit 125; nothing ran.
+t_container_no_endpoint() {
+	command -v bwrap >/dev/null || { echo "no bwrap in this guest"; return 1; }
+	rm -f "$T/ran"
+	rerooted bwrap --unshare-all --die-with-parent \
+		--ro-bind /bin /bin --ro-bind /lib /lib --ro-bind-try /lib64 /lib64 \
+		--ro-bind /etc /etc --bind "$T" "$T" --dev /dev --proc /proc \
+		--dir /run/limits --bind "$MNT/$N" "/run/limits/$N" -- \
+		wsem run "/run/limits/$N" --jobserver -- touch "$T/ran" \
+		2>"$T/ne.err"
+	r=$?
+	cat "$T/ne.err"
+	[ $r -eq 125 ] && [ ! -e "$T/ran" ] && [ "$(wc -l <"$T/ne.err")" -eq 1 ] &&
+	grep -q "^wsem: /run/limits/@jobserver/$N: .*/run/limits/$N is here without its jobserver endpoint" "$T/ne.err" &&
+	! grep -q "/dev/wsem\|module" "$T/ne.err"
+}
+
 # children PID: the processes whose parent is PID, from /proc/N/stat,
 # "N (COMM) STATE PPID ..." (the children file needs CONFIG_PROC_CHILDREN).
 children() {
@@ -335,7 +375,7 @@ t_kill_again() {
 # The default style, fifo, by NAME and by PATH: the endpoint's path.
 t_fifo_style() {
 	wsem run "$N" --jobserver -- sh -c 'echo "$MAKEFLAGS"' >"$T/mf" &&
-	grep -qx " -j$CAP --jobserver-auth=fifo:$MNT/@jobserver/$N" "$T/mf" &&
+	grep -qx " -j1 --jobserver-auth=fifo:$MNT/@jobserver/$N" "$T/mf" &&
 	[ -p "$MNT/@jobserver/$N" ] &&
 	mkdir "$T/m" && mount -t wsem wsem "$T/m" &&
 	wsem run "$T/m/$N" --jobserver=fifo -- sh -c 'echo "$MAKEFLAGS"' \
@@ -343,7 +383,7 @@ t_fifo_style() {
 	r=$?
 	umount "$T/m" 2>/dev/null
 	[ $r -eq 0 ] &&
-	grep -qx " -j$CAP --jobserver-auth=fifo:$T/m/@jobserver/$N" "$T/mf2"
+	grep -qx " -j1 --jobserver-auth=fifo:$T/m/@jobserver/$N" "$T/mf2"
 }
 
 # Without wsemfs at /sys/fs/wsem, a NAME has no endpoint: one line, exit 1.
@@ -395,12 +435,16 @@ check "--jobserver: fifo style by NAME and by PATH" t_fifo_style
 check "--jobserver without wsemfs at $MNT: one line, exit 125" t_unmounted
 check "--jobserver=socket and --jobserver --fd N: usage errors" t_usage
 check "make -j through the endpoint: $CAP at once, never more" t_build
-check "MAKEFLAGS the user had are kept, after ours" t_user_makeflags
+check "MAKEFLAGS the user had are kept, make's flags first" t_user_makeflags
+check "make 4.3 under an outer make -j8's pipe jobserver: $CAP at most" \
+	t_outer_pipe
 check "recursive make: 3 sub-makes share the $CAP tokens" t_recursive
 check "a job writing more bytes than it read makes no token" t_extra_bytes
 check "a make at its tail keeps no idle token from another build" t_tail
 check "root's and nobody's builds at once: $CAP in all, never more" t_two_users
 check "a build in a container through a bind mount, one on the host" t_container
+check "a semaphore's file in a container without its endpoint: said so" \
+	t_container_no_endpoint
 check "make killed with SIGKILL: its jobs ended, nothing stays used" t_sigkill
 check "makes killed again and again: the other build gets their tokens" t_kill_again
 check "an orphan that ends while COMMAND runs is reaped, no zombie" t_orphan_reaped

@@ -98,13 +98,13 @@ ran '^flac -s [abc]\.wav \|  \| enc=[1-3]$' 3
 result "the .wav loop: flac runs once per file under enc's lease" $? "$T/ran"
 grep -q '^capacity: *4$' "$T"/blocks/*.sh.out
 result "cat /sys/fs/wsem/gpu shows capacity 4" $?
-ran '^make  \|  -j8 --jobserver-auth=fifo:/sys/fs/wsem/@jobserver/build \| build=1$' 1
+ran '^make  \|  -j1 --jobserver-auth=fifo:/sys/fs/wsem/@jobserver/build \| build=1$' 1
 result "wsem run build --jobserver -- make: MAKEFLAGS names the fifo" $? "$T/ran"
-ran '^make  \|  -j8 --jobserver-auth=[0-9]+,[0-9]+ \| build=1$' 1
+ran '^make  \|  -j1 --jobserver-auth=[0-9]+,[0-9]+ \| build=1$' 1
 result "--jobserver=pipe: MAKEFLAGS names two descriptors" $? "$T/ran"
-ran '^ninja  \|  -j8 --jobserver-auth=fifo:/sys/fs/wsem/@jobserver/build \| build=1$' 1
+ran '^ninja  \|  -j1 --jobserver-auth=fifo:/sys/fs/wsem/@jobserver/build \| build=1$' 1
 result "wsem run build --jobserver -- ninja: the same MAKEFLAGS" $? "$T/ran"
-ran '^cargo build \|  -j8 --jobserver-auth=fifo:/sys/fs/wsem/@jobserver/build \| build=1$' 1
+ran '^cargo build \|  -j1 --jobserver-auth=fifo:/sys/fs/wsem/@jobserver/build \| build=1$' 1
 result "wsem run build --jobserver -- cargo build: the same MAKEFLAGS" $? "$T/ran"
 ran '^make -j2 \|  \| gpu=2$' 1
 result "exec 9<>, wsem acquire --fd 9 -w 2: make runs holding 2" $? "$T/ran"

@@ -45,7 +45,7 @@ comp() {
 	fi
 }
 
-echo "1..20"
+echo "1..22"
 comp "release resize rm run" wsem r
 comp "acquire apply" wsem a
 comp "wait" wsem w
@@ -65,6 +65,17 @@ comp "wsemtestcmd" wsem run build -- wsemtest
 comp "--force" wsem rm --f
 comp "--verbose" wsem run build --verb
 comp "-V" wsem -V
+comp "--json" wsem wait build --j
+
+# With bash-completion loaded, COMMAND's words go to COMMAND's own
+# completion: _command_offset, here a stand-in that offers what it was
+# told, is called with the index of COMMAND's word.
+# shellcheck disable=SC2317 # called by _wsem
+_command_offset() {
+	COMPREPLY=("offset$1" "${COMP_WORDS[$1]}")
+}
+comp "offset4 wsemtestcmd" wsem run build -- wsemtestcmd --x
+unset -f _command_offset
 
 # Every long option offered is one the real wsem knows.
 n=$((n + 1))

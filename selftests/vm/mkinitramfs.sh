@@ -138,7 +138,8 @@ case " $tests " in
 esac
 # The Python tests bring Debian's python3, pip and the binding (python.sh).
 case " $tests " in
-*" python_test.sh "* | *" python_pip_test.sh "*)
+*" python_test.sh "* | *" python_pip_test.sh "* | *" json_test.sh "* | \
+*" top_tty_test.sh "*)
 	. "$VMDIR/python.sh"
 	add_python || die "cannot add python3 to the guest"
 	;;

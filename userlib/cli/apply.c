@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * wsem apply [-n|--dry-run] [--prune] [PATH...]: make the semaphores of
- * this IPC namespace what the .conf files of /etc/wsem.d (or PATH...)
- * declare.
+ * this IPC namespace what the .conf files of /etc/wsem.d, /run/wsem.d and
+ * /usr/lib/wsem.d (conf.c: sysctl.d's rules), or of PATH..., declare.
  *
  * Idempotent: it creates what is missing, resizes what has another
  * capacity, and changes mode, owner and group where they are declared and
@@ -28,7 +28,6 @@
 
 #include "cli.h"
 
-#define APPLY_DIR	"/etc/wsem.d"
 #define SYSFS_MNT	"/sys/fs/wsem"
 
 static struct cli_opt apply_opts[] = {
@@ -232,9 +231,9 @@ int cli_apply(const struct cli_verb *verb, int argc, char **argv)
 		.verb = verb,
 		.opts = apply_opts,
 		.command = true,	/* PATH... */
-		.command_optional = true,	/* none: /etc/wsem.d */
+		.command_optional = true,	/* none: CLI_CONF_DIRS */
 	};
-	char *def[] = { APPLY_DIR, NULL }, **paths;
+	char **paths;
 	struct cli_conf c = { 0 };
 	struct apply a = { 0 };
 	const struct wsem_stat *cur;
@@ -244,8 +243,8 @@ int cli_apply(const struct cli_verb *verb, int argc, char **argv)
 
 	if (ret)
 		return ret;
-	paths = p.cmd && *p.cmd ? p.cmd : def;
-	for (i = 0; paths[i]; i++) {
+	paths = p.cmd && *p.cmd ? p.cmd : NULL;
+	for (i = 0; paths && paths[i]; i++) {
 		if (paths[i][0] == '-')
 			return cli_usage(verb->synopsis,
 					 "options go before PATH: '%s'",

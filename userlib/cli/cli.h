@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "wsem.h"
@@ -104,6 +105,7 @@ const char *cli_ipc_ns_text(unsigned long ns);
 /* report.c */
 int cli_fail(const char *what, int err);
 int cli_fail_nodev(const char *what, int err);
+int cli_fail_endpoint(const char *name, const char *path, int err);
 int cli_device_error(int err);
 void cli_note_capacity(const char *name, uint64_t has, uint64_t asked);
 int cli_fail_target(const char *what, int err);
@@ -119,6 +121,16 @@ void cli_print_json_list(const struct wsem_stat *st, size_t n);
 void cli_print_json_stat(const struct wsem_stat *st);
 void cli_print_json_stat_ns(const struct wsem_stat *st, unsigned long ns);
 void cli_print_json_stat_open(const struct wsem_stat *st, unsigned long ns);
+
+/* json.c */
+void cli_json_string(FILE *out, const char *s, size_t max);
+void cli_print_json_lease(const char *name, int fd, uint64_t weight,
+			  uint64_t waited_ns, int inherit_fd);
+void cli_print_json_wait(const char *name, bool idle, uint64_t waited_ns);
+uint64_t cli_now_ns(void);
+
+/* makeflags.c */
+char *cli_makeflags(const char *old, const char *ours);
 
 /* who.c */
 ssize_t cli_who(int fd, struct wsem_holder **who, size_t *nholders);
@@ -143,6 +155,9 @@ struct cli_conf {
 	size_t n;
 	bool bad;		/* a file was rejected */
 };
+
+/* wsem apply without PATH: these, /etc over /run over /usr/lib */
+#define CLI_CONF_DIRS	{ "/etc/wsem.d", "/run/wsem.d", "/usr/lib/wsem.d" }
 
 int cli_conf_read(struct cli_conf *c, char **paths);
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * The declarations "wsem apply" reads: files of /etc/wsem.d (or those
- * named), one semaphore a line,
+ * The declarations "wsem apply" reads: files of /etc/wsem.d, /run/wsem.d
+ * and /usr/lib/wsem.d (conf_default()), or those named, one semaphore a
+ * line,
  *
  *	# NAME   KEY=VALUE...
  *	build    capacity=8 mode=0660 group=builders
@@ -11,12 +12,15 @@
  * /etc/passwd and /etc/group, or a number) are enforced only when given.
  * A "#" starts a comment.  A file with any error is rejected whole.
  */
+#define _GNU_SOURCE		/* asprintf() */
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "cli.h"
 
@@ -200,15 +204,29 @@ static int by_name(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The *.conf files of directory @dir, in name order, into @c. */
-static int conf_dir(struct cli_conf *c, const char *dir)
+/* Free the @n names of @names, and @names. */
+static void free_names(char **names, ssize_t n)
 {
-	char **names = NULL, **nn, path[4096];
+	ssize_t i;
+
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+/*
+ * The names of the *.conf files of @dir into *@names (malloc()ed, each
+ * too); how many, or -1 after one line (*@names NULL).  No directory:
+ * none.
+ */
+static ssize_t conf_names(const char *dir, char ***names)
+{
 	struct dirent *e;
-	size_t n = 0, i, len;
-	int ret = 0;
+	size_t n = 0, len;
+	char **nn;
 	DIR *d = opendir(dir);
 
+	*names = NULL;
 	if (!d) {
 		/* No directory: nothing is declared. */
 		if (errno == ENOENT)
@@ -221,35 +239,150 @@ static int conf_dir(struct cli_conf *c, const char *dir)
 		if (e->d_name[0] == '.' || len < 6 ||
 		    strcmp(e->d_name + len - 5, ".conf"))
 			continue;
-		nn = realloc(names, (n + 1) * sizeof(*names));
+		nn = realloc(*names, (n + 1) * sizeof(*nn));
+		if (nn)
+			*names = nn;
 		if (!nn || !(nn[n] = strdup(e->d_name))) {
-			names = nn ? nn : names;
-			ret = -1;
-			break;
+			closedir(d);
+			free_names(*names, n);
+			*names = NULL;
+			fprintf(stderr, "wsem: %s: %s\n", dir, strerror(ENOMEM));
+			return -1;
 		}
-		names = nn;
 		n++;
 	}
 	closedir(d);
+	return (ssize_t)n;
+}
+
+/* Read file @name of @dir into @c; 0 or -1. */
+static int conf_dir_file(struct cli_conf *c, const char *dir, const char *name)
+{
+	char *p;
+
+	/* The declarations keep the path, for messages. */
+	if (asprintf(&p, "%s/%s", dir, name) < 0)
+		return -1;
+	return conf_file(c, p);
+}
+
+/* The *.conf files of directory @dir, in name order, into @c. */
+static int conf_dir(struct cli_conf *c, const char *dir)
+{
+	char **names;
+	ssize_t n = conf_names(dir, &names), i;
+	int ret = 0;
+
+	if (n < 0)
+		return -1;
 	qsort(names, n, sizeof(*names), by_name);
 	for (i = 0; i < n; i++) {
-		char *p;
-
-		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-		free(names[i]);
-		/* The declarations keep the path, for messages. */
-		p = strdup(path);
-		if (!p || conf_file(c, p))
+		if (conf_dir_file(c, dir, names[i]))
 			ret = -1;
 	}
-	free(names);
+	free_names(names, n);
+	return ret;
+}
+
+/* Is @path /dev/null (a symlink to it: the file is masked)? */
+static bool masked(const char *path)
+{
+	struct stat sb;
+
+	return !stat(path, &sb) && S_ISCHR(sb.st_mode) &&
+	       major(sb.st_rdev) == 1 && minor(sb.st_rdev) == 3;
+}
+
+/* A file of the default directories: its name, and the one that wins. */
+struct conf_entry {
+	char *name;
+	const char *dir;
+};
+
+static int by_entry_name(const void *a, const void *b)
+{
+	return strcmp(((const struct conf_entry *)a)->name,
+		      ((const struct conf_entry *)b)->name);
+}
+
+/* Whether @e (@n entries) has one named @name. */
+static bool has_entry(const struct conf_entry *e, size_t n, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (!strcmp(e[i].name, name))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Add the *.conf files of @dir that no earlier directory has to *@e
+ * (*@n entries); 0, or -1 after one line.
+ */
+static int add_entries(struct conf_entry **e, size_t *n, const char *dir)
+{
+	char **names;
+	ssize_t k = conf_names(dir, &names), i;
+	struct conf_entry *ne;
+	int ret = k < 0 ? -1 : 0;
+
+	for (i = 0; i < k; i++) {
+		if (has_entry(*e, *n, names[i]))
+			continue;
+		ne = realloc(*e, (*n + 1) * sizeof(*ne));
+		if (!ne) {
+			ret = -1;
+			break;
+		}
+		*e = ne;
+		ne[*n].name = names[i];
+		ne[*n].dir = dir;
+		names[i] = NULL;	/* now the entry's */
+		(*n)++;
+	}
+	free_names(names, k < 0 ? 0 : k);
+	return ret;
+}
+
+/*
+ * No PATH: the *.conf files of /etc/wsem.d, /run/wsem.d and
+ * /usr/lib/wsem.d, as sysctl.d(5) and tmpfiles.d(5) read theirs: a file
+ * of /etc hides one of the same name in /run or /usr/lib, one of /run
+ * one in /usr/lib; a winner that is /dev/null (a symlink to it) masks the
+ * name; the files are read in the order of their names, whatever their
+ * directory.  A directory that is not there declares nothing.
+ */
+static int conf_default(struct cli_conf *c)
+{
+	static const char *const dirs[] = CLI_CONF_DIRS;
+	struct conf_entry *e = NULL;
+	size_t n = 0, i;
+	char path[4096];
+	int ret = 0;
+
+	for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		if (add_entries(&e, &n, dirs[i]))
+			ret = -1;
+	}
+	if (n)
+		qsort(e, n, sizeof(*e), by_entry_name);
+	for (i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/%s", e[i].dir, e[i].name);
+		if (!masked(path) && conf_dir_file(c, e[i].dir, e[i].name))
+			ret = -1;
+		free(e[i].name);
+	}
+	free(e);
 	return ret;
 }
 
 /**
  * cli_conf_read() - read declarations from files and directories
  * @c: filled; c->bad is set if any file was rejected
- * @paths: NULL-terminated; a directory contributes its *.conf files
+ * @paths: NULL-terminated; a directory contributes its *.conf files;
+ *	   NULL: the default directories (conf_default())
  *
  * Return: 0, or -1 if any file was rejected (the others are in @c).
  */
@@ -258,6 +391,11 @@ int cli_conf_read(struct cli_conf *c, char **paths)
 	DIR *d;
 	int ret = 0;
 
+	if (!paths) {
+		ret = conf_default(c);
+		c->bad = ret != 0;
+		return ret;
+	}
 	for (; *paths; paths++) {
 		d = opendir(*paths);
 		if (d)

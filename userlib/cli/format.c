@@ -112,23 +112,6 @@ void cli_print_stats(const struct wsem_stat *st)
 	       (uint64_t)st->queue_max);
 }
 
-/* A JSON string; names are [A-Za-z0-9._-], but escape anything odd. */
-static void json_string(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			printf("\\%c", c);
-		else if (c < 0x20 || c >= 0x7f)
-			printf("\\u%04x", c);
-		else
-			putchar(c);
-	}
-	putchar('"');
-}
-
 static void json_u64(const char *key, uint64_t v)
 {
 	printf(",\"%s\":%" PRIu64, key, v);
@@ -137,7 +120,7 @@ static void json_u64(const char *key, uint64_t v)
 static void json_fields(const struct wsem_stat *st)
 {
 	fputs("{\"name\":", stdout);
-	json_string(stat_name(st));
+	cli_json_string(stdout, st->name, sizeof(st->name));
 	json_u64("capacity", st->capacity);
 	json_u64("used", st->used);
 	json_u64("available", st->available);

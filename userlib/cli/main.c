@@ -34,7 +34,7 @@ static const struct cli_verb verbs[] = {
 	  "Change the capacity.", cli_resize },
 	{ "run", "run NAME|PATH|--fd N [-w W|all] [-t DURATION | -n] [-E N] "
 		 "[-v] [-c CAPACITY [-m MODE]] [--inherit] "
-		 "[--jobserver[=fifo|pipe]] -- COMMAND [ARG...]",
+		 "[--jobserver[=fifo|pipe]] [--json] -- COMMAND [ARG...]",
 	  "Wait for weight W, run COMMAND holding it, give it back when "
 	  "COMMAND ends.", cli_run },
 	{ "acquire", "acquire --fd N [-w W|all] [-t DURATION | -n] [-E N] "
@@ -43,7 +43,7 @@ static const struct cli_verb verbs[] = {
 	  "it holds W until released or closed.", cli_acquire },
 	{ "release", "release --fd N [-w W]",
 	  "Give back W, or all that handle N holds.", cli_release },
-	{ "wait", "wait NAME|PATH|--fd N [--idle] [-t DURATION]",
+	{ "wait", "wait NAME|PATH|--fd N [--idle] [-t DURATION] [--json]",
 	  "Wait until nothing is held and nobody waits.", cli_wait },
 	{ "apply", "apply [-n|--dry-run] [--prune] [-v] [PATH...]",
 	  "Create, resize, chmod and chown the semaphores /etc/wsem.d/*.conf "

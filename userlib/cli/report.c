@@ -127,3 +127,27 @@ int cli_fail_target(const char *what, int err)
 		return cli_fail_nodev(what, err);
 	return cli_fail(what, err);
 }
+
+/*
+ * Report @err reaching @path, the jobserver endpoint of @name (a NAME or
+ * a semaphore's file), which is never /dev/wsem's doing: the semaphore
+ * itself was opened already.  ENOENT where @name is a file is the
+ * container's case, the semaphore's file bind-mounted without its
+ * endpoint: said so.
+ */
+int cli_fail_endpoint(const char *name, const char *path, int err)
+{
+	const char *base = strrchr(name, '/');
+
+	if (err != ENOENT)
+		return cli_fail_msg(path, strerror(err), CLI_EXIT_ERROR);
+	if (base)
+		fprintf(stderr, "wsem: %s: no such file: %s is here without "
+			"its jobserver endpoint (bind-mount %s/%s beside it, "
+			"or the whole wsemfs)\n", path, name,
+			WSEM_JOBSERVER_DIR, base + 1);
+	else
+		fprintf(stderr, "wsem: %s: no such file: %s has no jobserver "
+			"endpoint there\n", path, name);
+	return CLI_EXIT_ERROR;
+}

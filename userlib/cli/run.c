@@ -38,9 +38,10 @@
  * supervising wsem.
  *
  * --jobserver[=fifo|pipe]: COMMAND also gets the semaphore's jobserver
- * endpoint (wsemfs's @jobserver/NAME) in MAKEFLAGS, " -jC
- * --jobserver-auth=fifo:PATH" (C: the capacity) or, for pipe, two
- * inherited descriptors opened on it, "R,W"; MAKEFLAGS it had come after.
+ * endpoint (wsemfs's @jobserver/NAME) in MAKEFLAGS, "-j1
+ * --jobserver-auth=fifo:PATH" or, for pipe, two inherited descriptors
+ * opened on it, "R,W"; they replace any jobserver and -j of the MAKEFLAGS
+ * it had (makeflags.c), whose other words are kept.
  * The weight run holds is the protocol's implicit token: make, ninja and
  * cargo take their other jobs' tokens from the semaphore.  A supervised
  * --jobserver run also ends what COMMAND leaves running when a signal
@@ -107,6 +108,8 @@ static struct cli_opt run_opts[] = {
 	  .help = "MAKEFLAGS with NAME's jobserver: fifo (default) or pipe" },
 	{ .name = "verbose", .short_name = 'v',
 	  .help = "say on stderr when it waits, and for how long" },
+	{ .name = "json",
+	  .help = "once held, one JSON line on stdout: the lease, the wait" },
 	{ .name = NULL },
 };
 
@@ -221,15 +224,17 @@ static int open_inheritable(const char *path, int flags)
 }
 
 /*
- * --jobserver: MAKEFLAGS for COMMAND, " -jC --jobserver-auth=fifo:PATH"
- * or, for pipe, "R,W" on descriptors opened here for COMMAND to inherit;
- * MAKEFLAGS it had follow.  0, or an exit status after one line.
+ * --jobserver: MAKEFLAGS for COMMAND, "-j1 --jobserver-auth=fifo:PATH"
+ * or, for pipe, "R,W" on descriptors opened here for COMMAND to inherit,
+ * in place of any jobserver and -j COMMAND would inherit (cli_makeflags()).
+ * "-j1", not the capacity: a client that knows no --jobserver-auth (make
+ * before 4.2) runs one job at a time on the implicit token rather than
+ * jobs that hold nothing; the others ignore an inherited -j when they have
+ * a jobserver.  0, or an exit status after one line.
  */
-static int jobserver_setup(int fd, struct run_req *req)
+static int jobserver_setup(struct run_req *req)
 {
-	const char *old = getenv("MAKEFLAGS");
-	char path[4096], auth[4200], *flags;
-	struct wsem_stat st;
+	char path[4096], ours[4300], *flags;
 	struct stat sb;
 	int ret;
 
@@ -237,27 +242,25 @@ static int jobserver_setup(int fd, struct run_req *req)
 	if (ret)
 		return ret;
 	if (stat(path, &sb))
-		return cli_fail(path, errno);
+		return cli_fail_endpoint(req->name, path, errno);
 	if (!S_ISFIFO(sb.st_mode))
 		return cli_fail_msg(path, "not a jobserver endpoint",
 				    CLI_EXIT_ERROR);
-	if (wsem_stat(fd, &st))
-		return cli_fail(req->name, errno);
 	if (req->jobserver == JOBSERVER_PIPE) {
 		req->js_fds[0] = open_inheritable(path, O_RDONLY);
 		if (req->js_fds[0] < 0)
-			return cli_fail(path, errno);
+			return cli_fail_endpoint(req->name, path, errno);
 		req->js_fds[1] = open_inheritable(path, O_WRONLY);
 		if (req->js_fds[1] < 0)
-			return cli_fail(path, errno);
-		snprintf(auth, sizeof(auth), "%d,%d", req->js_fds[0],
-			 req->js_fds[1]);
+			return cli_fail_endpoint(req->name, path, errno);
+		snprintf(ours, sizeof(ours), "-j1 --jobserver-auth=%d,%d",
+			 req->js_fds[0], req->js_fds[1]);
 	} else {
-		snprintf(auth, sizeof(auth), "fifo:%s", path);
+		snprintf(ours, sizeof(ours), "-j1 --jobserver-auth=fifo:%s",
+			 path);
 	}
-	if (asprintf(&flags, " -j%" PRIu64 " --jobserver-auth=%s%s%s",
-		     (uint64_t)st.capacity, auth, old && *old ? " " : "",
-		     old ? old : "") < 0)
+	flags = cli_makeflags(getenv("MAKEFLAGS"), ours);
+	if (!flags)
 		return cli_fail_nodev("MAKEFLAGS", ENOMEM);
 	ret = setenv("MAKEFLAGS", flags, 1);
 	free(flags);
@@ -814,14 +817,20 @@ static int check_target(const struct run_req *req)
  */
 static int run_leased(int fd, struct run_req *req)
 {
+	uint64_t start;
 	int ret = 0;
 
 	if (req->jobserver)
-		ret = own_failure(jobserver_setup(fd, req));
+		ret = own_failure(jobserver_setup(req));
 	if (ret)
 		return ret;
+	start = cli_now_ns();
 	if (!cli_lease_acquire(fd, &req->lease, &ret))
 		return req->lease.conflict ? ret : own_failure(ret);
+	if (seen("json"))
+		cli_print_json_lease(req->name, fd, req->lease.weight,
+				     cli_now_ns() - start,
+				     req->inherit ? fd : -1);
 	return req->inherit ? become(fd, req) : supervise(fd, req);
 }
 

@@ -155,9 +155,9 @@ static void print_stat(const struct wsem_stat *st, unsigned long ns, int hfd,
 	ssize_t n = hfd >= 0 ? cli_who(hfd, &who, &nholders) : -1;
 
 	if (json) {
+		/* who is not to be read: empty arrays, never absent keys */
 		cli_print_json_stat_open(st, ns);
-		if (n >= 0)
-			cli_print_json_who(who, (size_t)n, nholders);
+		cli_print_json_who(who, n > 0 ? (size_t)n : 0, nholders);
 		puts("}");
 	} else {
 		cli_print_stat(st);

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,75 @@ static struct cli_opt top_opts[] = {
 	  .help = "between rounds (default 2s)" },
 	{ .name = NULL },
 };
+
+/*
+ * The terminal as top found it, put back on every way out: q, the last
+ * round, an error, and a signal that ends or stops top (^C, ^\\, SIGTERM,
+ * SIGHUP, ^Z), since a shell such as dash does not restore it itself.
+ */
+static struct termios saved_tty;
+
+/* The signals after which the terminal is put back. */
+static const int tty_signals[] = { SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGTSTP };
+
+#define NR_TTY_SIGNALS	(sizeof(tty_signals) / sizeof(tty_signals[0]))
+
+static void tty_raw(void);
+
+/*
+ * Put the terminal back, then take the signal's default action (end, or
+ * stop for ^Z) as if top had not caught it: it is raised again, and
+ * delivered once this handler returns, its action now the default.
+ */
+static void tty_restore_and_raise(int sig)
+{
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	int err = errno;
+
+	tcsetattr(STDIN_FILENO, TCSANOW, &saved_tty);
+	sigemptyset(&dfl.sa_mask);
+	sigaction(sig, &dfl, NULL);
+	raise(sig);
+	errno = err;
+}
+
+/* SIGCONT after ^Z: raw again, and ^Z caught again. */
+static void tty_resume(int sig)
+{
+	int err = errno;
+
+	(void)sig;
+	tty_raw();
+	errno = err;
+}
+
+/*
+ * No echo, no line editing; the signals put it back (ISIG stays on).  A
+ * signal that was ignored (top started in the background) stays so.
+ */
+static void tty_raw(void)
+{
+	struct sigaction sa = { .sa_handler = tty_restore_and_raise }, old;
+	struct termios raw = saved_tty;
+	size_t i;
+
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < NR_TTY_SIGNALS; i++) {
+		if (!sigaction(tty_signals[i], NULL, &old) &&
+		    old.sa_handler != SIG_IGN)
+			sigaction(tty_signals[i], &sa, NULL);
+	}
+	sa.sa_handler = tty_resume;
+	sigaction(SIGCONT, &sa, NULL);
+	raw.c_lflag &= ~(ICANON | ECHO);
+	tcsetattr(STDIN_FILENO, TCSANOW, &raw);
+}
+
+/* The terminal back as it was (top exits next: the handlers can stay). */
+static void tty_restore(void)
+{
+	tcsetattr(STDIN_FILENO, TCSANOW, &saved_tty);
+}
 
 /* The most waiters first, then the most used, then by name. */
 static int busiest_first(const void *a, const void *b)
@@ -81,7 +151,6 @@ int cli_top(const struct cli_verb *verb, int argc, char **argv)
 {
 	struct cli_parse p = { .verb = verb, .opts = top_opts };
 	struct cli_opt *o;
-	struct termios old, raw;
 	uint64_t rounds = 0, n;
 	int64_t delay = 2000000000;
 	bool tty, quit = false;
@@ -97,19 +166,16 @@ int cli_top(const struct cli_verb *verb, int argc, char **argv)
 		return cli_usage(verb->synopsis, "invalid DURATION '%s'",
 				 o->value);
 	tty = isatty(STDOUT_FILENO) && isatty(STDIN_FILENO);
-	if (tty && !tcgetattr(STDIN_FILENO, &old)) {
-		raw = old;
-		raw.c_lflag &= ~(ICANON | ECHO);
-		tcsetattr(STDIN_FILENO, TCSANOW, &raw);
-	} else {
+	if (tty && !tcgetattr(STDIN_FILENO, &saved_tty))
+		tty_raw();
+	else
 		tty = false;
-	}
 	for (n = 0; !ret && !quit && (!rounds || n < rounds); n++) {
 		ret = round_once(tty, n);
 		if (!ret && (!rounds || n + 1 < rounds))
 			quit = wait_or_quit(tty, delay);
 	}
 	if (tty)
-		tcsetattr(STDIN_FILENO, TCSANOW, &old);
+		tty_restore();
 	return ret ? ret : CLI_EXIT_OK;
 }

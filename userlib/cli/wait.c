@@ -17,6 +17,8 @@ static struct cli_opt wait_opts[] = {
 	{ .name = "timeout", .short_name = 't', .arg = "DURATION",
 	  .help = "give up after DURATION (exit 124)" },
 	{ .name = "fd", .arg = "N", .help = "the inherited handle N" },
+	{ .name = "json",
+	  .help = "at the end, one JSON line: idle or not, how long" },
 	{ .name = NULL },
 };
 
@@ -44,7 +46,8 @@ int cli_wait(const struct cli_verb *verb, int argc, char **argv)
 	struct cli_opt *timeout = cli_opt(wait_opts, "timeout");
 	int64_t timeout_ns = -1;
 	const char *what;
-	int fd, ret;
+	uint64_t start;
+	int fd, ret, err;
 
 	ret = cli_parse(&p, argc, argv);
 	if (!ret)
@@ -65,7 +68,12 @@ int cli_wait(const struct cli_verb *verb, int argc, char **argv)
 	if (fd < 0)
 		return cli_is_path(what) ? cli_fail_nodev(what, errno) :
 					   cli_fail_target(what, errno);
+	start = cli_now_ns();
 	ret = wsem_wait_idle(fd, timeout_ns);
+	err = errno;
+	if (cli_opt(wait_opts, "json")->seen && (!ret || err == ETIMEDOUT))
+		cli_print_json_wait(what, !ret, cli_now_ns() - start);
+	errno = err;
 	if (ret && errno == ETIMEDOUT)
 		ret = cli_fail_msg(what, "timed out", CLI_EXIT_TIMEDOUT);
 	else if (ret)

@@ -123,23 +123,13 @@ void cli_print_who(const struct wsem_holder *who, size_t n, size_t nholders)
 
 static void json_entry(const struct wsem_holder *w, const char *age)
 {
-	const char *p;
-
-	printf("{\"pid\":%d,\"comm\":\"", w->pid);
-	for (p = w->comm; p < w->comm + sizeof(w->comm) && *p; p++)
-		putchar(*p == '"' || *p == '\\' || (unsigned char)*p < 0x20 ?
-			'?' : *p);
-	printf("\",\"cgroup\":\"");
-	for (p = w->cgroup; *p; p++)
-		putchar(*p == '"' || *p == '\\' || (unsigned char)*p < 0x20 ?
-			'?' : *p);
-	printf("\",\"label\":\"");
-	for (p = w->label; p < w->label + sizeof(w->label) && *p; p++) {
-		if (*p == '"' || *p == '\\')
-			putchar('\\');
-		putchar((unsigned char)*p < 0x20 ? '?' : *p);
-	}
-	printf("\",\"weight\":%" PRIu64 ",\"%s\":%" PRIu64 "}",
+	printf("{\"pid\":%d,\"comm\":", w->pid);
+	cli_json_string(stdout, w->comm, sizeof(w->comm));
+	fputs(",\"cgroup\":", stdout);
+	cli_json_string(stdout, w->cgroup, sizeof(w->cgroup));
+	fputs(",\"label\":", stdout);
+	cli_json_string(stdout, w->label, sizeof(w->label));
+	printf(",\"weight\":%" PRIu64 ",\"%s\":%" PRIu64 "}",
 	       (uint64_t)w->weight, age, (uint64_t)w->age_ns);
 }
 

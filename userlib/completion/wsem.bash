@@ -20,14 +20,14 @@ _wsem_opts()
 	ls) echo "-l --long --json -h --help" ;;
 	stat) echo "--json --fd -h --help" ;;
 	resize) echo "--fd -h --help" ;;
-	wait) echo "-i --idle -t --timeout --fd -h --help" ;;
+	wait) echo "-i --idle -t --timeout --fd --json -h --help" ;;
 	apply) echo "-n --dry-run --prune -v --verbose -h --help" ;;
 	acquire) echo "--fd -w --weight -t --timeout -n --nonblock -E" \
 		      "--conflict-exit-code --label -h --help" ;;
 	release) echo "--fd -w --weight -h --help" ;;
 	run) echo "-w --weight -t --timeout -n --nonblock -E" \
 		  "--conflict-exit-code -c --create -m --mode --inherit" \
-		  "--jobserver --fd -v --verbose -h --help" ;;
+		  "--jobserver --fd -v --verbose --json -h --help" ;;
 	esac
 }
 
@@ -43,10 +43,14 @@ _wsem()
 			-- "$cur")
 		return
 	fi
-	# After "--" in run, the rest is COMMAND's: complete commands, files.
+	# After "--" in run, the rest is COMMAND's: its own completion, as
+	# sudo's and env's hand over (bash-completion's _command_offset);
+	# without bash-completion, commands, then files.
 	for ((i = 2; i < COMP_CWORD; i++)); do
 		if [ "$verb" = run ] && [ "${COMP_WORDS[i]}" = -- ]; then
-			if [ "$i" -eq $((COMP_CWORD - 1)) ]; then
+			if declare -F _command_offset >/dev/null; then
+				_command_offset $((i + 1))
+			elif [ "$i" -eq $((COMP_CWORD - 1)) ]; then
 				mapfile -t COMPREPLY < <(compgen -c -- "$cur")
 			else
 				mapfile -t COMPREPLY < <(compgen -f -- "$cur")

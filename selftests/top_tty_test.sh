@@ -1,0 +1,80 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# wsem top on a terminal (a pty of python3's) turns echo and line editing
+# off, and puts them back on every way out, whatever the shell: q; the
+# last of -n rounds; ^C (SIGINT from the terminal: top dies of it, as it
+# would uncaught); SIGTERM and SIGHUP.  dash, bash and busybox sh do not
+# restore a terminal a child left raw.  Runs as root in the test VM,
+# which has python3 for it (mkinitramfs.sh); TAP on stdout.
+
+if [ ! -c /dev/wsem ]; then
+	echo "1..0 # SKIP no /dev/wsem: the wsem module is not loaded"
+	exit 4
+fi
+if [ ! -x /usr/bin/python3 ]; then
+	echo "Bail out! no /usr/bin/python3 in the guest"
+	exit 1
+fi
+T=$(mktemp -d /tmp/top_tty_test.XXXXXX) || exit 1
+# shellcheck source-path=SCRIPTDIR source=util.sh
+. "$(dirname "$0")/util.sh"
+
+# top_pty.py HOW ARGS...: wsem top ARGS on a new pty; once it has drawn a
+# round, HOW (q: type q; intr: type ^C; TERM, HUP: that signal; none:
+# nothing); then, top gone, echo and canonical mode must be on again, and
+# its status as HOW wants.
+cat >"$T/top_pty.py" <<'EOP'
+import os, pty, select, signal, sys, termios, time
+how, args = sys.argv[1], sys.argv[2:]
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvp("wsem", ["wsem", "top"] + args)
+out, end = b"", time.monotonic() + 10
+while b"round 1" not in out and time.monotonic() < end:
+    if select.select([fd], [], [], 0.2)[0]:
+        out += os.read(fd, 4096)
+if b"round 1" not in out:
+    sys.exit("no round drawn: %r" % out)
+lflag = termios.tcgetattr(fd)[3]
+if lflag & (termios.ECHO | termios.ICANON):
+    sys.exit("echo or canonical mode still on while top runs")
+if how == "q":
+    os.write(fd, b"q")
+elif how == "intr":
+    os.write(fd, b"\x03")
+elif how != "none":
+    os.kill(pid, getattr(signal, "SIG" + how))
+while True:
+    try:
+        if select.select([fd], [], [], 0.2)[0]:
+            os.read(fd, 4096)
+    except OSError:
+        pass
+    done, status = os.waitpid(pid, os.WNOHANG)
+    if done:
+        break
+    if time.monotonic() > end + 10:
+        os.kill(pid, signal.SIGKILL)
+        sys.exit("top did not end")
+lflag = termios.tcgetattr(fd)[3]
+print("top ended: status %#x, lflag %#o" % (status, lflag))
+want = {"q": None, "none": None, "intr": signal.SIGINT,
+        "TERM": signal.SIGTERM, "HUP": signal.SIGHUP}[how]
+if want is None and not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0):
+    sys.exit("top did not exit 0")
+if want is not None and not (os.WIFSIGNALED(status) and
+                             os.WTERMSIG(status) == want):
+    sys.exit("top did not die of signal %d" % want)
+if (lflag & (termios.ECHO | termios.ICANON)) != termios.ECHO | termios.ICANON:
+    sys.exit("the terminal was left without echo or canonical mode")
+EOP
+
+check "q: the terminal is put back, exit 0" python3 "$T/top_pty.py" q -d 0.2
+check "-n 3: after the last round, exit 0" python3 "$T/top_pty.py" none -n 3 -d 1
+check "^C: the terminal is put back, top dies of SIGINT" \
+	python3 "$T/top_pty.py" intr -d 0.2
+check "SIGTERM: put back, dies of it" python3 "$T/top_pty.py" TERM -d 0.2
+check "SIGHUP: put back, dies of it" python3 "$T/top_pty.py" HUP -d 0.2
+rm -rf "$T"
+tap_end
