@@ -11,14 +11,9 @@
 # output; with --inherit), wait (idle, timed out).  Runs as root in the
 # test VM, which has python3 for it (mkinitramfs.sh); TAP on stdout.
 
-if [ ! -c /dev/wsem ]; then
-	echo "1..0 # SKIP no /dev/wsem: the wsem module is not loaded"
-	exit 4
-fi
-if [ ! -x /usr/bin/python3 ]; then
-	echo "Bail out! no /usr/bin/python3 in the guest"
-	exit 1
-fi
+# shellcheck source-path=SCRIPTDIR source=util.sh
+. "$(dirname "$0")/util.sh"
+need_module_and_python3
 T=$(mktemp -d /tmp/json_test.XXXXXX) || exit 1
 N=json$$
 MNT=/sys/fs/wsem
@@ -29,8 +24,6 @@ if [ "$(stat -f -c %t "$MNT" 2>/dev/null)" != "7773656d" ]; then
 	mount -t wsem wsem "$MNT" || { echo "Bail out! cannot mount wsemfs"; exit 1; }
 	mounted=1
 fi
-# shellcheck source-path=SCRIPTDIR source=util.sh
-. "$(dirname "$0")/util.sh"
 
 # The holder: into cgroup "grp-é" (where cgroup2 is mounted), its comm
 # eight 'é' (16 bytes, cut to 15), then a token read from the endpoint;

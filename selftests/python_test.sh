@@ -8,12 +8,7 @@
 # and python/ into the guest when either test is in the run
 # (selftests/vm/python.sh).
 
-if [ ! -c /dev/wsem ]; then
-	echo "1..0 # SKIP no /dev/wsem: the wsem module is not loaded"
-	exit 4
-fi
-if [ ! -x /usr/bin/python3 ]; then
-	echo "Bail out! no /usr/bin/python3 in the guest"
-	exit 1
-fi
+# shellcheck source-path=SCRIPTDIR source=util.sh
+. "$(dirname "$0")/util.sh"
+need_module_and_python3
 exec /usr/bin/python3 "$(dirname "$0")/python/wsem_test.py" "$@"

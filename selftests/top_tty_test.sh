@@ -8,17 +8,10 @@
 # restore a terminal a child left raw.  Runs as root in the test VM,
 # which has python3 for it (mkinitramfs.sh); TAP on stdout.
 
-if [ ! -c /dev/wsem ]; then
-	echo "1..0 # SKIP no /dev/wsem: the wsem module is not loaded"
-	exit 4
-fi
-if [ ! -x /usr/bin/python3 ]; then
-	echo "Bail out! no /usr/bin/python3 in the guest"
-	exit 1
-fi
-T=$(mktemp -d /tmp/top_tty_test.XXXXXX) || exit 1
 # shellcheck source-path=SCRIPTDIR source=util.sh
 . "$(dirname "$0")/util.sh"
+need_module_and_python3
+T=$(mktemp -d /tmp/top_tty_test.XXXXXX) || exit 1
 
 # top_pty.py HOW ARGS...: wsem top ARGS on a new pty; once it has drawn a
 # round, HOW (q: type q; intr: type ^C; TERM, HUP: that signal; none:

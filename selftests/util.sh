@@ -12,6 +12,19 @@
 n=0
 fails=0
 
+# need_module_and_python3: the TAP skip (exit 4) without the module, a
+# bail-out without the guest's python3 (mkinitramfs.sh puts it there).
+need_module_and_python3() {
+	if [ ! -c /dev/wsem ]; then
+		echo "1..0 # SKIP no /dev/wsem: the wsem module is not loaded"
+		exit 4
+	fi
+	if [ ! -x /usr/bin/python3 ]; then
+		echo "Bail out! no /usr/bin/python3 in the guest"
+		exit 1
+	fi
+}
+
 # result DESCRIPTION STATUS [FILE...]: one TAP line for STATUS; after a
 # "not ok", the FILEs, commented.
 result() {
