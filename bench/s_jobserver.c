@@ -110,9 +110,9 @@ struct ring {
 	_Atomic int last;		/* the last reader, or -1 */
 	_Atomic int err;		/* a member's first errno */
 	_Atomic int err_at;		/* where: enum step */
-	_Atomic int members;		/* P */
 	bool pinned;			/* members on CPU 0, SCHED_FIFO */
 	bool chain;			/* the floor: eventfds, no endpoint */
+	int members;			/* P */
 	int semfd;			/* a handle of the semaphore */
 	int efd[MAX_P];			/* the chain's: member i's own */
 	char path[MNT_MAX + 128];
@@ -246,7 +246,7 @@ static void member(void *arg, int me)
 			member_fail(r, S_SCHED);
 	}
 	if (r->chain) {
-		chain_member(r, s, me, atomic_load(&r->members), &inside);
+		chain_member(r, s, me, r->members, &inside);
 		return;
 	}
 	pfd.fd = open(r->path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
@@ -371,7 +371,7 @@ static int run(struct row *row, const char *mnt)
 	}
 	snprintf(r->path, sizeof(r->path), "%s/@jobserver/%s", mnt, name);
 	atomic_store(&r->last, -1);
-	atomic_store(&r->members, row->p);
+	r->members = row->p;
 	r->pinned = row->pinned;
 	r->chain = row->chain;
 	r->semfd = fd;

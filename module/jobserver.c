@@ -796,18 +796,24 @@ static void wsem_js_put(struct wsem_js *js)
 	xa_erase(&wsem_js_sems, js->sem->id);
 	mutex_unlock(&wsem_js_lock);
 
-	/* Works of its entries may still run: they take @js->lock. */
-	while (i < WSEM_JS_BUCKETS) {
+	/*
+	 * Works of its entries may still run: they take @js->lock.  The
+	 * empty heads are skipped under one hold of it, not one each.
+	 */
+	for (;;) {
 		mutex_lock(&js->lock);
-		p = hlist_entry_safe(js->procs[i].first, struct wsem_js_proc,
-				     node);
-		if (p)
-			wsem_js_release(js, p);
-		mutex_unlock(&js->lock);
-		if (p)
-			wsem_js_wake_released(p);
-		else
+		while (i < WSEM_JS_BUCKETS && hlist_empty(&js->procs[i]))
 			i++;
+		p = NULL;
+		if (i < WSEM_JS_BUCKETS) {
+			p = hlist_entry(js->procs[i].first, struct wsem_js_proc,
+					node);
+			wsem_js_release(js, p);
+		}
+		mutex_unlock(&js->lock);
+		if (!p)
+			break;
+		wsem_js_wake_released(p);
 	}
 	wsem_js_unref(js);
 }
