@@ -426,9 +426,9 @@ t_stat_table() {
 		"$T/out"
 	grep -Eq '^waiting: +longest 0ms, in all 0ms; longest queue 0$' \
 		"$T/out"
-	# 14 fields, then two empty tables
-	[ "$(wc -l <"$T/out")" -eq 20 ]
-	[ "$(sed -n '15,20p' "$T/out" | tr '\n' '|')" = \
+	# 16 fields, then two empty tables
+	[ "$(wc -l <"$T/out")" -eq 22 ]
+	[ "$(sed -n '17,22p' "$T/out" | tr '\n' '|')" = \
 		"|HOLDERS|  (none)||WAITERS (in queue order)|  (none)|" ]
 	# values aligned in one column
 	[ "$(head -n 14 "$T/out" | awk '{ sub(/^[a-z_ ]+: */, ""); print }' |
@@ -1615,7 +1615,7 @@ t_lend_sigkill() {
 	eventually is capacity "$P-lk" 5
 	bg wsem run "$P-lk" -w 4 -- sleep 600
 	eventually is used "$P-lk" 4
-	"$WSEM" run "$P-lk" -w 5 -- touch "$T/ran" >"$T/wout" 2>&1 &
+	"$WSEM" run "$P-lk" -w 5 -- touch "$T/ran-lk" >"$T/wout" 2>&1 &
 	waiter=$!
 	echo "$waiter" >>"$T/pids"
 	eventually is waiters "$P-lk" 1
@@ -1624,7 +1624,7 @@ t_lend_sigkill() {
 	wait "$waiter" || st=$?
 	[ "$st" -eq 125 ]
 	grep -q "weight 5 exceeds capacity 2" "$T/wout"
-	[ ! -e "$T/ran" ]
+	[ ! -e "$T/ran-lk" ]
 	is capacity "$P-lk" 2
 	is lent "$P-lk" 0
 	is used "$P-lk" 4
@@ -1638,30 +1638,33 @@ t_lend_loans_waiter() {
 	bg wsem lend "$P-lw" 3
 	lender=$BG
 	eventually is capacity "$P-lw" 3
-	bg wsem run "$P-lw" -w 5 -- touch "$T/ran"
+	bg wsem run "$P-lw" -w 5 -- touch "$T/ran-lw"
 	eventually is waiters "$P-lw" 1
 	kill -KILL "$lender"
 	eventually is capacity "$P-lw" 0
 	sleep 0.3
 	is waiters "$P-lw" 1
-	[ ! -e "$T/ran" ]
+	[ ! -e "$T/ran-lw" ]
 	# above the ceiling: fails at once
 	expect 125 wsem run "$P-lw" -w 9 -- true
 	err_is "wsem: $P-lw: weight 9 exceeds ceiling 8"
 	expect 0 wsem lend "$P-lw" 6 -- sh -c "
-		until [ -e $T/ran ]; do sleep 0.1; done"
-	[ -e "$T/ran" ]
+		until [ -e $T/ran-lw ]; do sleep 0.1; done"
+	[ -e "$T/ran-lw" ]
 	is capacity "$P-lw" 0
 }
 
 t_lend_refused() {
 	wsem create "$P-lr" 4 --mode 0666
-	expect 125 su -s /bin/sh -c "$WSEM lend $P-lr 1 -- touch $T/ran" nobody
+	# nobody may write /tmp: COMMAND, had it run, would leave the file
+	rm -f "/tmp/$P-ran-lr"
+	expect 125 su -s /bin/sh -c "$WSEM lend $P-lr 1 -- touch /tmp/$P-ran-lr" \
+		nobody
 	err_is "wsem: $P-lr: lending more needs the semaphore's owner or CAP_IPC_OWNER (Operation not permitted)"
-	[ ! -e "$T/ran" ]
-	expect 125 wsem lend "$P-lr" 4611686018427387904 -- touch "$T/ran"
+	[ ! -e "/tmp/$P-ran-lr" ]
+	expect 125 wsem lend "$P-lr" 4611686018427387904 -- touch "$T/ran-lr"
 	err_is "wsem: $P-lr: lending 4611686018427387904 would take its capacity past 2^62 (Invalid argument)"
-	[ ! -e "$T/ran" ]
+	[ ! -e "$T/ran-lr" ]
 	is capacity "$P-lr" 4
 	is lent "$P-lr" 0
 	expect 125 wsem lend "$P-lr" 0 -- true
