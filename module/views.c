@@ -291,12 +291,14 @@ ssize_t wsem_text(struct wsem *sem, struct wsem_handle *h, char **text)
 			"grants_at_once: %llu\ngrants_waited: %llu\n"
 			"timeouts: %llu\ninterrupts: %llu\nshrunk: %llu\n"
 			"wait_ns_total: %llu\nwait_ns_max: %llu\n"
-			"queue_max: %llu\nholders: %u\n",
+			"queue_max: %llu\nlent: %llu\nlent_here: %llu\n"
+			"ceiling: %llu\nholders: %u\n",
 			st.name, st.capacity, st.used, st.available, st.held,
 			st.waiters, st.queued_weight, st.uid, st.gid, st.mode,
 			st.grants_at_once, st.grants_waited, st.timeouts,
 			st.interrupts, st.shrunk, st.wait_ns_total,
-			st.wait_ns_max, st.queue_max, holders);
+			st.wait_ns_max, st.queue_max, st.lent, st.lent_here,
+			st.ceiling, holders);
 	for (i = 0; i < n; i++) {
 		struct wsem_holder *w = &who[i];
 
