@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // startLender runs the "lend" helper on a new handle of sem, as uid
@@ -32,8 +33,27 @@ func startLender(t *testing.T, sem *Weighted, uid uint32, n int64,
 		}
 	}
 	p := startCmd(t, cmd)
-	<-p.granted
+	select {
+	case <-p.granted:
+	case <-p.read:
+		t.Fatalf("the lend helper ended: %v", p.cmd.Wait())
+	case <-time.After(20 * time.Second):
+		t.Fatal("the lend helper said nothing in 20 s")
+	}
 	return p
+}
+
+// result is the end of an Acquire running in a goroutine, or a failure
+// after 20 s.
+func result(t *testing.T, got chan error) error {
+	t.Helper()
+	select {
+	case err := <-got:
+		return err
+	case <-time.After(20 * time.Second):
+		t.Fatal("Acquire still waiting after 20 s")
+	}
+	return nil
 }
 
 // A loan adds to the capacity in force; it is set, not added; Close
@@ -107,7 +127,7 @@ func TestLendOtherUserAndKill(t *testing.T) {
 	go func() { got <- sem.Acquire(context.Background(), 5) }()
 	waitWaiters(t, sem, 1)
 	k.cmd.Process.Kill()
-	if err := <-got; !errors.Is(err, syscall.EINVAL) {
+	if err := result(t, got); !errors.Is(err, syscall.EINVAL) {
 		t.Errorf("Acquire(5) after the loan went: %v, want EINVAL", err)
 	}
 	st := mustStat(t, sem)
@@ -151,7 +171,7 @@ func TestLoansSemaphore(t *testing.T) {
 		t.Errorf("Resize(0) of a loans semaphore: %v", err)
 	}
 	p = startLender(t, sem, 0, 5, "ok")
-	if err := <-got; err != nil {
+	if err := result(t, got); err != nil {
 		t.Fatalf("Acquire(5) with 5 lent: %v", err)
 	}
 	p.finish(t)
