@@ -219,7 +219,8 @@ static bool wsem_capacity_valid(u64 capacity)
 static int wsem_ioctl_open(struct file *file, struct wsem_handle *h,
 			   void __user *uarg)
 {
-	const u64 known = WSEM_OPEN_CREAT | WSEM_OPEN_EXCL | WSEM_OPEN_ANON;
+	const u64 known = WSEM_OPEN_CREAT | WSEM_OPEN_EXCL | WSEM_OPEN_ANON |
+			  WSEM_OPEN_LOANS;
 	struct wsem_open_args args;
 	int ret;
 
@@ -230,13 +231,16 @@ static int wsem_ioctl_open(struct file *file, struct wsem_handle *h,
 		return -EINVAL;
 
 	if (args.flags & WSEM_OPEN_ANON) {
-		if (args.flags != WSEM_OPEN_ANON || args.name[0] ||
-		    !wsem_capacity_valid(args.capacity))
+		if ((args.flags & ~WSEM_OPEN_LOANS) != WSEM_OPEN_ANON ||
+		    args.name[0] || !wsem_capacity_valid(args.capacity))
 			return -EINVAL;
-		return wsem_ns_open_anon(h, args.capacity);
+		return wsem_ns_open_anon(h, args.flags, args.capacity);
 	}
 
 	if (!wsem_name_valid(args.name))
+		return -EINVAL;
+	/* The ceiling is the creator's to set, like the capacity. */
+	if ((args.flags & WSEM_OPEN_LOANS) && !(args.flags & WSEM_OPEN_CREAT))
 		return -EINVAL;
 	if ((args.flags & WSEM_OPEN_CREAT) &&
 	    !wsem_capacity_valid(args.capacity))
@@ -568,7 +572,7 @@ static int wsem_ioctl_stat(struct file *file, void __user *ustat)
 	ret = wsem_stat_size(ustat, &usize);
 	if (ret)
 		return ret;
-	wsem_fill_stat(sem, h, &st);
+	wsem_fill_stat(sem, h, &st, true);
 	return wsem_copy_stat(ustat, usize, &st);
 }
 
@@ -805,6 +809,39 @@ static int wsem_ioctl_set_kill(struct wsem_handle *h, void __user *uarg)
 	return 0;
 }
 
+/**
+ * wsem_ioctl_lend() - WSEM_IOC_LEND
+ * @h: the handle
+ * @uarg: struct wsem_lend_args
+ *
+ * Lending more than the handle does needs what a resize needs: the
+ * semaphore's owner or CAP_IPC_OWNER, asked only then.  Lending less needs
+ * nothing: whoever has the handle may withdraw its loan, as closing it
+ * would.
+ *
+ * Context: Process context.
+ * Return: 0; -EINVAL (unbound handle, short struct, flags, a capacity in
+ * force above WSEM_CAPACITY_MAX); -EPERM; -E2BIG, -EFAULT.
+ */
+static int wsem_ioctl_lend(struct wsem_handle *h, void __user *uarg)
+{
+	struct wsem *sem = wsem_handle_sem(h);
+	struct wsem_lend_args args;
+	int ret;
+
+	if (!sem)
+		return -EINVAL;
+	ret = wsem_copy_args(&args, sizeof(args), WSEM_LEND_SIZE_VER0, uarg);
+	if (ret)
+		return ret;
+	if (args.flags)
+		return -EINVAL;
+	ret = wsem_lend(h, args.capacity, false);
+	if (ret == -EPERM && wsem_owner_or_capable(sem))
+		ret = wsem_lend(h, args.capacity, true);
+	return ret;
+}
+
 /*
  * Acquire, release, resize, labelling and a kill target change the
  * semaphore, what others see of its holders or what becomes of them: they
@@ -819,6 +856,7 @@ static bool wsem_cmd_writes(unsigned int cmd)
 	       cmd == WSEM_CMD(WSEM_IOC_ASYNC) ||
 	       cmd == WSEM_CMD(WSEM_IOC_RELEASE) ||
 	       cmd == WSEM_CMD(WSEM_IOC_SET_CAPACITY) ||
+	       cmd == WSEM_CMD(WSEM_IOC_LEND) ||
 	       cmd == WSEM_CMD(WSEM_IOC_SET_LABEL) ||
 	       cmd == WSEM_CMD(WSEM_IOC_SET_KILL);
 }
@@ -873,6 +911,8 @@ static long wsem_file_ioctl(struct file *file, unsigned int cmd,
 		return wsem_ioctl_wait_idle(file, uarg);
 	case WSEM_CMD(WSEM_IOC_SET_LABEL):
 		return wsem_ioctl_set_label(h, uarg);
+	case WSEM_CMD(WSEM_IOC_LEND):
+		return wsem_ioctl_lend(h, uarg);
 	case WSEM_CMD(WSEM_IOC_SET_KILL):
 		return wsem_ioctl_set_kill(h, uarg);
 	default:
@@ -1031,7 +1071,7 @@ static void wsem_file_fdinfo(struct seq_file *m, struct file *file)
 		seq_printf(m, "wsem-ipc-ns:\t%u\n", wsem_ns_inum(sem->wns));
 		return;
 	}
-	wsem_fill_stat(sem, h, &st);
+	wsem_fill_stat(sem, h, &st, false);
 	seq_printf(m, "wsem-name:\t%s\n", st.name);
 	seq_printf(m, "wsem-capacity:\t%llu\n", st.capacity);
 	seq_printf(m, "wsem-used:\t%llu\n", st.used);
@@ -1071,7 +1111,9 @@ static int __init wsem_init(void)
 		     WSEM_ACQUIRE_SIZE_VER1);
 	BUILD_BUG_ON(offsetof(struct wsem_stat, grants_at_once) !=
 		     WSEM_STAT_SIZE_VER0);
-	BUILD_BUG_ON(sizeof(struct wsem_stat) != WSEM_STAT_SIZE_VER1);
+	BUILD_BUG_ON(offsetof(struct wsem_stat, lent) != WSEM_STAT_SIZE_VER1);
+	BUILD_BUG_ON(sizeof(struct wsem_stat) != WSEM_STAT_SIZE_VER2);
+	BUILD_BUG_ON(sizeof(struct wsem_lend_args) != WSEM_LEND_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct wsem_list_args) != WSEM_LIST_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct wsem_unlink_args) != WSEM_UNLINK_SIZE_VER0);
 	BUILD_BUG_ON(offsetof(struct wsem_holder, label) !=

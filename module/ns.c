@@ -465,12 +465,24 @@ static int wsem_ns_add(struct wsem_ns *wns, struct wsem_handle *h,
 	return ret;
 }
 
+/* A new semaphore for the caller's namespace, as WSEM_IOC_OPEN's @flags say. */
+static struct wsem *wsem_ns_alloc(u64 flags, u64 capacity, umode_t mode,
+				  const char *name)
+{
+	struct user_namespace *user_ns = current->nsproxy->ipc_ns->user_ns;
+
+	if (flags & WSEM_OPEN_LOANS)
+		return wsem_alloc(0, capacity, mode, name, user_ns);
+	return wsem_alloc(capacity, 0, mode, name, user_ns);
+}
+
 /**
  * wsem_ns_open() - bind a handle to a named semaphore
  * @h: an open handle
  * @name: a valid name
- * @flags: WSEM_OPEN_CREAT and WSEM_OPEN_EXCL
- * @capacity: capacity if created, already checked
+ * @flags: WSEM_OPEN_CREAT, WSEM_OPEN_EXCL and WSEM_OPEN_LOANS
+ * @capacity: capacity if created (with WSEM_OPEN_LOANS its ceiling, and its
+ *	own capacity 0), already checked
  * @mode: permission bits if created, umask applied
  * @mask: MAY_READ | MAY_WRITE, or MAY_READ for a handle that only watches:
  *	what an existing semaphore's mode must grant (wsem_permission())
@@ -493,8 +505,7 @@ int wsem_ns_open(struct wsem_handle *h, const char *name, u64 flags,
 	if (IS_ERR_OR_NULL(wns))
 		return wns ? PTR_ERR(wns) : -ENOENT;
 	if (create) {
-		new = wsem_alloc(capacity, mode, name,
-				 current->nsproxy->ipc_ns->user_ns);
+		new = wsem_ns_alloc(flags, capacity, mode, name);
 		if (!new) {
 			ret = -ENOMEM;
 			goto out;
@@ -527,7 +538,9 @@ out:
 /**
  * wsem_ns_open_anon() - bind a handle to a new anonymous semaphore
  * @h: an open handle
- * @capacity: its capacity, already checked
+ * @flags: WSEM_OPEN_ANON, and WSEM_OPEN_LOANS
+ * @capacity: its capacity (with WSEM_OPEN_LOANS its ceiling, and its own
+ *	capacity 0), already checked
  *
  * The semaphore is charged to the caller's namespace, owned by the caller,
  * mode 0600.
@@ -535,7 +548,7 @@ out:
  * Context: Process context; takes the namespace's lock.
  * Return: 0; -EBUSY if @h is bound; -ENOSPC or -ENOMEM.
  */
-int wsem_ns_open_anon(struct wsem_handle *h, u64 capacity)
+int wsem_ns_open_anon(struct wsem_handle *h, u64 flags, u64 capacity)
 {
 	struct wsem_ns *wns;
 	struct wsem *sem;
@@ -546,8 +559,7 @@ int wsem_ns_open_anon(struct wsem_handle *h, u64 capacity)
 	wns = wsem_ns_get(true);
 	if (IS_ERR(wns))
 		return PTR_ERR(wns);
-	sem = wsem_alloc(capacity, 0600, NULL,
-			 current->nsproxy->ipc_ns->user_ns);
+	sem = wsem_ns_alloc(flags, capacity, 0600, NULL);
 	if (sem) {
 		mutex_lock(&wns->lock);
 		ret = wsem_ns_add(wns, h, sem);
@@ -740,7 +752,7 @@ static u32 wsem_ns_fill(struct wsem_ns *wns, struct wsem_stat *st, u32 count,
 		if (wsem_permission(sem, MAY_READ, false))
 			continue;
 		if (n < count)
-			wsem_fill_stat(sem, NULL, &st[n++]);
+			wsem_fill_stat(sem, NULL, &st[n++], false);
 		(*total)++;
 	}
 	return n;

@@ -165,6 +165,18 @@ static void wsem_wake_up(struct wsem_wake *wake)
 	}
 }
 
+/* The largest weight a request may ask for: its ceiling, or its capacity. */
+static u64 wsem_max_weight(const struct wsem *sem)
+{
+	return sem->ceiling ?: sem->capacity;
+}
+
+/* The used weight or the queue changed: the demand event is new. */
+static void wsem_note_demand(struct wsem *sem)
+{
+	WRITE_ONCE(sem->demand_seq, sem->demand_seq + 1);
+}
+
 static bool wsem_fits(const struct wsem *sem, u64 weight)
 {
 	return sem->used <= sem->capacity &&
@@ -237,6 +249,7 @@ static void wsem_add_held(struct wsem *sem, struct wsem_handle *h, u64 weight,
 			  struct task_struct *task)
 {
 	sem->used += weight;
+	wsem_note_demand(sem);
 	if (!h->held) {
 		/* Once on @sem->holders, a handle stays there until unbound. */
 		if (unlikely(list_empty(&h->hold_node)))
@@ -250,9 +263,12 @@ static void wsem_add_held(struct wsem *sem, struct wsem_handle *h, u64 weight,
 /* @h gives back @weight of what it holds. */
 static void wsem_sub_held(struct wsem *sem, struct wsem_handle *h, u64 weight)
 {
+	if (!weight)
+		return;
 	sem->used -= weight;
 	h->held -= weight;
-	if (!h->held && weight)
+	wsem_note_demand(sem);
+	if (!h->held)
 		sem->nr_holders--;
 }
 
@@ -261,6 +277,7 @@ static void wsem_enqueue(struct wsem *sem, struct wsem_waiter *w)
 	w->head = list_empty(&sem->waiters);
 	list_add_tail(&w->node, &sem->waiters);
 	sem->nr_waiters++;
+	wsem_note_demand(sem);
 	if (sem->nr_waiters > sem->stats.queue_max)
 		sem->stats.queue_max = sem->nr_waiters;
 	if (check_add_overflow(sem->queued_weight, w->weight,
@@ -301,6 +318,7 @@ static void wsem_remove_waiter(struct wsem *sem, struct wsem_waiter *w,
 {
 	list_del(&w->node);
 	sem->nr_waiters--;
+	wsem_note_demand(sem);
 	if (sem->queued_weight < w->weight)
 		sem->queued_carry--;
 	sem->queued_weight -= w->weight;
@@ -434,8 +452,10 @@ static void wsem_wake_batch(struct wsem *sem, struct wsem_wake *wake)
 /*
  * After weight came back or a waiter left (@before: wsem_events() before
  * the change): grant the waiters that fit now, drop @sem->lock, and wake
- * the grantees, then the pollers with the events that are new.  A full
- * batch of grantees is woken before the walk goes on, under the lock again.
+ * the grantees, then the pollers with the events that are new and with
+ * the demand event (EPOLLRDBAND), which a poller that did not ask for it
+ * filters out by the wake-up's key.  A full batch of grantees is woken
+ * before the walk goes on, under the lock again.
  */
 static void wsem_unlock_and_wake(struct wsem *sem, __poll_t before,
 				 struct wsem_wake *wake)
@@ -445,17 +465,63 @@ static void wsem_unlock_and_wake(struct wsem *sem, __poll_t before,
 
 	while (wsem_grant_waiters(sem, wake))
 		wsem_wake_batch(sem, wake);
-	wake->events = wsem_events(sem) & ~before;
-	if (wake->events && !wsem_has_pollers(sem, wake->events))
+	/* Demand changed with all but a resize: worth no look of its own. */
+	wake->events = (wsem_events(sem) & ~before) | EPOLLRDBAND;
+	if (!wsem_has_pollers(sem, wake->events))
 		wake->events = 0;
 	wake->sem = sem;
 	spin_unlock(&sem->lock);
 	wsem_wake_up(wake);
 }
 
+/*
+ * After a shrink: end with -EINVAL the waits of the waiters heavier than
+ * the capacity (never a semaphore's with a ceiling, whose waiters are all
+ * within it), at *@now (taken at the first of them), while @wake has
+ * room.  Return: true if it stopped for room, with more of them left.
+ */
+static bool wsem_fail_overweight(struct wsem *sem, u64 *now,
+				 struct wsem_wake *wake)
+{
+	struct wsem_waiter *w, *next;
+
+	lockdep_assert_held(&sem->lock);
+
+	list_for_each_entry_safe(w, next, &sem->waiters, node) {
+		if (w->weight <= wsem_max_weight(sem))
+			continue;
+		if (wsem_wake_full(wake))
+			return true;
+		if (!*now)
+			*now = ktime_get_ns();
+		wsem_end_wait(sem, w, -EINVAL, *now, wake);
+	}
+	return false;
+}
+
+/*
+ * Set the capacity in force of @sem to @capacity.  A shrink fails the
+ * waiters heavier than it (wsem_fail_overweight()); the caller grants those
+ * that fit (wsem_unlock_and_wake()).
+ */
+static void wsem_resize(struct wsem *sem, u64 capacity, struct wsem_wake *wake)
+{
+	u64 now = 0;
+
+	lockdep_assert_held(&sem->lock);
+
+	trace_wsem_capacity(sem->id, sem->capacity, capacity);
+	sem->capacity = capacity;
+	while (wsem_fail_overweight(sem, &now, wake))
+		wsem_wake_batch(sem, wake);
+}
+
 /**
  * wsem_alloc() - a new semaphore owned by the caller, not yet charged
- * @capacity: 1 .. WSEM_CAPACITY_MAX, checked by the caller
+ * @capacity: 1 .. WSEM_CAPACITY_MAX, checked by the caller; 0 with a
+ *	@ceiling
+ * @ceiling: 0; or 1 .. WSEM_CAPACITY_MAX, checked by the caller, for a
+ *	semaphore that takes its capacity from loans
  * @mode: permission bits
  * @name: its name, or NULL for an anonymous semaphore
  * @user_ns: where CAP_IPC_OWNER over it is checked; it takes a reference
@@ -464,8 +530,8 @@ static void wsem_unlock_and_wake(struct wsem *sem, __poll_t before,
  * Return: the semaphore with one reference (wsem_put()), or NULL when out
  * of memory.
  */
-struct wsem *wsem_alloc(u64 capacity, umode_t mode, const char *name,
-			struct user_namespace *user_ns)
+struct wsem *wsem_alloc(u64 capacity, u64 ceiling, umode_t mode,
+			const char *name, struct user_namespace *user_ns)
 {
 	struct wsem *sem;
 
@@ -480,6 +546,7 @@ struct wsem *wsem_alloc(u64 capacity, umode_t mode, const char *name,
 
 	spin_lock_init(&sem->lock);
 	sem->capacity = capacity;
+	sem->ceiling = ceiling;
 	INIT_LIST_HEAD(&sem->waiters);
 	INIT_LIST_HEAD(&sem->holders);
 	init_waitqueue_head(&sem->pollers);
@@ -550,6 +617,8 @@ int wsem_bind(struct wsem_handle *h, struct wsem *sem)
 	kref_get(&sem->ref);
 	/* Under the lock that poll_wait() takes: no barrier needed. */
 	polled = waitqueue_active(&h->wqh);
+	/* Demand changes from now on are news to @h. */
+	h->demand_seen = READ_ONCE(sem->demand_seq);
 	spin_unlock_irq(&h->wqh.lock);
 
 	if (polled) {
@@ -605,6 +674,12 @@ void wsem_unbind(struct wsem_handle *h)
 		trace_wsem_release(sem->id, h->held, sem->used - h->held);
 	wsem_sub_held(sem, h, h->held);
 	list_del_init(&h->hold_node);
+	if (h->lent) {
+		/* Its loan is withdrawn as a shrink is. */
+		sem->lent -= h->lent;
+		wsem_resize(sem, sem->capacity - h->lent, &wake);
+		h->lent = 0;
+	}
 	wsem_unlock_and_wake(sem, before, &wake);
 	if (requester)
 		put_task_struct(requester);
@@ -861,7 +936,7 @@ static int __sched wsem_wait(struct wsem *sem, struct wsem_handle *h,
 		.since = ktime_get_ns(),
 		.status = WSEM_WAITING,
 	};
-	bool timed_out = false, head;
+	bool timed_out = false, head, tell = false;
 	int ret;
 
 	if (parked) {
@@ -871,9 +946,12 @@ static int __sched wsem_wait(struct wsem *sem, struct wsem_handle *h,
 		list_del(&parked->park_node);
 	} else {
 		wsem_enqueue(sem, &w);
+		tell = wsem_has_pollers(sem, EPOLLRDBAND);
 	}
 	head = list_is_first(&w.node, &sem->waiters);
 	spin_unlock(&sem->lock);
+	if (tell)
+		wake_up_poll(&sem->pollers, EPOLLRDBAND);
 
 	if (parked)
 		wsem_free_parked(parked);
@@ -949,6 +1027,7 @@ int wsem_acquire(struct wsem_handle *h, u64 weight, u64 flags,
 	struct wsem_waiter *p;
 	struct wsem_wake wake;
 	__poll_t before;
+	bool tell;
 	int ret = 0;
 
 again:
@@ -976,7 +1055,8 @@ again:
 			return ret;
 		goto again;
 	}
-	if (!weight || weight > sem->capacity) {
+	tell = false;
+	if (!weight || weight > wsem_max_weight(sem)) {
 		ret = -EINVAL;
 	} else if ((flags & WSEM_ACQUIRE_ASYNC) && h->requested) {
 		ret = -EBUSY;
@@ -984,10 +1064,12 @@ again:
 		wsem_add_held(sem, h, weight, current);
 		sem->stats.grants_at_once++;
 		trace_wsem_grant(sem->id, current->pid, weight, 0);
+		tell = wsem_has_pollers(sem, EPOLLRDBAND);
 	} else if (flags & WSEM_ACQUIRE_TRY) {
 		ret = -EAGAIN;
 	} else if (flags & WSEM_ACQUIRE_ASYNC) {
 		wsem_queue_async(sem, h, weight);
+		tell = wsem_has_pollers(sem, EPOLLRDBAND);
 		ret = -EINPROGRESS;
 	} else if (until && ktime_compare(deadline, wsem_now(clock)) <= 0) {
 		sem->stats.timeouts++;
@@ -998,6 +1080,8 @@ again:
 		return wsem_wait(sem, h, NULL, weight, clock, until);
 	}
 	spin_unlock(&sem->lock);
+	if (tell)
+		wake_up_poll(&sem->pollers, EPOLLRDBAND);
 	return ret;
 }
 
@@ -1128,58 +1212,80 @@ int wsem_release(struct wsem_handle *h, u64 weight)
 	return 0;
 }
 
-/*
- * After a shrink: end with -EINVAL the waits of the waiters heavier than
- * the capacity, at *@now (taken at the first of them), while @wake has
- * room.  Return: true if it stopped for room, with more of them left.
- */
-static bool wsem_fail_overweight(struct wsem *sem, u64 *now,
-				 struct wsem_wake *wake)
-{
-	struct wsem_waiter *w, *next;
-
-	lockdep_assert_held(&sem->lock);
-
-	list_for_each_entry_safe(w, next, &sem->waiters, node) {
-		if (w->weight <= sem->capacity)
-			continue;
-		if (wsem_wake_full(wake))
-			return true;
-		if (!*now)
-			*now = ktime_get_ns();
-		wsem_end_wait(sem, w, -EINVAL, *now, wake);
-	}
-	return false;
-}
-
 /**
  * wsem_set_capacity() - grow or shrink a semaphore
  * @sem: the semaphore; the caller checked ownership
- * @capacity: the new capacity
+ * @capacity: the semaphore's own capacity; the capacity in force is that
+ *	plus what its handles lend
  *
  * Growing grants the waiters that now fit.  Shrinking revokes nothing: no
  * grant happens until the used weight is low enough again, and a waiter
- * whose weight exceeds the new capacity fails with -EINVAL.
+ * whose weight exceeds the new capacity fails with -EINVAL, but for a
+ * semaphore with a ceiling (WSEM_OPEN_LOANS), whose own capacity may be 0
+ * and whose waiters wait on.
  *
  * Context: Process context.
- * Return: 0, or -EINVAL for a capacity of 0 or above WSEM_CAPACITY_MAX.
+ * Return: 0, or -EINVAL for a capacity of 0 (without a ceiling) or one that
+ * makes the capacity in force exceed WSEM_CAPACITY_MAX.
  */
 int wsem_set_capacity(struct wsem *sem, u64 capacity)
 {
 	struct wsem_wake wake;
 	__poll_t before;
-	u64 now = 0;
 
-	if (!capacity || capacity > WSEM_CAPACITY_MAX)
+	if (capacity > WSEM_CAPACITY_MAX)
 		return -EINVAL;
 
 	wsem_wake_init(&wake);
 	spin_lock(&sem->lock);
+	if ((!capacity && !sem->ceiling) ||
+	    capacity > WSEM_CAPACITY_MAX - sem->lent) {
+		spin_unlock(&sem->lock);
+		return -EINVAL;
+	}
 	before = wsem_events(sem);
-	trace_wsem_capacity(sem->id, sem->capacity, capacity);
-	sem->capacity = capacity;
-	while (wsem_fail_overweight(sem, &now, &wake))
-		wsem_wake_batch(sem, &wake);
+	wsem_resize(sem, capacity + sem->lent, &wake);
+	wsem_unlock_and_wake(sem, before, &wake);
+	return 0;
+}
+
+/**
+ * wsem_lend() - set the capacity a handle lends to its semaphore
+ * @h: the bound handle
+ * @capacity: what @h lends from now on; 0 withdraws its loan
+ * @may_raise: the caller may lend more than @h does now (it owns the
+ *	semaphore or has CAP_IPC_OWNER)
+ *
+ * The capacity in force changes by the difference, as a resize does
+ * (wsem_set_capacity()).  wsem_unbind() withdraws what is still lent.
+ *
+ * Context: Process context.
+ * Return: 0; -EPERM to lend more without @may_raise; -EINVAL if the
+ * capacity in force would exceed WSEM_CAPACITY_MAX.  Nothing changes on an
+ * error.
+ */
+int wsem_lend(struct wsem_handle *h, u64 capacity, bool may_raise)
+{
+	struct wsem *sem = h->sem;
+	struct wsem_wake wake;
+	__poll_t before;
+	u64 others;
+
+	wsem_wake_init(&wake);
+	spin_lock(&sem->lock);
+	others = sem->capacity - h->lent;
+	if (capacity > h->lent && !may_raise) {
+		spin_unlock(&sem->lock);
+		return -EPERM;
+	}
+	if (capacity > WSEM_CAPACITY_MAX - others) {
+		spin_unlock(&sem->lock);
+		return -EINVAL;
+	}
+	before = wsem_events(sem);
+	sem->lent = sem->lent - h->lent + capacity;
+	h->lent = capacity;
+	wsem_resize(sem, others + capacity, &wake);
 	wsem_unlock_and_wake(sem, before, &wake);
 	return 0;
 }
@@ -1213,13 +1319,15 @@ void wsem_set_label(struct wsem_handle *h, const char *label)
  * succeed: nobody is queued and some weight is free; polling takes
  * nothing, and the weight may be gone again before the caller's acquire.
  * EPOLLPRI while the semaphore is idle: nothing held, nobody queued.
+ * EPOLLRDBAND while the demand (used weight, waiters, queued weight) has
+ * changed since @h last read the semaphore's state (wsem_fill_stat()).
  * Pollers are woken when one of these comes to hold, not while it holds
  * (wsem_unlock_and_wake()): an edge-triggered poller of EPOLLIN hears a
  * semaphore that was full come to have room, not each release after that;
  * a weight above 1 is waited for with an asynchronous request.
  *
  * Context: Process context; takes @sem->lock.
- * Return: EPOLLIN | EPOLLRDNORM, EPOLLPRI, both or 0.
+ * Return: any of EPOLLIN | EPOLLRDNORM, EPOLLPRI and EPOLLRDBAND, or 0.
  */
 __poll_t wsem_poll(struct wsem *sem, struct wsem_handle *h, struct file *file,
 		   poll_table *wait)
@@ -1229,6 +1337,8 @@ __poll_t wsem_poll(struct wsem *sem, struct wsem_handle *h, struct file *file,
 	poll_wait(file, &sem->pollers, wait);
 	spin_lock(&sem->lock);
 	events = wsem_events(sem);
+	if (h->demand_seen != sem->demand_seq)
+		events |= EPOLLRDBAND;
 	if (h->requested) {
 		events &= ~(EPOLLIN | EPOLLRDNORM);
 		/* Pairs with wsem_end_wait(). */

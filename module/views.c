@@ -30,13 +30,15 @@
 /**
  * wsem_fill_stat() - describe a semaphore as its caller sees it
  * @sem: the semaphore, charged to a namespace
- * @h: the handle whose weight is reported as held, or NULL
+ * @h: the handle whose weight is reported as held and lent, or NULL
  * @st: filled in, apart from @st->size
+ * @seen: @h's user reads this (stat, read(2)): the demand that @h's pollers
+ *	hear of is news only from now on (wsem_poll())
  *
  * Context: Process context; takes @sem->lock.
  */
 void wsem_fill_stat(struct wsem *sem, struct wsem_handle *h,
-		    struct wsem_stat *st)
+		    struct wsem_stat *st, bool seen)
 {
 	struct user_namespace *ns = current_user_ns();
 	bool here = wsem_ns_is_current(sem->wns);
@@ -62,6 +64,11 @@ void wsem_fill_stat(struct wsem *sem, struct wsem_handle *h,
 	st->wait_ns_total = sem->stats.wait_ns_total;
 	st->wait_ns_max = sem->stats.wait_ns_max;
 	st->queue_max = sem->stats.queue_max;
+	st->lent = sem->lent;
+	st->lent_here = h ? h->lent : 0;
+	st->ceiling = sem->ceiling;
+	if (seen)
+		h->demand_seen = sem->demand_seq;
 	/* Names are for their namespace: none leaks to a container. */
 	if (sem->linked && here)
 		memcpy(st->name, sem->name, sizeof(st->name));
@@ -267,7 +274,7 @@ ssize_t wsem_text(struct wsem *sem, struct wsem_handle *h, char **text)
 	char *buf;
 	int i, n;
 
-	wsem_fill_stat(sem, h, &st);
+	wsem_fill_stat(sem, h, &st, true);
 	n = wsem_holders(sem, WSEM_TEXT_WHO, &who, &holders, &waiters);
 	if (n < 0)
 		return n;
@@ -284,12 +291,14 @@ ssize_t wsem_text(struct wsem *sem, struct wsem_handle *h, char **text)
 			"grants_at_once: %llu\ngrants_waited: %llu\n"
 			"timeouts: %llu\ninterrupts: %llu\nshrunk: %llu\n"
 			"wait_ns_total: %llu\nwait_ns_max: %llu\n"
-			"queue_max: %llu\nholders: %u\n",
+			"queue_max: %llu\nlent: %llu\nlent_here: %llu\n"
+			"ceiling: %llu\nholders: %u\n",
 			st.name, st.capacity, st.used, st.available, st.held,
 			st.waiters, st.queued_weight, st.uid, st.gid, st.mode,
 			st.grants_at_once, st.grants_waited, st.timeouts,
 			st.interrupts, st.shrunk, st.wait_ns_total,
-			st.wait_ns_max, st.queue_max, holders);
+			st.wait_ns_max, st.queue_max, st.lent, st.lent_here,
+			st.ceiling, holders);
 	for (i = 0; i < n; i++) {
 		struct wsem_holder *w = &who[i];
 

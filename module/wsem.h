@@ -124,7 +124,13 @@ struct wsem_user;
 /**
  * struct wsem - one weighted, strictly FIFO counting semaphore
  * @lock: protects the fields up to and including @linked
- * @capacity: C
+ * @capacity: C, the capacity in force: the semaphore's own plus @lent
+ * @lent: what the handles bound to it lend (struct wsem_handle @lent)
+ * @ceiling: 0; or for a semaphore that takes its capacity from loans
+ *	(WSEM_OPEN_LOANS), the largest weight a request may ask for: its own
+ *	capacity may be 0, and its waiters never fail for a shrink
+ * @demand_seq: counts the changes of @used, @nr_waiters and @queued_weight,
+ *	for pollers of the demand event (wsem_poll())
  * @used: U, the sum of what every handle holds; above C only after a shrink
  * @queued_weight: sum of the weights in @waiters, modulo 2^64
  * @queued_carry: how many times @queued_weight has wrapped; weights are at
@@ -171,6 +177,9 @@ struct wsem_user;
 struct wsem {
 	spinlock_t lock;	/* see the kernel-doc above */
 	u64 capacity;
+	u64 lent;
+	u64 ceiling;
+	u32 demand_seq;
 	u64 used;
 	u64 queued_weight;
 	u64 queued_carry;
@@ -259,6 +268,10 @@ enum wsem_spin_end {
  * @sem: the bound semaphore; set once with cmpxchg_release() (wsem_bind()),
  *	read with wsem_handle_sem()
  * @held: weight this handle holds; protected by @sem->lock
+ * @lent: capacity this handle lends to @sem (WSEM_IOC_LEND), withdrawn when
+ *	it is unbound; protected by @sem->lock
+ * @demand_seen: @sem->demand_seq when the handle last read the state of
+ *	@sem (wsem_fill_stat()); protected by @sem->lock
  * @hold_node: in @sem->holders from the first grant until unbound;
  *	protected by @sem->lock
  * @pid: the thread group that last acquired through the handle (holds a
@@ -290,6 +303,8 @@ enum wsem_spin_end {
 struct wsem_handle {
 	struct wsem *sem;
 	u64 held;
+	u64 lent;
+	u32 demand_seen;
 	struct list_head hold_node;
 	struct pid *pid;
 	struct cgroup *cgrp;
@@ -326,8 +341,8 @@ int wsem_js_init(void);
 void wsem_js_exit(void);
 
 /* sem.c: the semaphore itself */
-struct wsem *wsem_alloc(u64 capacity, umode_t mode, const char *name,
-			struct user_namespace *user_ns);
+struct wsem *wsem_alloc(u64 capacity, u64 ceiling, umode_t mode,
+			const char *name, struct user_namespace *user_ns);
 void wsem_free(struct wsem *sem);
 int wsem_bind(struct wsem_handle *h, struct wsem *sem);
 void wsem_unbind(struct wsem_handle *h);
@@ -338,6 +353,7 @@ int wsem_wait_idle(struct wsem_handle *h, u64 flags, clockid_t clock,
 		   ktime_t deadline);
 int wsem_release(struct wsem_handle *h, u64 weight);
 int wsem_set_capacity(struct wsem *sem, u64 capacity);
+int wsem_lend(struct wsem_handle *h, u64 capacity, bool may_raise);
 void wsem_set_label(struct wsem_handle *h, const char *label);
 void wsem_handle_forget(struct wsem_handle *h);
 void wsem_handle_put(struct wsem_handle *h);
@@ -349,7 +365,7 @@ void wsem_sem_exit(void);
 
 /* views.c: stat, holders and text, as the caller may see them */
 void wsem_fill_stat(struct wsem *sem, struct wsem_handle *h,
-		    struct wsem_stat *st);
+		    struct wsem_stat *st, bool seen);
 int wsem_holders(struct wsem *sem, u32 count, struct wsem_holder **out,
 		 u32 *holders, u32 *waiters);
 ssize_t wsem_text(struct wsem *sem, struct wsem_handle *h, char **text);
@@ -357,7 +373,7 @@ ssize_t wsem_text(struct wsem *sem, struct wsem_handle *h, char **text);
 /* ns.c: names, namespaces and their lifetime */
 int wsem_ns_open(struct wsem_handle *h, const char *name, u64 flags,
 		 u64 capacity, umode_t mode, int mask);
-int wsem_ns_open_anon(struct wsem_handle *h, u64 capacity);
+int wsem_ns_open_anon(struct wsem_handle *h, u64 flags, u64 capacity);
 int wsem_ns_unlink(const char *name);
 int wsem_ns_list(struct wsem_stat **stats, u32 count, u64 *total);
 void wsem_put(struct wsem *sem);

@@ -164,7 +164,8 @@ JSON_OBJ="$JSON_OBJ"'"mode":"0[0-7]{3}","grants_at_once":[0-9]+,'
 JSON_OBJ="$JSON_OBJ"'"grants_waited":[0-9]+,"timeouts":[0-9]+,'
 JSON_OBJ="$JSON_OBJ"'"interrupts":[0-9]+,"shrunk":[0-9]+,'
 JSON_OBJ="$JSON_OBJ"'"wait_ns_total":[0-9]+,"wait_ns_max":[0-9]+,'
-JSON_OBJ="$JSON_OBJ"'"queue_max":[0-9]+'
+JSON_OBJ="$JSON_OBJ"'"queue_max":[0-9]+,"lent":[0-9]+,"lent_here":[0-9]+,'
+JSON_OBJ="$JSON_OBJ"'"ceiling":[0-9]+'
 # stat --json adds the IPC namespace's number, who holds and who waits
 JSON_STAT="$JSON_OBJ"',"ipc_ns":[0-9]+,"holders":\[[^]]*\],"queue":\[[^]]*\]\}'
 JSON_OBJ="$JSON_OBJ"'\}'
@@ -413,7 +414,8 @@ t_stat_table() {
 	wsem create "$P-s" 7 --mode 0640
 	expect 0 wsem stat "$P-s"
 	for kv in "name: $P-s" "capacity: 7" "used: 0" "available: 7" \
-	    "held: 0" "waiters: 0" "queued_weight: 0" "uid: 0" "gid: 0" \
+	    "held: 0" "waiters: 0" "queued_weight: 0" "lent: 0" "ceiling: 0" \
+	    "uid: 0" "gid: 0" \
 	    "mode: 0640"; do
 		grep -Eq "^${kv%% *} +${kv#* }\$" "$T/out"
 	done
@@ -424,9 +426,9 @@ t_stat_table() {
 		"$T/out"
 	grep -Eq '^waiting: +longest 0ms, in all 0ms; longest queue 0$' \
 		"$T/out"
-	# 14 fields, then two empty tables
-	[ "$(wc -l <"$T/out")" -eq 20 ]
-	[ "$(sed -n '15,20p' "$T/out" | tr '\n' '|')" = \
+	# 16 fields, then two empty tables
+	[ "$(wc -l <"$T/out")" -eq 22 ]
+	[ "$(sed -n '17,22p' "$T/out" | tr '\n' '|')" = \
 		"|HOLDERS|  (none)||WAITERS (in queue order)|  (none)|" ]
 	# values aligned in one column
 	[ "$(head -n 14 "$T/out" | awk '{ sub(/^[a-z_ ]+: */, ""); print }' |
@@ -515,7 +517,7 @@ t_top() {
 	fi
 	# the busiest first: the one with a waiter heads the table
 	[ "$(sed -n '3p' "$T/out" | awk '{ print $1 }')" = "$P-t2" ]
-	grep -Eq '^NAME +CAPACITY +USED +WAITERS +UID +GID +MODE +LONGEST WAIT$' \
+	grep -Eq '^NAME +CAPACITY +USED +WAITERS +LENT +CEILING +UID +GID +MODE +LONGEST WAIT$' \
 		"$T/out"
 	expect 2 wsem top -n 0
 	usage_err
@@ -689,9 +691,9 @@ create w capacity 5 mode 0600 (dry run)" ]
 t_ls_long() {
 	wsem create "$P-l" 3 --mode 0640
 	expect 0 wsem ls -l
-	grep -Eq '^NAME +CAPACITY +USED +WAITERS +UID +GID +MODE +LONGEST WAIT$' \
+	grep -Eq '^NAME +CAPACITY +USED +WAITERS +LENT +CEILING +UID +GID +MODE +LONGEST WAIT$' \
 		"$T/out"
-	grep -Eq "^$P-l +3 +0 +0 +0 +0 +0640 +0ms\$" "$T/out"
+	grep -Eq "^$P-l +3 +0 +0 +0 +0 +0 +0 +0640 +0ms\$" "$T/out"
 	expect 0 wsem ls --long
 	grep -q "^$P-l " "$T/out"
 }
@@ -704,7 +706,7 @@ t_stat_json() {
 	grep -Eq "^$JSON_STAT\$" "$T/out"
 	grep -q "^{\"name\":\"$P-sj\",\"capacity\":6,\"used\":0," "$T/out"
 	grep -Eq '"mode":"0604","grants_at_once":0,' "$T/out"
-	grep -Eq '"queue_max":0,"ipc_ns":[0-9]+,"holders":\[\],"queue":\[\]}$' \
+	grep -Eq '"queue_max":0,"lent":0,"lent_here":0,"ceiling":0,"ipc_ns":[0-9]+,"holders":\[\],"queue":\[\]}$' \
 		"$T/out"
 	expect 0 wsem stat --json "$P-sj"	# options go anywhere
 }
@@ -1534,6 +1536,142 @@ t_run_concurrency() {
 	is waiters "$P-c" 0
 }
 
+# ---- loans: create --loans, lend -------------------------------------------
+
+t_create_loans() {
+	expect 0 wsem create "$P-lo" 8 --loans
+	quiet
+	is capacity "$P-lo" 0
+	is ceiling "$P-lo" 8
+	is lent "$P-lo" 0
+	expect 0 wsem stat "$P-lo"
+	grep -Eq '^ceiling: +8$' "$T/out"
+	grep -Eq '^lent: +0$' "$T/out"
+	expect 0 wsem ls -l
+	grep -Eq "^$P-lo +0 +0 +0 +0 +8 " "$T/out"
+	# again, the same: fine; another ceiling, or the other kind: not
+	expect 0 wsem create "$P-lo" 8 --loans
+	quiet
+	expect 1 wsem create "$P-lo" 4 --loans
+	err_is "wsem: $P-lo: exists with ceiling 8, not 4 (--exist-ok accepts it)"
+	expect 1 wsem create "$P-lo" 8
+	err_is "wsem: $P-lo: exists as a loans semaphore of ceiling 8 (--exist-ok accepts it)"
+	expect 0 wsem create "$P-lo" 8 --exist-ok
+	err_is "wsem: note: $P-lo exists as a loans semaphore, left as it is"
+	wsem create "$P-pl" 3
+	expect 1 wsem create "$P-pl" 3 --loans
+	err_is "wsem: $P-pl: exists with capacity 3, without --loans (--exist-ok accepts it)"
+	# its own capacity may be 0; a plain one's not
+	expect 0 wsem resize "$P-lo" 2
+	is capacity "$P-lo" 2
+	expect 0 wsem resize "$P-lo" 0
+	is capacity "$P-lo" 0
+	expect 1 wsem resize "$P-pl" 0
+	err_is "wsem: $P-pl: capacity 0 is out of range (1 .. 2^62 = 4611686018427387904)"
+	is capacity "$P-pl" 3
+}
+
+t_lend_command() {
+	wsem create "$P-ld" 2
+	expect 0 wsem lend "$P-ld" 3 -- sh -c "$WSEM stat $P-ld --json"
+	grep -q '"capacity":5,' "$T/out"
+	grep -q '"lent":3,"lent_here":0,"ceiling":0' "$T/out"
+	is capacity "$P-ld" 2
+	is lent "$P-ld" 0
+	# COMMAND's status, or its signal
+	expect 7 wsem lend "$P-ld" 1 -- sh -c 'exit 7'
+	ended "terminated by signal 15" wsem lend "$P-ld" 1 -- \
+		sh -c 'kill -TERM $$'
+	is lent "$P-ld" 0
+	# words after CAPACITY start COMMAND, as in run
+	expect 0 wsem lend "$P-ld" 4 "$WSEM" stat "$P-ld"
+	grep -Eq '^capacity: +6$' "$T/out"
+	expect 127 wsem lend "$P-ld" 4 -- "no-such-cmd-$$"
+	expect 125 wsem lend "$P-nosuch" 1 -- true
+	err_is "wsem: $P-nosuch: No such file or directory"
+}
+
+t_lend_until_signal() {
+	wsem create "$P-ls" 2
+	"$WSEM" lend "$P-ls" 3 </dev/null >"$T/lout" 2>&1 &
+	pid=$!
+	eventually is capacity "$P-ls" 5
+	is lent "$P-ls" 3
+	kill -TERM "$pid"
+	st=0
+	wait "$pid" || st=$?
+	[ "$st" -eq 0 ]
+	[ ! -s "$T/lout" ]
+	is capacity "$P-ls" 2
+	is lent "$P-ls" 0
+}
+
+# A SIGKILLed lender's loan goes as a shrink: the weight held stays, and a
+# queued run heavier than what is left fails.
+t_lend_sigkill() {
+	wsem create "$P-lk" 2
+	bg wsem lend "$P-lk" 3
+	lender=$BG
+	eventually is capacity "$P-lk" 5
+	bg wsem run "$P-lk" -w 4 -- sleep 600
+	eventually is used "$P-lk" 4
+	"$WSEM" run "$P-lk" -w 5 -- touch "$T/ran-lk" >"$T/wout" 2>&1 &
+	waiter=$!
+	echo "$waiter" >>"$T/pids"
+	eventually is waiters "$P-lk" 1
+	kill -KILL "$lender"
+	st=0
+	wait "$waiter" || st=$?
+	[ "$st" -eq 125 ]
+	grep -q "weight 5 exceeds capacity 2" "$T/wout"
+	[ ! -e "$T/ran-lk" ]
+	is capacity "$P-lk" 2
+	is lent "$P-lk" 0
+	is used "$P-lk" 4
+	is available "$P-lk" 0
+}
+
+# On a loans semaphore the waiter waits through the withdrawal and runs
+# once capacity is lent again.
+t_lend_loans_waiter() {
+	wsem create "$P-lw" 8 --loans
+	bg wsem lend "$P-lw" 3
+	lender=$BG
+	eventually is capacity "$P-lw" 3
+	bg wsem run "$P-lw" -w 5 -- touch "$T/ran-lw"
+	eventually is waiters "$P-lw" 1
+	kill -KILL "$lender"
+	eventually is capacity "$P-lw" 0
+	sleep 0.3
+	is waiters "$P-lw" 1
+	[ ! -e "$T/ran-lw" ]
+	# above the ceiling: fails at once
+	expect 125 wsem run "$P-lw" -w 9 -- true
+	err_is "wsem: $P-lw: weight 9 exceeds ceiling 8"
+	expect 0 wsem lend "$P-lw" 6 -- sh -c "
+		until [ -e $T/ran-lw ]; do sleep 0.1; done"
+	[ -e "$T/ran-lw" ]
+	is capacity "$P-lw" 0
+}
+
+t_lend_refused() {
+	wsem create "$P-lr" 4 --mode 0666
+	# nobody may write /tmp: COMMAND, had it run, would leave the file
+	rm -f "/tmp/$P-ran-lr"
+	expect 125 su -s /bin/sh -c "$WSEM lend $P-lr 1 -- touch /tmp/$P-ran-lr" \
+		nobody
+	err_is "wsem: $P-lr: lending more needs the semaphore's owner or CAP_IPC_OWNER (Operation not permitted)"
+	[ ! -e "/tmp/$P-ran-lr" ]
+	expect 125 wsem lend "$P-lr" 4611686018427387904 -- touch "$T/ran-lr"
+	err_is "wsem: $P-lr: lending 4611686018427387904 would take its capacity past 2^62 (Invalid argument)"
+	[ ! -e "$T/ran-lr" ]
+	is capacity "$P-lr" 4
+	is lent "$P-lr" 0
+	expect 125 wsem lend "$P-lr" 0 -- true
+	usage_or_range=$(cat "$T/err")
+	[ "$usage_or_range" = "wsem: $P-lr: capacity 0 is out of range (1 .. 2^62 = 4611686018427387904)" ]
+}
+
 # ---- runner ------------------------------------------------------------------
 
 TESTS="
@@ -1585,6 +1723,12 @@ t_run_timeout run --timeout exits 124 with one line; --timeout 0 is --nonblock
 t_run_conflict_exit_code run -E N: the status of would block and timed out
 t_run_nonblock run --nonblock exits 75 with one line, no barging
 t_run_concurrency 12 jobs of weights 1-3 under capacity 4 never exceed it
+t_create_loans create --loans: capacity 0, a ceiling; resize to 0; existing ones compared
+t_lend_command lend -- COMMAND: lent while it runs, its status, its signal
+t_lend_until_signal lend without COMMAND: until SIGTERM, then exit 0, withdrawn
+t_lend_sigkill SIGKILL of the lender: a shrink, held weight kept, a heavier waiter fails
+t_lend_loans_waiter a loans semaphore's waiter waits through a withdrawal, runs on a new loan
+t_lend_refused lend: EPERM for another user, past 2^62, 0: exit 125 with one line
 "
 
 # Kill what the last test left running and remove its semaphores.

@@ -37,7 +37,7 @@ struct timespec;
 
 /*
  * Handles: oflag takes O_CREAT and O_EXCL from <fcntl.h> (wsem_open() only),
- * O_CLOEXEC, and WSEM_INHERIT.  Every handle the library returns is
+ * O_CLOEXEC, WSEM_INHERIT and WSEM_LOANS.  Every handle the library returns is
  * close-on-exec, as if O_CLOEXEC were given, so that weight never leaks
  * into a program that system(3), popen(3) or exec starts; WSEM_INHERIT
  * asks for a handle that survives execve(2) instead (it and O_CLOEXEC
@@ -45,6 +45,17 @@ struct timespec;
  * library's choice of open(2) and reopen flags.
  */
 #define WSEM_INHERIT	0x40000000
+
+/*
+ * WSEM_LOANS, with O_CREAT to wsem_open() or to wsem_open_anon(): a
+ * semaphore this call creates takes its capacity from loans (wsem_lend()):
+ * its own capacity is 0, and @capacity is its ceiling, the largest weight
+ * a request may ask for.  Its waiters within the ceiling wait while loans
+ * are short, withdrawn ones included.  An existing semaphore opened with
+ * O_CREAT stays as it is; without O_CREAT (and on a path) it is EINVAL.
+ * This is WSEM_OPEN_LOANS of the kernel ABI.
+ */
+#define WSEM_LOANS	0x20000000
 
 int wsem_open(const char *name, int oflag, mode_t mode, uint64_t capacity);
 
@@ -125,6 +136,17 @@ ssize_t wsem_holders_sized(int fd, struct wsem_holder *buf, size_t n,
 #define wsem_holders(fd, buf, n, nholders) \
 	wsem_holders_sized((fd), (buf), (n), sizeof(struct wsem_holder), \
 			   (nholders))
+
+/*
+ * Lend capacity: @fd's loan becomes @capacity (0 withdraws it).  The
+ * semaphore's capacity in force (wsem_stat()'s capacity) is its own plus
+ * every open handle's loan, and a loan is withdrawn when the handle's last
+ * descriptor is closed or its last process dies, however it dies.  Less
+ * capacity is a shrink: nothing held is taken back.  Lending more needs
+ * what wsem_set_capacity() needs (owner or CAP_IPC_OWNER); lending less
+ * never does.  0, or -1 with errno (EPERM, EINVAL, EBADF).
+ */
+int wsem_lend(int fd, uint64_t capacity);
 
 /*
  * Label @fd's holder or waiter in the holders view (what the weight is

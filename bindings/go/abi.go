@@ -32,6 +32,7 @@ const (
 	openCreat = 1 << 0
 	openExcl  = 1 << 1
 	openAnon  = 1 << 2
+	openLoans = 1 << 3
 )
 
 // struct wsem_acquire_args.flags
@@ -130,6 +131,15 @@ type statArgs struct {
 	waitNsTotal  uint64
 	waitNsMax    uint64
 	queueMax     uint64
+	lent         uint64
+	lentHere     uint64
+	ceiling      uint64
+}
+
+type lendArgs struct {
+	size     uint64
+	flags    uint64
+	capacity uint64
 }
 
 // How one architecture's <asm/ioctl.h> encodes _IOC(dir, type, nr, size):
@@ -196,6 +206,7 @@ func iocNumbers(l iocLayout) map[string]uintptr {
 		"WSEM_IOC_ASYNC":        l.iocW(0x0a, 8),
 		"WSEM_IOC_WAIT_IDLE":    l.iocW(0x0b, unsafe.Sizeof(acquireArgs{})),
 		"WSEM_IOC_SET_LABEL":    l.iocW(0x0c, unsafe.Sizeof(labelArgs{})),
+		"WSEM_IOC_LEND":         l.iocW(0x0e, unsafe.Sizeof(lendArgs{})),
 	}
 }
 
@@ -214,6 +225,7 @@ var (
 	iocAsync       = hostIOC["WSEM_IOC_ASYNC"]
 	iocWaitIdle    = hostIOC["WSEM_IOC_WAIT_IDLE"]
 	iocSetLabel    = hostIOC["WSEM_IOC_SET_LABEL"]
+	iocLend        = hostIOC["WSEM_IOC_LEND"]
 )
 
 // ioctl issues one command; ptr points to its argument.  The pointer is

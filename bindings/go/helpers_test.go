@@ -227,6 +227,8 @@ func helper(args []string) int {
 		err = helperJob(args[1], atoi(args[2]))
 	case "watch": // NAME: no read-write open, a watch that stats
 		err = helperWatch(args[1])
+	case "lend": // W WANT: OpenFD(3), Lend(W); WANT ok or eperm
+		err = helperLend(atoi(args[1]), args[2])
 	default:
 		err = fmt.Errorf("unknown helper %q", args[0])
 	}
@@ -427,4 +429,26 @@ func helperJob(dir string, n int64) error {
 	}
 	time.Sleep(20 * time.Millisecond)
 	return add(-1)
+}
+
+// helperLend lends w through a Weighted of its inherited handle 3: with
+// want "ok" it says "granted" and lends until stdin closes (or it is
+// killed); with "eperm" the Lend must fail with EPERM, and then it says
+// "granted" and waits as well.
+func helperLend(w int64, want string) error {
+	sem, err := OpenFD(3)
+	if err != nil {
+		return err
+	}
+	os.NewFile(3, "inherited").Close()
+	defer sem.Close()
+	err = sem.Lend(w)
+	switch {
+	case want == "ok" && err != nil:
+		return err
+	case want == "eperm" && !errors.Is(err, syscall.EPERM):
+		return fmt.Errorf("Lend(%d): %v, want EPERM", w, err)
+	}
+	holdUntilEOF()
+	return nil
 }

@@ -31,6 +31,11 @@ type Stat struct {
 	WaitTotal    time.Duration
 	WaitMax      time.Duration
 	QueueMax     int64
+
+	// Loans (Lend): Capacity is the semaphore's own plus Lent.
+	Lent     int64 // what every open handle lends
+	LentHere int64 // what this Weighted lends
+	Ceiling  int64 // 0, or a loans semaphore's largest request
 }
 
 // clamp turns a __u64 count into an int64 (UINT64_MAX: "too many").
@@ -72,6 +77,9 @@ func (w *Weighted) Stat() (*Stat, error) {
 		WaitTotal:    time.Duration(clamp(a.waitNsTotal)),
 		WaitMax:      time.Duration(clamp(a.waitNsMax)),
 		QueueMax:     clamp(a.queueMax),
+		Lent:         clamp(a.lent),
+		LentHere:     clamp(a.lentHere),
+		Ceiling:      clamp(a.ceiling),
 	}, nil
 }
 
@@ -89,6 +97,29 @@ func (w *Weighted) Resize(n int64) error {
 	}
 	if _, err := w.base.doU64(iocSetCapacity, uint64(n)); err != nil {
 		return os.NewSyscallError("wsem set capacity", err)
+	}
+	return nil
+}
+
+// Lend sets what this Weighted lends to the semaphore to n (0 withdraws
+// it): the capacity in force is the semaphore's own plus every open
+// handle's loan.  The loan is withdrawn when the Weighted is closed, or
+// its process dies, however it dies; less capacity is a shrink, which
+// revokes nothing held.  Lending more needs the owner or CAP_IPC_OWNER
+// (an error matching syscall.EPERM); lending less never does.
+func (w *Weighted) Lend(n int64) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return ErrClosed
+	}
+	if n < 0 {
+		return os.NewSyscallError("wsem lend", syscall.EINVAL)
+	}
+	a := lendArgs{capacity: uint64(n)}
+	a.size = uint64(unsafe.Sizeof(a))
+	if _, err := w.base.do(iocLend, unsafe.Pointer(&a)); err != nil {
+		return os.NewSyscallError("wsem lend", err)
 	}
 	return nil
 }

@@ -202,6 +202,16 @@ func Create(name string, n int64, perm os.FileMode) (*Weighted, error) {
 	return openNamed(name, openCreat, n, perm)
 }
 
+// CreateLoans opens the semaphore called name, creating it, if it does
+// not exist, as one that takes its capacity from loans (Lend): its own
+// capacity is 0, and ceiling (1..2^62) is the largest weight a request
+// may ask for.  Its waiters within the ceiling wait while the loans fall
+// short, withdrawn ones included.  An existing semaphore stays as it is.
+func CreateLoans(name string, ceiling int64, perm os.FileMode) (*Weighted,
+	error) {
+	return openNamed(name, openCreat|openLoans, ceiling, perm)
+}
+
 // CreateExclusive is Create that fails with an error matching
 // os.ErrExist if the semaphore exists.
 func CreateExclusive(name string, n int64, perm os.FileMode) (*Weighted,
@@ -269,6 +279,16 @@ func NewAnonymous(n int64) (*Weighted, error) {
 	}
 	return bindNew(&openArgs{flags: openAnon, capacity: uint64(n)},
 		"anonymous", false)
+}
+
+// NewAnonymousLoans creates a semaphore without a name that takes its
+// capacity from loans, with the ceiling ceiling (see CreateLoans).
+func NewAnonymousLoans(ceiling int64) (*Weighted, error) {
+	if ceiling < 0 {
+		return nil, os.NewSyscallError("wsem open", syscall.EINVAL)
+	}
+	return bindNew(&openArgs{flags: openAnon | openLoans,
+		capacity: uint64(ceiling)}, "anonymous", false)
 }
 
 // OpenFD takes up the semaphore of a handle descriptor fd, one that this

@@ -70,11 +70,32 @@ run_command_first() {
 		status 126 env PATH="$T" "$WSEM" run "nosuch$$" -- noexec
 }
 
+# lend's own failures before the module is reached: 125 and one line;
+# COMMAND is looked up first (127), as run's.
+lend_usage() {
+	local args
+	for args in "lend x" "lend x y" "lend x 2 --bogus" "lend x 2 --" \
+	    "lend --fd" "lend" "lend x 2 -w 1 -- true"; do
+		# shellcheck disable=SC2086 # word splitting wanted
+		status 125 "$WSEM" $args && one_line '^wsem: usage: ' ||
+			return 1
+	done
+	status 125 "$WSEM" lend x 0 -- touch "$T/ran" &&
+		one_line '^wsem: x: capacity 0 is out of range' &&
+		status 125 "$WSEM" lend 'a b' 2 -- touch "$T/ran" &&
+		one_line 'invalid name' &&
+		status 127 "$WSEM" lend "nosuch$$" 2 -- "no-such-command-$$" &&
+		one_line "^wsem: no-such-command-$$: No such file or directory\$" &&
+		[ ! -e "$T/ran" ]
+}
+
 # No /dev/wsem: run says so, 125; rm -f does not hide it (1).
 no_device() {
 	status 125 "$WSEM" run "nosuch$$" -- true &&
 		one_line '^wsem: /dev/wsem: No such file or directory' &&
 		status 1 "$WSEM" rm -f "nosuch$$" &&
+		one_line '^wsem: /dev/wsem: No such file or directory' &&
+		status 125 "$WSEM" lend "nosuch$$" 2 &&
 		one_line '^wsem: /dev/wsem: No such file or directory'
 }
 
@@ -105,11 +126,13 @@ check "run: usage errors exit 125" run_usage
 check "run: an invalid name exits 125" run_bad_name
 check "run: COMMAND not found 127, not executable 126, first" \
 	run_command_first
+check "lend: usage errors, bad name or capacity 125, COMMAND first 127" \
+	lend_usage
 if [ -e /dev/wsem ]; then
 	n=$((n + 1))
 	echo "ok $n - run without /dev/wsem exits 125 # SKIP /dev/wsem is here"
 else
-	check "run without /dev/wsem exits 125, rm -f 1" no_device
+	check "run, lend without /dev/wsem exit 125, rm -f 1" no_device
 fi
 check "README and wsem.1 close the lease with exec" docs_close_lease
 check "wsem.1: stat of an unreadable semaphore is exit 1 only" \

@@ -45,8 +45,11 @@ comp() {
 	fi
 }
 
-echo "1..22"
+echo "1..25"
 comp "release resize rm run" wsem r
+comp "lend" wsem le
+comp "--loans" wsem create x 4 --lo
+comp "wsemtestcmd" wsem lend gpu 2 -- wsemtest
 comp "acquire apply" wsem a
 comp "wait" wsem w
 comp "create" wsem cr
@@ -80,7 +83,7 @@ unset -f _command_offset
 # Every long option offered is one the real wsem knows.
 n=$((n + 1))
 bad=
-for verb in create rm ls stat top resize run acquire release wait apply; do
+for verb in create rm ls stat top resize run lend acquire release wait apply; do
 	"$ROOT/userlib/wsem" "$verb" --help >"$T/help" || bad="$bad $verb"
 	for o in $(_wsem_opts "$verb"); do
 		grep -q -- "$o\\b" "$T/help" || bad="$bad $verb:$o"

@@ -27,10 +27,12 @@ int main(void)
 	P(WSEM_IOC_RELEASE); P(WSEM_IOC_SET_CAPACITY); P(WSEM_IOC_STAT);
 	P(WSEM_IOC_UNLINK); P(WSEM_IOC_LIST); P(WSEM_IOC_HOLDERS);
 	P(WSEM_IOC_ASYNC); P(WSEM_IOC_WAIT_IDLE); P(WSEM_IOC_SET_LABEL);
+	P(WSEM_IOC_LEND);
 	P(sizeof(struct wsem_open_args)); P(sizeof(struct wsem_acquire_args));
 	P(sizeof(struct wsem_stat)); P(sizeof(struct wsem_unlink_args));
 	P(sizeof(struct wsem_list_args)); P(sizeof(struct wsem_holder));
 	P(sizeof(struct wsem_holders_args)); P(sizeof(struct wsem_label_args));
+	P(sizeof(struct wsem_lend_args)); P(WSEM_OPEN_LOANS);
 	P(WSEM_HOLDER_WAITING); P(WSEM_LABEL_MAX); P(WSEM_CGROUP_MAX);
 	P(WSEM_OPEN_CREAT); P(WSEM_OPEN_EXCL); P(WSEM_OPEN_ANON);
 	P(WSEM_ACQUIRE_TRY); P(WSEM_ACQUIRE_ASYNC); P(WSEM_REOPEN_CLOEXEC);

@@ -45,6 +45,7 @@ int use(int fd, const struct timespec *ts)
 	     (int)wsem_list_sized(&st, 1, sizeof(st));
 	r |= (int)wsem_holders(fd, h, 1, &nh);
 	r |= wsem_set_label(fd, "x");
+	r |= wsem_lend(fd, 1) + wsem_open_anon(1, WSEM_LOANS);
 	return r;
 }
 

@@ -488,6 +488,125 @@ def t_shrink():
     check(sem.stat().capacity == 2, "capacity not changed")
 
 
+@test("lend: a loan adds to the capacity; close withdraws it, held kept")
+def t_lend():
+    sem = wsem.Semaphore(f"{P}l", create=2)
+    lender = sem.reopen()
+    lender.lend(3)
+    st = lender.stat()
+    check((st.capacity, st.lent, st.lent_here, st.ceiling) == (5, 3, 3, 0),
+          f"capacity, lent, lent_here, ceiling: {st}")
+    st = sem.stat()
+    check((st.lent, st.lent_here) == (3, 0), f"another handle: {st}")
+    lender.lend(1)
+    check(sem.stat().capacity == 3, "a loan is set, not added")
+    sem.acquire(3)
+    lender.close()
+    st = sem.stat()
+    check((st.capacity, st.lent, st.held, st.used) == (2, 0, 3, 3),
+          f"after close: {st}")
+    sem.release(3)
+    raises(OSError, errno.EINVAL, sem.lend, 1 << 62)
+    try:
+        sem.lend(-1)
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("lend(-1) accepted")
+    check(sem.stat().capacity == 2, "a refused loan changed the capacity")
+    listed = [s for s in wsem.list_semaphores() if s.name == f"{P}l"]
+    check(len(listed) == 1 and listed[0].lent == 0, f"listed: {listed}")
+
+
+@test("lend: another user may lower, not raise; SIGKILL withdraws")
+def t_lend_other_user_kill():
+    sem = wsem.Semaphore(f"{P}m", create=2, mode=0o666)
+    lender = sem.reopen()
+    lender.lend(3)
+    pid = os.fork()
+    if pid == 0:
+        st = 1
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            try:
+                lender.lend(4)
+            except PermissionError as e:
+                if e.errno == errno.EPERM:
+                    lender.lend(1)
+                    st = 0
+        finally:
+            os._exit(st)  # pylint: disable=protected-access
+    _, status = os.waitpid(pid, 0)
+    check(status == 0, f"the other user's child: status {status:#x}")
+    check(sem.stat().lent == 1, "the other user lowered nothing")
+    lender.close()
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        h = sem.reopen()
+        h.lend(3)
+        os.write(w, b"x")
+        time.sleep(600)
+        os._exit(0)  # pylint: disable=protected-access
+    os.close(w)
+    check(os.read(r, 1) == b"x", "the lender did not lend")
+    check(sem.stat().capacity == 5, "capacity with a loan of 3")
+    sem.acquire(4)
+    res = []
+
+    def run():
+        h = sem.reopen()
+        try:
+            h.acquire(5)
+        except OSError as e:
+            res.append(e.errno)
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    eventually(waiters_are(sem, 1), "the waiter to queue")
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    t.join(20)
+    check(res == [errno.EINVAL], f"waiter ended with {res}")
+    st = sem.stat()
+    check((st.capacity, st.held) == (2, 4), f"after the SIGKILL: {st}")
+
+
+@test("loans=True: capacity 0 and a ceiling; a waiter outlives a withdrawal")
+def t_loans_semaphore():
+    sem = wsem.Semaphore.anonymous(8, loans=True)
+    st = sem.stat()
+    check((st.capacity, st.ceiling) == (0, 8), f"a loans semaphore: {st}")
+    raises(OSError, errno.EINVAL, sem.acquire, 9)
+    res = []
+
+    def run():
+        h = sem.reopen()
+        h.acquire(5)
+        res.append(h.stat().held)
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    eventually(waiters_are(sem, 1), "the waiter to queue")
+    lender = sem.reopen()
+    lender.lend(3)
+    lender.close()
+    sem.set_capacity(0)
+    time.sleep(0.2)
+    check(res == [] and sem.stat().waiters == 1, "the waiter ended")
+    lender = sem.reopen()
+    lender.lend(5)
+    t.join(20)
+    check(res == [5], f"the waiter: {res}")
+    named = wsem.Semaphore(f"{P}n", create=6, loans=True)
+    check(named.stat().ceiling == 6, "a named loans semaphore")
+    try:
+        wsem.Semaphore(f"{P}n", loans=True)
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("loans without create accepted")
+
+
 @test("acquire_until: a deadline on CLOCK_REALTIME and CLOCK_BOOTTIME")
 def t_clock():
     sem = wsem.Semaphore(f"{P}k", create=1)

@@ -46,12 +46,21 @@
 #define WSEM_OPEN_CREAT		_BITULL(0)	/* create if it does not exist */
 #define WSEM_OPEN_EXCL		_BITULL(1)	/* with CREAT: fail if it exists */
 #define WSEM_OPEN_ANON		_BITULL(2)	/* new anonymous semaphore */
+/*
+ * With CREAT or ANON: a semaphore created by this call takes its capacity
+ * from loans (WSEM_IOC_LEND).  Its own capacity starts at 0 and may be set
+ * to 0; @capacity is its ceiling, the largest weight a request may ask
+ * for.  A waiter within the ceiling waits while the capacity is short,
+ * loans withdrawn included; it never fails for a shrink.
+ */
+#define WSEM_OPEN_LOANS		_BITULL(3)
 
 /**
  * struct wsem_open_args - bind a fresh handle (WSEM_IOC_OPEN)
  * @size: sizeof(struct wsem_open_args)
  * @flags: WSEM_OPEN_*; ANON excludes CREAT, EXCL and a name
- * @capacity: capacity of a semaphore this call creates (CREAT or ANON)
+ * @capacity: capacity of a semaphore this call creates (CREAT or ANON);
+ *	with WSEM_OPEN_LOANS its ceiling
  * @mode: permission bits (0777 at most) of a created named semaphore,
  *	masked with the caller's umask
  * @__pad: must be zero
@@ -130,9 +139,15 @@ struct wsem_acquire_args {
  * @wait_ns_total: time spent in the queue by every wait, however it ended
  * @wait_ns_max: the longest of those waits
  * @queue_max: the longest the queue has been
+ * @lent: the capacity that open handles lend (WSEM_IOC_LEND), part of
+ *	@capacity; the semaphore's own capacity is @capacity - @lent
+ * @lent_here: what this handle lends (0 in a list)
+ * @ceiling: 0, or for a semaphore that takes its capacity from loans
+ *	(WSEM_OPEN_LOANS) the largest weight a request may ask for
  *
  * The statistics (from @grants_at_once on) came with size
- * WSEM_STAT_SIZE_VER1; a caller of size WSEM_STAT_SIZE_VER0 gets the rest.
+ * WSEM_STAT_SIZE_VER1, the loans (from @lent on) with WSEM_STAT_SIZE_VER2;
+ * a caller of an older size gets the fields its size holds.
  */
 struct wsem_stat {
 	__u64 size;
@@ -155,10 +170,14 @@ struct wsem_stat {
 	__u64 wait_ns_total;
 	__u64 wait_ns_max;
 	__u64 queue_max;
+	__u64 lent;
+	__u64 lent_here;
+	__u64 ceiling;
 };
 
 #define WSEM_STAT_SIZE_VER0	136
 #define WSEM_STAT_SIZE_VER1	200
+#define WSEM_STAT_SIZE_VER2	224
 
 /**
  * struct wsem_list_args - list the caller's namespace (WSEM_IOC_LIST)
@@ -292,6 +311,20 @@ struct wsem_kill_args {
 
 #define WSEM_KILL_SIZE_VER0	24
 
+/**
+ * struct wsem_lend_args - capacity lent by a handle (WSEM_IOC_LEND)
+ * @size: sizeof(struct wsem_lend_args)
+ * @flags: zero
+ * @capacity: what the handle lends from now on; 0 withdraws its loan
+ */
+struct wsem_lend_args {
+	__u64 size;
+	__u64 flags;
+	__u64 capacity;
+};
+
+#define WSEM_LEND_SIZE_VER0	24
+
 /* WSEM_IOC_REOPEN flags */
 #define WSEM_REOPEN_CLOEXEC	_BITULL(0)
 
@@ -351,5 +384,26 @@ struct wsem_kill_args {
  * EPERM (not the caller's child, or in another session), EBADF, EFAULT.
  */
 #define WSEM_IOC_SET_KILL	_IOW(WSEM_IOC_MAGIC, 0x0d, struct wsem_kill_args)
+
+/*
+ * Lend capacity to the semaphore: its capacity in force is its own plus
+ * what every open handle lends.  The call sets what this handle lends;
+ * when its file is released (the last descriptor closed, or the last
+ * process that has it dies, however it dies) the loan is withdrawn.  Less
+ * capacity, by this call or by a withdrawal, is a shrink: nothing held is
+ * taken back, and new grants wait until they fit; a waiter heavier than
+ * the new capacity fails with EINVAL, unless the semaphore takes its
+ * capacity from loans (WSEM_OPEN_LOANS), whose waiters within its ceiling
+ * wait on.  Lending more needs what WSEM_IOC_SET_CAPACITY needs (owner or
+ * CAP_IPC_OWNER); lending less never does.  Needs a bound handle open for
+ * reading and writing; 0 or -1 with EINVAL (unbound, flags, capacity in
+ * force above WSEM_CAPACITY_MAX), EPERM, EBADF, EFAULT.
+ *
+ * poll(2) on a handle reports POLLRDBAND (EPOLLRDBAND) while the demand on
+ * its semaphore (waiters, queued weight, held weight) has changed since the
+ * handle last read its state (WSEM_IOC_STAT, read(2)): an agent that lends
+ * capacity follows demand without polling.
+ */
+#define WSEM_IOC_LEND		_IOW(WSEM_IOC_MAGIC, 0x0e, struct wsem_lend_args)
 
 #endif /* _UAPI_LINUX_WSEM_H */

@@ -28,6 +28,9 @@ static struct cli_opt create_opts[] = {
 	  .help = "fail if NAME exists" },
 	{ .name = "exist-ok",
 	  .help = "accept an existing NAME whatever its capacity" },
+	{ .name = "loans",
+	  .help = "capacity from loans (wsem lend) alone; CAPACITY is the "
+		  "ceiling" },
 	{ .name = NULL },
 };
 
@@ -42,14 +45,49 @@ static int create_mode(const struct cli_verb *verb, mode_t *mode)
 }
 
 /*
- * @name exists: compare its capacity with the one asked for.  The same is
- * success; another is an error unless --exist-ok, which still says so.
- * -1 with errno when it cannot be opened (ENOENT: removed meanwhile).
+ * check_existing() where --loans was given or @st is a loans semaphore:
+ * the same kind with the same ceiling is success.
+ */
+static int check_loans(const char *name, const struct wsem_stat *st,
+		       uint64_t capacity, bool loans)
+{
+	char msg[160];
+
+	if (loans && st->ceiling == capacity)
+		return CLI_EXIT_OK;
+	if (cli_opt(create_opts, "exist-ok")->seen) {
+		fprintf(stderr, "wsem: note: %s exists %s, left as it is\n",
+			name, st->ceiling ? "as a loans semaphore" :
+			"without --loans");
+		return CLI_EXIT_OK;
+	}
+	if (!st->ceiling)
+		snprintf(msg, sizeof(msg), "exists with capacity %" PRIu64
+			 ", without --loans (--exist-ok accepts it)",
+			 (uint64_t)st->capacity);
+	else if (!loans)
+		snprintf(msg, sizeof(msg), "exists as a loans semaphore of "
+			 "ceiling %" PRIu64 " (--exist-ok accepts it)",
+			 (uint64_t)st->ceiling);
+	else
+		snprintf(msg, sizeof(msg), "exists with ceiling %" PRIu64
+			 ", not %" PRIu64 " (--exist-ok accepts it)",
+			 (uint64_t)st->ceiling, capacity);
+	return cli_fail_msg(name, msg, CLI_EXIT_ERROR);
+}
+
+/*
+ * @name exists: compare its capacity with the one asked for (with
+ * --loans: that it takes its capacity from loans, and its ceiling).  The
+ * same is success; another is an error unless --exist-ok, which still
+ * says so.  -1 with errno when it cannot be opened (ENOENT: removed
+ * meanwhile).
  */
 static int check_existing(const char *name, uint64_t capacity)
 {
+	bool loans = cli_opt(create_opts, "loans")->seen;
 	struct wsem_stat st;
-	char msg[128];
+	char msg[160];
 	int fd = wsem_open(name, 0, 0, 0);
 
 	if (fd < 0)
@@ -59,6 +97,8 @@ static int check_existing(const char *name, uint64_t capacity)
 		return -1;
 	}
 	close(fd);
+	if (loans || st.ceiling)
+		return check_loans(name, &st, capacity, loans);
 	if (st.capacity == capacity)
 		return CLI_EXIT_OK;
 	if (cli_opt(create_opts, "exist-ok")->seen) {
@@ -105,10 +145,13 @@ int cli_create_open(const char *name, int oflag, mode_t mode, bool exact,
 static int create_or_check(const char *name, mode_t mode, uint64_t capacity)
 {
 	bool exclusive = cli_opt(create_opts, "exclusive")->seen;
+	int oflag = O_CREAT | O_EXCL;
 	int fd, ret, tries;
 
+	if (cli_opt(create_opts, "loans")->seen)
+		oflag |= WSEM_LOANS;
 	for (tries = 0; tries < 3; tries++) {
-		fd = cli_create_open(name, O_CREAT | O_EXCL, mode,
+		fd = cli_create_open(name, oflag, mode,
 				     cli_opt(create_opts, "mode")->seen,
 				     capacity);
 		if (fd >= 0) {
@@ -128,7 +171,8 @@ static int create_or_check(const char *name, mode_t mode, uint64_t capacity)
 
 /*
  * An existing semaphore of the same capacity is success; of another
- * capacity an error, unless --exist-ok; with --exclusive any is.
+ * capacity an error, unless --exist-ok; with --exclusive any is.  With
+ * --loans, CAPACITY is the ceiling of a semaphore whose own capacity is 0.
  */
 int cli_create(const struct cli_verb *verb, int argc, char **argv)
 {
@@ -206,8 +250,22 @@ static struct cli_opt resize_opts[] = {
 };
 
 /*
+ * Resizing to 0 is for a semaphore that takes its capacity from loans
+ * (its ceiling is not 0); any other gets the out-of-range line.
+ */
+static int check_zero(const char *what, int fd)
+{
+	struct wsem_stat st;
+
+	if (!wsem_stat(fd, &st) && st.ceiling)
+		return 0;
+	return cli_check_capacity(what, 0);
+}
+
+/*
  * --fd N, or the inherited $WSEM_FD when it is bound to NAME, is used as
- * it is; otherwise NAME or a path is opened.
+ * it is; otherwise NAME or a path is opened.  CAPACITY is the own
+ * capacity: what handles lend comes on top.
  */
 int cli_resize(const struct cli_verb *verb, int argc, char **argv)
 {
@@ -229,7 +287,7 @@ int cli_resize(const struct cli_verb *verb, int argc, char **argv)
 		return ret;
 	what = fd < 0 ? p.pos[0] : "--fd";
 	ret = fd < 0 ? cli_check_name(what) : 0;
-	if (!ret)
+	if (!ret && capacity)
 		ret = cli_check_capacity(what, capacity);
 	if (ret)
 		return ret;
@@ -240,8 +298,10 @@ int cli_resize(const struct cli_verb *verb, int argc, char **argv)
 		if (fd < 0)
 			return cli_fail_target(what, errno);
 	}
-	ret = wsem_set_capacity(fd, capacity);
-	if (ret)
+	ret = capacity ? 0 : check_zero(what, fd);
+	if (!ret && wsem_set_capacity(fd, capacity))
+		ret = -1;
+	if (ret < 0)
 		ret = own >= 0 ? cli_fail_target(what, errno) :
 				 cli_fail_nodev(what, errno);
 	if (own >= 0)

@@ -172,6 +172,7 @@ int cli_stat(const struct cli_verb *verb, int argc, char **argv);
 int cli_top(const struct cli_verb *verb, int argc, char **argv);
 struct wsem_stat *cli_list_all(size_t *count);
 int cli_run(const struct cli_verb *verb, int argc, char **argv);
+int cli_lend(const struct cli_verb *verb, int argc, char **argv);
 int cli_wait(const struct cli_verb *verb, int argc, char **argv);
 int cli_acquire(const struct cli_verb *verb, int argc, char **argv);
 int cli_release(const struct cli_verb *verb, int argc, char **argv);

@@ -38,12 +38,14 @@ static int max_int(int a, int b)
 
 /*
  * ls: NAME CAPACITY USED WAITERS, names left, numbers right aligned;
- * @longer (ls -l) adds the owner and group ids, the mode and the longest
- * wait so far.
+ * @longer (ls -l) adds the capacity lent, the ceiling (0: not a loans
+ * semaphore), the owner and group ids, the mode and the longest wait so
+ * far.
  */
 void cli_print_table(const struct wsem_stat *st, size_t n, bool longer)
 {
-	int w[6] = { 4, 8, 4, 7, 3, 5 };	/* the headers' widths */
+	/* the headers' widths */
+	int w[8] = { 4, 8, 4, 7, 3, 5, 4, 7 };
 	char dur[24];
 	size_t i;
 
@@ -54,17 +56,23 @@ void cli_print_table(const struct wsem_stat *st, size_t n, bool longer)
 		w[3] = max_int(w[3], num_width(st[i].waiters));
 		w[4] = max_int(w[4], num_width(st[i].uid));
 		w[5] = max_int(w[5], num_width(st[i].gid));
+		w[6] = max_int(w[6], num_width(st[i].lent));
+		w[7] = max_int(w[7], num_width(st[i].ceiling));
 	}
 	printf("%-*s  %*s  %*s  %*s", w[0], "NAME", w[1], "CAPACITY",
 	       w[2], "USED", w[3], "WAITERS");
 	if (longer)
-		printf("  %*s  %*s  MODE  LONGEST WAIT", w[4], "UID", w[5],
-		       "GID");
+		printf("  %*s  %*s  %*s  %*s  MODE  LONGEST WAIT", w[6], "LENT",
+		       w[7], "CEILING", w[4], "UID", w[5], "GID");
 	putchar('\n');
 	for (i = 0; i < n; i++) {
 		printf("%-*s  %*" PRIu64 "  %*" PRIu64 "  %*" PRIu64,
 		       w[0], stat_name(&st[i]), w[1], (uint64_t)st[i].capacity,
 		       w[2], (uint64_t)st[i].used, w[3], (uint64_t)st[i].waiters);
+		if (longer)
+			printf("  %*" PRIu64 "  %*" PRIu64, w[6],
+			       (uint64_t)st[i].lent, w[7],
+			       (uint64_t)st[i].ceiling);
 		if (longer)
 			printf("  %*u  %*u  %04o  %s", w[4], st[i].uid, w[5],
 			       st[i].gid, (unsigned int)st[i].mode,
@@ -89,6 +97,8 @@ void cli_print_stat(const struct wsem_stat *st)
 	print_field("held:", st->held);
 	print_field("waiters:", st->waiters);
 	print_field("queued_weight:", st->queued_weight);
+	print_field("lent:", st->lent);
+	print_field("ceiling:", st->ceiling);
 	print_field("uid:", st->uid);
 	print_field("gid:", st->gid);
 	printf("%-14s %04o\n", "mode:", (unsigned int)st->mode);
@@ -137,6 +147,9 @@ static void json_fields(const struct wsem_stat *st)
 	json_u64("wait_ns_total", st->wait_ns_total);
 	json_u64("wait_ns_max", st->wait_ns_max);
 	json_u64("queue_max", st->queue_max);
+	json_u64("lent", st->lent);
+	json_u64("lent_here", st->lent_here);
+	json_u64("ceiling", st->ceiling);
 }
 
 void cli_print_json_stat(const struct wsem_stat *st)

@@ -84,17 +84,22 @@ int cli_lease_options(const char *syn, struct cli_opt *opts,
 
 /*
  * The acquire failed with EINVAL: say why when the weight is the cause
- * (larger than the capacity, which may have shrunk while we waited).
+ * (larger than the capacity, which may have shrunk while we waited, or
+ * than the ceiling of a semaphore that takes its capacity from loans).
  */
 static int fail_einval(int fd, const char *what, uint64_t weight)
 {
 	struct wsem_stat st;
+	uint64_t limit;
 	char msg[96];
 
-	if (wsem_stat(fd, &st) || weight <= st.capacity)
+	if (wsem_stat(fd, &st))
 		return cli_fail_nodev(what, EINVAL);
-	snprintf(msg, sizeof(msg), "weight %" PRIu64 " exceeds capacity %"
-		 PRIu64, weight, (uint64_t)st.capacity);
+	limit = st.ceiling ? st.ceiling : st.capacity;
+	if (weight <= limit)
+		return cli_fail_nodev(what, EINVAL);
+	snprintf(msg, sizeof(msg), "weight %" PRIu64 " exceeds %s %" PRIu64,
+		 weight, st.ceiling ? "ceiling" : "capacity", limit);
 	return cli_fail_msg(what, msg, CLI_EXIT_ERROR);
 }
 

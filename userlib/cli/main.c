@@ -17,9 +17,11 @@
 #define WSEM_VERSION	"1.0.0"
 
 static const struct cli_verb verbs[] = {
-	{ "create", "create NAME CAPACITY [-m MODE] [--exclusive | --exist-ok]",
-	  "Create a semaphore of capacity CAPACITY; an existing one of the "
-	  "same capacity is fine.", cli_create },
+	{ "create", "create NAME CAPACITY [-m MODE] [--exclusive | --exist-ok] "
+	  "[--loans]",
+	  "Create a semaphore of capacity CAPACITY (--loans: of ceiling "
+	  "CAPACITY, its capacity lent); an existing one of the same "
+	  "capacity is fine.", cli_create },
 	{ "rm", "rm [-f] NAME|PATH", "Remove a semaphore's name; -f: "
 	  "one that is not there is no error.", cli_rm },
 	{ "ls", "ls [-l] [--json]",
@@ -37,6 +39,9 @@ static const struct cli_verb verbs[] = {
 		 "[--jobserver[=fifo|pipe]] [--json] -- COMMAND [ARG...]",
 	  "Wait for weight W, run COMMAND holding it, give it back when "
 	  "COMMAND ends.", cli_run },
+	{ "lend", "lend NAME|PATH|--fd N CAPACITY [-- COMMAND [ARG...]]",
+	  "Lend CAPACITY to the semaphore while COMMAND runs (without "
+	  "COMMAND: until SIGTERM, SIGINT or SIGHUP).", cli_lend },
 	{ "acquire", "acquire --fd N [-w W|all] [-t DURATION | -n] [-E N] "
 	  "[--label TEXT]",
 	  "Acquire weight W on the shell's own handle N (exec N<>FILE); "
@@ -90,8 +95,8 @@ static int flush_stdout(int status)
 int main(int argc, char **argv)
 {
 	const struct cli_verb *verb;
-	const char *all = "create|rm|ls|stat|top|resize|run|acquire|release|"
-			  "wait|apply ...";
+	const char *all = "create|rm|ls|stat|top|resize|run|lend|acquire|"
+			  "release|wait|apply ...";
 
 	int status;
 

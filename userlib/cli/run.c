@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * wsem run: take weight, run COMMAND holding it.
+ * wsem run: take weight, run COMMAND holding it.  And wsem lend, which
+ * runs COMMAND the same way while its handle lends capacity (cli_lend()).
  *
  * Supervised (the default), as flock(1) runs a command: wsem opens a
  * close-on-exec handle, acquires, forks COMMAND and waits for it, then
@@ -80,6 +81,8 @@ struct run_req {
 	char **cmd;
 	int killed_by;		/* the signal that killed COMMAND, or 0 */
 	bool to_group;		/* die_of() signals wsem's whole group */
+	bool lend;		/* wsem lend: COMMAND is not tied to the handle */
+	uint64_t loan;		/* wsem lend's CAPACITY */
 };
 
 enum { JOBSERVER_NONE, JOBSERVER_FIFO, JOBSERVER_PIPE };
@@ -488,7 +491,8 @@ static int set_kill(int fd, pid_t pgid)
 
 /*
  * The child: a process group of its own, SIGKILL when wsem goes (and wsem
- * may have gone already, in which case getppid() is no longer @parent),
+ * may have gone already, in which case getppid() is no longer @parent;
+ * not for wsem lend, whose COMMAND holds nothing),
  * then it waits on @gate until wsem has made its group the lease's (a
  * byte; end of file if wsem died or gave up), default signal actions, and
  * COMMAND.  The handle is close-on-exec: COMMAND never sees it.
@@ -502,9 +506,9 @@ static void child(pid_t parent, int gate, const sigset_t *oldmask,
 	stop_forwarding();
 	if (setpgid(0, 0))
 		_exit(own_failure(cli_fail_nodev("setpgid", errno)));
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL))
+	if (!req->lend && prctl(PR_SET_PDEATHSIG, SIGKILL))
 		_exit(own_failure(cli_fail_nodev("PR_SET_PDEATHSIG", errno)));
-	if (getppid() != parent)	/* wsem died before the prctl */
+	if (!req->lend && getppid() != parent)	/* died before the prctl */
 		_exit(CLI_EXIT_RUN_FAILED);
 	while ((n = read(gate, &go, 1)) < 0 && errno == EINTR)
 		;
@@ -657,17 +661,17 @@ static void end_orphans(void)
 /*
  * Between fork() and COMMAND's exec: COMMAND's process group (made by
  * both sides, as a shell makes a job's, so that neither races the other)
- * is recorded on handle @fd as the one the lease's end kills, and given
- * the terminal if wsem's group had it; then the child, waiting on @gate,
- * is let go.  0, or an exit status after one line: the child then exits
+ * is recorded on handle @fd as the one the lease's end kills (not for
+ * @lend: a loan's end leaves COMMAND be), and given the terminal if
+ * wsem's group had it; then the child, waiting on @gate, is let go.  0, or an exit status after one line: the child then exits
  * 125 without running COMMAND.
  */
-static int start_child(int fd, pid_t pid, int gate)
+static int start_child(int fd, pid_t pid, int gate, bool lend)
 {
 	int ret = 0;
 
 	setpgid(pid, pid);	/* the child may have done it: no matter */
-	if (set_kill(fd, pid)) {
+	if (!lend && set_kill(fd, pid)) {
 		ret = own_failure(cli_fail_nodev("WSEM_IOC_SET_KILL", errno));
 	} else {
 		if (tty_is(getpgrp()))
@@ -702,7 +706,7 @@ static void end_child(int fd, pid_t pid, struct run_req *req)
 		give_tty(getpgrp());
 	req->to_group = (sig == SIGINT || sig == SIGQUIT) &&
 			!(received & (1 << sig));
-	if (!sig && !told_to_end)
+	if (!sig && !told_to_end && !req->lend)
 		set_kill(fd, 0);
 }
 
@@ -743,7 +747,7 @@ static int supervise(int fd, struct run_req *req)
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		return own_failure(cli_fail_nodev("fork", errno));
 	}
-	ret = start_child(fd, pid, gate[1]);
+	ret = start_child(fd, pid, gate[1], req->lend);
 	if (ret) {
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		return ret;
@@ -881,6 +885,117 @@ int cli_run(const struct cli_verb *verb, int argc, char **argv)
 		close(req.js_fds[0]);
 	if (req.js_fds[1] >= 0)
 		close(req.js_fds[1]);
+	close(fd);
+	return req.killed_by ? die_of(req.killed_by, req.to_group) : ret;
+}
+
+/*
+ * wsem lend NAME CAPACITY [-- COMMAND...]: a handle of wsem's own (a
+ * reopen for --fd N, as run makes) lends CAPACITY (wsem_lend()) while
+ * COMMAND runs, supervised as run's is, but not tied to the handle: when
+ * the loan ends because wsem is killed, COMMAND runs on (it holds
+ * nothing).  When COMMAND ends, wsem closes the handle, which withdraws
+ * the loan, and exits as COMMAND did.  Without COMMAND, wsem lends until
+ * SIGTERM, SIGINT or SIGHUP (then exit 0), or until it is killed.  Either
+ * way the kernel withdraws the loan when the handle goes, however wsem
+ * ends.  wsem's own failures exit 125, as run's do.
+ */
+static struct cli_opt lend_opts[] = {
+	{ .name = "fd", .arg = "N", .help = "lend through a reopen of N" },
+	{ .name = NULL },
+};
+
+/* One line for a loan the kernel refused; the exit status (125). */
+static int lend_failed(const char *what, uint64_t loan, int err)
+{
+	char msg[160];
+
+	if (err == EPERM)
+		return own_failure(cli_fail_msg(what, "lending more needs the "
+			"semaphore's owner or CAP_IPC_OWNER (Operation not "
+			"permitted)", CLI_EXIT_ERROR));
+	if (err == EINVAL) {
+		snprintf(msg, sizeof(msg), "lending %" PRIu64 " would take "
+			 "its capacity past 2^62 (Invalid argument)", loan);
+		return own_failure(cli_fail_msg(what, msg, CLI_EXIT_ERROR));
+	}
+	if (err == ENOTTY)
+		return own_failure(cli_fail_msg(what, "this wsem module "
+			"cannot lend (no WSEM_IOC_LEND)", CLI_EXIT_ERROR));
+	return own_failure(cli_fail_nodev(what, err));
+}
+
+/* Without COMMAND: until SIGTERM, SIGINT or SIGHUP; 0. */
+static int lend_until_signal(void)
+{
+	sigset_t set;
+	int sig;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	do
+		sig = sigwaitinfo(&set, NULL);
+	while (sig < 0 && errno == EINTR);
+	return sig < 0 ? own_failure(cli_fail_nodev("sigwaitinfo", errno)) :
+			 CLI_EXIT_OK;
+}
+
+/* The options, NAME, CAPACITY and COMMAND, checked; 0 or a status. */
+static int lend_prepare(const struct cli_verb *verb, int argc, char **argv,
+			struct run_req *req)
+{
+	struct cli_parse p = {
+		.verb = verb,
+		.opts = lend_opts,
+		.max_pos = 2,
+		.command = true,
+		.command_optional = true,
+	};
+	const char *cap;
+	int ret = cli_parse(&p, argc, argv);
+
+	if (!ret)
+		ret = cli_fd_option(verb->synopsis, cli_opt(lend_opts, "fd"),
+				    &req->fd);
+	if (ret)
+		return own_failure(ret);
+	cap = p.pos[req->fd < 0];
+	if (!cli_parse_u64(cap, &req->loan))
+		return own_failure(cli_usage(verb->synopsis,
+					     "invalid CAPACITY '%s'", cap));
+	if (p.cmd && !p.cmd[0])
+		return own_failure(cli_usage(verb->synopsis,
+					     "no COMMAND after --"));
+	req->name = req->fd < 0 ? p.pos[0] : "--fd";
+	req->cmd = p.cmd;
+	ret = own_failure(check_target(req));
+	if (!ret)
+		ret = own_failure(cli_check_capacity(req->name, req->loan));
+	if (!ret && req->cmd)
+		ret = cli_check_command(req->cmd[0]);
+	return ret;
+}
+
+int cli_lend(const struct cli_verb *verb, int argc, char **argv)
+{
+	struct run_req req = { .js_fds = { -1, -1 }, .lend = true };
+	int fd, ret;
+
+	ret = lend_prepare(verb, argc, argv, &req);
+	if (ret)
+		return ret;
+	fd = open_handle(&req);
+	if (fd < 0)
+		return own_failure(cli_fail_target(req.name, errno));
+	if (wsem_lend(fd, req.loan))
+		ret = lend_failed(req.name, req.loan, errno);
+	else if (req.cmd)
+		ret = supervise(fd, &req);
+	else
+		ret = lend_until_signal();
 	close(fd);
 	return req.killed_by ? die_of(req.killed_by, req.to_group) : ret;
 }

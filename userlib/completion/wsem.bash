@@ -2,7 +2,7 @@
 # bash completion for wsem(1): verbs, each verb's options, and semaphore
 # names from "wsem ls" (of the IPC namespace the shell is in).
 
-_wsem_verbs="create rm ls stat top resize run acquire release wait apply"
+_wsem_verbs="create rm ls stat top resize run lend acquire release wait apply"
 
 # The names "wsem ls" shows, one a line.
 _wsem_names()
@@ -14,12 +14,13 @@ _wsem_names()
 _wsem_opts()
 {
 	case $1 in
-	create) echo "-m --mode -x --exclusive --exist-ok -h --help" ;;
+	create) echo "-m --mode -x --exclusive --exist-ok --loans -h --help" ;;
 	rm) echo "-f --force -h --help" ;;
 	top) echo "-n --rounds -d --delay -h --help" ;;
 	ls) echo "-l --long --json -h --help" ;;
 	stat) echo "--json --fd -h --help" ;;
 	resize) echo "--fd -h --help" ;;
+	lend) echo "--fd -h --help" ;;
 	wait) echo "-i --idle -t --timeout --fd --json -h --help" ;;
 	apply) echo "-n --dry-run --prune -v --verbose -h --help" ;;
 	acquire) echo "--fd -w --weight -t --timeout -n --nonblock -E" \
@@ -43,11 +44,12 @@ _wsem()
 			-- "$cur")
 		return
 	fi
-	# After "--" in run, the rest is COMMAND's: its own completion, as
+	# After "--" in run and lend, the rest is COMMAND's: its own completion, as
 	# sudo's and env's hand over (bash-completion's _command_offset);
 	# without bash-completion, commands, then files.
 	for ((i = 2; i < COMP_CWORD; i++)); do
-		if [ "$verb" = run ] && [ "${COMP_WORDS[i]}" = -- ]; then
+		if { [ "$verb" = run ] || [ "$verb" = lend ]; } &&
+		   [ "${COMP_WORDS[i]}" = -- ]; then
 			if declare -F _command_offset >/dev/null; then
 				_command_offset $((i + 1))
 			elif [ "$i" -eq $((COMP_CWORD - 1)) ]; then
@@ -76,7 +78,7 @@ _wsem()
 	help)
 		mapfile -t COMPREPLY < <(compgen -W \
 			"$_wsem_verbs" -- "$cur") ;;
-	rm | stat | resize | run | create | wait)
+	rm | stat | resize | run | lend | create | wait)
 		mapfile -t COMPREPLY < <(compgen -W "$(_wsem_names)" -- "$cur")
 		# a path: a wsemfs file
 		if [ "${cur#*/}" != "$cur" ]; then

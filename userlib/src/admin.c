@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Owner operations: change the capacity, remove a name.
+ * Owner operations: change the capacity, lend capacity, remove a name.
  */
 #include <string.h>
 #include <sys/ioctl.h>
@@ -12,7 +12,8 @@
 /**
  * wsem_set_capacity() - grow or shrink the semaphore of @fd
  * @fd: a bound handle
- * @capacity: 1..2^62
+ * @capacity: its own capacity, 1..2^62 (0 too for a semaphore that
+ *	takes its capacity from loans); what handles lend comes on top
  *
  * Return: 0, or -1 with errno (EPERM unless owner or CAP_IPC_OWNER, EINVAL).
  */
@@ -21,6 +22,30 @@ int wsem_set_capacity(int fd, uint64_t capacity)
 	__u64 c = capacity;
 
 	return ioctl(fd, WSEM_IOC_SET_CAPACITY, &c);
+}
+
+/**
+ * wsem_lend() - set what @fd lends to its semaphore
+ * @fd: a bound handle, open for reading and writing
+ * @capacity: @fd's loan from now on; 0 withdraws it
+ *
+ * The capacity in force is the semaphore's own plus every open handle's
+ * loan; @fd's loan is withdrawn when its file is released (the last
+ * descriptor closed, its last process dead).  Less capacity is a shrink:
+ * nothing held is taken back.
+ *
+ * Return: 0, or -1 with errno (EPERM: lending more, and neither owner nor
+ * CAP_IPC_OWNER; EINVAL: unbound, or the capacity in force would pass
+ * 2^62; EBADF: not open for writing).
+ */
+int wsem_lend(int fd, uint64_t capacity)
+{
+	struct wsem_lend_args args = {
+		.size = sizeof(args),
+		.capacity = capacity,
+	};
+
+	return ioctl(fd, WSEM_IOC_LEND, &args);
 }
 
 /**

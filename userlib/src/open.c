@@ -110,6 +110,8 @@ static int open_name(const char *name, int oflag, mode_t mode,
 		args.capacity = capacity;
 		args.mode = mode;
 	}
+	if (oflag & WSEM_LOANS)
+		args.flags |= WSEM_OPEN_LOANS;
 	if (oflag & O_EXCL)
 		args.flags |= WSEM_OPEN_EXCL;
 	return bind_new_handle(&args, cloexec, watch);
@@ -119,22 +121,28 @@ static int open_name(const char *name, int oflag, mode_t mode,
  * wsem_open() - open, or create, a named semaphore
  * @name: 1..63 bytes of [A-Za-z0-9._-], or a path to a wsemfs file
  *	(anything with a '/')
- * @oflag: O_CREAT, O_EXCL, O_CLOEXEC, WSEM_INHERIT (a path takes no
- *	O_CREAT or O_EXCL); close-on-exec unless WSEM_INHERIT.  O_RDWR, as
+ * @oflag: O_CREAT, O_EXCL, O_CLOEXEC, WSEM_INHERIT, WSEM_LOANS (with
+ *	O_CREAT only; a path takes no O_CREAT or O_EXCL); close-on-exec
+ *	unless WSEM_INHERIT.  O_RDWR, as
  *	mq_open(3) callers pass it, is accepted and changes nothing: the
  *	handle is open for reading and writing (wsem_open_watch() opens one
  *	for reading only); O_WRONLY is EINVAL.
  * @mode: permission bits for O_CREAT, masked by the umask
- * @capacity: capacity for O_CREAT (1..2^62); an existing one keeps its own
+ * @capacity: capacity for O_CREAT (1..2^62), with WSEM_LOANS the ceiling
+ *	of a semaphore whose own capacity is 0; an existing one keeps its own
  *
  * Return: a handle fd, or -1 with errno.
  */
 int wsem_open(const char *name, int oflag, mode_t mode, uint64_t capacity)
 {
-	int cloexec = want_cloexec(oflag, O_CREAT | O_EXCL | O_RDWR);
+	int cloexec = want_cloexec(oflag,
+				   O_CREAT | O_EXCL | O_RDWR | WSEM_LOANS);
 
 	if (cloexec < 0)
 		return -1;
+	/* Only a semaphore this call creates can take its capacity from loans. */
+	if ((oflag & WSEM_LOANS) && !(oflag & O_CREAT))
+		return libwsem_einval();
 	return open_name(name, oflag, mode, capacity, cloexec, 0);
 }
 
@@ -162,8 +170,10 @@ int wsem_open_watch(const char *name, int oflag)
 
 /**
  * wsem_open_anon() - create an anonymous semaphore
- * @capacity: 1..2^62
- * @oflag: 0, O_CLOEXEC (the default anyway) or WSEM_INHERIT
+ * @capacity: 1..2^62; with WSEM_LOANS the ceiling of a semaphore whose own
+ *	capacity is 0
+ * @oflag: 0, O_CLOEXEC (the default anyway) or WSEM_INHERIT, and
+ *	WSEM_LOANS
  *
  * Return: a handle fd, or -1 with errno.
  */
@@ -174,10 +184,12 @@ int wsem_open_anon(uint64_t capacity, int oflag)
 		.flags = WSEM_OPEN_ANON,
 		.capacity = capacity,
 	};
-	int cloexec = want_cloexec(oflag, 0);
+	int cloexec = want_cloexec(oflag, WSEM_LOANS);
 
 	if (cloexec < 0)
 		return -1;
+	if (oflag & WSEM_LOANS)
+		args.flags |= WSEM_OPEN_LOANS;
 	return bind_new_handle(&args, cloexec, 0);
 }
 

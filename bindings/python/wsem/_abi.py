@@ -88,6 +88,7 @@ U64_MAX = (1 << 64) - 1
 OPEN_CREAT = 1 << 0
 OPEN_EXCL = 1 << 1
 OPEN_ANON = 1 << 2
+OPEN_LOANS = 1 << 3
 
 ACQUIRE_TRY = 1 << 0
 ACQUIRE_DEADLINE = 1 << 1
@@ -112,7 +113,8 @@ STAT = Layout("wsem_stat", [
     ("gid", "I"), ("mode", "I"), ("__pad", "I"), ("name", f"{NAME_MAX}s"),
     ("grants_at_once", "Q"), ("grants_waited", "Q"), ("timeouts", "Q"),
     ("interrupts", "Q"), ("shrunk", "Q"), ("wait_ns_total", "Q"),
-    ("wait_ns_max", "Q"), ("queue_max", "Q"),
+    ("wait_ns_max", "Q"), ("queue_max", "Q"), ("lent", "Q"),
+    ("lent_here", "Q"), ("ceiling", "Q"),
 ])
 LIST_ARGS = Layout("wsem_list_args", [
     ("size", "Q"), ("stats", "Q"), ("count", "I"), ("stat_size", "I"),
@@ -133,10 +135,13 @@ HOLDERS_ARGS = Layout("wsem_holders_args", [
 LABEL_ARGS = Layout("wsem_label_args", [
     ("size", "Q"), ("flags", "Q"), ("label", f"{LABEL_MAX}s"),
 ])
+LEND_ARGS = Layout("wsem_lend_args", [
+    ("size", "Q"), ("flags", "Q"), ("capacity", "Q"),
+])
 U64 = Layout("__u64", [("value", "Q")])
 
 LAYOUTS = (OPEN_ARGS, ACQUIRE_ARGS, STAT, LIST_ARGS, UNLINK_ARGS, HOLDER,
-           HOLDERS_ARGS, LABEL_ARGS)
+           HOLDERS_ARGS, LABEL_ARGS, LEND_ARGS)
 
 IOC_MAGIC = 0xB9
 
@@ -158,6 +163,7 @@ def ioctl_numbers(layout: IocLayout) -> Dict[str, int]:
         "WSEM_IOC_ASYNC": _ioc(layout, w, 0x0A, u64),
         "WSEM_IOC_WAIT_IDLE": _ioc(layout, w, 0x0B, ACQUIRE_ARGS.size),
         "WSEM_IOC_SET_LABEL": _ioc(layout, w, 0x0C, LABEL_ARGS.size),
+        "WSEM_IOC_LEND": _ioc(layout, w, 0x0E, LEND_ARGS.size),
     }
 
 
@@ -175,12 +181,13 @@ IOC_HOLDERS = IOCTLS["WSEM_IOC_HOLDERS"]
 IOC_ASYNC = IOCTLS["WSEM_IOC_ASYNC"]
 IOC_WAIT_IDLE = IOCTLS["WSEM_IOC_WAIT_IDLE"]
 IOC_SET_LABEL = IOCTLS["WSEM_IOC_SET_LABEL"]
+IOC_LEND = IOCTLS["WSEM_IOC_LEND"]
 
 # The sizes the header publishes, which the layouts above must equal.
 SIZES = {
-    "wsem_open_args": 96, "wsem_acquire_args": 40, "wsem_stat": 200,
+    "wsem_open_args": 96, "wsem_acquire_args": 40, "wsem_stat": 224,
     "wsem_list_args": 32, "wsem_unlink_args": 80, "wsem_holder": 368,
-    "wsem_holders_args": 40, "wsem_label_args": 80,
+    "wsem_holders_args": 40, "wsem_label_args": 80, "wsem_lend_args": 24,
 }
 for _l in LAYOUTS:
     if _l.size != SIZES[_l.name]:
@@ -193,17 +200,20 @@ CONSTANTS = {
     "WSEM_CAPACITY_MAX": CAPACITY_MAX, "WSEM_CGROUP_MAX": CGROUP_MAX,
     "WSEM_LABEL_MAX": LABEL_MAX,
     "WSEM_OPEN_CREAT": OPEN_CREAT, "WSEM_OPEN_EXCL": OPEN_EXCL,
-    "WSEM_OPEN_ANON": OPEN_ANON, "WSEM_ACQUIRE_TRY": ACQUIRE_TRY,
+    "WSEM_OPEN_ANON": OPEN_ANON, "WSEM_OPEN_LOANS": OPEN_LOANS,
+    "WSEM_ACQUIRE_TRY": ACQUIRE_TRY,
     "WSEM_ACQUIRE_DEADLINE": ACQUIRE_DEADLINE,
     "WSEM_ACQUIRE_CLOCK": ACQUIRE_CLOCK, "WSEM_ACQUIRE_ASYNC": ACQUIRE_ASYNC,
     "WSEM_HOLDER_WAITING": HOLDER_WAITING,
     "WSEM_REOPEN_CLOEXEC": REOPEN_CLOEXEC, "WSEM_ASYNC_CANCEL": ASYNC_CANCEL,
     "WSEM_IOC_MAGIC": IOC_MAGIC,
     "WSEM_OPEN_SIZE_VER0": 96, "WSEM_ACQUIRE_SIZE_VER1": ACQUIRE_ARGS.size,
-    "WSEM_STAT_SIZE_VER1": STAT.size, "WSEM_LIST_SIZE_VER0": LIST_ARGS.size,
+    "WSEM_STAT_SIZE_VER1": STAT.offsets["lent"],
+    "WSEM_STAT_SIZE_VER2": STAT.size, "WSEM_LIST_SIZE_VER0": LIST_ARGS.size,
     "WSEM_UNLINK_SIZE_VER0": UNLINK_ARGS.size,
     "WSEM_HOLDER_SIZE_VER0": HOLDER.offsets["label"],
     "WSEM_HOLDER_SIZE_VER1": HOLDER.size,
     "WSEM_LABEL_SIZE_VER0": LABEL_ARGS.size,
     "WSEM_HOLDERS_SIZE_VER0": HOLDERS_ARGS.size,
+    "WSEM_LEND_SIZE_VER0": LEND_ARGS.size,
 }

@@ -228,6 +228,11 @@ def set_capacity(fd: int, capacity: int) -> None:
     ioctl(fd, _abi.IOC_SET_CAPACITY, _abi.U64.pack(value=capacity))
 
 
+def lend(fd: int, capacity: int) -> None:
+    ioctl(fd, _abi.IOC_LEND, _abi.LEND_ARGS.pack(size=_abi.LEND_ARGS.size,
+                                                 capacity=capacity))
+
+
 def _decode(raw: object) -> str:
     assert isinstance(raw, bytes)
     return raw.split(b"\0", 1)[0].decode("utf-8", "replace")

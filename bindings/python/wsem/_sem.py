@@ -51,6 +51,9 @@ class Stat:
     wait_ns_total: int
     wait_ns_max: int
     queue_max: int
+    lent: int = 0       #: what open handles lend, part of capacity
+    lent_here: int = 0  #: what the handle asked lends (0 in a list)
+    ceiling: int = 0    #: 0, or a loans semaphore's largest request
 
 
 @dataclass(frozen=True)
@@ -83,7 +86,11 @@ class Semaphore:
     Anything with a ``/`` is the path of a wsemfs file instead, such as
     /sys/fs/wsem/jobs or one bind-mounted into a container.  ``readonly``
     opens it for looking only (stat, holders, wait_idle), which needs read
-    permission alone.
+    permission alone.  ``loans=True`` with ``create=CEILING`` creates,
+    if it does not exist, a semaphore that takes its capacity from loans
+    (lend()): its own capacity is 0 and CEILING is the largest weight a
+    request may ask for; its waiters within the ceiling wait while the
+    loans fall short, withdrawn ones included.
 
     The handle is close-on-exec; close() closes it (or the garbage
     collector, or the process's end).  As threading.Semaphore and
@@ -100,11 +107,13 @@ class Semaphore:
 
     def __init__(self, name_or_path: str, *, create: Optional[int] = None,
                  mode: int = 0o600, exclusive: bool = False,
-                 readonly: bool = False) -> None:
+                 readonly: bool = False, loans: bool = False) -> None:
         if not isinstance(name_or_path, str):
             raise TypeError("name_or_path must be a str")
         if exclusive and create is None:
             raise ValueError("exclusive needs create=CAPACITY")
+        if loans and create is None:
+            raise ValueError("loans needs create=CEILING")
         self._what: Optional[str] = name_or_path
         self._async_holds = []
         if _is_path(name_or_path):
@@ -120,6 +129,8 @@ class Semaphore:
             create = _handle.u64(create, "capacity")
         if exclusive:
             flags |= _abi.OPEN_EXCL
+        if loans:
+            flags |= _abi.OPEN_LOANS
         fd = _handle.dev_open(readonly)
         try:
             _handle.bind(fd, name, flags, create or 0, mode)
@@ -137,13 +148,15 @@ class Semaphore:
         return sem
 
     @classmethod
-    def anonymous(cls, capacity: int) -> "Semaphore":
+    def anonymous(cls, capacity: int, *, loans: bool = False) -> "Semaphore":
         """A new semaphore without a name, alive while a handle is; share
-        it with reopen(), fork or SCM_RIGHTS."""
+        it with reopen(), fork or SCM_RIGHTS.  ``loans=True``: it takes
+        its capacity from loans, and @capacity is its ceiling."""
         capacity = _handle.u64(capacity, "capacity")
+        flags = _abi.OPEN_ANON | (_abi.OPEN_LOANS if loans else 0)
         fd = _handle.dev_open()
         try:
-            _handle.bind(fd, None, _abi.OPEN_ANON, capacity, 0)
+            _handle.bind(fd, None, flags, capacity, 0)
         except OSError as e:
             os.close(fd)
             raise _handle.error(e.errno, None) from None
@@ -352,6 +365,19 @@ class Semaphore:
         capacity = _handle.u64(capacity, "capacity")
         try:
             _handle.set_capacity(self.fileno(), capacity)
+        except OSError as e:
+            raise self._error(e) from None
+
+    def lend(self, capacity: int) -> None:
+        """This handle's loan becomes @capacity (0 withdraws it): the
+        capacity in force is the semaphore's own plus every open handle's
+        loan.  The loan is withdrawn when the handle is closed, or its
+        process dies, however it dies; less capacity is a shrink, which
+        revokes nothing held.  Lending more needs the owner or
+        CAP_IPC_OWNER (PermissionError); lending less never does."""
+        capacity = _handle.u64(capacity, "capacity")
+        try:
+            _handle.lend(self.fileno(), capacity)
         except OSError as e:
             raise self._error(e) from None
 
