@@ -205,6 +205,38 @@ static bool wsem_capacity_valid(u64 capacity)
 	return capacity && capacity <= WSEM_CAPACITY_MAX;
 }
 
+/*
+ * The semaphore of handle @fd, for a child of it: a reference for the
+ * caller (wsem_put()), or an ERR_PTR(): -EBADF (no such descriptor, or not
+ * open for reading and writing), -EINVAL (not a bound handle of wsem),
+ * -EACCES (no read and write permission on it), -ELOOP (as deep as a
+ * semaphore may be).
+ */
+static struct wsem *wsem_get_parent(int fd)
+{
+	struct file *file = fget(fd);
+	struct wsem *sem = NULL;
+	int ret = -EBADF;
+
+	if (!file)
+		return ERR_PTR(-EBADF);
+	if (file->f_op == &wsem_fops)
+		sem = wsem_handle_sem(file->private_data);
+	if (!sem)
+		ret = -EINVAL;
+	else if ((file->f_mode & (FMODE_READ | FMODE_WRITE)) !=
+		 (FMODE_READ | FMODE_WRITE))
+		ret = -EBADF;
+	else if (sem->depth >= WSEM_DEPTH_MAX)
+		ret = -ELOOP;
+	else
+		ret = wsem_permission(sem, MAY_READ | MAY_WRITE, true);
+	if (!ret)
+		kref_get(&sem->ref);
+	fput(file);
+	return ret ? ERR_PTR(ret) : sem;
+}
+
 /**
  * wsem_ioctl_open() - WSEM_IOC_OPEN: bind a fresh handle
  * @file: the handle's file: one not open for writing needs only read
@@ -214,41 +246,57 @@ static bool wsem_capacity_valid(u64 capacity)
  *
  * Context: Process context.
  * Return: 0; -EINVAL for bad flags, name, capacity or mode; -EBUSY for a
- * bound handle; else as wsem_ns_open() or wsem_ns_open_anon().
+ * bound handle; for a child, as wsem_get_parent(); else as wsem_ns_open()
+ * or wsem_ns_open_anon().
  */
 static int wsem_ioctl_open(struct file *file, struct wsem_handle *h,
 			   void __user *uarg)
 {
 	const u64 known = WSEM_OPEN_CREAT | WSEM_OPEN_EXCL | WSEM_OPEN_ANON |
-			  WSEM_OPEN_LOANS;
+			  WSEM_OPEN_LOANS | WSEM_OPEN_CHILD;
+	const u64 made = WSEM_OPEN_LOANS | WSEM_OPEN_CHILD;
 	struct wsem_open_args args;
+	struct wsem *parent = NULL;
 	int ret;
 
 	ret = wsem_copy_args(&args, sizeof(args), WSEM_OPEN_SIZE_VER0, uarg);
 	if (ret)
 		return ret;
-	if ((args.flags & ~known) || args.__pad || (args.mode & ~0777))
+	if ((args.flags & ~known) || args.__pad || args.__pad2 ||
+	    (args.mode & ~0777))
+		return -EINVAL;
+	if (!(args.flags & WSEM_OPEN_CHILD) && args.parent_fd)
 		return -EINVAL;
 
 	if (args.flags & WSEM_OPEN_ANON) {
-		if ((args.flags & ~WSEM_OPEN_LOANS) != WSEM_OPEN_ANON ||
-		    args.name[0] || !wsem_capacity_valid(args.capacity))
+		if ((args.flags & ~made) != WSEM_OPEN_ANON || args.name[0] ||
+		    !wsem_capacity_valid(args.capacity))
 			return -EINVAL;
-		return wsem_ns_open_anon(h, args.flags, args.capacity);
+	} else {
+		if (!wsem_name_valid(args.name))
+			return -EINVAL;
+		/* The ceiling and the parent are the creator's to set. */
+		if ((args.flags & made) && !(args.flags & WSEM_OPEN_CREAT))
+			return -EINVAL;
+		if ((args.flags & WSEM_OPEN_CREAT) &&
+		    !wsem_capacity_valid(args.capacity))
+			return -EINVAL;
 	}
-
-	if (!wsem_name_valid(args.name))
-		return -EINVAL;
-	/* The ceiling is the creator's to set, like the capacity. */
-	if ((args.flags & WSEM_OPEN_LOANS) && !(args.flags & WSEM_OPEN_CREAT))
-		return -EINVAL;
-	if ((args.flags & WSEM_OPEN_CREAT) &&
-	    !wsem_capacity_valid(args.capacity))
-		return -EINVAL;
-	return wsem_ns_open(h, args.name, args.flags, args.capacity,
-			    args.mode & ~current_umask(),
-			    file->f_mode & FMODE_WRITE ? MAY_READ | MAY_WRITE :
-			    MAY_READ);
+	if (args.flags & WSEM_OPEN_CHILD) {
+		parent = wsem_get_parent(args.parent_fd);
+		if (IS_ERR(parent))
+			return PTR_ERR(parent);
+	}
+	if (args.flags & WSEM_OPEN_ANON)
+		ret = wsem_ns_open_anon(h, args.flags, args.capacity, parent);
+	else
+		ret = wsem_ns_open(h, args.name, args.flags, args.capacity,
+				   args.mode & ~current_umask(),
+				   file->f_mode & FMODE_WRITE ?
+				   MAY_READ | MAY_WRITE : MAY_READ, parent);
+	if (parent)
+		wsem_put(parent);
+	return ret;
 }
 
 /**
@@ -663,13 +711,16 @@ static int wsem_ioctl_holders(struct file *file, void __user *uarg)
 	ret = wsem_copy_args(&args, sizeof(args), WSEM_HOLDERS_SIZE_VER0, uarg);
 	if (ret)
 		return ret;
-	if (args.flags || (args.count &&
-			   args.entry_size < WSEM_HOLDER_SIZE_VER0))
+	if (args.flags || args.__pad ||
+	    (args.count && args.entry_size < WSEM_HOLDER_SIZE_VER0))
 		return -EINVAL;
 	if (args.entry_size > PAGE_SIZE)
 		return -E2BIG;
 
-	n = wsem_holders(sem, args.count, &out, &args.holders, &args.waiters);
+	/* Child entries only for a caller that can tell them apart. */
+	n = wsem_holders(sem, args.count, &out, &args.holders, &args.waiters,
+			 args.size >= WSEM_HOLDERS_SIZE_VER1 ? &args.children :
+			 NULL);
 	if (n < 0)
 		return n;
 	uent = u64_to_user_ptr(args.entries);
@@ -684,7 +735,9 @@ static int wsem_ioctl_holders(struct file *file, void __user *uarg)
 	}
 	kvfree(out);
 	if (!ret && (put_user(args.holders, &uargs->holders) ||
-		     put_user(args.waiters, &uargs->waiters)))
+		     put_user(args.waiters, &uargs->waiters) ||
+		     (args.size >= WSEM_HOLDERS_SIZE_VER1 &&
+		      put_user(args.children, &uargs->children))))
 		ret = -EFAULT;
 	return ret;
 }
@@ -1104,7 +1157,9 @@ static int __init wsem_init(void)
 {
 	int ret;
 
-	BUILD_BUG_ON(sizeof(struct wsem_open_args) != WSEM_OPEN_SIZE_VER0);
+	BUILD_BUG_ON(offsetof(struct wsem_open_args, parent_fd) !=
+		     WSEM_OPEN_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct wsem_open_args) != WSEM_OPEN_SIZE_VER1);
 	BUILD_BUG_ON(offsetof(struct wsem_acquire_args, clockid) !=
 		     WSEM_ACQUIRE_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct wsem_acquire_args) !=
@@ -1112,7 +1167,8 @@ static int __init wsem_init(void)
 	BUILD_BUG_ON(offsetof(struct wsem_stat, grants_at_once) !=
 		     WSEM_STAT_SIZE_VER0);
 	BUILD_BUG_ON(offsetof(struct wsem_stat, lent) != WSEM_STAT_SIZE_VER1);
-	BUILD_BUG_ON(sizeof(struct wsem_stat) != WSEM_STAT_SIZE_VER2);
+	BUILD_BUG_ON(offsetof(struct wsem_stat, depth) != WSEM_STAT_SIZE_VER2);
+	BUILD_BUG_ON(sizeof(struct wsem_stat) != WSEM_STAT_SIZE_VER3);
 	BUILD_BUG_ON(sizeof(struct wsem_lend_args) != WSEM_LEND_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct wsem_list_args) != WSEM_LIST_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct wsem_unlink_args) != WSEM_UNLINK_SIZE_VER0);
@@ -1121,8 +1177,10 @@ static int __init wsem_init(void)
 	BUILD_BUG_ON(sizeof(struct wsem_holder) != WSEM_HOLDER_SIZE_VER1);
 	BUILD_BUG_ON(sizeof(struct wsem_label_args) != WSEM_LABEL_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct wsem_kill_args) != WSEM_KILL_SIZE_VER0);
-	BUILD_BUG_ON(sizeof(struct wsem_holders_args) !=
+	BUILD_BUG_ON(offsetof(struct wsem_holders_args, children) !=
 		     WSEM_HOLDERS_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct wsem_holders_args) !=
+		     WSEM_HOLDERS_SIZE_VER1);
 
 	ret = wsem_ns_init();
 	if (ret)

@@ -92,6 +92,7 @@ struct wsem_wake {
 	struct wsem_handle *handles[WSEM_WAKE_BATCH];	/* with a reference */
 	struct wsem *sem;		/* wake its pollers ... */
 	__poll_t events;		/* ... with these, new since the change */
+	bool tree;			/* ... and those of its tree's (a root) */
 	struct list_head parked;	/* parked waiters to free (park_node) */
 };
 
@@ -102,6 +103,7 @@ static __always_inline void wsem_wake_init(struct wsem_wake *wake)
 	wake->nr_tasks = 0;
 	wake->nr_handles = 0;
 	wake->events = 0;
+	wake->tree = false;
 	INIT_LIST_HEAD(&wake->parked);
 }
 
@@ -132,6 +134,26 @@ static void wsem_free_parked(struct wsem_waiter *w)
 }
 
 /*
+ * Wake the pollers and idle waiters of every semaphore of @root's tree,
+ * with @events, under rcu_read_lock() taken before the tree's lock was
+ * dropped: a semaphore that leaves the tree meanwhile (wsem_free()) is
+ * still there to look at, with nobody polling it.  A poller queues itself
+ * before it takes the tree's lock to look, so one that looked before the
+ * change is seen here.
+ */
+static void wsem_wake_tree(struct wsem *root, __poll_t events)
+{
+	struct wsem *s;
+
+	list_for_each_entry_rcu(s, &root->tree, tree_node) {
+		if (waitqueue_active(&s->pollers))
+			wake_up_poll(&s->pollers, events);
+		if (waitqueue_active(&s->idle_waiters))
+			wake_up_all(&s->idle_waiters);
+	}
+}
+
+/*
  * Wake whom @wake's grants ended the wait of, then the pollers; free the
  * parked waiters that nobody comes back for.
  */
@@ -157,6 +179,11 @@ static void wsem_wake_up(struct wsem_wake *wake)
 	list_for_each_entry_safe(w, next, &wake->parked, park_node)
 		wsem_free_parked(w);
 	INIT_LIST_HEAD(&wake->parked);
+	if (unlikely(wake->tree)) {
+		wsem_wake_tree(wake->sem, wake->events);
+		wake->tree = false;
+		wake->events = 0;
+	}
 	if (unlikely(wake->events)) {
 		wake_up_poll(&wake->sem->pollers, wake->events);
 		if (wake->events & EPOLLPRI)
@@ -184,20 +211,48 @@ static bool wsem_fits(const struct wsem *sem, u64 weight)
 }
 
 /*
+ * Every semaphore that a request through a handle bound to @sem needs:
+ * @sem, then its parent, and so on up to its root.
+ */
+#define for_each_wsem_up(s, sem) for ((s) = (sem); (s); (s) = (s)->parent)
+
+/* Does @weight fit on @sem and on each of its ancestors? */
+static bool wsem_fits_up(const struct wsem *sem, u64 weight)
+{
+	const struct wsem *s;
+
+	for_each_wsem_up(s, sem) {
+		if (!wsem_fits(s, weight))
+			return false;
+	}
+	return true;
+}
+
+/* The largest weight a request on @sem may ask for: the least of its line. */
+static u64 wsem_max_weight_up(const struct wsem *sem)
+{
+	const struct wsem *s;
+	u64 max = U64_MAX;
+
+	for_each_wsem_up(s, sem)
+		max = min(max, wsem_max_weight(s));
+	return max;
+}
+
+/*
  * What poll() reports without an asynchronous request: EPOLLIN while a
- * try-acquire of 1 would succeed (nobody queued, weight free), EPOLLPRI
- * while the semaphore is idle (nothing held, nobody queued).
+ * try-acquire of 1 would succeed (nobody queued in the tree, weight free
+ * on the semaphore and its ancestors), EPOLLPRI while the semaphore is
+ * idle (nothing held on it, nobody queued for it).
  */
 static __poll_t wsem_events(const struct wsem *sem)
 {
 	__poll_t events = 0;
 
-	if (list_empty(&sem->waiters)) {
-		if (wsem_fits(sem, 1))
-			events |= EPOLLIN | EPOLLRDNORM;
-		if (!sem->used)
-			events |= EPOLLPRI;
-	}
+	if (list_empty(&sem->root->waiters) && wsem_fits_up(sem, 1))
+		events |= EPOLLIN | EPOLLRDNORM;
+	if (!sem->used && !sem->nr_waiters)
+		events |= EPOLLPRI;
 	return events;
 }
 
@@ -217,7 +272,7 @@ static void wsem_note_holder(struct wsem_handle *h, struct task_struct *task)
 	struct cgroup *cgrp = task_dfl_cgroup(task);
 #endif
 
-	lockdep_assert_held(&h->sem->lock);
+	lockdep_assert_held(h->sem->lock);
 	h->since = get_jiffies_64();
 	/* A racing prctl(PR_SET_NAME) tears the name at worst. */
 	memcpy(h->comm, task->comm, sizeof(h->comm));
@@ -244,12 +299,16 @@ static void wsem_note_holder(struct wsem_handle *h, struct task_struct *task)
 #endif
 }
 
-/* @task, acquiring through @h, is granted @weight. */
+/* @task, acquiring through @h, is granted @weight, on @sem and above. */
 static void wsem_add_held(struct wsem *sem, struct wsem_handle *h, u64 weight,
 			  struct task_struct *task)
 {
-	sem->used += weight;
-	wsem_note_demand(sem);
+	struct wsem *s;
+
+	for_each_wsem_up(s, sem) {
+		s->used += weight;
+		wsem_note_demand(s);
+	}
 	if (!h->held) {
 		/* Once on @sem->holders, a handle stays there until unbound. */
 		if (unlikely(list_empty(&h->hold_node)))
@@ -263,26 +322,39 @@ static void wsem_add_held(struct wsem *sem, struct wsem_handle *h, u64 weight,
 /* @h gives back @weight of what it holds. */
 static void wsem_sub_held(struct wsem *sem, struct wsem_handle *h, u64 weight)
 {
+	struct wsem *s;
+
 	if (!weight)
 		return;
-	sem->used -= weight;
+	for_each_wsem_up(s, sem) {
+		s->used -= weight;
+		wsem_note_demand(s);
+	}
 	h->held -= weight;
-	wsem_note_demand(sem);
 	if (!h->held)
 		sem->nr_holders--;
 }
 
+/*
+ * Queue @w, a request on @sem, at the tail of the tree's queue; it counts
+ * as a waiter of @sem and of each of its ancestors.
+ */
 static void wsem_enqueue(struct wsem *sem, struct wsem_waiter *w)
 {
-	w->head = list_empty(&sem->waiters);
-	list_add_tail(&w->node, &sem->waiters);
-	sem->nr_waiters++;
-	wsem_note_demand(sem);
-	if (sem->nr_waiters > sem->stats.queue_max)
-		sem->stats.queue_max = sem->nr_waiters;
-	if (check_add_overflow(sem->queued_weight, w->weight,
-			       &sem->queued_weight))
-		sem->queued_carry++;
+	struct list_head *queue = &sem->root->waiters;
+	struct wsem *s;
+
+	w->head = list_empty(queue);
+	list_add_tail(&w->node, queue);
+	for_each_wsem_up(s, sem) {
+		s->nr_waiters++;
+		wsem_note_demand(s);
+		if (s->nr_waiters > s->stats.queue_max)
+			s->stats.queue_max = s->nr_waiters;
+		if (check_add_overflow(s->queued_weight, w->weight,
+				       &s->queued_weight))
+			s->queued_carry++;
+	}
 	trace_wsem_queue(sem->id, w->task->pid, w->weight, sem->nr_waiters);
 }
 
@@ -312,16 +384,23 @@ static void wsem_count_wait(struct wsem *sem, struct wsem_waiter *w,
 	trace_wsem_wait_end(sem->id, w->task->pid, w->weight, result, waited);
 }
 
-/* Take @w off the queue, its wait ended at @now with @result (counted). */
+/*
+ * Take @w off the queue, its wait ended at @now with @result (counted on
+ * the semaphore it asked through, @sem: its handle's).
+ */
 static void wsem_remove_waiter(struct wsem *sem, struct wsem_waiter *w,
 			       int result, u64 now)
 {
+	struct wsem *s;
+
 	list_del(&w->node);
-	sem->nr_waiters--;
-	wsem_note_demand(sem);
-	if (sem->queued_weight < w->weight)
-		sem->queued_carry--;
-	sem->queued_weight -= w->weight;
+	for_each_wsem_up(s, sem) {
+		s->nr_waiters--;
+		wsem_note_demand(s);
+		if (s->queued_weight < w->weight)
+			s->queued_carry--;
+		s->queued_weight -= w->weight;
+	}
 	wsem_count_wait(sem, w, result, now);
 }
 
@@ -348,7 +427,7 @@ static void wsem_adapt_spin(struct wsem *sem, u64 waited)
 	u64 max = READ_ONCE(spin_ns);
 	u64 budget = sem->spin_budget;
 
-	lockdep_assert_held(&sem->lock);
+	lockdep_assert_held(sem->lock);
 
 	if (waited > max * WSEM_SPIN_SHORT)
 		budget = 0;
@@ -365,7 +444,7 @@ static void wsem_adapt_spin(struct wsem *sem, u64 waited)
 static void wsem_end_wait(struct wsem *sem, struct wsem_waiter *w, int result,
 			  u64 now, struct wsem_wake *wake)
 {
-	lockdep_assert_held(&sem->lock);
+	lockdep_assert_held(sem->lock);
 
 	wsem_remove_waiter(sem, w, result, now);
 	if (!result)
@@ -391,30 +470,38 @@ static bool wsem_abandoned(const struct wsem_waiter *w)
 	return w->parked && (READ_ONCE(w->task->flags) & PF_EXITING);
 }
 
+/* The semaphore a waiter asked through: its handle's. */
+static struct wsem *wsem_waiter_sem(const struct wsem_waiter *w)
+{
+	return w->handle->sem;
+}
+
 /*
- * Grant the head of the queue, and the next, while each fits and @wake has
- * room.  Return: true if it stopped for room, with a head that may fit.
+ * Grant the head of @sem's tree's queue, and the next, while each fits on
+ * the semaphore it asked through and on every ancestor of that one, and
+ * @wake has room.  Return: true if it stopped for room, with a head that
+ * may fit.
  */
 static bool wsem_grant_waiters(struct wsem *sem, struct wsem_wake *wake)
 {
 	struct wsem_waiter *w, *next;
 	u64 now = 0;
 
-	lockdep_assert_held(&sem->lock);
+	lockdep_assert_held(sem->lock);
 
-	list_for_each_entry_safe(w, next, &sem->waiters, node) {
+	list_for_each_entry_safe(w, next, &sem->root->waiters, node) {
 		if (wsem_wake_full(wake))
 			return true;
 		if (!now)
 			now = ktime_get_ns();
 		if (unlikely(wsem_abandoned(w))) {
-			wsem_end_wait(sem, w, -EINTR, now, wake);
+			wsem_end_wait(wsem_waiter_sem(w), w, -EINTR, now, wake);
 			list_move(&w->park_node, &wake->parked);
 			continue;
 		}
-		if (!wsem_fits(sem, w->weight))
+		if (!wsem_fits_up(wsem_waiter_sem(w), w->weight))
 			break;
-		wsem_end_wait(sem, w, 0, now, wake);
+		wsem_end_wait(wsem_waiter_sem(w), w, 0, now, wake);
 	}
 	return false;
 }
@@ -428,7 +515,7 @@ static bool wsem_grant_waiters(struct wsem *sem, struct wsem_wake *wake)
  */
 static bool wsem_has_pollers(struct wsem *sem, __poll_t events)
 {
-	lockdep_assert_held(&sem->lock);
+	lockdep_assert_held(sem->lock);
 
 	/* Ordered by @sem->lock, as said above. */
 	if (waitqueue_active(&sem->pollers))
@@ -438,15 +525,50 @@ static bool wsem_has_pollers(struct wsem *sem, __poll_t events)
 }
 
 /*
+ * Which of @sem and its ancestors have pollers, looked at as
+ * wsem_has_pollers() does: bit i for the one i levels up.  Their demand
+ * changed (a grant at once, a request queued) and wsem_tell_demand()
+ * tells them once @sem->lock is dropped.
+ */
+static u32 wsem_demand_pollers(struct wsem *sem)
+{
+	struct wsem *s;
+	u32 mask = 0;
+	int i = 0;
+
+	lockdep_assert_held(sem->lock);
+
+	for_each_wsem_up(s, sem) {
+		/* Ordered by @sem->lock, as wsem_has_pollers() says. */
+		if (waitqueue_active(&s->pollers))
+			mask |= BIT(i);
+		i++;
+	}
+	return mask;
+}
+
+/* Tell the pollers that wsem_demand_pollers() found in @mask. */
+static void wsem_tell_demand(struct wsem *sem, u32 mask)
+{
+	struct wsem *s;
+
+	for_each_wsem_up(s, sem) {
+		if (mask & 1)
+			wake_up_poll(&s->pollers, EPOLLRDBAND);
+		mask >>= 1;
+	}
+}
+
+/*
  * A walk that ends waits stopped with @wake full: wake that batch without
  * @sem->lock, then take the lock again for the walk to go on.
  */
 static void wsem_wake_batch(struct wsem *sem, struct wsem_wake *wake)
-	__releases(&sem->lock) __acquires(&sem->lock)
+	__releases(sem->lock) __acquires(sem->lock)
 {
-	spin_unlock(&sem->lock);
+	spin_unlock(sem->lock);
 	wsem_wake_up(wake);
-	spin_lock(&sem->lock);
+	spin_lock(sem->lock);
 }
 
 /*
@@ -459,25 +581,41 @@ static void wsem_wake_batch(struct wsem *sem, struct wsem_wake *wake)
  */
 static void wsem_unlock_and_wake(struct wsem *sem, __poll_t before,
 				 struct wsem_wake *wake)
-	__releases(&sem->lock)
+	__releases(sem->lock)
 {
-	lockdep_assert_held(&sem->lock);
+	lockdep_assert_held(sem->lock);
 
 	while (wsem_grant_waiters(sem, wake))
 		wsem_wake_batch(sem, wake);
+	if (unlikely(!list_is_singular(&sem->root->tree))) {
+		/*
+		 * What changed may change what any semaphore of the tree
+		 * reports: its pollers look again (wsem_wake_tree()).
+		 */
+		wake->events = EPOLLIN | EPOLLRDNORM | EPOLLPRI | EPOLLRDBAND;
+		wake->sem = sem->root;
+		wake->tree = true;
+		/* The tree's semaphores are freed after a grace period. */
+		rcu_read_lock();
+		spin_unlock(sem->lock);
+		wsem_wake_up(wake);
+		rcu_read_unlock();
+		return;
+	}
 	/* Demand changed with all but a resize: worth no look of its own. */
 	wake->events = (wsem_events(sem) & ~before) | EPOLLRDBAND;
 	if (!wsem_has_pollers(sem, wake->events))
 		wake->events = 0;
 	wake->sem = sem;
-	spin_unlock(&sem->lock);
+	spin_unlock(sem->lock);
 	wsem_wake_up(wake);
 }
 
 /*
- * After a shrink: end with -EINVAL the waits of the waiters heavier than
- * the capacity (never a semaphore's with a ceiling, whose waiters are all
- * within it), at *@now (taken at the first of them), while @wake has
+ * After a shrink in @sem's tree: end with -EINVAL the waits of the waiters
+ * heavier than the capacity of the semaphore they asked through or of one
+ * of its ancestors (never one with a ceiling, whose waiters are all within
+ * it), at *@now (taken at the first of them), while @wake has
  * room.  Return: true if it stopped for room, with more of them left.
  */
 static bool wsem_fail_overweight(struct wsem *sem, u64 *now,
@@ -485,16 +623,16 @@ static bool wsem_fail_overweight(struct wsem *sem, u64 *now,
 {
 	struct wsem_waiter *w, *next;
 
-	lockdep_assert_held(&sem->lock);
+	lockdep_assert_held(sem->lock);
 
-	list_for_each_entry_safe(w, next, &sem->waiters, node) {
-		if (w->weight <= wsem_max_weight(sem))
+	list_for_each_entry_safe(w, next, &sem->root->waiters, node) {
+		if (w->weight <= wsem_max_weight_up(wsem_waiter_sem(w)))
 			continue;
 		if (wsem_wake_full(wake))
 			return true;
 		if (!*now)
 			*now = ktime_get_ns();
-		wsem_end_wait(sem, w, -EINVAL, *now, wake);
+		wsem_end_wait(wsem_waiter_sem(w), w, -EINVAL, *now, wake);
 	}
 	return false;
 }
@@ -508,7 +646,7 @@ static void wsem_resize(struct wsem *sem, u64 capacity, struct wsem_wake *wake)
 {
 	u64 now = 0;
 
-	lockdep_assert_held(&sem->lock);
+	lockdep_assert_held(sem->lock);
 
 	trace_wsem_capacity(sem->id, sem->capacity, capacity);
 	sem->capacity = capacity;
@@ -525,26 +663,37 @@ static void wsem_resize(struct wsem *sem, u64 capacity, struct wsem_wake *wake)
  * @mode: permission bits
  * @name: its name, or NULL for an anonymous semaphore
  * @user_ns: where CAP_IPC_OWNER over it is checked; it takes a reference
+ * @parent: NULL for a root; else the parent, less than WSEM_DEPTH_MAX deep
+ *	(checked by the caller), which the new semaphore holds a reference to
+ *	until it is freed (wsem_put() drops it after wsem_free())
+ *
+ * A child joins its parent's tree: it takes the root's lock for its own,
+ * and its requests queue in the root's queue.
  *
  * Context: Process context, may sleep.
  * Return: the semaphore with one reference (wsem_put()), or NULL when out
  * of memory.
  */
 struct wsem *wsem_alloc(u64 capacity, u64 ceiling, umode_t mode,
-			const char *name, struct user_namespace *user_ns)
+			const char *name, struct user_namespace *user_ns,
+			struct wsem *parent)
 {
 	struct wsem *sem;
 
 	sem = kzalloc(sizeof(*sem), WSEM_GFP);
 	if (!sem)
 		return NULL;
-	sem->id = ida_alloc(&wsem_ida, GFP_KERNEL);
+	sem->id = ida_alloc_min(&wsem_ida, 1, GFP_KERNEL);
 	if (sem->id < 0) {
 		kfree(sem);
 		return NULL;
 	}
 
-	spin_lock_init(&sem->lock);
+	spin_lock_init(&sem->own_lock);
+	sem->lock = &sem->own_lock;
+	sem->root = sem;
+	INIT_LIST_HEAD(&sem->tree);
+	list_add(&sem->tree_node, &sem->tree);
 	sem->capacity = capacity;
 	sem->ceiling = ceiling;
 	INIT_LIST_HEAD(&sem->waiters);
@@ -559,18 +708,38 @@ struct wsem *wsem_alloc(u64 capacity, u64 ceiling, umode_t mode,
 	sem->mode = mode;
 	if (name)
 		strscpy(sem->name, name, sizeof(sem->name));
+	if (parent) {
+		kref_get(&parent->ref);
+		sem->parent = parent;
+		sem->root = parent->root;
+		sem->depth = parent->depth + 1;
+		sem->lock = parent->lock;
+		spin_lock(sem->lock);
+		list_add_tail_rcu(&sem->tree_node, &sem->root->tree);
+		parent->nr_children++;
+		spin_unlock(sem->lock);
+	}
 	return sem;
 }
 
 /**
  * wsem_free() - free a semaphore whose last reference is gone
- * @sem: the semaphore, uncharged (wsem_put() does both)
+ * @sem: the semaphore, uncharged (wsem_put() does both); the caller drops
+ *	its reference to @sem->parent after this
  *
- * Context: Process context; takes no lock of ours.
+ * Context: Process context; takes the tree's lock for a child.
  */
 void wsem_free(struct wsem *sem)
 {
-	WARN_ON_ONCE(!list_empty(&sem->waiters) || sem->used);
+	WARN_ON_ONCE(!list_empty(&sem->waiters) || sem->used ||
+		     sem->nr_waiters);
+	if (sem->parent) {
+		/* Its tree's walkers may see it until a grace period ends. */
+		spin_lock(sem->lock);
+		list_del_rcu(&sem->tree_node);
+		sem->parent->nr_children--;
+		spin_unlock(sem->lock);
+	}
 	put_user_ns(sem->user_ns);
 	ida_free(&wsem_ida, sem->id);
 	/* RCU-walk lookups read it through its inode (wsemfs). */
@@ -653,7 +822,7 @@ void wsem_unbind(struct wsem_handle *h)
 	if (h->relay.func)
 		remove_wait_queue(&sem->pollers, &h->relay);
 	wsem_wake_init(&wake);
-	spin_lock(&sem->lock);
+	spin_lock(sem->lock);
 	before = wsem_events(sem);
 	now = ktime_get_ns();
 	/* Closing cancels a queued request; a granted one is in @h->held. */
@@ -712,9 +881,9 @@ static bool wsem_leave(struct wsem *sem, struct wsem_waiter *w, int why)
 	__poll_t before;
 
 	wsem_wake_init(&wake);
-	spin_lock(&sem->lock);
+	spin_lock(sem->lock);
 	if (w->status != WSEM_WAITING) {
-		spin_unlock(&sem->lock);
+		spin_unlock(sem->lock);
 		return false;
 	}
 	before = wsem_events(sem);
@@ -757,7 +926,7 @@ static int wsem_park(struct wsem *sem, struct wsem_waiter *w)
 
 	if (!p)
 		return wsem_leave(sem, w, ret) ? ret : READ_ONCE(w->status);
-	spin_lock(&sem->lock);
+	spin_lock(sem->lock);
 	if (w->status == WSEM_WAITING) {
 		*p = *w;
 		p->parked = true;
@@ -769,7 +938,7 @@ static int wsem_park(struct wsem *sem, struct wsem_waiter *w)
 	} else {
 		ret = w->status;
 	}
-	spin_unlock(&sem->lock);
+	spin_unlock(sem->lock);
 	if (!p)
 		wsem_test_park_pause();
 	kfree(p);
@@ -801,7 +970,7 @@ static struct wsem_waiter *wsem_find_parked(struct wsem *sem,
 	struct wsem_waiter *w, *next, *mine = NULL;
 	u64 now = 0;
 
-	lockdep_assert_held(&sem->lock);
+	lockdep_assert_held(sem->lock);
 
 	list_for_each_entry_safe(w, next, &h->parked, park_node) {
 		if (w->task == current) {
@@ -825,7 +994,7 @@ static struct wsem_waiter *wsem_find_parked(struct wsem *sem,
  * if it was still queued.
  */
 static int wsem_drop_parked(struct wsem *sem, struct wsem_waiter *p)
-	__releases(&sem->lock)
+	__releases(sem->lock)
 {
 	int status = p->status;
 	struct wsem_wake wake;
@@ -838,7 +1007,7 @@ static int wsem_drop_parked(struct wsem *sem, struct wsem_waiter *p)
 		wsem_remove_waiter(sem, p, -ECANCELED, ktime_get_ns());
 		wsem_unlock_and_wake(sem, before, &wake);
 	} else {
-		spin_unlock(&sem->lock);
+		spin_unlock(sem->lock);
 	}
 	wsem_free_parked(p);
 	return status;
@@ -927,7 +1096,7 @@ static void wsem_spin(struct wsem *sem, struct wsem_waiter *w,
 static int __sched wsem_wait(struct wsem *sem, struct wsem_handle *h,
 			     struct wsem_waiter *parked, u64 weight,
 			     clockid_t clock, ktime_t *deadline)
-	__releases(&sem->lock)
+	__releases(sem->lock)
 {
 	struct wsem_waiter w = {
 		.task = current,
@@ -936,7 +1105,8 @@ static int __sched wsem_wait(struct wsem *sem, struct wsem_handle *h,
 		.since = ktime_get_ns(),
 		.status = WSEM_WAITING,
 	};
-	bool timed_out = false, head, tell = false;
+	bool timed_out = false, head;
+	u32 tell = 0;
 	int ret;
 
 	if (parked) {
@@ -946,12 +1116,12 @@ static int __sched wsem_wait(struct wsem *sem, struct wsem_handle *h,
 		list_del(&parked->park_node);
 	} else {
 		wsem_enqueue(sem, &w);
-		tell = wsem_has_pollers(sem, EPOLLRDBAND);
+		tell = wsem_demand_pollers(sem);
 	}
-	head = list_is_first(&w.node, &sem->waiters);
-	spin_unlock(&sem->lock);
+	head = list_is_first(&w.node, &sem->root->waiters);
+	spin_unlock(sem->lock);
 	if (tell)
-		wake_up_poll(&sem->pollers, EPOLLRDBAND);
+		wsem_tell_demand(sem, tell);
 
 	if (parked)
 		wsem_free_parked(parked);
@@ -986,7 +1156,7 @@ static void wsem_queue_async(struct wsem *sem, struct wsem_handle *h,
 {
 	struct wsem_waiter *w = &h->async;
 
-	lockdep_assert_held(&sem->lock);
+	lockdep_assert_held(sem->lock);
 
 	w->task = get_task_struct(current);
 	w->handle = h;
@@ -1027,11 +1197,11 @@ int wsem_acquire(struct wsem_handle *h, u64 weight, u64 flags,
 	struct wsem_waiter *p;
 	struct wsem_wake wake;
 	__poll_t before;
-	bool tell;
+	u32 tell;
 	int ret = 0;
 
 again:
-	spin_lock(&sem->lock);
+	spin_lock(sem->lock);
 	p = NULL;
 	if (unlikely(!list_empty(&h->parked))) {
 		wsem_wake_init(&wake);
@@ -1055,21 +1225,22 @@ again:
 			return ret;
 		goto again;
 	}
-	tell = false;
-	if (!weight || weight > wsem_max_weight(sem)) {
+	tell = 0;
+	if (!weight || weight > wsem_max_weight_up(sem)) {
 		ret = -EINVAL;
 	} else if ((flags & WSEM_ACQUIRE_ASYNC) && h->requested) {
 		ret = -EBUSY;
-	} else if (list_empty(&sem->waiters) && wsem_fits(sem, weight)) {
+	} else if (list_empty(&sem->root->waiters) &&
+		   wsem_fits_up(sem, weight)) {
 		wsem_add_held(sem, h, weight, current);
 		sem->stats.grants_at_once++;
 		trace_wsem_grant(sem->id, current->pid, weight, 0);
-		tell = wsem_has_pollers(sem, EPOLLRDBAND);
+		tell = wsem_demand_pollers(sem);
 	} else if (flags & WSEM_ACQUIRE_TRY) {
 		ret = -EAGAIN;
 	} else if (flags & WSEM_ACQUIRE_ASYNC) {
 		wsem_queue_async(sem, h, weight);
-		tell = wsem_has_pollers(sem, EPOLLRDBAND);
+		tell = wsem_demand_pollers(sem);
 		ret = -EINPROGRESS;
 	} else if (until && ktime_compare(deadline, wsem_now(clock)) <= 0) {
 		sem->stats.timeouts++;
@@ -1079,9 +1250,9 @@ again:
 	} else {
 		return wsem_wait(sem, h, NULL, weight, clock, until);
 	}
-	spin_unlock(&sem->lock);
+	spin_unlock(sem->lock);
 	if (tell)
-		wake_up_poll(&sem->pollers, EPOLLRDBAND);
+		wsem_tell_demand(sem, tell);
 	return ret;
 }
 
@@ -1109,10 +1280,10 @@ int wsem_async_end(struct wsem_handle *h, bool cancel)
 	int ret;
 
 	wsem_wake_init(&wake);
-	spin_lock(&sem->lock);
+	spin_lock(sem->lock);
 	if (!h->requested || (w->status == WSEM_WAITING && !cancel)) {
 		ret = h->requested ? -EINPROGRESS : -ENOENT;
-		spin_unlock(&sem->lock);
+		spin_unlock(sem->lock);
 		return ret;
 	}
 	requester = w->task;
@@ -1124,7 +1295,7 @@ int wsem_async_end(struct wsem_handle *h, bool cancel)
 		ret = 0;
 	} else {
 		ret = cancel && !w->status ? -EALREADY : w->status;
-		spin_unlock(&sem->lock);
+		spin_unlock(sem->lock);
 	}
 	put_task_struct(requester);
 	return ret;
@@ -1157,7 +1328,7 @@ int __sched wsem_wait_idle(struct wsem_handle *h, u64 flags, clockid_t clock,
 	for (;;) {
 		/* Queued before looking: see wsem_unlock_and_wake(). */
 		prepare_to_wait(&sem->idle_waiters, &wait, TASK_INTERRUPTIBLE);
-		spin_lock(&sem->lock);
+		spin_lock(sem->lock);
 		if (h->held || h->requested)
 			ret = -EDEADLK;
 		else if (wsem_events(sem) & EPOLLPRI)
@@ -1166,7 +1337,7 @@ int __sched wsem_wait_idle(struct wsem_handle *h, u64 flags, clockid_t clock,
 			ret = -EAGAIN;
 		else
 			ret = -EBUSY;
-		spin_unlock(&sem->lock);
+		spin_unlock(sem->lock);
 		if (ret != -EBUSY)
 			break;
 		if (fatal_signal_pending(current))
@@ -1200,9 +1371,9 @@ int wsem_release(struct wsem_handle *h, u64 weight)
 	__poll_t before;
 
 	wsem_wake_init(&wake);
-	spin_lock(&sem->lock);
+	spin_lock(sem->lock);
 	if (!weight || weight > h->held) {
-		spin_unlock(&sem->lock);
+		spin_unlock(sem->lock);
 		return -EINVAL;
 	}
 	before = wsem_events(sem);
@@ -1237,10 +1408,10 @@ int wsem_set_capacity(struct wsem *sem, u64 capacity)
 		return -EINVAL;
 
 	wsem_wake_init(&wake);
-	spin_lock(&sem->lock);
+	spin_lock(sem->lock);
 	if ((!capacity && !sem->ceiling) ||
 	    capacity > WSEM_CAPACITY_MAX - sem->lent) {
-		spin_unlock(&sem->lock);
+		spin_unlock(sem->lock);
 		return -EINVAL;
 	}
 	before = wsem_events(sem);
@@ -1272,14 +1443,14 @@ int wsem_lend(struct wsem_handle *h, u64 capacity, bool may_raise)
 	u64 others;
 
 	wsem_wake_init(&wake);
-	spin_lock(&sem->lock);
+	spin_lock(sem->lock);
 	others = sem->capacity - h->lent;
 	if (capacity > h->lent && !may_raise) {
-		spin_unlock(&sem->lock);
+		spin_unlock(sem->lock);
 		return -EPERM;
 	}
 	if (capacity > WSEM_CAPACITY_MAX - others) {
-		spin_unlock(&sem->lock);
+		spin_unlock(sem->lock);
 		return -EINVAL;
 	}
 	before = wsem_events(sem);
@@ -1302,9 +1473,9 @@ void wsem_set_label(struct wsem_handle *h, const char *label)
 {
 	struct wsem *sem = wsem_handle_sem(h);
 
-	spin_lock(&sem->lock);
+	spin_lock(sem->lock);
 	strscpy_pad(h->label, label, sizeof(h->label));
-	spin_unlock(&sem->lock);
+	spin_unlock(sem->lock);
 }
 
 /**
@@ -1335,7 +1506,7 @@ __poll_t wsem_poll(struct wsem *sem, struct wsem_handle *h, struct file *file,
 	__poll_t events;
 
 	poll_wait(file, &sem->pollers, wait);
-	spin_lock(&sem->lock);
+	spin_lock(sem->lock);
 	events = wsem_events(sem);
 	if (h->demand_seen != sem->demand_seq)
 		events |= EPOLLRDBAND;
@@ -1345,7 +1516,7 @@ __poll_t wsem_poll(struct wsem *sem, struct wsem_handle *h, struct file *file,
 		if (smp_load_acquire(&h->async.status) <= 0)
 			events |= EPOLLIN | EPOLLRDNORM;
 	}
-	spin_unlock(&sem->lock);
+	spin_unlock(sem->lock);
 	return events;
 }
 
