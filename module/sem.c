@@ -47,6 +47,18 @@
  * those that hold after it and did not before, so a release that leaves
  * the semaphore as ready as it was wakes nobody.
  *
+ * Semaphores nest.  A child semaphore has a parent, which may have one, up
+ * to a root: a tree, which shares its root's lock and its root's queue.
+ * Weight granted through a handle bound to a child counts as used on the
+ * child and on every ancestor of it, and goes back to all of them at once.
+ * Every request in a tree needs the root, so the one arrival order of the
+ * tree's queue is the FIFO order of each of its semaphores: the head is
+ * granted when it fits on its semaphore and on each ancestor, and nobody
+ * behind it is granted before it.  A waiter that its own child's capacity
+ * holds back so holds back its whole tree, the price of strict FIFO that
+ * one semaphore pays too.  A change in a tree may change what any of its
+ * semaphores reports to poll(): all of them that have pollers look again.
+ *
  * Who holds and who waits: a handle that comes to hold weight for the
  * first time joins sem->holders, and stays there, holding or not, until it
  * is unbound (so that acquire and release touch no list); every grant
