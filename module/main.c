@@ -497,6 +497,104 @@ static int wsem_ioctl_acquire(struct wsem_handle *h, void __user *uarg)
 	return wsem_acquire(h, args.weight, args.flags, clock, deadline);
 }
 
+/*
+ * The handle of one gang entry, for wsem_ioctl_acquire_many(), with its
+ * file in *@file (fput() it); an ERR_PTR() as that function returns.
+ */
+static struct wsem_handle *wsem_many_handle(const struct wsem_many_entry *e,
+					    struct file **file)
+{
+	struct wsem_handle *h;
+	struct wsem *sem;
+
+	*file = NULL;
+	if (e->__pad || !e->weight)
+		return ERR_PTR(-EINVAL);
+	*file = fget(e->fd);
+	if (!*file)
+		return ERR_PTR(-EBADF);
+	h = (*file)->private_data;
+	sem = (*file)->f_op == &wsem_fops ? wsem_handle_sem(h) : NULL;
+	if (!sem)
+		return ERR_PTR(-EINVAL);
+	if (((*file)->f_mode & (FMODE_READ | FMODE_WRITE)) !=
+	    (FMODE_READ | FMODE_WRITE))
+		return ERR_PTR(-EBADF);
+	return h;
+}
+
+/**
+ * wsem_ioctl_acquire_many() - WSEM_IOC_ACQUIRE_MANY
+ * @uarg: struct wsem_many_args
+ *
+ * Each entry's file is held for the call, so its handle stays bound and
+ * nothing of it is released meanwhile.
+ *
+ * Context: Process context, may sleep.
+ * Return: 0; -EINVAL (flags, count, padding, an entry that is no bound
+ * handle, a weight of 0 or too large, a semaphore twice); -EBADF; -E2BIG,
+ * -EFAULT; else as wsem_acquire_many().
+ */
+static int wsem_ioctl_acquire_many(void __user *uarg)
+{
+	const u64 known = WSEM_ACQUIRE_TRY | WSEM_ACQUIRE_DEADLINE |
+			  WSEM_ACQUIRE_CLOCK;
+	struct wsem_handle *hs[WSEM_MANY_MAX];
+	struct wsem_many_entry e[WSEM_MANY_MAX];
+	struct file *files[WSEM_MANY_MAX];
+	struct wsem_acquire_args times;
+	u64 weights[WSEM_MANY_MAX];
+	struct wsem_many_args args;
+	unsigned int i, j, n = 0;
+	ktime_t deadline;
+	clockid_t clock;
+	int ret;
+
+	ret = wsem_copy_args(&args, sizeof(args), WSEM_MANY_SIZE_VER0, uarg);
+	if (ret)
+		return ret;
+	if ((args.flags & ~known) || !args.count ||
+	    args.count > WSEM_MANY_MAX ||
+	    ((args.flags & WSEM_ACQUIRE_TRY) &&
+	     (args.flags & WSEM_ACQUIRE_DEADLINE)) ||
+	    ((args.flags & WSEM_ACQUIRE_CLOCK) &&
+	     !(args.flags & WSEM_ACQUIRE_DEADLINE)))
+		return -EINVAL;
+	times = (struct wsem_acquire_args) {
+		.flags = args.flags,
+		.deadline_ns = args.deadline_ns,
+		.clockid = args.clockid,
+	};
+	ret = wsem_deadline(&times, &clock, &deadline);
+	if (ret)
+		return ret;
+	if (copy_from_user(e, u64_to_user_ptr(args.entries),
+			   args.count * sizeof(e[0])))
+		return -EFAULT;
+
+	for (n = 0; n < args.count; n++) {
+		hs[n] = wsem_many_handle(&e[n], &files[n]);
+		if (IS_ERR(hs[n]))
+			ret = PTR_ERR(hs[n]);
+		for (j = 0; !ret && j < n; j++) {
+			if (hs[j]->sem == hs[n]->sem)
+				ret = -EINVAL;
+		}
+		if (ret) {
+			if (files[n])
+				n++;
+			break;
+		}
+		weights[n] = e[n].weight;
+	}
+	if (!ret)
+		ret = wsem_acquire_many(hs, weights, n, args.flags, clock,
+					deadline);
+	for (i = 0; i < n; i++)
+		fput(files[i]);
+	return ret;
+}
+
 /**
  * wsem_ioctl_async() - WSEM_IOC_ASYNC: collect or cancel a request
  * @h: the bound handle
@@ -966,6 +1064,8 @@ static long wsem_file_ioctl(struct file *file, unsigned int cmd,
 		return wsem_ioctl_set_label(h, uarg);
 	case WSEM_CMD(WSEM_IOC_LEND):
 		return wsem_ioctl_lend(h, uarg);
+	case WSEM_CMD(WSEM_IOC_ACQUIRE_MANY):
+		return wsem_ioctl_acquire_many(uarg);
 	case WSEM_CMD(WSEM_IOC_SET_KILL):
 		return wsem_ioctl_set_kill(h, uarg);
 	default:
@@ -1170,6 +1270,7 @@ static int __init wsem_init(void)
 	BUILD_BUG_ON(offsetof(struct wsem_stat, depth) != WSEM_STAT_SIZE_VER2);
 	BUILD_BUG_ON(sizeof(struct wsem_stat) != WSEM_STAT_SIZE_VER3);
 	BUILD_BUG_ON(sizeof(struct wsem_lend_args) != WSEM_LEND_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct wsem_many_args) != WSEM_MANY_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct wsem_list_args) != WSEM_LIST_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct wsem_unlink_args) != WSEM_UNLINK_SIZE_VER0);
 	BUILD_BUG_ON(offsetof(struct wsem_holder, label) !=

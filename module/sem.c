@@ -461,12 +461,12 @@ static void wsem_end_wait(struct wsem *sem, struct wsem_waiter *w, int result,
 	wsem_remove_waiter(sem, w, result, now);
 	if (!result)
 		wsem_add_held(sem, w->handle, w->weight, w->task);
-	if (!result && w->head && !w->async)
+	if (!result && w->head && !w->async && !w->gang)
 		wsem_adapt_spin(sem, now > w->since ? now - w->since : 0);
 	if (w->async) {
 		refcount_inc(&w->handle->ref);
 		wake->handles[wake->nr_handles++] = w->handle;
-	} else if (!w->parked) {
+	} else if (!w->parked && !w->gang) {
 		wake->tasks[wake->nr_tasks++] = get_task_struct(w->task);
 	}
 	/* Pairs with wsem_wait(), wsem_async_end() and wsem_poll(). */
@@ -480,6 +480,97 @@ static void wsem_end_wait(struct wsem *sem, struct wsem_waiter *w, int result,
 static bool wsem_abandoned(const struct wsem_waiter *w)
 {
 	return w->parked && (READ_ONCE(w->task->flags) & PF_EXITING);
+}
+
+/**
+ * struct wsem_gang - one request for weight on several semaphores at once
+ * @task: the requester, who sleeps in wsem_acquire_many()
+ * @nr: how many semaphores
+ * @nr_roots: how many trees they are in
+ * @look: set by a grant walk that found the gang's first part in its tree
+ *	at the head and fitting there (wsem_poke_gang()), under that tree's
+ *	lock; cleared by @task under every tree's lock, when it looks
+ * @fail: 0, or the errno a shrink made its lot (-EINVAL), set like @look
+ * @roots: the roots of the trees, in lock order: by increasing id
+ * @part: one queue entry per semaphore, in its tree's queue; the parts of
+ *	one tree follow each other there, queued at once
+ *
+ * A gang is granted by its own task alone, under the locks of all its
+ * trees, taken in @roots order (spin_lock_nested(), a subclass per tree):
+ * a grant walk of one tree, which holds that tree's lock only, stops at a
+ * gang and, if the gang fits in its tree, wakes the task to look at every
+ * tree (wsem_gang_look()).  All its parts were queued at once under all
+ * those locks, so two gangs are in the same order in every tree they
+ * share, and a wait only ever points at an earlier arrival: no deadlock.
+ */
+struct wsem_gang {
+	struct task_struct *task;
+	unsigned int nr;
+	unsigned int nr_roots;
+	bool look;
+	int fail;
+	struct wsem *roots[WSEM_MANY_MAX];
+	struct wsem_waiter part[WSEM_MANY_MAX];
+};
+
+/*
+ * Do the parts of @g in @root's tree stand first in its queue, and fit
+ * there together (a part on a child counts on its ancestors too, and two
+ * parts on one line add up)?  The weights are added for the look and
+ * taken off again; u64 arithmetic wraps back exactly.
+ */
+static bool wsem_gang_fits(struct wsem_gang *g, struct wsem *root)
+{
+	struct list_head *pos = &root->waiters;
+	bool fits = true, wrapped = false;
+	struct wsem_waiter *p;
+	struct wsem *s;
+	unsigned int i;
+
+	lockdep_assert_held(root->lock);
+
+	for (i = 0; i < g->nr; i++) {
+		if (g->part[i].handle->sem->root != root)
+			continue;
+		pos = pos->next;
+		if (pos != &g->part[i].node)
+			return false;
+	}
+	for (i = 0, p = g->part; i < g->nr; i++, p++) {
+		if (p->handle->sem->root != root)
+			continue;
+		for_each_wsem_up(s, p->handle->sem)
+			wrapped |= check_add_overflow(s->used, p->weight,
+						      &s->used);
+	}
+	for (i = 0, p = g->part; i < g->nr; i++, p++) {
+		if (p->handle->sem->root != root)
+			continue;
+		for_each_wsem_up(s, p->handle->sem)
+			fits &= s->used <= s->capacity;
+	}
+	for (i = 0, p = g->part; i < g->nr; i++, p++) {
+		if (p->handle->sem->root != root)
+			continue;
+		for_each_wsem_up(s, p->handle->sem)
+			s->used -= p->weight;
+	}
+	return fits && !wrapped;
+}
+
+/*
+ * Have @g's task look at its trees (and end with @fail, if not 0), woken
+ * once @wake is; @wake must have room.  Under one of its trees' locks.
+ */
+static void wsem_poke_gang(struct wsem_gang *g, int fail,
+			   struct wsem_wake *wake)
+{
+	if (fail)
+		WRITE_ONCE(g->fail, fail);
+	if (READ_ONCE(g->look))
+		return;
+	WRITE_ONCE(g->look, true);
+	wake->tasks[wake->nr_tasks++] = get_task_struct(g->task);
 }
 
 /* The semaphore a waiter asked through: its handle's. */
@@ -504,6 +595,12 @@ static bool wsem_grant_waiters(struct wsem *sem, struct wsem_wake *wake)
 	list_for_each_entry_safe(w, next, &sem->root->waiters, node) {
 		if (wsem_wake_full(wake))
 			return true;
+		if (unlikely(w->gang)) {
+			/* A gang grants itself, under all its trees' locks. */
+			if (wsem_gang_fits(w->gang, sem->root))
+				wsem_poke_gang(w->gang, 0, wake);
+			break;
+		}
 		if (!now)
 			now = ktime_get_ns();
 		if (unlikely(wsem_abandoned(w))) {
@@ -642,6 +739,10 @@ static bool wsem_fail_overweight(struct wsem *sem, u64 *now,
 			continue;
 		if (wsem_wake_full(wake))
 			return true;
+		if (unlikely(w->gang)) {
+			wsem_poke_gang(w->gang, -EINVAL, wake);
+			continue;
+		}
 		if (!*now)
 			*now = ktime_get_ns();
 		wsem_end_wait(wsem_waiter_sem(w), w, -EINVAL, *now, wake);
@@ -1265,6 +1366,262 @@ again:
 	spin_unlock(sem->lock);
 	if (tell)
 		wsem_tell_demand(sem, tell);
+	return ret;
+}
+
+/* Lock every tree of @g, in @g->roots order. */
+static void wsem_gang_lock(struct wsem_gang *g)
+{
+	unsigned int i;
+
+	for (i = 0; i < g->nr_roots; i++)
+		spin_lock_nested(g->roots[i]->lock, i);
+}
+
+static void wsem_gang_unlock(struct wsem_gang *g)
+{
+	unsigned int i = g->nr_roots;
+
+	while (i--)
+		spin_unlock(g->roots[i]->lock);
+}
+
+/*
+ * After a gang changed its trees under wsem_gang_lock() and dropped the
+ * locks (@before: each tree's root's events before the change): grant in
+ * each tree whoever fits now, and wake, tree by tree.  The walks need not
+ * follow the change at once: whoever changes a tree in between walks it.
+ */
+static void wsem_gang_walk(struct wsem_gang *g, const __poll_t *before)
+{
+	struct wsem_wake wake;
+	unsigned int i;
+
+	for (i = 0; i < g->nr_roots; i++) {
+		wsem_wake_init(&wake);
+		spin_lock(g->roots[i]->lock);
+		wsem_unlock_and_wake(g->roots[i], before[i], &wake);
+	}
+}
+
+/*
+ * Under every tree's lock: grant @g if it stands first and fits in each
+ * of its trees, or take it off the queues for @why (a negative errno) if
+ * @why is not 0.  Return: 0 when granted, @why when it left, else
+ * WSEM_WAITING.
+ */
+static int wsem_gang_end(struct wsem_gang *g, int why)
+{
+	struct wsem_wake wake;
+	unsigned int i;
+	u64 now;
+
+	for (i = 0; !why && i < g->nr_roots; i++) {
+		if (!wsem_gang_fits(g, g->roots[i]))
+			return WSEM_WAITING;
+	}
+	wsem_wake_init(&wake);
+	now = ktime_get_ns();
+	for (i = 0; i < g->nr; i++) {
+		struct wsem_waiter *p = &g->part[i];
+
+		wsem_end_wait(p->handle->sem, p, why, now, &wake);
+	}
+	return why;
+}
+
+/*
+ * Look at every tree of @g (after a grant walk asked, wsem_poke_gang()):
+ * grant it if it fits everywhere, or end it if a shrink failed it.
+ * Return: 0, the failure, or WSEM_WAITING.
+ */
+static int wsem_gang_look(struct wsem_gang *g)
+{
+	__poll_t before[WSEM_MANY_MAX];
+	unsigned int i;
+	int ret;
+
+	wsem_gang_lock(g);
+	for (i = 0; i < g->nr_roots; i++)
+		before[i] = wsem_events(g->roots[i]);
+	WRITE_ONCE(g->look, false);
+	ret = wsem_gang_end(g, READ_ONCE(g->fail));
+	wsem_gang_unlock(g);
+	if (ret != WSEM_WAITING)
+		wsem_gang_walk(g, before);
+	return ret;
+}
+
+/*
+ * What @g asks of @sem, through its parts on it and on its descendants
+ * together; U64_MAX if that does not fit in 64 bits.
+ */
+static u64 wsem_gang_need(const struct wsem_gang *g, const struct wsem *sem)
+{
+	const struct wsem_waiter *p;
+	const struct wsem *s;
+	unsigned int i;
+	u64 need = 0;
+
+	for (i = 0, p = g->part; i < g->nr; i++, p++) {
+		for_each_wsem_up(s, p->handle->sem) {
+			if (s == sem && check_add_overflow(need, p->weight, &need))
+				return U64_MAX;
+		}
+	}
+	return need;
+}
+
+/*
+ * Could @g ever be granted?  Not if what it asks of one of its semaphores
+ * exceeds what that one can ever give (wsem_max_weight()), as a single
+ * request fails that asks more than its line can give.  Under every
+ * tree's lock.
+ */
+static bool wsem_gang_can_fit(const struct wsem_gang *g)
+{
+	const struct wsem_waiter *p;
+	const struct wsem *s;
+	unsigned int i;
+
+	for (i = 0, p = g->part; i < g->nr; i++, p++) {
+		for_each_wsem_up(s, p->handle->sem) {
+			if (wsem_gang_need(g, s) > wsem_max_weight(s))
+				return false;
+		}
+	}
+	return true;
+}
+
+/* Take @g off its queues for @why, a negative errno; return @why. */
+static int wsem_gang_leave(struct wsem_gang *g, int why)
+{
+	__poll_t before[WSEM_MANY_MAX];
+	unsigned int i;
+
+	wsem_gang_lock(g);
+	for (i = 0; i < g->nr_roots; i++)
+		before[i] = wsem_events(g->roots[i]);
+	wsem_gang_end(g, why);
+	wsem_gang_unlock(g);
+	wsem_gang_walk(g, before);
+	return why;
+}
+
+/*
+ * Queue @g's parts at the tails of their trees' queues, or grant it at
+ * once if every tree's queue is empty and it fits; with WSEM_ACQUIRE_TRY
+ * or a deadline passed, neither.  Return: 0 when granted, -EAGAIN,
+ * -ETIMEDOUT, -EINVAL (more than a semaphore can ever give), or
+ * WSEM_WAITING when queued.
+ */
+static int wsem_gang_queue(struct wsem_gang *g, u64 flags, clockid_t clock,
+			   const ktime_t *deadline)
+{
+	__poll_t before[WSEM_MANY_MAX];
+	bool empty = true;
+	unsigned int i;
+	int ret;
+
+	wsem_gang_lock(g);
+	if (!wsem_gang_can_fit(g)) {
+		wsem_gang_unlock(g);
+		return -EINVAL;
+	}
+	for (i = 0; i < g->nr_roots; i++) {
+		before[i] = wsem_events(g->roots[i]);
+		empty &= list_empty(&g->roots[i]->waiters);
+	}
+	/* Queued for the look: granted at once, or taken off again. */
+	for (i = 0; i < g->nr; i++)
+		wsem_enqueue(g->part[i].handle->sem, &g->part[i]);
+	ret = empty ? wsem_gang_end(g, 0) : WSEM_WAITING;
+	if (ret == WSEM_WAITING && (flags & WSEM_ACQUIRE_TRY))
+		ret = wsem_gang_end(g, -EAGAIN);
+	else if (ret == WSEM_WAITING && deadline &&
+		 ktime_compare(*deadline, wsem_now(clock)) <= 0)
+		ret = wsem_gang_end(g, -ETIMEDOUT);
+	wsem_gang_unlock(g);
+	wsem_gang_walk(g, before);
+	return ret;
+}
+
+/**
+ * wsem_acquire_many() - one request for weight on several semaphores
+ * @hs: @n bound handles, each on another semaphore, which the caller keeps
+ *	open meanwhile
+ * @weights: what to ask of each, checked by the caller against what its
+ *	semaphore's line can ever give
+ * @n: 1 .. WSEM_MANY_MAX
+ * @flags: WSEM_ACQUIRE_TRY or _DEADLINE, validated by the caller
+ * @clock: the clock of @deadline
+ * @deadline: absolute deadline on @clock, with WSEM_ACQUIRE_DEADLINE
+ *
+ * The request takes a place at the tail of each of its trees' queues at
+ * once, and is granted all at once, by its own task (struct wsem_gang).
+ * A signal, a stop or task work ends the wait (the call restarts at the
+ * tails if no handler runs); a shrink that leaves a semaphore of it too
+ * small fails it.
+ *
+ * Context: Process context, may sleep unless WSEM_ACQUIRE_TRY.
+ * Return: 0 when granted; -EAGAIN, -ETIMEDOUT, -EINTR, -ERESTARTNOHAND,
+ * -ERESTARTNOINTR, -EINVAL (a shrink), -ENOMEM.
+ */
+int wsem_acquire_many(struct wsem_handle **hs, const u64 *weights,
+		      unsigned int n, u64 flags, clockid_t clock,
+		      ktime_t deadline)
+{
+	ktime_t *until = flags & WSEM_ACQUIRE_DEADLINE ? &deadline : NULL;
+	bool timed_out = false;
+	struct wsem_gang *g;
+	unsigned int i, j;
+	int ret;
+
+	g = kzalloc(sizeof(*g), WSEM_GFP);
+	if (!g)
+		return -ENOMEM;
+	g->task = current;
+	g->nr = n;
+	for (i = 0; i < n; i++) {
+		struct wsem *root = hs[i]->sem->root;
+
+		g->part[i] = (struct wsem_waiter) {
+			.task = current,
+			.handle = hs[i],
+			.weight = weights[i],
+			.since = ktime_get_ns(),
+			.status = WSEM_WAITING,
+			.gang = g,
+		};
+		/* Insert @root into the sorted roots, once. */
+		for (j = 0; j < g->nr_roots && g->roots[j]->id < root->id; j++)
+			;
+		if (j < g->nr_roots && g->roots[j] == root)
+			continue;
+		memmove(&g->roots[j + 1], &g->roots[j],
+			(g->nr_roots - j) * sizeof(g->roots[0]));
+		g->roots[j] = root;
+		g->nr_roots++;
+	}
+
+	ret = wsem_gang_queue(g, flags, clock, until);
+	while (ret == WSEM_WAITING) {
+		set_current_state(TASK_INTERRUPTIBLE);
+		if (READ_ONCE(g->look)) {
+			__set_current_state(TASK_RUNNING);
+			ret = wsem_gang_look(g);
+			continue;
+		}
+		ret = wsem_wait_check(timed_out);
+		if (ret) {
+			__set_current_state(TASK_RUNNING);
+			ret = wsem_gang_leave(g, ret);
+			break;
+		}
+		timed_out = !wsem_sleep(clock, until);
+		ret = WSEM_WAITING;
+	}
+	kfree(g);
 	return ret;
 }
 

@@ -112,6 +112,7 @@
 
 #include "compat.h"
 
+struct wsem_gang;
 struct wsem_ns;
 struct wsem_user;
 
@@ -260,6 +261,8 @@ struct wsem {
  * @head: a sleeper that was the head of the queue when it queued: the one
  *	that polls, whose wait adapts the semaphore's poll
  * @park_node: in @handle->parked
+ * @gang: the gang request (sem.c's struct wsem_gang) this is one part of,
+ *	or NULL
  *
  * Protected by the lock of the semaphore it waits on.
  */
@@ -274,6 +277,7 @@ struct wsem_waiter {
 	bool parked;
 	bool head;
 	struct list_head park_node;
+	struct wsem_gang *gang;
 };
 
 /* struct wsem_waiter.status until its wait ends (then 0 or -errno) */
@@ -375,6 +379,9 @@ void wsem_unbind(struct wsem_handle *h);
 int wsem_acquire(struct wsem_handle *h, u64 weight, u64 flags,
 		 clockid_t clock, ktime_t deadline);
 int wsem_async_end(struct wsem_handle *h, bool cancel);
+int wsem_acquire_many(struct wsem_handle **hs, const u64 *weights,
+		      unsigned int n, u64 flags, clockid_t clock,
+		      ktime_t deadline);
 int wsem_wait_idle(struct wsem_handle *h, u64 flags, clockid_t clock,
 		   ktime_t deadline);
 int wsem_release(struct wsem_handle *h, u64 weight);

@@ -362,6 +362,43 @@ struct wsem_lend_args {
 
 #define WSEM_LEND_SIZE_VER0	24
 
+/* How many semaphores one gang request (WSEM_IOC_ACQUIRE_MANY) may ask. */
+#define WSEM_MANY_MAX		8
+
+/**
+ * struct wsem_many_entry - one semaphore of a gang request
+ * @fd: a handle on it, open for reading and writing
+ * @__pad: zero
+ * @weight: what the request asks of it, granted to that handle
+ */
+struct wsem_many_entry {
+	__s32 fd;
+	__u32 __pad;
+	__u64 weight;
+};
+
+/**
+ * struct wsem_many_args - a gang request (WSEM_IOC_ACQUIRE_MANY)
+ * @size: sizeof(struct wsem_many_args)
+ * @flags: WSEM_ACQUIRE_TRY, or _DEADLINE and _CLOCK, as for
+ *	WSEM_IOC_ACQUIRE (no _ASYNC)
+ * @deadline_ns: as struct wsem_acquire_args's
+ * @clockid: as struct wsem_acquire_args's
+ * @count: 1 .. WSEM_MANY_MAX entries
+ * @entries: user pointer to @count struct wsem_many_entry, each naming
+ *	another semaphore
+ */
+struct wsem_many_args {
+	__u64 size;
+	__u64 flags;
+	__u64 deadline_ns;
+	__u32 clockid;
+	__u32 count;
+	__u64 entries;
+};
+
+#define WSEM_MANY_SIZE_VER0	40
+
 /* WSEM_IOC_REOPEN flags */
 #define WSEM_REOPEN_CLOEXEC	_BITULL(0)
 
@@ -442,5 +479,19 @@ struct wsem_lend_args {
  * capacity follows demand without polling.
  */
 #define WSEM_IOC_LEND		_IOW(WSEM_IOC_MAGIC, 0x0e, struct wsem_lend_args)
+
+/*
+ * One request for weight on several semaphores at once, granted all at
+ * once or not at all; the weight granted on each belongs to the handle it
+ * was asked through.  It takes one place in the arrival order of each
+ * semaphore's tree, and no later request that needs one of them is granted
+ * before it.  Issued on any handle.  0, or -1 with EINVAL (bad flags,
+ * count, entry, weight of 0 or above what a semaphore or its line can
+ * ever give, the same semaphore twice, a handle that is no bound handle),
+ * EBADF (an entry's fd not open, or not open for reading and writing),
+ * EAGAIN (TRY), ETIMEDOUT, EINTR (a signal: nothing is held from the
+ * call), EFAULT.
+ */
+#define WSEM_IOC_ACQUIRE_MANY	_IOW(WSEM_IOC_MAGIC, 0x0f, struct wsem_many_args)
 
 #endif /* _UAPI_LINUX_WSEM_H */
