@@ -396,12 +396,8 @@ static void wsem_count_wait(struct wsem *sem, struct wsem_waiter *w,
 	trace_wsem_wait_end(sem->id, w->task->pid, w->weight, result, waited);
 }
 
-/*
- * Take @w off the queue, its wait ended at @now with @result (counted on
- * the semaphore it asked through, @sem: its handle's).
- */
-static void wsem_remove_waiter(struct wsem *sem, struct wsem_waiter *w,
-			       int result, u64 now)
+/* Take @w, a request on @sem, off its tree's queue. */
+static void wsem_dequeue(struct wsem *sem, struct wsem_waiter *w)
 {
 	struct wsem *s;
 
@@ -413,6 +409,16 @@ static void wsem_remove_waiter(struct wsem *sem, struct wsem_waiter *w,
 			s->queued_carry--;
 		s->queued_weight -= w->weight;
 	}
+}
+
+/*
+ * Take @w off the queue, its wait ended at @now with @result (counted on
+ * the semaphore it asked through, @sem: its handle's).
+ */
+static void wsem_remove_waiter(struct wsem *sem, struct wsem_waiter *w,
+			       int result, u64 now)
+{
+	wsem_dequeue(sem, w);
 	wsem_count_wait(sem, w, result, now);
 }
 
@@ -1536,11 +1542,14 @@ static int wsem_gang_queue(struct wsem_gang *g, u64 flags, clockid_t clock,
 	for (i = 0; i < g->nr; i++)
 		wsem_enqueue(g->part[i].handle->sem, &g->part[i]);
 	ret = empty ? wsem_gang_end(g, 0) : WSEM_WAITING;
-	if (ret == WSEM_WAITING && (flags & WSEM_ACQUIRE_TRY))
-		ret = wsem_gang_end(g, -EAGAIN);
-	else if (ret == WSEM_WAITING && deadline &&
-		 ktime_compare(*deadline, wsem_now(clock)) <= 0)
-		ret = wsem_gang_end(g, -ETIMEDOUT);
+	if (ret == WSEM_WAITING &&
+	    ((flags & WSEM_ACQUIRE_TRY) ||
+	     (deadline && ktime_compare(*deadline, wsem_now(clock)) <= 0))) {
+		/* It never waited: no wait to count, as for one. */
+		for (i = 0; i < g->nr; i++)
+			wsem_dequeue(g->part[i].handle->sem, &g->part[i]);
+		ret = flags & WSEM_ACQUIRE_TRY ? -EAGAIN : -ETIMEDOUT;
+	}
 	wsem_gang_unlock(g);
 	wsem_gang_walk(g, before);
 	return ret;

@@ -167,30 +167,42 @@ TEST_F(gang, a_queued_gang_is_not_overtaken)
 {
 	struct gang_call c = { .n = 2, .timeout_ns = -1 };
 	int holder = wsem_reopen(self->x, 0), late = wsem_reopen(self->y, 0);
+	int other = wsem_reopen(self->y, 0);
 	pthread_t th;
 
 	ASSERT_LE(0, holder);
 	ASSERT_LE(0, late);
+	ASSERT_LE(0, other);
 	c.fds[0] = self->x;
 	c.fds[1] = self->y;
 	c.w[0] = 2;
 	c.w[1] = 1;
 	ASSERT_EQ(0, wsem_acquire(holder, 1));
+	ASSERT_EQ(0, wsem_acquire(other, 1));
 	ASSERT_EQ(0, pthread_create(&th, NULL, gang_main, &c));
 	ASSERT_EQ(0, waiters_reach(self->y, 1));
 	EXPECT_EQ(1, stat_of(self->x).waiters);
-	/* y is free, but the gang came first there. */
+	/* y has room for 1, but the gang came first there. */
 	EXPECT_EQ(-1, wsem_tryacquire(late, 1));
 	EXPECT_EQ(EAGAIN, errno);
+	ASSERT_EQ(-1, wsem_acquire_async(late, 1));
+	ASSERT_EQ(EINPROGRESS, errno);
+	/* A release on y: the walk stops at the gang, which x holds back. */
+	ASSERT_EQ(0, wsem_release(other, 1));
+	EXPECT_EQ(-1, wsem_acquire_result(late));
+	EXPECT_EQ(EINPROGRESS, errno);
 	EXPECT_EQ(0, used(self->y));
 	ASSERT_EQ(0, wsem_release(holder, 1));
 	ASSERT_EQ(0, pthread_join(th, NULL));
 	EXPECT_EQ(0, c.ret);
 	EXPECT_EQ(2, stat_of(self->x).held);
 	EXPECT_EQ(1, stat_of(self->y).held);
-	EXPECT_EQ(0, wsem_tryacquire(late, 1));
+	/* Then the one behind it on y. */
+	EXPECT_EQ(0, wsem_acquire_result(late));
+	EXPECT_EQ(2, used(self->y));
 	close(holder);
 	close(late);
+	close(other);
 }
 
 /* A signal ends a gang's wait with EINTR, and nothing is held. */
