@@ -158,8 +158,10 @@ static void wsem_wake_tree(struct wsem *root, __poll_t events)
 	struct wsem *s;
 
 	list_for_each_entry_rcu(s, &root->tree, tree_node) {
+		/* Ordered by the tree's lock, as said above. */
 		if (waitqueue_active(&s->pollers))
 			wake_up_poll(&s->pollers, events);
+		/* Likewise. */
 		if (waitqueue_active(&s->idle_waiters))
 			wake_up_all(&s->idle_waiters);
 	}
@@ -222,18 +224,12 @@ static bool wsem_fits(const struct wsem *sem, u64 weight)
 	       weight <= sem->capacity - sem->used;
 }
 
-/*
- * Every semaphore that a request through a handle bound to @sem needs:
- * @sem, then its parent, and so on up to its root.
- */
-#define for_each_wsem_up(s, sem) for ((s) = (sem); (s); (s) = (s)->parent)
-
-/* Does @weight fit on @sem and on each of its ancestors? */
+/* Does @weight fit on @sem and on each of its ancestors (its line)? */
 static bool wsem_fits_up(const struct wsem *sem, u64 weight)
 {
 	const struct wsem *s;
 
-	for_each_wsem_up(s, sem) {
+	for (s = sem; s; s = s->parent) {
 		if (!wsem_fits(s, weight))
 			return false;
 	}
@@ -246,7 +242,7 @@ static u64 wsem_max_weight_up(const struct wsem *sem)
 	const struct wsem *s;
 	u64 max = U64_MAX;
 
-	for_each_wsem_up(s, sem)
+	for (s = sem; s; s = s->parent)
 		max = min(max, wsem_max_weight(s));
 	return max;
 }
@@ -317,7 +313,7 @@ static void wsem_add_held(struct wsem *sem, struct wsem_handle *h, u64 weight,
 {
 	struct wsem *s;
 
-	for_each_wsem_up(s, sem) {
+	for (s = sem; s; s = s->parent) {
 		s->used += weight;
 		wsem_note_demand(s);
 	}
@@ -338,7 +334,7 @@ static void wsem_sub_held(struct wsem *sem, struct wsem_handle *h, u64 weight)
 
 	if (!weight)
 		return;
-	for_each_wsem_up(s, sem) {
+	for (s = sem; s; s = s->parent) {
 		s->used -= weight;
 		wsem_note_demand(s);
 	}
@@ -358,7 +354,7 @@ static void wsem_enqueue(struct wsem *sem, struct wsem_waiter *w)
 
 	w->head = list_empty(queue);
 	list_add_tail(&w->node, queue);
-	for_each_wsem_up(s, sem) {
+	for (s = sem; s; s = s->parent) {
 		s->nr_waiters++;
 		wsem_note_demand(s);
 		if (s->nr_waiters > s->stats.queue_max)
@@ -402,7 +398,7 @@ static void wsem_dequeue(struct wsem *sem, struct wsem_waiter *w)
 	struct wsem *s;
 
 	list_del(&w->node);
-	for_each_wsem_up(s, sem) {
+	for (s = sem; s; s = s->parent) {
 		s->nr_waiters--;
 		wsem_note_demand(s);
 		if (s->queued_weight < w->weight)
@@ -545,20 +541,20 @@ static bool wsem_gang_fits(struct wsem_gang *g, struct wsem *root)
 	for (i = 0, p = g->part; i < g->nr; i++, p++) {
 		if (p->handle->sem->root != root)
 			continue;
-		for_each_wsem_up(s, p->handle->sem)
+		for (s = p->handle->sem; s; s = s->parent)
 			wrapped |= check_add_overflow(s->used, p->weight,
 						      &s->used);
 	}
 	for (i = 0, p = g->part; i < g->nr; i++, p++) {
 		if (p->handle->sem->root != root)
 			continue;
-		for_each_wsem_up(s, p->handle->sem)
+		for (s = p->handle->sem; s; s = s->parent)
 			fits &= s->used <= s->capacity;
 	}
 	for (i = 0, p = g->part; i < g->nr; i++, p++) {
 		if (p->handle->sem->root != root)
 			continue;
-		for_each_wsem_up(s, p->handle->sem)
+		for (s = p->handle->sem; s; s = s->parent)
 			s->used -= p->weight;
 	}
 	return fits && !wrapped;
@@ -653,7 +649,7 @@ static u32 wsem_demand_pollers(struct wsem *sem)
 
 	lockdep_assert_held(sem->lock);
 
-	for_each_wsem_up(s, sem) {
+	for (s = sem; s; s = s->parent) {
 		/* Ordered by @sem->lock, as wsem_has_pollers() says. */
 		if (waitqueue_active(&s->pollers))
 			mask |= BIT(i);
@@ -667,7 +663,7 @@ static void wsem_tell_demand(struct wsem *sem, u32 mask)
 {
 	struct wsem *s;
 
-	for_each_wsem_up(s, sem) {
+	for (s = sem; s; s = s->parent) {
 		if (mask & 1)
 			wake_up_poll(&s->pollers, EPOLLRDBAND);
 		mask >>= 1;
@@ -1375,21 +1371,29 @@ again:
 	return ret;
 }
 
-/* Lock every tree of @g, in @g->roots order. */
+/*
+ * Lock every tree of @g, in @g->roots order.  Sparse cannot count locks
+ * taken in a loop: each one is told as released at once, and taken again
+ * before wsem_gang_unlock() drops it.
+ */
 static void wsem_gang_lock(struct wsem_gang *g)
 {
 	unsigned int i;
 
-	for (i = 0; i < g->nr_roots; i++)
+	for (i = 0; i < g->nr_roots; i++) {
 		spin_lock_nested(g->roots[i]->lock, i);
+		__release(g->roots[i]->lock);
+	}
 }
 
 static void wsem_gang_unlock(struct wsem_gang *g)
 {
 	unsigned int i = g->nr_roots;
 
-	while (i--)
+	while (i--) {
+		__acquire(g->roots[i]->lock);
 		spin_unlock(g->roots[i]->lock);
+	}
 }
 
 /*
@@ -1470,7 +1474,7 @@ static u64 wsem_gang_need(const struct wsem_gang *g, const struct wsem *sem)
 	u64 need = 0;
 
 	for (i = 0, p = g->part; i < g->nr; i++, p++) {
-		for_each_wsem_up(s, p->handle->sem) {
+		for (s = p->handle->sem; s; s = s->parent) {
 			if (s == sem && check_add_overflow(need, p->weight, &need))
 				return U64_MAX;
 		}
@@ -1491,7 +1495,7 @@ static bool wsem_gang_can_fit(const struct wsem_gang *g)
 	unsigned int i;
 
 	for (i = 0, p = g->part; i < g->nr; i++, p++) {
-		for_each_wsem_up(s, p->handle->sem) {
+		for (s = p->handle->sem; s; s = s->parent) {
 			if (wsem_gang_need(g, s) > wsem_max_weight(s))
 				return false;
 		}
