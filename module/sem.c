@@ -1414,6 +1414,18 @@ static void wsem_gang_walk(struct wsem_gang *g, const __poll_t *before)
 	}
 }
 
+/* Does @g stand first and fit in each of its trees?  Under their locks. */
+static bool wsem_gang_fits_all(struct wsem_gang *g)
+{
+	unsigned int i;
+
+	for (i = 0; i < g->nr_roots; i++) {
+		if (!wsem_gang_fits(g, g->roots[i]))
+			return false;
+	}
+	return true;
+}
+
 /*
  * Under every tree's lock: grant @g if it stands first and fits in each
  * of its trees, or take it off the queues for @why (a negative errno) if
@@ -1426,10 +1438,9 @@ static int wsem_gang_end(struct wsem_gang *g, int why)
 	unsigned int i;
 	u64 now;
 
-	for (i = 0; !why && i < g->nr_roots; i++) {
-		if (!wsem_gang_fits(g, g->roots[i]))
-			return WSEM_WAITING;
-	}
+	if (!why && !wsem_gang_fits_all(g))
+		return WSEM_WAITING;
+	/* A gang's parts wake nobody: it is its own task that ends it. */
 	wsem_wake_init(&wake);
 	now = ktime_get_ns();
 	for (i = 0; i < g->nr; i++) {
@@ -1545,7 +1556,19 @@ static int wsem_gang_queue(struct wsem_gang *g, u64 flags, clockid_t clock,
 	/* Queued for the look: granted at once, or taken off again. */
 	for (i = 0; i < g->nr; i++)
 		wsem_enqueue(g->part[i].handle->sem, &g->part[i]);
-	ret = empty ? wsem_gang_end(g, 0) : WSEM_WAITING;
+	ret = WSEM_WAITING;
+	if (empty && wsem_gang_fits_all(g)) {
+		for (i = 0; i < g->nr; i++) {
+			struct wsem_waiter *p = &g->part[i];
+			struct wsem *sem = p->handle->sem;
+
+			wsem_dequeue(sem, p);
+			wsem_add_held(sem, p->handle, p->weight, current);
+			sem->stats.grants_at_once++;
+			trace_wsem_grant(sem->id, current->pid, p->weight, 0);
+		}
+		ret = 0;
+	}
 	if (ret == WSEM_WAITING &&
 	    ((flags & WSEM_ACQUIRE_TRY) ||
 	     (deadline && ktime_compare(*deadline, wsem_now(clock)) <= 0))) {

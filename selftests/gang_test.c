@@ -103,6 +103,9 @@ TEST_F(gang, each_part_belongs_to_its_handle)
 	ASSERT_EQ(0, wsem_acquire_many(fds, w, 2, -1));
 	EXPECT_EQ(2, stat_of(self->x).held);
 	EXPECT_EQ(1, stat_of(self->y).held);
+	/* Nobody queued, and it fit: granted at once on each. */
+	EXPECT_EQ(1, stat_of(self->x).grants_at_once);
+	EXPECT_EQ(0, stat_of(self->y).grants_waited);
 	EXPECT_EQ(0, wsem_release(self->y, 1));
 	EXPECT_EQ(0, wsem_release(self->x, 2));
 	EXPECT_EQ(0, used(self->x) + used(self->y));
