@@ -235,13 +235,14 @@ static void run_rows(const char *scen, struct row *rows, int n)
 	}
 }
 
+/* @alt: a second reference for every row (its own column), or -1 */
 static void print_rows(const char *key, const char *unit, struct row *rows,
-		       int n)
+		       int n, int alt)
 {
 	int i;
 
-	table("   %-40s %10s %10s %8s %8s %8s\n", "", "median", "p99",
-	      "ratio", "CPU", "CPU rat");
+	table("   %-40s %10s %10s %8s %8s %8s%s\n", "", "median", "p99",
+	      "ratio", "CPU", "CPU rat", alt < 0 ? "" : "  / eventfd");
 	plot("# %s\n", key);
 	json_begin(key);
 	json_str("unit", unit);
@@ -254,9 +255,11 @@ static void print_rows(const char *key, const char *unit, struct row *rows,
 		double rcpu = per_op(ref->cpu, ref->ops);
 		double q = ratio(r->median, ref->median);
 
-		table("   %-40s %10.0f %10.0f %8.2f %8.0f %8.2f%s\n", r->label,
-		      r->median, r->p99, q, cpu, ratio(cpu, rcpu),
-		      r->failed ? "  (failed)" : "");
+		table("   %-40s %10.0f %10.0f %8.2f %8.0f %8.2f", r->label,
+		      r->median, r->p99, q, cpu, ratio(cpu, rcpu));
+		if (alt >= 0)
+			table(" %11.2f", ratio(r->median, rows[alt].median));
+		table("%s\n", r->failed ? "  (failed)" : "");
 		plot("%d \"%s\" %.1f %.1f %.4f\n", i, r->name, r->median,
 		     r->p99, q);
 		json_begin(NULL);
@@ -267,6 +270,9 @@ static void print_rows(const char *key, const char *unit, struct row *rows,
 		json_num("time_ratio_to_reference", q);
 		json_num("cpu_ns_per_op", cpu);
 		json_num("cpu_ratio_to_reference", ratio(cpu, rcpu));
+		if (alt >= 0)
+			json_num("time_ratio_to_eventfd",
+				 ratio(r->median, rows[alt].median));
 		json_int("samples", r->s->n);
 		json_bool("ok", !r->failed);
 		json_end();
@@ -291,9 +297,10 @@ void scenario_nest(void)
 	err = setup_chain(&rows[0], 0);
 	err = err ?: setup_eventfd(&rows[1]);
 	for (d = 0; !err && d < sizeof(depths) / sizeof(depths[0]); d++) {
+		snprintf(key, sizeof(key), "depth-%d", depths[d]);
 		snprintf(label, sizeof(label), "wsem, child at depth %d",
 			 depths[d]);
-		rows[n].name = strdup(label + 6);
+		rows[n].name = strdup(key);
 		rows[n].label = strdup(label);
 		err = setup_chain(&rows[n], depths[d]);
 		n++;
@@ -305,7 +312,7 @@ void scenario_nest(void)
 			close_row(&rows[i]);
 		table("\n12. Nesting, uncontended: skipped (no child "
 		      "semaphores)\n");
-		return;
+		goto out;
 	}
 	run_rows("nest", rows, n);
 
@@ -313,18 +320,16 @@ void scenario_nest(void)
 	      "on a plain semaphore and on a\n    child at the end of a "
 	      "chain of anonymous children (each level capacity %d)\n", CAP);
 	table("   ns per pair; ratio = row / plain (median); CPU = user+system "
-	      "time per pair, ns;\n   CPU rat = row's CPU / plain's\n");
-	print_rows("nest", "ns per acquire(1)+release(1) pair", rows, n);
+	      "time per pair, ns;\n   CPU rat = row's CPU / plain's; / eventfd "
+	      "= row / the eventfd pair (median)\n");
+	print_rows("nest", "ns per acquire(1)+release(1) pair", rows, n, 1);
 	for (i = 1; i < n; i++) {
 		snprintf(key, sizeof(key), "nest.per_plain.%s", rows[i].name);
-		for (char *p = key; *p; p++) {
-			if (*p == ' ')
-				*p = '_';
-		}
 		snprintf(label, sizeof(label), "nest: %s / plain, median",
 			 rows[i].name);
 		metric(key, label, ratio(rows[i].median, rows[0].median));
 	}
+out:
 	for (i = 2; i < n; i++) {
 		free((char *)rows[i].name);
 		free((char *)rows[i].label);
@@ -393,7 +398,7 @@ void scenario_gang(void)
 	      "the plain pair); CPU = user+system time per\n   operation, ns; "
 	      "CPU rat = the row's CPU / its reference's\n");
 	print_rows("gang", "ns per acquire of M semaphores and M releases",
-		   rows, n);
+		   rows, n, -1);
 	for (i = 1; i < n; i++) {
 		if (strncmp(rows[i].name, "gang-", 5))
 			continue;
