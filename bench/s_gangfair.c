@@ -308,13 +308,13 @@ void scenario_gangfair(void)
 			continue;
 		}
 		table("   %-20s %7llu %10.0f %10.0f %12.0f %8.1f %10.0f %8.0f "
-		      "%7.2f%s%s%s\n", modes[i].label,
+		      "%7.2f%s%s\n", modes[i].label,
 		      (unsigned long long)r->big_grants, r->median, r->p99,
 		      r->max, q, r->small_rate, r->cpu, qc,
 		      r->never ? "  never got through in the window "
 				 "(largest = the window, a lower bound)" :
 		      r->starved ? "  starved (still waiting at the end)" : "",
-		      "", r->ok ? "" : " (failed)");
+		      r->ok ? "" : " (failed)");
 		plot("%d \"%s\" %.1f %.1f %.1f %.4f\n", i, modes[i].name,
 		     r->median, r->p99, r->max, q);
 		json_begin(NULL);
