@@ -167,5 +167,8 @@ void scenario_namespaces(void);
 void scenario_longhold(void);
 void scenario_idleherd(void);
 void scenario_jobserver(void);
+void scenario_nest(void);
+void scenario_gang(void);
+void scenario_gangfair(void);
 
 #endif /* WSEM_BENCH_H */

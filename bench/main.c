@@ -5,9 +5,9 @@
  *	wsem-bench [-o DIR] [-t SCALE] [-s SCENARIO,...] [-r REV] [-a ACCEL] [-q]
  *
  * Runs the scenarios (uncontended, handoff, contention, fairness, scale,
- * memory, massgrant, namespaces, longhold, idleherd, jobserver) in that
- * order, or those that -s names, writes DIR/results.json, DIR/results.dat
- * and DIR/metrics.txt and prints the table on stdout.  -t multiplies every
+ * memory, massgrant, namespaces, longhold, idleherd, jobserver, nest,
+ * gang, gangfair) in that order, or those that -s names, writes
+ * DIR/results.json, DIR/results.dat and DIR/metrics.txt and prints the table on stdout.  -t multiplies every
  * measuring time.  -r and -a go into the results as they are: the git
  * revision measured and how the CPUs run (tcg, kvm; without -a, "native"
  * or "virtualized" from the CPUID hypervisor bit).  Needs /dev/wsem; the memory scenario and 10,000
@@ -41,6 +41,9 @@ static const struct {
 	{ "longhold", scenario_longhold },
 	{ "idleherd", scenario_idleherd },
 	{ "jobserver", scenario_jobserver },
+	{ "nest", scenario_nest },
+	{ "gang", scenario_gang },
+	{ "gangfair", scenario_gangfair },
 };
 
 static bool wanted(const char *name)

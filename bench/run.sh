@@ -13,7 +13,8 @@
 # WSEM_BENCH_ARGS adds options for wsem-bench (e.g. "-t 0.5" halves the
 # measuring times); WSEM_BENCH_SCENARIOS=a,b runs only those scenarios
 # (wsem-bench -s: uncontended, handoff, contention, fairness, scale,
-# memory, massgrant, namespaces, longhold, idleherd, jobserver), and
+# memory, massgrant, namespaces, longhold, idleherd, jobserver, nest,
+# gang, gangfair), and
 # bench/results.* are then left alone: the results go to build/bench-part/.
 # The binary must be built already (make bench does).
 #
