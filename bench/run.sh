@@ -207,8 +207,9 @@ twin_module() {
 		return 1
 	sed -i 's/"wsem"/"wsem_before"/; s/^#define TRACE_SYSTEM wsem$/&_before/' \
 		"$twin"/module/*.[ch]
-	sed -i 's/^obj-m := wsem\.o/obj-m := wsem_before.o/; s/^wsem-y/wsem_before-y/' \
-		"$twin/Kbuild"
+	# The objects' list by its new name, where the probes hang on it too.
+	sed -i 's/^obj-m := wsem\.o/obj-m := wsem_before.o/; s/^wsem-y/wsem_before-y/
+		s/\$(wsem-y)/$(wsem_before-y)/' "$twin/Kbuild"
 	make -s -C "/lib/modules/$k/build" M="$twin" modules >&2 ||
 		{ log "bench: no twin of $rev (its build failed): no paired row"; return 1; }
 }
