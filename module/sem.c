@@ -893,16 +893,21 @@ int wsem_bind(struct wsem_handle *h, struct wsem *sem)
 	 * itself before this is seen here, and one after sees @h->sem.
 	 */
 	spin_lock_irq(&h->wqh.lock);
-	if (cmpxchg_release(&h->sem, NULL, sem)) {
+	/* Binds take this lock: one that finds @h unbound is the one. */
+	if (h->sem) {
 		spin_unlock_irq(&h->wqh.lock);
 		return -EBUSY;
 	}
+	/*
+	 * Demand changes from now on are news to @h; noted before @h->sem
+	 * is published, so that no poller sees @h bound and this unset.
+	 */
+	h->demand_seen = READ_ONCE(sem->demand_seq);
+	smp_store_release(&h->sem, sem);
 	/* @h's; the caller's keeps @sem until then. */
 	kref_get(&sem->ref);
 	/* Under the lock that poll_wait() takes: no barrier needed. */
 	polled = waitqueue_active(&h->wqh);
-	/* Demand changes from now on are news to @h. */
-	h->demand_seen = READ_ONCE(sem->demand_seq);
 	spin_unlock_irq(&h->wqh.lock);
 
 	if (polled) {

@@ -56,9 +56,9 @@
  *                         ours, to look for a process's endpoint
  *                         descriptors at a close (wsem_js_flush())
  *
- * A handle is bound once, with cmpxchg_release() on h->sem under h->wqh.lock
- * (wsem_bind(), against a poller queueing itself), and read under no lock
- * with wsem_handle_sem()'s acquire.
+ * A handle is bound once, with smp_store_release() on h->sem under
+ * h->wqh.lock (wsem_bind(), against a poller queueing itself and another
+ * bind), and read under no lock with wsem_handle_sem()'s acquire.
  * No user memory is touched and nothing is allocated under a spinlock.
  *
  * Lifetimes: a semaphore has a reference per bound handle (wsem_bind()),
@@ -299,13 +299,14 @@ enum wsem_spin_end {
 
 /**
  * struct wsem_handle - the state of one open file of /dev/wsem
- * @sem: the bound semaphore; set once with cmpxchg_release() (wsem_bind()),
+ * @sem: the bound semaphore; set once with smp_store_release() (wsem_bind()),
  *	read with wsem_handle_sem()
  * @held: weight this handle holds; protected by @sem->lock
  * @lent: capacity this handle lends to @sem (WSEM_IOC_LEND), withdrawn when
  *	it is unbound; protected by @sem->lock
  * @demand_seen: @sem->demand_seq when the handle last read the state of
- *	@sem (wsem_fill_stat()); protected by @sem->lock
+ *	@sem (wsem_fill_stat()), or was bound; set by wsem_bind() before @sem
+ *	is published, then protected by @sem->lock
  * @hold_node: in @sem->holders from the first grant until unbound;
  *	protected by @sem->lock
  * @pid: the thread group that last acquired through the handle (holds a
