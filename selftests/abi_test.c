@@ -209,8 +209,8 @@ TEST_F(abi, unknown_cmd_enotty)
 	const unsigned long bad[] = {
 		_IO(WSEM_IOC_MAGIC, 0x00),
 		_IOWR(WSEM_IOC_MAGIC, 0x00, struct wsem_stat),
-		_IOWR(WSEM_IOC_MAGIC, 0x0e, struct wsem_stat),
-		_IOW(WSEM_IOC_MAGIC, 0x0f, __u64),
+		_IOWR(WSEM_IOC_MAGIC, 0x10, struct wsem_stat),
+		_IOW(WSEM_IOC_MAGIC, 0x11, __u64),
 		_IOWR(WSEM_IOC_MAGIC, 0xff, struct wsem_list_args),
 		_IOW(WSEM_IOC_MAGIC - 1, 0x01, struct wsem_open_args),
 		_IOWR(WSEM_IOC_MAGIC - 1, 0x06, struct wsem_stat),
@@ -440,7 +440,7 @@ TEST_F(abi, stat_larger_struct_output)
 
 TEST_F(abi, open_unknown_flags_einval)
 {
-	const __u64 bad[] = { 1ULL << 3, 1ULL << 31, 1ULL << 63 };
+	const __u64 bad[] = { 1ULL << 5, 1ULL << 31, 1ULL << 63 };
 	struct wsem_open_args args = {
 		.size = sizeof(args),
 		.capacity = 1,

@@ -75,7 +75,7 @@ TEST_F(lend, lend_adds_to_capacity)
 	int l = wsem_reopen(self->fd, 0);
 
 	ASSERT_LE(0, l);
-	ASSERT_EQ(sizeof(st), WSEM_STAT_SIZE_VER2);
+	ASSERT_LE(WSEM_STAT_SIZE_VER2, sizeof(st));
 	ASSERT_EQ(0, wsem_lend(l, 3));
 	ASSERT_EQ(0, wsem_stat(l, &st));
 	EXPECT_EQ(CAP + 3, st.capacity);
