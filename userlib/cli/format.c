@@ -38,8 +38,9 @@ static int max_int(int a, int b)
 
 /*
  * ls: NAME CAPACITY USED WAITERS, names left, numbers right aligned;
- * @longer (ls -l) adds the owner and group ids, the mode and the longest
- * wait so far.
+ * @longer (ls -l) adds the depth in its tree (0: a root, 1: a child of a
+ * root, ...), the owner and group ids, the mode and the longest wait so
+ * far.
  */
 void cli_print_table(const struct wsem_stat *st, size_t n, bool longer)
 {
@@ -58,15 +59,16 @@ void cli_print_table(const struct wsem_stat *st, size_t n, bool longer)
 	printf("%-*s  %*s  %*s  %*s", w[0], "NAME", w[1], "CAPACITY",
 	       w[2], "USED", w[3], "WAITERS");
 	if (longer)
-		printf("  %*s  %*s  MODE  LONGEST WAIT", w[4], "UID", w[5],
-		       "GID");
+		printf("  DEPTH  %*s  %*s  MODE  LONGEST WAIT", w[4], "UID",
+		       w[5], "GID");
 	putchar('\n');
 	for (i = 0; i < n; i++) {
 		printf("%-*s  %*" PRIu64 "  %*" PRIu64 "  %*" PRIu64,
 		       w[0], stat_name(&st[i]), w[1], (uint64_t)st[i].capacity,
 		       w[2], (uint64_t)st[i].used, w[3], (uint64_t)st[i].waiters);
 		if (longer)
-			printf("  %*u  %*u  %04o  %s", w[4], st[i].uid, w[5],
+			printf("  %5" PRIu64 "  %*u  %*u  %04o  %s",
+			       (uint64_t)st[i].depth, w[4], st[i].uid, w[5],
 			       st[i].gid, (unsigned int)st[i].mode,
 			       cli_duration_text(st[i].wait_ns_max, dur,
 						 sizeof(dur)));
@@ -92,6 +94,8 @@ void cli_print_stat(const struct wsem_stat *st)
 	print_field("uid:", st->uid);
 	print_field("gid:", st->gid);
 	printf("%-14s %04o\n", "mode:", (unsigned int)st->mode);
+	print_field("depth:", st->depth);
+	print_field("parent_id:", st->parent_id);
 }
 
 /* stat: the statistics since creation, after the fields. */
@@ -137,6 +141,8 @@ static void json_fields(const struct wsem_stat *st)
 	json_u64("wait_ns_total", st->wait_ns_total);
 	json_u64("wait_ns_max", st->wait_ns_max);
 	json_u64("queue_max", st->queue_max);
+	json_u64("depth", st->depth);
+	json_u64("parent_id", st->parent_id);
 }
 
 void cli_print_json_stat(const struct wsem_stat *st)

@@ -17,9 +17,10 @@
 #define WSEM_VERSION	"1.0.0"
 
 static const struct cli_verb verbs[] = {
-	{ "create", "create NAME CAPACITY [-m MODE] [--exclusive | --exist-ok]",
-	  "Create a semaphore of capacity CAPACITY; an existing one of the "
-	  "same capacity is fine.", cli_create },
+	{ "create", "create NAME CAPACITY [-m MODE] [--exclusive | --exist-ok] "
+		    "[-p PARENT | --parent-fd N]",
+	  "Create a semaphore of capacity CAPACITY (a child of PARENT's); "
+	  "an existing one of the same capacity is fine.", cli_create },
 	{ "rm", "rm [-f] NAME|PATH", "Remove a semaphore's name; -f: "
 	  "one that is not there is no error.", cli_rm },
 	{ "ls", "ls [-l] [--json]",
