@@ -32,6 +32,12 @@ const (
 	openCreat = 1 << 0
 	openExcl  = 1 << 1
 	openAnon  = 1 << 2
+	openChild = 1 << 4
+)
+
+const (
+	depthMax = 8 // WSEM_DEPTH_MAX
+	manyMax  = 8 // WSEM_MANY_MAX
 )
 
 // struct wsem_acquire_args.flags
@@ -46,6 +52,7 @@ const (
 	reopenCloexec = 1 << 0 // WSEM_IOC_REOPEN
 	asyncCancel   = 1 << 0 // WSEM_IOC_ASYNC
 	holderWaiting = 1 << 0 // struct wsem_holder.flags
+	holderChild   = 1 << 1 // struct wsem_holder.flags
 )
 
 type openArgs struct {
@@ -55,6 +62,8 @@ type openArgs struct {
 	mode     uint32
 	_        uint32
 	name     [wsemNameMax]byte
+	parentFD int32
+	_        uint32
 }
 
 type acquireArgs struct {
@@ -100,6 +109,23 @@ type holdersArgs struct {
 	entrySize uint32
 	holders   uint32
 	waiters   uint32
+	children  uint32
+	_         uint32
+}
+
+type manyEntry struct {
+	fd     int32
+	_      uint32
+	weight uint64
+}
+
+type manyArgs struct {
+	size       uint64
+	flags      uint64
+	deadlineNs uint64
+	clockid    uint32
+	count      uint32
+	entries    uint64
 }
 
 type labelArgs struct {
@@ -108,7 +134,7 @@ type labelArgs struct {
 	label [wsemLabelMax]byte
 }
 
-// statArgs is struct wsem_stat (WSEM_STAT_SIZE_VER1).
+// statArgs is struct wsem_stat (WSEM_STAT_SIZE_VER3).
 type statArgs struct {
 	size         uint64
 	capacity     uint64
@@ -130,6 +156,11 @@ type statArgs struct {
 	waitNsTotal  uint64
 	waitNsMax    uint64
 	queueMax     uint64
+	lent         uint64
+	lentHere     uint64
+	ceiling      uint64
+	depth        uint64
+	parentID     uint64
 }
 
 // How one architecture's <asm/ioctl.h> encodes _IOC(dir, type, nr, size):
@@ -196,6 +227,7 @@ func iocNumbers(l iocLayout) map[string]uintptr {
 		"WSEM_IOC_ASYNC":        l.iocW(0x0a, 8),
 		"WSEM_IOC_WAIT_IDLE":    l.iocW(0x0b, unsafe.Sizeof(acquireArgs{})),
 		"WSEM_IOC_SET_LABEL":    l.iocW(0x0c, unsafe.Sizeof(labelArgs{})),
+		"WSEM_IOC_ACQUIRE_MANY": l.iocW(0x0f, unsafe.Sizeof(manyArgs{})),
 	}
 }
 
@@ -214,6 +246,7 @@ var (
 	iocAsync       = hostIOC["WSEM_IOC_ASYNC"]
 	iocWaitIdle    = hostIOC["WSEM_IOC_WAIT_IDLE"]
 	iocSetLabel    = hostIOC["WSEM_IOC_SET_LABEL"]
+	iocAcquireMany = hostIOC["WSEM_IOC_ACQUIRE_MANY"]
 )
 
 // ioctl issues one command; ptr points to its argument.  The pointer is

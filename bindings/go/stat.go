@@ -31,6 +31,15 @@ type Stat struct {
 	WaitTotal    time.Duration
 	WaitMax      time.Duration
 	QueueMax     int64
+
+	// Loans (Lend): Capacity is the semaphore's own plus Lent.
+	Lent     int64 // what every open handle lends
+	LentHere int64 // what this Weighted lends
+	Ceiling  int64 // 0, or a loans semaphore's largest request
+
+	// The tree (CreateChild): 0 and 0 for a root.
+	Depth    int64  // levels below its root
+	ParentID uint64 // the parent's id, as fdinfo shows it (wsem-id)
 }
 
 // clamp turns a __u64 count into an int64 (UINT64_MAX: "too many").
@@ -72,6 +81,11 @@ func (w *Weighted) Stat() (*Stat, error) {
 		WaitTotal:    time.Duration(clamp(a.waitNsTotal)),
 		WaitMax:      time.Duration(clamp(a.waitNsMax)),
 		QueueMax:     clamp(a.queueMax),
+		Lent:         clamp(a.lent),
+		LentHere:     clamp(a.lentHere),
+		Ceiling:      clamp(a.ceiling),
+		Depth:        clamp(a.depth),
+		ParentID:     a.parentID,
 	}, nil
 }
 
