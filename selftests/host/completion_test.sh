@@ -45,7 +45,7 @@ comp() {
 	fi
 }
 
-echo "1..22"
+echo "1..26"
 comp "release resize rm run" wsem r
 comp "acquire apply" wsem a
 comp "wait" wsem w
@@ -66,6 +66,10 @@ comp "--force" wsem rm --f
 comp "--verbose" wsem run build --verb
 comp "-V" wsem -V
 comp "--json" wsem wait build --j
+comp "--parent --parent-fd" wsem create x 4 --par
+comp "gpu" wsem create x 4 --parent g
+comp "--and" wsem run build --an
+comp "build builds" wsem run gpu -a bu
 
 # With bash-completion loaded, COMMAND's words go to COMMAND's own
 # completion: _command_offset, here a stand-in that offers what it was
