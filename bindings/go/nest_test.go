@@ -43,7 +43,12 @@ func TestCreateChild(t *testing.T) {
 		os.ErrExist) {
 		t.Fatalf("CreateChildExclusive of an existing child: %v", err)
 	}
-	other, _ := named(t, 2)
+	oname := uniqueName(t) + "-other"
+	other, err := CreateExclusive(oname, 2, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close(); Unlink(oname) })
 	if _, err := other.CreateChild(name, 1, 0o600); !errors.Is(err,
 		os.ErrExist) {
 		t.Fatalf("a child under another parent: %v", err)

@@ -540,17 +540,17 @@ def t_child():
            exclusive=True)
     other = wsem.Semaphore(f"{P}other", create=2)
     raises(FileExistsError, errno.EEXIST, other.create_child, f"{P}kid", 3)
-    kid.acquire(2)
-    check(root.stat().used == 2 and kid.stat().held == 2, "not held above")
-    check(not kid.acquire(2, timeout=0), "the child's capacity was passed")
+    kid.acquire(3)
+    check(root.stat().used == 3 and kid.stat().held == 3, "not held above")
+    check(not kid.acquire(1, timeout=0), "the child's capacity was passed")
     hs = root.holders()
-    check([(h.weight, h.child, h.label) for h in hs] == [(2, True, f"{P}kid")],
+    check([(h.weight, h.child, h.label) for h in hs] == [(3, True, f"{P}kid")],
           f"root holders {hs}")
-    anon = root.create_child(None, 1)
+    anon = root.create_child(None, 2)
     check(anon.name == "" and anon.stat().depth == 1, "anonymous child")
-    check(not anon.acquire(1, timeout=0.05), "the root's capacity passed")
-    kid.release(2)
-    check(anon.acquire(1, timeout=5) and root.stat().used == 1,
+    check(not anon.acquire(2, timeout=0.05), "the root's capacity passed")
+    kid.release(3)
+    check(anon.acquire(2, timeout=5) and root.stat().used == 2,
           "the anonymous child's acquire")
     deep = root
     for i in range(wsem._abi.DEPTH_MAX):
