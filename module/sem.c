@@ -158,8 +158,10 @@ static void wsem_wake_tree(struct wsem *root, __poll_t events)
 	struct wsem *s;
 
 	list_for_each_entry_rcu(s, &root->tree, tree_node) {
+		/* Ordered by the tree's lock, as said above. */
 		if (waitqueue_active(&s->pollers))
 			wake_up_poll(&s->pollers, events);
+		/* Likewise. */
 		if (waitqueue_active(&s->idle_waiters))
 			wake_up_all(&s->idle_waiters);
 	}
@@ -222,18 +224,12 @@ static bool wsem_fits(const struct wsem *sem, u64 weight)
 	       weight <= sem->capacity - sem->used;
 }
 
-/*
- * Every semaphore that a request through a handle bound to @sem needs:
- * @sem, then its parent, and so on up to its root.
- */
-#define for_each_wsem_up(s, sem) for ((s) = (sem); (s); (s) = (s)->parent)
-
-/* Does @weight fit on @sem and on each of its ancestors? */
+/* Does @weight fit on @sem and on each of its ancestors (its line)? */
 static bool wsem_fits_up(const struct wsem *sem, u64 weight)
 {
 	const struct wsem *s;
 
-	for_each_wsem_up(s, sem) {
+	for (s = sem; s; s = s->parent) {
 		if (!wsem_fits(s, weight))
 			return false;
 	}
@@ -246,7 +242,7 @@ static u64 wsem_max_weight_up(const struct wsem *sem)
 	const struct wsem *s;
 	u64 max = U64_MAX;
 
-	for_each_wsem_up(s, sem)
+	for (s = sem; s; s = s->parent)
 		max = min(max, wsem_max_weight(s));
 	return max;
 }
@@ -317,7 +313,7 @@ static void wsem_add_held(struct wsem *sem, struct wsem_handle *h, u64 weight,
 {
 	struct wsem *s;
 
-	for_each_wsem_up(s, sem) {
+	for (s = sem; s; s = s->parent) {
 		s->used += weight;
 		wsem_note_demand(s);
 	}
@@ -338,7 +334,7 @@ static void wsem_sub_held(struct wsem *sem, struct wsem_handle *h, u64 weight)
 
 	if (!weight)
 		return;
-	for_each_wsem_up(s, sem) {
+	for (s = sem; s; s = s->parent) {
 		s->used -= weight;
 		wsem_note_demand(s);
 	}
@@ -358,7 +354,7 @@ static void wsem_enqueue(struct wsem *sem, struct wsem_waiter *w)
 
 	w->head = list_empty(queue);
 	list_add_tail(&w->node, queue);
-	for_each_wsem_up(s, sem) {
+	for (s = sem; s; s = s->parent) {
 		s->nr_waiters++;
 		wsem_note_demand(s);
 		if (s->nr_waiters > s->stats.queue_max)
@@ -396,6 +392,21 @@ static void wsem_count_wait(struct wsem *sem, struct wsem_waiter *w,
 	trace_wsem_wait_end(sem->id, w->task->pid, w->weight, result, waited);
 }
 
+/* Take @w, a request on @sem, off its tree's queue. */
+static void wsem_dequeue(struct wsem *sem, struct wsem_waiter *w)
+{
+	struct wsem *s;
+
+	list_del(&w->node);
+	for (s = sem; s; s = s->parent) {
+		s->nr_waiters--;
+		wsem_note_demand(s);
+		if (s->queued_weight < w->weight)
+			s->queued_carry--;
+		s->queued_weight -= w->weight;
+	}
+}
+
 /*
  * Take @w off the queue, its wait ended at @now with @result (counted on
  * the semaphore it asked through, @sem: its handle's).
@@ -403,16 +414,7 @@ static void wsem_count_wait(struct wsem *sem, struct wsem_waiter *w,
 static void wsem_remove_waiter(struct wsem *sem, struct wsem_waiter *w,
 			       int result, u64 now)
 {
-	struct wsem *s;
-
-	list_del(&w->node);
-	for_each_wsem_up(s, sem) {
-		s->nr_waiters--;
-		wsem_note_demand(s);
-		if (s->queued_weight < w->weight)
-			s->queued_carry--;
-		s->queued_weight -= w->weight;
-	}
+	wsem_dequeue(sem, w);
 	wsem_count_wait(sem, w, result, now);
 }
 
@@ -539,20 +541,20 @@ static bool wsem_gang_fits(struct wsem_gang *g, struct wsem *root)
 	for (i = 0, p = g->part; i < g->nr; i++, p++) {
 		if (p->handle->sem->root != root)
 			continue;
-		for_each_wsem_up(s, p->handle->sem)
+		for (s = p->handle->sem; s; s = s->parent)
 			wrapped |= check_add_overflow(s->used, p->weight,
 						      &s->used);
 	}
 	for (i = 0, p = g->part; i < g->nr; i++, p++) {
 		if (p->handle->sem->root != root)
 			continue;
-		for_each_wsem_up(s, p->handle->sem)
+		for (s = p->handle->sem; s; s = s->parent)
 			fits &= s->used <= s->capacity;
 	}
 	for (i = 0, p = g->part; i < g->nr; i++, p++) {
 		if (p->handle->sem->root != root)
 			continue;
-		for_each_wsem_up(s, p->handle->sem)
+		for (s = p->handle->sem; s; s = s->parent)
 			s->used -= p->weight;
 	}
 	return fits && !wrapped;
@@ -647,7 +649,7 @@ static u32 wsem_demand_pollers(struct wsem *sem)
 
 	lockdep_assert_held(sem->lock);
 
-	for_each_wsem_up(s, sem) {
+	for (s = sem; s; s = s->parent) {
 		/* Ordered by @sem->lock, as wsem_has_pollers() says. */
 		if (waitqueue_active(&s->pollers))
 			mask |= BIT(i);
@@ -661,7 +663,7 @@ static void wsem_tell_demand(struct wsem *sem, u32 mask)
 {
 	struct wsem *s;
 
-	for_each_wsem_up(s, sem) {
+	for (s = sem; s; s = s->parent) {
 		if (mask & 1)
 			wake_up_poll(&s->pollers, EPOLLRDBAND);
 		mask >>= 1;
@@ -1369,21 +1371,29 @@ again:
 	return ret;
 }
 
-/* Lock every tree of @g, in @g->roots order. */
+/*
+ * Lock every tree of @g, in @g->roots order.  Sparse cannot count locks
+ * taken in a loop: each one is told as released at once, and taken again
+ * before wsem_gang_unlock() drops it.
+ */
 static void wsem_gang_lock(struct wsem_gang *g)
 {
 	unsigned int i;
 
-	for (i = 0; i < g->nr_roots; i++)
+	for (i = 0; i < g->nr_roots; i++) {
 		spin_lock_nested(g->roots[i]->lock, i);
+		__release(g->roots[i]->lock);
+	}
 }
 
 static void wsem_gang_unlock(struct wsem_gang *g)
 {
 	unsigned int i = g->nr_roots;
 
-	while (i--)
+	while (i--) {
+		__acquire(g->roots[i]->lock);
 		spin_unlock(g->roots[i]->lock);
+	}
 }
 
 /*
@@ -1404,6 +1414,18 @@ static void wsem_gang_walk(struct wsem_gang *g, const __poll_t *before)
 	}
 }
 
+/* Does @g stand first and fit in each of its trees?  Under their locks. */
+static bool wsem_gang_fits_all(struct wsem_gang *g)
+{
+	unsigned int i;
+
+	for (i = 0; i < g->nr_roots; i++) {
+		if (!wsem_gang_fits(g, g->roots[i]))
+			return false;
+	}
+	return true;
+}
+
 /*
  * Under every tree's lock: grant @g if it stands first and fits in each
  * of its trees, or take it off the queues for @why (a negative errno) if
@@ -1416,10 +1438,9 @@ static int wsem_gang_end(struct wsem_gang *g, int why)
 	unsigned int i;
 	u64 now;
 
-	for (i = 0; !why && i < g->nr_roots; i++) {
-		if (!wsem_gang_fits(g, g->roots[i]))
-			return WSEM_WAITING;
-	}
+	if (!why && !wsem_gang_fits_all(g))
+		return WSEM_WAITING;
+	/* A gang's parts wake nobody: it is its own task that ends it. */
 	wsem_wake_init(&wake);
 	now = ktime_get_ns();
 	for (i = 0; i < g->nr; i++) {
@@ -1464,7 +1485,7 @@ static u64 wsem_gang_need(const struct wsem_gang *g, const struct wsem *sem)
 	u64 need = 0;
 
 	for (i = 0, p = g->part; i < g->nr; i++, p++) {
-		for_each_wsem_up(s, p->handle->sem) {
+		for (s = p->handle->sem; s; s = s->parent) {
 			if (s == sem && check_add_overflow(need, p->weight, &need))
 				return U64_MAX;
 		}
@@ -1485,7 +1506,7 @@ static bool wsem_gang_can_fit(const struct wsem_gang *g)
 	unsigned int i;
 
 	for (i = 0, p = g->part; i < g->nr; i++, p++) {
-		for_each_wsem_up(s, p->handle->sem) {
+		for (s = p->handle->sem; s; s = s->parent) {
 			if (wsem_gang_need(g, s) > wsem_max_weight(s))
 				return false;
 		}
@@ -1535,12 +1556,27 @@ static int wsem_gang_queue(struct wsem_gang *g, u64 flags, clockid_t clock,
 	/* Queued for the look: granted at once, or taken off again. */
 	for (i = 0; i < g->nr; i++)
 		wsem_enqueue(g->part[i].handle->sem, &g->part[i]);
-	ret = empty ? wsem_gang_end(g, 0) : WSEM_WAITING;
-	if (ret == WSEM_WAITING && (flags & WSEM_ACQUIRE_TRY))
-		ret = wsem_gang_end(g, -EAGAIN);
-	else if (ret == WSEM_WAITING && deadline &&
-		 ktime_compare(*deadline, wsem_now(clock)) <= 0)
-		ret = wsem_gang_end(g, -ETIMEDOUT);
+	ret = WSEM_WAITING;
+	if (empty && wsem_gang_fits_all(g)) {
+		for (i = 0; i < g->nr; i++) {
+			struct wsem_waiter *p = &g->part[i];
+			struct wsem *sem = p->handle->sem;
+
+			wsem_dequeue(sem, p);
+			wsem_add_held(sem, p->handle, p->weight, current);
+			sem->stats.grants_at_once++;
+			trace_wsem_grant(sem->id, current->pid, p->weight, 0);
+		}
+		ret = 0;
+	}
+	if (ret == WSEM_WAITING &&
+	    ((flags & WSEM_ACQUIRE_TRY) ||
+	     (deadline && ktime_compare(*deadline, wsem_now(clock)) <= 0))) {
+		/* It never waited: no wait to count, as for one. */
+		for (i = 0; i < g->nr; i++)
+			wsem_dequeue(g->part[i].handle->sem, &g->part[i]);
+		ret = flags & WSEM_ACQUIRE_TRY ? -EAGAIN : -ETIMEDOUT;
+	}
 	wsem_gang_unlock(g);
 	wsem_gang_walk(g, before);
 	return ret;

@@ -30,8 +30,13 @@
  *   wns->users_lock (spin)  one namespace's per-user counts: taken under
  *                         wns->lock to charge, alone to uncharge (ns.c)
  *   sem->lock (spin)      one tree of semaphores (a root and its
- *                         descendants share the root's lock): their
- *                         counters, the tree's wait queue, what
+ *                         descendants share the root's lock); a gang
+ *                         request (wsem_acquire_many()) alone holds
+ *                         several trees' locks at once, taken in
+ *                         increasing order of their roots' ids with
+ *                         spin_lock_nested() (subclass = rank), dropped
+ *                         in reverse; it protects the trees' counters,
+ *                         the tree's wait queue, what
  *                         its handles hold and their parked waiters
  *   sem->pollers.lock,    the wait queues' own locks: woken after sem->lock
  *   sem->idle_waiters.lock  is dropped, never taken under it; a poller
