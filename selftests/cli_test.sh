@@ -165,7 +165,7 @@ JSON_OBJ="$JSON_OBJ"'"grants_waited":[0-9]+,"timeouts":[0-9]+,'
 JSON_OBJ="$JSON_OBJ"'"interrupts":[0-9]+,"shrunk":[0-9]+,'
 JSON_OBJ="$JSON_OBJ"'"wait_ns_total":[0-9]+,"wait_ns_max":[0-9]+,'
 JSON_OBJ="$JSON_OBJ"'"queue_max":[0-9]+,"lent":[0-9]+,"lent_here":[0-9]+,'
-JSON_OBJ="$JSON_OBJ"'"ceiling":[0-9]+'
+JSON_OBJ="$JSON_OBJ"'"ceiling":[0-9]+,"depth":[0-9]+,"parent_id":[0-9]+'
 # stat --json adds the IPC namespace's number, who holds and who waits
 JSON_STAT="$JSON_OBJ"',"ipc_ns":[0-9]+,"holders":\[[^]]*\],"queue":\[[^]]*\]\}'
 JSON_OBJ="$JSON_OBJ"'\}'
@@ -416,7 +416,7 @@ t_stat_table() {
 	for kv in "name: $P-s" "capacity: 7" "used: 0" "available: 7" \
 	    "held: 0" "waiters: 0" "queued_weight: 0" "lent: 0" "ceiling: 0" \
 	    "uid: 0" "gid: 0" \
-	    "mode: 0640"; do
+	    "mode: 0640" "depth: 0" "parent_id: 0"; do
 		grep -Eq "^${kv%% *} +${kv#* }\$" "$T/out"
 	done
 	grep -Eq '^ipc_ns: +ipc:\[[0-9]+\] \(this namespace, the host.s\)$' \
@@ -426,14 +426,14 @@ t_stat_table() {
 		"$T/out"
 	grep -Eq '^waiting: +longest 0ms, in all 0ms; longest queue 0$' \
 		"$T/out"
-	# 16 fields, then two empty tables
-	[ "$(wc -l <"$T/out")" -eq 22 ]
-	[ "$(sed -n '17,22p' "$T/out" | tr '\n' '|')" = \
+	# 18 fields, then two empty tables
+	[ "$(wc -l <"$T/out")" -eq 24 ]
+	[ "$(sed -n '19,24p' "$T/out" | tr '\n' '|')" = \
 		"|HOLDERS|  (none)||WAITERS (in queue order)|  (none)|" ]
 	# values aligned in one column
-	[ "$(head -n 14 "$T/out" | awk '{ sub(/^[a-z_ ]+: */, ""); print }' |
-		wc -l)" -eq 14 ]
-	[ "$(head -n 14 "$T/out" | awk '{ print index($0, $2) }' |
+	[ "$(head -n 18 "$T/out" | awk '{ sub(/^[a-z_ ]+: */, ""); print }' |
+		wc -l)" -eq 18 ]
+	[ "$(head -n 18 "$T/out" | awk '{ print index($0, $2) }' |
 		sort -u | wc -l)" -le 2 ]
 }
 
@@ -517,7 +517,7 @@ t_top() {
 	fi
 	# the busiest first: the one with a waiter heads the table
 	[ "$(sed -n '3p' "$T/out" | awk '{ print $1 }')" = "$P-t2" ]
-	grep -Eq '^NAME +CAPACITY +USED +WAITERS +LENT +CEILING +UID +GID +MODE +LONGEST WAIT$' \
+	grep -Eq '^NAME +CAPACITY +USED +WAITERS +LENT +CEILING +DEPTH +UID +GID +MODE +LONGEST WAIT$' \
 		"$T/out"
 	expect 2 wsem top -n 0
 	usage_err
@@ -626,7 +626,7 @@ t_apply() {
 	printf 'gpu capacity=4\n' >"$d/20-gpu.conf"
 	nsenter -t "$ns" -i "$WSEM" create keep 1
 	expect 1 nsenter -t "$ns" -i "$WSEM" apply --prune "$d"
-	err_is "wsem: $d/30-bad.conf:2: unknown key (capacity, mode, owner, group); nothing of this file is applied"
+	err_is "wsem: $d/30-bad.conf:2: unknown key (capacity, mode, owner, group, parent); nothing of this file is applied"
 	grep -qx "resize gpu 2 -> 4" "$T/out"
 	grep -qx "undeclared keep (kept: a file was rejected)" "$T/out"
 	expect 3 nsenter -t "$ns" -i "$WSEM" stat disk
@@ -691,9 +691,9 @@ create w capacity 5 mode 0600 (dry run)" ]
 t_ls_long() {
 	wsem create "$P-l" 3 --mode 0640
 	expect 0 wsem ls -l
-	grep -Eq '^NAME +CAPACITY +USED +WAITERS +LENT +CEILING +UID +GID +MODE +LONGEST WAIT$' \
+	grep -Eq '^NAME +CAPACITY +USED +WAITERS +LENT +CEILING +DEPTH +UID +GID +MODE +LONGEST WAIT$' \
 		"$T/out"
-	grep -Eq "^$P-l +3 +0 +0 +0 +0 +0 +0 +0640 +0ms\$" "$T/out"
+	grep -Eq "^$P-l +3 +0 +0 +0 +0 +0 +0 +0 +0640 +0ms\$" "$T/out"
 	expect 0 wsem ls --long
 	grep -q "^$P-l " "$T/out"
 }
@@ -706,7 +706,7 @@ t_stat_json() {
 	grep -Eq "^$JSON_STAT\$" "$T/out"
 	grep -q "^{\"name\":\"$P-sj\",\"capacity\":6,\"used\":0," "$T/out"
 	grep -Eq '"mode":"0604","grants_at_once":0,' "$T/out"
-	grep -Eq '"queue_max":0,"lent":0,"lent_here":0,"ceiling":0,"ipc_ns":[0-9]+,"holders":\[\],"queue":\[\]}$' \
+	grep -Eq '"queue_max":0,"lent":0,"lent_here":0,"ceiling":0,"depth":0,"parent_id":0,"ipc_ns":[0-9]+,"holders":\[\],"queue":\[\]}$' \
 		"$T/out"
 	expect 0 wsem stat --json "$P-sj"	# options go anywhere
 }
@@ -1674,6 +1674,198 @@ t_lend_refused() {
 
 # ---- runner ------------------------------------------------------------------
 
+
+# ---- children (create --parent), gangs (run --and), apply parent= ---------
+
+t_create_parent() {
+	wsem create "$P-root" 8
+	expect 0 wsem create "$P-kid" 4 --parent "$P-root"
+	quiet
+	is depth "$P-kid" 1
+	is depth "$P-root" 0
+	is parent_id "$P-root" 0
+	[ "$(jget "$P-kid" parent_id)" -gt 0 ]
+	expect 0 wsem stat "$P-kid"
+	grep -Eq '^depth: +1$' "$T/out"
+	grep -Eq '^parent_id: +[1-9][0-9]*$' "$T/out"
+	grep -Eq "^parent: +$P-root\$" "$T/out"
+	expect 0 wsem stat "$P-root"
+	grep -Eq '^depth: +0$' "$T/out"
+	if grep -q '^parent:' "$T/out"; then false; fi
+	# there already, under that parent: as create of a root says
+	expect 0 wsem create "$P-kid" 4 --parent "$P-root"
+	quiet
+	expect 1 wsem create "$P-kid" 5 -p "$P-root"
+	err_is "wsem: $P-kid: exists with capacity 4, not 5 (--exist-ok accepts it, wsem resize changes it)"
+	expect 1 wsem create "$P-kid" 4 -p "$P-root" --exclusive
+	err_is "wsem: $P-kid: File exists"
+	# there as a root, or under another parent
+	wsem create "$P-other" 2
+	expect 1 wsem create "$P-other" 2 --parent "$P-root"
+	err_is "wsem: $P-other: exists, and is not a child of $P-root"
+	expect 1 wsem create "$P-kid" 4 --parent "$P-other"
+	err_is "wsem: $P-kid: exists, and is not a child of $P-other"
+	# no parent: one line, exit 3, nothing made
+	expect 3 wsem create "$P-orphan" 1 --parent "$P-none"
+	err_is "wsem: $P-none: no such parent semaphore"
+	expect 3 wsem stat "$P-orphan"
+	expect 1 wsem create "$P-orphan" 1 --parent "bad name"
+	expect 2 wsem create "$P-orphan" 1 --parent "$P-root" --parent-fd 3
+	usage_err
+	# a grandchild, in ls -l; its weight is its ancestors' too
+	expect 0 wsem create "$P-gk" 2 -p "$P-kid"
+	is depth "$P-gk" 2
+	wsem ls -l | grep -Eq "^$P-gk +2 +0 +0 +2 "
+	wsem ls -l | grep -Eq "^$P-root +8 +0 +0 +0 "
+	wsem run "$P-gk" -w 2 -- sh -c "wsem stat $P-root --json >$T/r.json
+		wsem stat $P-kid --json >$T/k.json"
+	grep -q '"used":2,' "$T/r.json"
+	grep -q '"used":2,' "$T/k.json"
+	is used "$P-root" 0
+	# at most 8 levels below the root
+	prev=$P-gk
+	for i in 3 4 5 6 7 8; do
+		wsem create "$P-d$i" 1 -p "$prev"
+		prev=$P-d$i
+	done
+	is depth "$P-d8" 8
+	expect 1 wsem create "$P-d9" 1 -p "$P-d8"
+	err_is "wsem: $P-d9: too deep: $P-d8 is 8 levels below its root already, the most a tree has"
+	expect 3 wsem stat "$P-d9"
+}
+
+# A parent by path (a wsemfs file, as bind-mounted into a container) or by
+# an inherited handle.
+t_create_parent_path() {
+	wsem create "$P-host" 8
+	mkdir -p "$T/fs"
+	expect 0 unshare -m sh -c "mount -t wsem wsem $T/fs &&
+		exec $WSEM create $P-c1 4 --parent $T/fs/$P-host"
+	quiet
+	is depth "$P-c1" 1
+	[ "$(jget "$P-c1" parent_id)" -gt 0 ]
+	expect 0 unshare -m sh -c "mount -t wsem wsem $T/fs &&
+		exec 7<>$T/fs/$P-host && exec $WSEM create $P-c2 2 --parent-fd 7"
+	quiet
+	[ "$(jget "$P-c1" parent_id)" = "$(jget "$P-c2" parent_id)" ]
+	# a read-only handle watches: it cannot parent
+	expect 1 unshare -m sh -c "mount -t wsem wsem $T/fs &&
+		exec 7<$T/fs/$P-host && exec $WSEM create $P-c3 2 --parent-fd 7"
+	err_is "wsem: $P-c3: the parent --parent-fd 7 is open read-only: a child needs it open for reading and writing"
+	expect 3 unshare -m sh -c "mount -t wsem wsem $T/fs &&
+		exec $WSEM create $P-c3 4 --parent $T/fs/$P-none"
+	err_is "wsem: $T/fs/$P-none: no such parent semaphore"
+	expect 3 wsem stat "$P-c3"
+	# the child of a path is where NAME says: this IPC namespace
+	wsem run "$P-c1" -w 4 -- sh -c "wsem stat $P-host --json >$T/h.json"
+	grep -q '"used":4,' "$T/h.json"
+}
+
+# run --and: one gang, all held while COMMAND runs, none before or after.
+t_run_gang() {
+	wsem create "$P-g1" 2
+	wsem create "$P-g2" 3
+	wsem create "$P-g3" 1
+	expect 0 wsem run "$P-g1" -w 2 --and "$P-g2:3" -a "$P-g3" -- sh -c "
+		wsem stat $P-g1 --json >$T/g1; wsem stat $P-g2 --json >$T/g2
+		wsem stat $P-g3 --json >$T/g3"
+	quiet
+	grep -q '"used":2,' "$T/g1"
+	grep -q '"used":3,' "$T/g2"
+	grep -q '"used":1,' "$T/g3"
+	is used "$P-g1" 0
+	is used "$P-g2" 0
+	is used "$P-g3" 0
+	# one busy: --nonblock takes none of them
+	bg wsem run "$P-g3" -- sleep 600
+	h=$BG
+	eventually is used "$P-g3" 1
+	expect 75 wsem run "$P-g1" --and "$P-g2:1" --and "$P-g3" -n -- true
+	err_is "wsem: $P-g1: would block"
+	is used "$P-g1" 0
+	is used "$P-g2" 0
+	expect 124 wsem run "$P-g1" --and "$P-g3" -t 0.2 -- true
+	err_is "wsem: $P-g1: timed out"
+	is used "$P-g1" 0
+	# waiting holds nothing; granted all at once when the last is free
+	bg wsem run "$P-g1" --and "$P-g3" -- sh -c "touch $T/ran; sleep 600"
+	eventually is waiters "$P-g3" 1
+	is used "$P-g1" 0
+	[ ! -e "$T/ran" ]
+	reap "$h"
+	eventually test -e "$T/ran"
+	is used "$P-g1" 1
+	is used "$P-g3" 1
+	# a child and an unrelated semaphore in one gang
+	wsem create "$P-g4" 2 --parent "$P-g2"
+	expect 0 wsem run "$P-g4" -w 2 --and "$P-g2:1" -- sh -c "
+		wsem stat $P-g2 --json >$T/g2"
+	grep -q '"used":3,' "$T/g2"
+	# errors: 125, one line, nothing held
+	expect 125 wsem run "$P-g2" --and "$P-none" -- true
+	err_is "wsem: $P-none: No such file or directory"
+	expect 125 wsem run "$P-g2" --and "$P-g4:3" -n -- true
+	err_is "wsem: $P-g4: weight 3 exceeds capacity 2"
+	is used "$P-g2" 0
+	expect 125 wsem run "$P-g2" --and "$P-g4:0" -- true
+	usage_err
+	expect 125 wsem run "$P-g2" --and "$P-g4" --inherit -- true
+	usage_err
+	expect 125 wsem run "$P-g2" -a a -a b -a c -a d -a e -a f -a g -a h \
+		-- true
+	usage_err
+}
+
+# apply: parent=NAME makes a child; parents first, whatever the order.
+t_apply_parent() {
+	unshare -i sleep 600 </dev/null >/dev/null 2>&1 &
+	ns=$!
+	echo "$ns" >>"$T/pids"
+	eventually other_ipc_ns "$ns"
+	d=$T/wsem-nest.d
+	mkdir -p "$d"
+	printf 'kid capacity=2 parent=top\ngk capacity=1 parent=kid\n' \
+		>"$d/10-kid.conf"
+	printf 'top capacity=4\n' >"$d/20-top.conf"
+	expect 0 nsenter -t "$ns" -i "$WSEM" apply -n "$d"
+	[ "$(sed -n 1p "$T/out")" = "create top capacity 4 mode 0600 (dry run)" ]
+	expect 0 nsenter -t "$ns" -i "$WSEM" apply "$d"
+	[ "$(sed -n 1p "$T/out")" = "create top capacity 4 mode 0600" ]
+	[ "$(sed -n 2p "$T/out")" = "create kid capacity 2 mode 0600 parent top" ]
+	[ "$(sed -n 3p "$T/out")" = "create gk capacity 1 mode 0600 parent kid" ]
+	nsenter -t "$ns" -i "$WSEM" stat kid >"$T/s"
+	grep -Eq '^depth: +1$' "$T/s"
+	grep -Eq '^parent: +top$' "$T/s"
+	nsenter -t "$ns" -i "$WSEM" stat gk --json | grep -q '"depth":2,'
+	expect 0 nsenter -t "$ns" -i "$WSEM" apply "$d"
+	quiet
+	# resized as any other
+	printf 'kid capacity=3 parent=top\ngk capacity=1 parent=kid\n' \
+		>"$d/10-kid.conf"
+	expect 0 nsenter -t "$ns" -i "$WSEM" apply "$d"
+	grep -qx "resize kid 2 -> 3" "$T/out"
+	# never moved: declared elsewhere in the tree, it is left, with a line
+	printf 'kid capacity=3\ngk capacity=1 parent=top\n' >"$d/10-kid.conf"
+	expect 1 nsenter -t "$ns" -i "$WSEM" apply "$d"
+	grep -qx "wsem: kid: exists as a child, not as a root: left as it is (wsem rm it for apply to make it anew)" "$T/err"
+	grep -qx "wsem: gk: exists as a child, not as a child of top: left as it is (wsem rm it for apply to make it anew)" "$T/err"
+	# a parent nobody declares, and that is not there
+	printf 'kid capacity=3 parent=top\ngk capacity=1 parent=kid\nx capacity=1 parent=nothere\n' \
+		>"$d/10-kid.conf"
+	expect 1 nsenter -t "$ns" -i "$WSEM" apply "$d"
+	err_is "wsem: x: create: parent nothere: no such semaphore"
+	# a loop, and a parent of itself
+	printf 'a capacity=1 parent=b\nb capacity=1 parent=a\n' >"$d/30-loop.conf"
+	printf 'kid capacity=3 parent=top\ngk capacity=1 parent=kid\n' \
+		>"$d/10-kid.conf"
+	expect 1 nsenter -t "$ns" -i "$WSEM" apply "$d"
+	grep -qx "wsem: $d/30-loop.conf:1: a: parent=b comes back to it: left out" "$T/err"
+	grep -qx "wsem: $d/30-loop.conf:2: b: parent=a comes back to it: left out" "$T/err"
+	printf 'a capacity=1 parent=a\n' >"$d/30-loop.conf"
+	expect 1 nsenter -t "$ns" -i "$WSEM" apply "$d"
+	err_is "wsem: $d/30-loop.conf:1: parent= names the semaphore itself; nothing of this file is applied"
+}
+
 TESTS="
 t_create create makes a semaphore: capacity, used 0, mode 0600, owner
 t_create_mode create --mode is exact, the default masked by the umask
@@ -1729,6 +1921,10 @@ t_lend_until_signal lend without COMMAND: until SIGTERM, then exit 0, withdrawn
 t_lend_sigkill SIGKILL of the lender: a shrink, held weight kept, a heavier waiter fails
 t_lend_loans_waiter a loans semaphore's waiter waits through a withdrawal, runs on a new loan
 t_lend_refused lend: EPERM for another user, past 2^62, 0: exit 125 with one line
+t_create_parent create --parent NAME: a child; stat, ls -l, errors, depth
+t_create_parent_path create --parent PATH and --parent-fd N; read-only refused
+t_run_gang run --and: all held while COMMAND runs, none if one is busy
+t_apply_parent apply parent=: parents first, never moved, loops refused
 "
 
 # Kill what the last test left running and remove its semaphores.

@@ -33,6 +33,12 @@ const (
 	openExcl  = 1 << 1
 	openAnon  = 1 << 2
 	openLoans = 1 << 3
+	openChild = 1 << 4
+)
+
+const (
+	depthMax = 8 // WSEM_DEPTH_MAX
+	manyMax  = 8 // WSEM_MANY_MAX
 )
 
 // struct wsem_acquire_args.flags
@@ -47,6 +53,7 @@ const (
 	reopenCloexec = 1 << 0 // WSEM_IOC_REOPEN
 	asyncCancel   = 1 << 0 // WSEM_IOC_ASYNC
 	holderWaiting = 1 << 0 // struct wsem_holder.flags
+	holderChild   = 1 << 1 // struct wsem_holder.flags
 )
 
 type openArgs struct {
@@ -56,6 +63,8 @@ type openArgs struct {
 	mode     uint32
 	_        uint32
 	name     [wsemNameMax]byte
+	parentFD int32
+	_        uint32
 }
 
 type acquireArgs struct {
@@ -101,6 +110,23 @@ type holdersArgs struct {
 	entrySize uint32
 	holders   uint32
 	waiters   uint32
+	children  uint32
+	_         uint32
+}
+
+type manyEntry struct {
+	fd     int32
+	_      uint32
+	weight uint64
+}
+
+type manyArgs struct {
+	size       uint64
+	flags      uint64
+	deadlineNs uint64
+	clockid    uint32
+	count      uint32
+	entries    uint64
 }
 
 type labelArgs struct {
@@ -109,7 +135,7 @@ type labelArgs struct {
 	label [wsemLabelMax]byte
 }
 
-// statArgs is struct wsem_stat (WSEM_STAT_SIZE_VER1).
+// statArgs is struct wsem_stat (WSEM_STAT_SIZE_VER3).
 type statArgs struct {
 	size         uint64
 	capacity     uint64
@@ -134,6 +160,8 @@ type statArgs struct {
 	lent         uint64
 	lentHere     uint64
 	ceiling      uint64
+	depth        uint64
+	parentID     uint64
 }
 
 type lendArgs struct {
@@ -207,6 +235,7 @@ func iocNumbers(l iocLayout) map[string]uintptr {
 		"WSEM_IOC_WAIT_IDLE":    l.iocW(0x0b, unsafe.Sizeof(acquireArgs{})),
 		"WSEM_IOC_SET_LABEL":    l.iocW(0x0c, unsafe.Sizeof(labelArgs{})),
 		"WSEM_IOC_LEND":         l.iocW(0x0e, unsafe.Sizeof(lendArgs{})),
+		"WSEM_IOC_ACQUIRE_MANY": l.iocW(0x0f, unsafe.Sizeof(manyArgs{})),
 	}
 }
 
@@ -226,6 +255,7 @@ var (
 	iocWaitIdle    = hostIOC["WSEM_IOC_WAIT_IDLE"]
 	iocSetLabel    = hostIOC["WSEM_IOC_SET_LABEL"]
 	iocLend        = hostIOC["WSEM_IOC_LEND"]
+	iocAcquireMany = hostIOC["WSEM_IOC_ACQUIRE_MANY"]
 )
 
 // ioctl issues one command; ptr points to its argument.  The pointer is

@@ -26,7 +26,13 @@ func goABI() map[string]uint64 {
 		"sizeof(struct wsem_holders_args)": uint64(unsafe.Sizeof(holdersArgs{})),
 		"sizeof(struct wsem_label_args)":   uint64(unsafe.Sizeof(labelArgs{})),
 		"sizeof(struct wsem_lend_args)":    uint64(unsafe.Sizeof(lendArgs{})),
+		"sizeof(struct wsem_many_entry)":   uint64(unsafe.Sizeof(manyEntry{})),
+		"sizeof(struct wsem_many_args)":    uint64(unsafe.Sizeof(manyArgs{})),
 		"WSEM_HOLDER_WAITING":              holderWaiting,
+		"WSEM_HOLDER_CHILD":                holderChild,
+		"WSEM_OPEN_CHILD":                  openChild,
+		"WSEM_DEPTH_MAX":                   depthMax,
+		"WSEM_MANY_MAX":                    manyMax,
 		"WSEM_LABEL_MAX":                   wsemLabelMax,
 		"WSEM_CGROUP_MAX":                  wsemCgroupMax,
 		"WSEM_OPEN_CREAT":                  openCreat,
@@ -48,7 +54,8 @@ func goABI() map[string]uint64 {
 		"WSEM_IOC_UNLINK": iocUnlink, "WSEM_IOC_LIST": iocList,
 		"WSEM_IOC_HOLDERS": iocHolders, "WSEM_IOC_ASYNC": iocAsync,
 		"WSEM_IOC_WAIT_IDLE": iocWaitIdle, "WSEM_IOC_SET_LABEL": iocSetLabel,
-		"WSEM_IOC_LEND": iocLend,
+		"WSEM_IOC_LEND":         iocLend,
+		"WSEM_IOC_ACQUIRE_MANY": iocAcquireMany,
 	} {
 		m[name] = uint64(v)
 	}
@@ -60,22 +67,24 @@ func goABI() map[string]uint64 {
 // against the kernel source's headers where the source is installed.
 var iocTable = map[string]map[string]uint64{
 	"amd64": {
-		"WSEM_IOC_OPEN": 0x4060b901, "WSEM_IOC_REOPEN": 0x4008b902,
+		"WSEM_IOC_OPEN": 0x4068b901, "WSEM_IOC_REOPEN": 0x4008b902,
 		"WSEM_IOC_ACQUIRE": 0x4028b903, "WSEM_IOC_RELEASE": 0x4008b904,
-		"WSEM_IOC_SET_CAPACITY": 0x4008b905, "WSEM_IOC_STAT": 0xc0e0b906,
+		"WSEM_IOC_SET_CAPACITY": 0x4008b905, "WSEM_IOC_STAT": 0xc0f0b906,
 		"WSEM_IOC_UNLINK": 0x4050b907, "WSEM_IOC_LIST": 0xc020b908,
-		"WSEM_IOC_HOLDERS": 0xc028b909, "WSEM_IOC_ASYNC": 0x4008b90a,
+		"WSEM_IOC_HOLDERS": 0xc030b909, "WSEM_IOC_ASYNC": 0x4008b90a,
 		"WSEM_IOC_WAIT_IDLE": 0x4028b90b, "WSEM_IOC_SET_LABEL": 0x4050b90c,
-		"WSEM_IOC_LEND": 0x4018b90e,
+		"WSEM_IOC_LEND":         0x4018b90e,
+		"WSEM_IOC_ACQUIRE_MANY": 0x4028b90f,
 	},
 	"ppc64le": {
-		"WSEM_IOC_OPEN": 0x8060b901, "WSEM_IOC_REOPEN": 0x8008b902,
+		"WSEM_IOC_OPEN": 0x8068b901, "WSEM_IOC_REOPEN": 0x8008b902,
 		"WSEM_IOC_ACQUIRE": 0x8028b903, "WSEM_IOC_RELEASE": 0x8008b904,
-		"WSEM_IOC_SET_CAPACITY": 0x8008b905, "WSEM_IOC_STAT": 0xc0e0b906,
+		"WSEM_IOC_SET_CAPACITY": 0x8008b905, "WSEM_IOC_STAT": 0xc0f0b906,
 		"WSEM_IOC_UNLINK": 0x8050b907, "WSEM_IOC_LIST": 0xc020b908,
-		"WSEM_IOC_HOLDERS": 0xc028b909, "WSEM_IOC_ASYNC": 0x8008b90a,
+		"WSEM_IOC_HOLDERS": 0xc030b909, "WSEM_IOC_ASYNC": 0x8008b90a,
 		"WSEM_IOC_WAIT_IDLE": 0x8028b90b, "WSEM_IOC_SET_LABEL": 0x8050b90c,
-		"WSEM_IOC_LEND": 0x8018b90e,
+		"WSEM_IOC_LEND":         0x8018b90e,
+		"WSEM_IOC_ACQUIRE_MANY": 0x8028b90f,
 	},
 }
 
@@ -149,9 +158,12 @@ func TestABI(t *testing.T) {
 	if want == nil {
 		want = map[string]uint64{}
 	}
-	want["sizeof(struct wsem_stat)"] = 224
+	want["sizeof(struct wsem_stat)"] = 240
 	want["sizeof(struct wsem_lend_args)"] = 24
 	want["sizeof(struct wsem_holder)"] = 368
+	want["sizeof(struct wsem_open_args)"] = 104
+	want["sizeof(struct wsem_holders_args)"] = 48
+	want["sizeof(struct wsem_many_args)"] = 40
 	if path := os.Getenv("WSEM_GO_ABI"); path != "" {
 		want = readABI(t, path)
 	}

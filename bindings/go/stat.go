@@ -36,6 +36,10 @@ type Stat struct {
 	Lent     int64 // what every open handle lends
 	LentHere int64 // what this Weighted lends
 	Ceiling  int64 // 0, or a loans semaphore's largest request
+
+	// The tree (CreateChild): 0 and 0 for a root.
+	Depth    int64  // levels below its root
+	ParentID uint64 // the parent's id, as fdinfo shows it (wsem-id)
 }
 
 // clamp turns a __u64 count into an int64 (UINT64_MAX: "too many").
@@ -80,6 +84,8 @@ func (w *Weighted) Stat() (*Stat, error) {
 		Lent:         clamp(a.lent),
 		LentHere:     clamp(a.lentHere),
 		Ceiling:      clamp(a.ceiling),
+		Depth:        clamp(a.depth),
+		ParentID:     a.parentID,
 	}, nil
 }
 

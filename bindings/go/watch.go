@@ -19,7 +19,8 @@ type Holder struct {
 	PID     int    // in the caller's PID namespace; 0 if not visible
 	Comm    string // the command of that process
 	Cgroup  string // its cgroup v2 path, relative to the caller's
-	Label   string // the handle's label (SetLabel), if any
+	Label   string // the handle's label (SetLabel); a child's name or "[ID]"
+	Child   bool   // a child semaphore's weight (CreateChild), not a handle's
 }
 
 // newHandle is a new handle of w on its semaphore, holding nothing, with
@@ -105,7 +106,8 @@ func (w *Weighted) Holders() ([]Holder, error) {
 		if err != nil {
 			return nil, os.NewSyscallError("wsem holders", err)
 		}
-		total := int(args.holders) + int(args.waiters)
+		total := int(args.holders) + int(args.waiters) +
+			int(args.children)
 		if total > count {
 			count = total + 16
 			continue
@@ -121,6 +123,7 @@ func (w *Weighted) Holders() ([]Holder, error) {
 				Comm:    cString(e.comm[:]),
 				Cgroup:  cString(e.cgroup[:]),
 				Label:   cString(e.label[:]),
+				Child:   e.flags&holderChild != 0,
 			}
 		}
 		return out, nil

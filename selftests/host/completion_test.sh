@@ -45,7 +45,7 @@ comp() {
 	fi
 }
 
-echo "1..25"
+echo "1..29"
 comp "release resize rm run" wsem r
 comp "lend" wsem le
 comp "--loans" wsem create x 4 --lo
@@ -69,6 +69,10 @@ comp "--force" wsem rm --f
 comp "--verbose" wsem run build --verb
 comp "-V" wsem -V
 comp "--json" wsem wait build --j
+comp "--parent --parent-fd" wsem create x 4 --par
+comp "gpu" wsem create x 4 --parent g
+comp "--and" wsem run build --an
+comp "build builds" wsem run gpu -a bu
 
 # With bash-completion loaded, COMMAND's words go to COMMAND's own
 # completion: _command_offset, here a stand-in that offers what it was

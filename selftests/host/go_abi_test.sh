@@ -38,6 +38,9 @@ int main(void)
 	P(WSEM_ACQUIRE_TRY); P(WSEM_ACQUIRE_ASYNC); P(WSEM_REOPEN_CLOEXEC);
 	P(WSEM_ASYNC_CANCEL); P(WSEM_NAME_MAX); P(WSEM_CAPACITY_MAX);
 	P(WSEM_FS_MAGIC);
+	P(WSEM_IOC_ACQUIRE_MANY); P(sizeof(struct wsem_many_entry));
+	P(sizeof(struct wsem_many_args)); P(WSEM_HOLDER_CHILD);
+	P(WSEM_OPEN_CHILD); P(WSEM_DEPTH_MAX); P(WSEM_MANY_MAX);
 	return 0;
 }
 EOC

@@ -642,6 +642,82 @@ def t_wait_idle():
     ro.wait_idle()
 
 
+# ---- children and gangs ----------------------------------------------------
+
+@test("create_child: a child's weight is its parent's too; stat, holders")
+def t_child():
+    root = wsem.Semaphore(f"{P}root", create=4)
+    kid = root.create_child(f"{P}kid", 3, mode=0o640)
+    st = kid.stat()
+    check((st.capacity, st.depth, st.name) == (3, 1, f"{P}kid"),
+          f"child stat {st}")
+    check(st.parent_id > 0 and root.stat().depth == 0 and
+          root.stat().parent_id == 0, f"tree fields {st} {root.stat()}")
+    again = root.create_child(f"{P}kid", 9)         # there: opened
+    check(again.stat().capacity == 3, "create_child of an existing resized")
+    raises(FileExistsError, errno.EEXIST, root.create_child, f"{P}kid", 3,
+           exclusive=True)
+    other = wsem.Semaphore(f"{P}other", create=2)
+    raises(FileExistsError, errno.EEXIST, other.create_child, f"{P}kid", 3)
+    kid.acquire(3)
+    check(root.stat().used == 3 and kid.stat().held == 3, "not held above")
+    check(not kid.acquire(1, timeout=0), "the child's capacity was passed")
+    hs = root.holders()
+    check([(h.weight, h.child, h.label) for h in hs] == [(3, True, f"{P}kid")],
+          f"root holders {hs}")
+    anon = root.create_child(None, 2)
+    check(anon.name == "" and anon.stat().depth == 1, "anonymous child")
+    check(not anon.acquire(2, timeout=0.05), "the root's capacity passed")
+    kid.release(3)
+    check(anon.acquire(2, timeout=5) and root.stat().used == 2,
+          "the anonymous child's acquire")
+    deep = root
+    for i in range(wsem._abi.DEPTH_MAX):
+        deep = deep.create_child(f"{P}d{i}", 1)
+    check(deep.stat().depth == wsem._abi.DEPTH_MAX, "depth")
+    raises(OSError, errno.ELOOP, deep.create_child, f"{P}d9", 1)
+    ro = wsem.Semaphore(f"{P}root", readonly=True)
+    raises(OSError, errno.EBADF, ro.create_child, f"{P}ro", 1)
+
+
+@test("acquire_many: all or nothing, timeouts, FIFO on each semaphore")
+def t_acquire_many():
+    a = wsem.Semaphore(f"{P}a", create=2)
+    b = wsem.Semaphore(f"{P}b", create=1)
+    check(wsem.acquire_many([(a, 2), (b, 1)]), "a free gang")
+    check((a.stat().held, b.stat().held) == (2, 1), "the gang's holds")
+    a.release(2)
+    b.release(1)
+    other = wsem.Semaphore(f"{P}b")
+    other.acquire(1)
+    a2 = a.reopen()
+    check(not wsem.acquire_many([(a2, 1), (b, 1)], timeout=0),
+          "timeout=0 with one busy")
+    check(not wsem.acquire_many([(a2, 1), (b, 1)], timeout=0.1),
+          "a timeout with one busy")
+    check(a.stat().used == 0, "part of a gang is held")
+    grants = Grants()
+
+    def gang():
+        wsem.acquire_many([(a2, 1), (b, 1)])
+        grants.add("gang")
+    t = threading.Thread(target=gang)
+    t.start()
+    eventually(waiters_are(b, 1), "the gang to queue")
+    check(a.stat().used == 0 and a.stat().waiters == 1,
+          "a waiting gang holds part, or is not queued on each")
+    # FIFO on every semaphore of the gang: a is free, yet a later request
+    # on a does not pass the gang queued there
+    raises(BlockingIOError, errno.EAGAIN, a.try_acquire, 1)
+    other.release(1)
+    t.join(20)
+    check(grants.order() == ["gang"], f"grants {grants.order()}")
+    check((a2.stat().held, b.stat().held) == (1, 1), "after the wait")
+    raises(ValueError, None, wsem.acquire_many, [])
+    raises(ValueError, None, wsem.acquire_many, [(a, 1)] * 9)
+    raises(OSError, errno.EINVAL, wsem.acquire_many, [(a, 3)], 0)
+
+
 # ---- asyncio ---------------------------------------------------------------
 
 @test("async with sem.hold(w): on a handle of its own, closed after")

@@ -31,6 +31,11 @@ static struct cli_opt create_opts[] = {
 	{ .name = "loans",
 	  .help = "capacity from loans (wsem lend) alone; CAPACITY is the "
 		  "ceiling" },
+	{ .name = "parent", .short_name = 'p', .arg = "PARENT",
+	  .help = "a child of PARENT (a NAME or a PATH): what it takes, "
+		  "PARENT gives too" },
+	{ .name = "parent-fd", .arg = "N",
+	  .help = "a child of the inherited handle N's semaphore" },
 	{ .name = NULL },
 };
 
@@ -45,7 +50,7 @@ static int create_mode(const struct cli_verb *verb, mode_t *mode)
 }
 
 /*
- * check_existing() where --loans was given or @st is a loans semaphore:
+ * check_capacity() where --loans was given or @st is a loans semaphore:
  * the same kind with the same ceiling is success.
  */
 static int check_loans(const char *name, const struct wsem_stat *st,
@@ -77,23 +82,22 @@ static int check_loans(const char *name, const struct wsem_stat *st,
 }
 
 /*
- * @name exists: compare its capacity with the one asked for (with
- * --loans: that it takes its capacity from loans, and its ceiling).  The
- * same is success; another is an error unless --exist-ok, which still
- * says so.  -1 with errno when it cannot be opened (ENOENT: removed
- * meanwhile).
+ * Handle @fd on @name, which exists: compare its capacity with the one
+ * asked for (with --loans: that it takes its capacity from loans, and its
+ * ceiling), then close @fd.  The same is success; another is an error
+ * unless --exist-ok, which still says so.  -1 with errno if stat fails.
  */
-static int check_existing(const char *name, uint64_t capacity)
+static int check_capacity(const char *name, int fd, uint64_t capacity)
 {
 	bool loans = cli_opt(create_opts, "loans")->seen;
 	struct wsem_stat st;
 	char msg[160];
-	int fd = wsem_open(name, 0, 0, 0);
 
-	if (fd < 0)
-		return -1;
 	if (wsem_stat(fd, &st)) {
+		int err = errno;
+
 		close(fd);
+		errno = err;
 		return -1;
 	}
 	close(fd);
@@ -109,6 +113,20 @@ static int check_existing(const char *name, uint64_t capacity)
 		 PRIu64 " (--exist-ok accepts it, wsem resize changes it)",
 		 (uint64_t)st.capacity, capacity);
 	return cli_fail_msg(name, msg, CLI_EXIT_ERROR);
+}
+
+/*
+ * @name exists: compare its capacity with the one asked for.  The same is
+ * success; another is an error unless --exist-ok, which still says so.
+ * -1 with errno when it cannot be opened (ENOENT: removed meanwhile).
+ */
+static int check_existing(const char *name, uint64_t capacity)
+{
+	int fd = wsem_open(name, 0, 0, 0);
+
+	if (fd < 0)
+		return -1;
+	return check_capacity(name, fd, capacity);
 }
 
 /**
@@ -169,6 +187,132 @@ static int create_or_check(const char *name, mode_t mode, uint64_t capacity)
 	return cli_fail(name, EAGAIN);
 }
 
+/**
+ * cli_open_parent() - a handle on the semaphore to make a child under
+ * @parent:	a NAME or a path (a wsemfs file, bind-mounted perhaps)
+ * @own:	set to whether the handle is ours to close: the inherited
+ *		$WSEM_FD of "wsem run --inherit", when it is bound to
+ *		@parent, is used as it is
+ *
+ * Return: the handle, or -1 with errno set, as wsem_open().
+ */
+int cli_open_parent(const char *parent, bool *own)
+{
+	int fd = cli_inherited_fd(parent);
+
+	*own = fd < 0;
+	return fd >= 0 ? fd : wsem_open(parent, O_CLOEXEC, 0, 0);
+}
+
+/*
+ * One line for @err, from creating child @name under @parent (a NAME, a
+ * path or "--parent-fd N"): the reasons only a child has are spelled out.
+ */
+int cli_fail_child(const char *name, const char *parent, int err)
+{
+	char msg[160];
+
+	switch (err) {
+	case EEXIST:
+		snprintf(msg, sizeof(msg), "exists, and is not a child of %s",
+			 parent);
+		break;
+	case ELOOP:
+		snprintf(msg, sizeof(msg), "too deep: %s is %d levels below "
+			 "its root already, the most a tree has", parent,
+			 WSEM_DEPTH_MAX);
+		break;
+	case EBADF:
+		snprintf(msg, sizeof(msg), "the parent %s is open read-only: "
+			 "a child needs it open for reading and writing",
+			 parent);
+		break;
+	default:
+		return cli_fail_target(name, err);
+	}
+	return cli_fail_msg(name, msg, CLI_EXIT_ERROR);
+}
+
+/**
+ * cli_create_child() - wsem_open_child(), the mode as the user meant it
+ * @pfd:	a handle on the parent
+ * @name:	the child's name
+ * @oflag:	0 or O_EXCL
+ * @mode:	its permission bits
+ * @exact:	@mode was given: the umask is not applied (cli_create_open())
+ * @capacity:	its own capacity, should it be created
+ *
+ * Return: the handle, or -1 with errno set, as wsem_open_child().
+ */
+int cli_create_child(int pfd, const char *name, int oflag, mode_t mode,
+		     bool exact, uint64_t capacity)
+{
+	mode_t old = 0;
+	int fd, err;
+
+	if (exact)
+		old = umask(0);
+	fd = wsem_open_child(pfd, name, oflag | O_CLOEXEC, mode, capacity);
+	err = errno;
+	if (exact)
+		umask(old);
+	errno = err;
+	return fd;
+}
+
+/*
+ * create --parent PARENT or --parent-fd N: make @name a child of PARENT's
+ * semaphore, or find it there as such a child (with the capacity check
+ * of a plain create).  A NAME that exists under another parent, or as a
+ * root, is an error.
+ */
+static int create_child(const char *syn, const char *name, mode_t mode,
+			uint64_t capacity)
+{
+	struct cli_opt *pfd_opt = cli_opt(create_opts, "parent-fd");
+	const char *parent = cli_opt(create_opts, "parent")->value;
+	bool exclusive = cli_opt(create_opts, "exclusive")->seen;
+	bool own = false;
+	char what[32];
+	int pfd, fd, ret;
+
+	if (pfd_opt->seen) {
+		ret = cli_fd_option(syn, &(struct cli_opt){ .seen = true,
+			.value = pfd_opt->value }, &pfd);
+		if (ret)
+			return ret;
+		snprintf(what, sizeof(what), "--parent-fd %d", pfd);
+		parent = what;
+	} else {
+		ret = cli_check_name(parent);
+		if (ret)
+			return ret;
+		pfd = cli_open_parent(parent, &own);
+		if (pfd < 0) {
+			int err = errno;
+
+			if (err == ENOENT && !cli_device_error(err))
+				return cli_fail_msg(parent, "no such parent "
+						    "semaphore",
+						    CLI_EXIT_NOTFOUND);
+			return cli_fail_target(parent, err);
+		}
+	}
+	fd = cli_create_child(pfd, name, exclusive ? O_EXCL : 0, mode,
+			      cli_opt(create_opts, "mode")->seen, capacity);
+	if (fd < 0 && exclusive && errno == EEXIST)
+		ret = cli_fail(name, EEXIST);	/* there, whatever its parent */
+	else if (fd < 0)
+		ret = cli_fail_child(name, parent, errno);
+	else
+		ret = check_capacity(name, fd, capacity);
+	if (ret < 0)
+		ret = cli_fail(name, errno);
+	if (own)
+		close(pfd);
+	return ret;
+}
+
 /*
  * An existing semaphore of the same capacity is success; of another
  * capacity an error, unless --exist-ok; with --exclusive any is.  With
@@ -194,6 +338,15 @@ int cli_create(const struct cli_verb *verb, int argc, char **argv)
 	    cli_opt(create_opts, "exist-ok")->seen)
 		ret = cli_usage(verb->synopsis,
 				"--exclusive and --exist-ok exclude each other");
+	if (!ret && cli_opt(create_opts, "parent")->seen &&
+	    cli_opt(create_opts, "parent-fd")->seen)
+		ret = cli_usage(verb->synopsis,
+				"--parent and --parent-fd exclude each other");
+	if (!ret && cli_opt(create_opts, "loans")->seen &&
+	    (cli_opt(create_opts, "parent")->seen ||
+	     cli_opt(create_opts, "parent-fd")->seen))
+		ret = cli_usage(verb->synopsis,
+				"--loans makes a root: not with a parent");
 	if (ret)
 		return ret;
 	if (cli_is_path(p.pos[0]))
@@ -205,6 +358,9 @@ int cli_create(const struct cli_verb *verb, int argc, char **argv)
 		ret = cli_check_capacity(p.pos[0], capacity);
 	if (ret)
 		return ret;
+	if (cli_opt(create_opts, "parent")->seen ||
+	    cli_opt(create_opts, "parent-fd")->seen)
+		return create_child(verb->synopsis, p.pos[0], mode, capacity);
 	return create_or_check(p.pos[0], mode, capacity);
 }
 

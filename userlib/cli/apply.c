@@ -9,7 +9,10 @@
  * differ; what exists but is not declared is reported, and removed with
  * --prune (never when a file was rejected: what it declared is unknown).
  * Each change is one line on stdout; --dry-run prints the lines and
- * changes nothing.  Mode and owner change through wsemfs (chmod, chown
+ * changes nothing.  A declaration with parent=NAME is a child of NAME:
+ * parents are made before their children, whatever the order of the
+ * files (apply_order()); an existing semaphore is never moved to another
+ * parent, only reported.  Mode and owner change through wsemfs (chmod, chown
  * of the file), at /sys/fs/wsem if it is mounted there, else on a private
  * mount of our own (root).
  */
@@ -140,11 +143,44 @@ static void fix_attrs(struct apply *a, const struct cli_decl *d,
 		fail(a, d->name, "chmod", errno);
 }
 
+/*
+ * Is @st, which exists, where @d puts it: a root without parent=, a
+ * child of the parent named with it?  If not, one line, and false.
+ */
+static bool parent_matches(struct apply *a, const struct cli_decl *d,
+			   const struct wsem_stat *st)
+{
+	uint64_t id = 0;
+	int fd;
+
+	if (!d->parent[0] && !st->depth)
+		return true;
+	if (d->parent[0] && st->depth) {
+		fd = wsem_open_watch(d->parent, O_CLOEXEC);
+		if (fd >= 0) {
+			id = cli_fd_sem_id(fd);
+			close(fd);
+		}
+		if (id && id == st->parent_id)
+			return true;
+	}
+	fprintf(stderr, "wsem: %s: exists %s, not %s%s: left as it is (wsem "
+		"rm it for apply to make it anew)\n", d->name,
+		st->depth ? "as a child" : "as a root",
+		d->parent[0] ? "as a child of " : "as a root",
+		d->parent[0] ? d->parent : "");
+	a->failed = 1;
+	return false;
+}
+
 /* @d exists as @st: resize if the capacity differs, then the rest. */
 static void fix_existing(struct apply *a, const struct cli_decl *d,
 			 const struct wsem_stat *st)
 {
 	int fd;
+
+	if (!parent_matches(a, d, st))
+		return;
 
 	if (st->capacity != d->capacity) {
 		printf("resize %s %" PRIu64 " -> %" PRIu64 "%s\n", d->name,
@@ -160,6 +196,27 @@ static void fix_existing(struct apply *a, const struct cli_decl *d,
 	fix_attrs(a, d, st);
 }
 
+/* @d, a child of @d->parent: its handle, or -1 after one line. */
+static int create_child(struct apply *a, const struct cli_decl *d,
+			mode_t mode)
+{
+	int pfd = wsem_open(d->parent, O_CLOEXEC, 0, 0), fd;
+
+	if (pfd < 0) {
+		fprintf(stderr, "wsem: %s: create: parent %s: %s\n", d->name,
+			d->parent, errno == ENOENT ? "no such semaphore" :
+			strerror(errno));
+		a->failed = 1;
+		return -1;
+	}
+	fd = wsem_open_child(pfd, d->name, O_EXCL | O_CLOEXEC, mode,
+			     d->capacity);
+	if (fd < 0)
+		fail(a, d->name, "create", errno);
+	close(pfd);
+	return fd;
+}
+
 /* @d does not exist: create it with its mode, then its owner. */
 static void create(struct apply *a, const struct cli_decl *d)
 {
@@ -167,11 +224,18 @@ static void create(struct apply *a, const struct cli_decl *d)
 	mode_t mode = d->has_mode ? d->mode : CLI_DEFAULT_MODE;
 	int fd;
 
-	printf("create %s capacity %" PRIu64 " mode %04o%s\n", d->name,
-	       d->capacity, (unsigned int)mode, sfx(a));
+	printf("create %s capacity %" PRIu64 " mode %04o%s%s%s\n", d->name,
+	       d->capacity, (unsigned int)mode, d->parent[0] ? " parent " :
+	       "", d->parent, sfx(a));
 	if (a->dry)
 		return;
-	fd = wsem_open(d->name, O_CREAT | O_EXCL, mode, d->capacity);
+	if (d->parent[0]) {
+		fd = create_child(a, d, mode);
+		if (fd < 0)
+			return;
+	} else {
+		fd = wsem_open(d->name, O_CREAT | O_EXCL, mode, d->capacity);
+	}
 	if (fd < 0) {
 		fail(a, d->name, "create", errno);
 		return;
@@ -225,6 +289,52 @@ static void undeclared(struct apply *a, const struct cli_conf *c,
 	}
 }
 
+/*
+ * The order to apply @c's declarations in, into @order: each parent
+ * declared with them before its children, else the files' order.  A
+ * declaration whose parent= chain comes back to it is left out, with one
+ * line.  How many there are in @order.
+ */
+static size_t apply_order(const struct cli_conf *c, size_t *order,
+			  struct apply *a)
+{
+	bool *done = calloc(c->n ? c->n : 1, sizeof(*done));
+	size_t i, j, n = 0;
+	bool more = true;
+
+	if (!done) {
+		for (i = 0; i < c->n; i++)
+			order[n++] = i;
+		return n;
+	}
+	while (more) {
+		more = false;
+		for (i = 0; i < c->n; i++) {
+			if (done[i])
+				continue;
+			for (j = 0; j < c->n; j++) {
+				if (!done[j] &&
+				    !strcmp(c->decl[j].name, c->decl[i].parent))
+					break;
+			}
+			if (j < c->n)
+				continue;	/* its parent first */
+			done[i] = more = true;
+			order[n++] = i;
+		}
+	}
+	for (i = 0; i < c->n; i++) {
+		if (done[i])
+			continue;
+		fprintf(stderr, "wsem: %s:%u: %s: parent=%s comes back to it: "
+			"left out\n", c->decl[i].file, c->decl[i].line,
+			c->decl[i].name, c->decl[i].parent);
+		a->failed = 1;
+	}
+	free(done);
+	return n;
+}
+
 int cli_apply(const struct cli_verb *verb, int argc, char **argv)
 {
 	struct cli_parse p = {
@@ -238,7 +348,7 @@ int cli_apply(const struct cli_verb *verb, int argc, char **argv)
 	struct apply a = { 0 };
 	const struct wsem_stat *cur;
 	struct wsem_stat *st;
-	size_t n, i;
+	size_t n, i, k, norder, *order;
 	int ret = cli_parse(&p, argc, argv);
 
 	if (ret)
@@ -255,14 +365,23 @@ int cli_apply(const struct cli_verb *verb, int argc, char **argv)
 	st = cli_list_all(&n);
 	if (!st)
 		return cli_fail("/dev/wsem", errno);
+	order = malloc((c.n ? c.n : 1) * sizeof(*order));
+	if (!order) {
+		free(st);
+		free(c.decl);
+		return cli_fail("wsem apply", ENOMEM);
+	}
 	umask(0);		/* modes are exact */
-	for (i = 0; i < c.n; i++) {
+	norder = apply_order(&c, order, &a);
+	for (k = 0; k < norder; k++) {
+		i = order[k];
 		cur = find(st, n, c.decl[i].name);
 		if (cur)
 			fix_existing(&a, &c.decl[i], cur);
 		else
 			create(&a, &c.decl[i]);
 	}
+	free(order);
 	undeclared(&a, &c, st, n, cli_opt(apply_opts, "prune")->seen);
 	if (a.tmp[0]) {
 		umount2(a.tmp, MNT_DETACH);

@@ -91,6 +91,9 @@ static void set_opt(struct cli_opt *o, const char *value)
 {
 	o->seen = true;
 	o->value = value;
+	if (o->values && o->nvalues < o->max_values)
+		o->values[o->nvalues] = value;
+	o->nvalues++;
 }
 
 /* Take the long option at argv[*i]; 0, CLI_DONE or a usage status. */

@@ -39,6 +39,9 @@ struct cli_opt {
 	const char *help;	/* one line for --help */
 	bool seen;
 	const char *value;	/* the last value given */
+	const char **values;	/* a repeatable option: every value, in order */
+	int max_values;		/* room in @values */
+	int nvalues;		/* how many were given (may exceed the room) */
 };
 
 /* A verb: argv[0] is the verb itself. */
@@ -75,6 +78,16 @@ struct cli_lease {
 	bool conflict;		/* set when it failed for a conflict */
 };
 
+/* run --and: the handles of one gang request, [0] the one run names */
+struct cli_gang {
+	int fds[WSEM_MANY_MAX];
+	uint64_t weights[WSEM_MANY_MAX];
+	const char *names[WSEM_MANY_MAX];	/* for messages */
+	size_t n;
+};
+
+bool cli_lease_acquire_many(struct cli_gang *g, struct cli_lease *l,
+			    int *status);
 int cli_lease_options(const char *syn, struct cli_opt *opts,
 		      struct cli_lease *l);
 bool cli_lease_acquire(int fd, struct cli_lease *l, int *status);
@@ -99,6 +112,7 @@ int cli_fd_option(const char *synopsis, const struct cli_opt *o, int *fd);
 int cli_inherited_fd(const char *name);
 unsigned long cli_own_ipc_ns(void);
 unsigned long cli_fd_ipc_ns(int fd);
+uint64_t cli_fd_sem_id(int fd);
 bool cli_ipc_ns_is_initial(unsigned long ns);
 const char *cli_ipc_ns_text(unsigned long ns);
 
@@ -146,6 +160,7 @@ struct cli_decl {
 	mode_t mode;
 	unsigned int uid, gid;
 	bool has_mode, has_uid, has_gid;
+	char parent[WSEM_NAME_MAX];	/* parent=NAME, or "" for a root */
 	const char *file;	/* where it was declared */
 	unsigned int line;
 };
@@ -165,6 +180,10 @@ int cli_conf_read(struct cli_conf *c, char **paths);
 int cli_create(const struct cli_verb *verb, int argc, char **argv);
 int cli_create_open(const char *name, int oflag, mode_t mode, bool exact,
 		    uint64_t capacity);
+int cli_open_parent(const char *parent, bool *own);
+int cli_create_child(int pfd, const char *name, int oflag, mode_t mode,
+		     bool exact, uint64_t capacity);
+int cli_fail_child(const char *name, const char *parent, int err);
 int cli_rm(const struct cli_verb *verb, int argc, char **argv);
 int cli_resize(const struct cli_verb *verb, int argc, char **argv);
 int cli_ls(const struct cli_verb *verb, int argc, char **argv);

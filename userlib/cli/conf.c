@@ -7,9 +7,11 @@
  *	# NAME   KEY=VALUE...
  *	build    capacity=8 mode=0660 group=builders
  *	gpu      capacity=2 owner=ci
+ *	gpu-ci   capacity=1 parent=gpu
  *
  * capacity is required; mode (octal), owner and group (a name from
- * /etc/passwd and /etc/group, or a number) are enforced only when given.
+ * /etc/passwd and /etc/group, or a number) are enforced only when given;
+ * parent=NAME makes it a child of NAME (WSEM_OPEN_CHILD).
  * A "#" starts a comment.  A file with any error is rejected whole.
  */
 #define _GNU_SOURCE		/* asprintf() */
@@ -100,8 +102,13 @@ static const char *conf_key(struct cli_decl *d, char *word)
 		if (!lookup_id("/etc/group", val, &d->gid))
 			return "unknown group";
 		d->has_gid = true;
+	} else if (!strcmp(word, "parent")) {
+		if (!name_valid(val))
+			return "invalid parent (a NAME: 1-63 of A-Z a-z 0-9 . "
+			       "_ -)";
+		strcpy(d->parent, val);
 	} else {
-		return "unknown key (capacity, mode, owner, group)";
+		return "unknown key (capacity, mode, owner, group, parent)";
 	}
 	return NULL;
 }
@@ -122,6 +129,8 @@ static const char *conf_line(struct cli_decl *d, char *line)
 		if (err)
 			return err;
 	}
+	if (!strcmp(d->parent, d->name))
+		return "parent= names the semaphore itself";
 	return d->capacity ? NULL : "capacity=N is required";
 }
 

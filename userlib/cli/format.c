@@ -39,7 +39,8 @@ static int max_int(int a, int b)
 /*
  * ls: NAME CAPACITY USED WAITERS, names left, numbers right aligned;
  * @longer (ls -l) adds the capacity lent, the ceiling (0: not a loans
- * semaphore), the owner and group ids, the mode and the longest wait so
+ * semaphore), the depth in its tree (0: a root, 1: a child of a root,
+ * ...), the owner and group ids, the mode and the longest wait so
  * far.
  */
 void cli_print_table(const struct wsem_stat *st, size_t n, bool longer)
@@ -62,8 +63,8 @@ void cli_print_table(const struct wsem_stat *st, size_t n, bool longer)
 	printf("%-*s  %*s  %*s  %*s", w[0], "NAME", w[1], "CAPACITY",
 	       w[2], "USED", w[3], "WAITERS");
 	if (longer)
-		printf("  %*s  %*s  %*s  %*s  MODE  LONGEST WAIT", w[6], "LENT",
-		       w[7], "CEILING", w[4], "UID", w[5], "GID");
+		printf("  %*s  %*s  DEPTH  %*s  %*s  MODE  LONGEST WAIT",
+		       w[6], "LENT", w[7], "CEILING", w[4], "UID", w[5], "GID");
 	putchar('\n');
 	for (i = 0; i < n; i++) {
 		printf("%-*s  %*" PRIu64 "  %*" PRIu64 "  %*" PRIu64,
@@ -74,7 +75,8 @@ void cli_print_table(const struct wsem_stat *st, size_t n, bool longer)
 			       (uint64_t)st[i].lent, w[7],
 			       (uint64_t)st[i].ceiling);
 		if (longer)
-			printf("  %*u  %*u  %04o  %s", w[4], st[i].uid, w[5],
+			printf("  %5" PRIu64 "  %*u  %*u  %04o  %s",
+			       (uint64_t)st[i].depth, w[4], st[i].uid, w[5],
 			       st[i].gid, (unsigned int)st[i].mode,
 			       cli_duration_text(st[i].wait_ns_max, dur,
 						 sizeof(dur)));
@@ -102,6 +104,8 @@ void cli_print_stat(const struct wsem_stat *st)
 	print_field("uid:", st->uid);
 	print_field("gid:", st->gid);
 	printf("%-14s %04o\n", "mode:", (unsigned int)st->mode);
+	print_field("depth:", st->depth);
+	print_field("parent_id:", st->parent_id);
 }
 
 /* stat: the statistics since creation, after the fields. */
@@ -150,6 +154,8 @@ static void json_fields(const struct wsem_stat *st)
 	json_u64("lent", st->lent);
 	json_u64("lent_here", st->lent_here);
 	json_u64("ceiling", st->ceiling);
+	json_u64("depth", st->depth);
+	json_u64("parent_id", st->parent_id);
 }
 
 void cli_print_json_stat(const struct wsem_stat *st)

@@ -207,6 +207,86 @@ bool cli_lease_acquire(int fd, struct cli_lease *l, int *status)
 }
 
 /*
+ * The gang failed with EINVAL: name the semaphore whose capacity is below
+ * its weight, if one is.
+ */
+static int fail_einval_many(const struct cli_gang *g)
+{
+	struct wsem_stat st;
+	char msg[96];
+	size_t i;
+
+	for (i = 0; i < g->n; i++) {
+		if (wsem_stat(g->fds[i], &st) || g->weights[i] <= st.capacity)
+			continue;
+		snprintf(msg, sizeof(msg), "weight %" PRIu64 " exceeds "
+			 "capacity %" PRIu64, g->weights[i],
+			 (uint64_t)st.capacity);
+		return cli_fail_msg(g->names[i], msg, CLI_EXIT_ERROR);
+	}
+	return cli_fail_nodev(g->names[0], EINVAL);
+}
+
+/**
+ * cli_lease_acquire_many() - one gang request over @g's handles, as @l says
+ * @g: the handles, their weights and names; @g->fds[0] is the one @l is
+ *	about, whose "all" weight is read from its capacity now
+ * @l: how long to wait (--timeout, --nonblock), -E N, --verbose
+ * @status: set to the exit status when it fails
+ *
+ * wsem_acquire_many(): all the weights at once or none, in one place of
+ * the arrival order; the failures as cli_lease_acquire()'s.
+ *
+ * Return: true if every handle now holds its weight.
+ */
+bool cli_lease_acquire_many(struct cli_gang *g, struct cli_lease *l,
+			    int *status)
+{
+	int64_t timeout = l->nonblock ? 0 : l->timeout_ns;
+	struct wsem_stat st;
+	double start;
+	int ret;
+
+	l->conflict = false;
+	if (l->weight_all) {
+		if (wsem_stat(g->fds[0], &st)) {
+			*status = cli_fail_nodev(l->what, errno);
+			return false;
+		}
+		l->weight = st.capacity;
+	}
+	g->weights[0] = l->weight;
+	if (!l->verbose || l->nonblock) {
+		ret = wsem_acquire_many(g->fds, g->weights, g->n, timeout);
+	} else {
+		/* --verbose: one line if it waits, one when granted */
+		ret = wsem_acquire_many(g->fds, g->weights, g->n, 0);
+		if (ret && errno == EAGAIN) {
+			fprintf(stderr, "wsem: waiting for %s and %zu more, "
+				"all at once\n", l->what, g->n - 1);
+			start = now_s();
+			ret = wsem_acquire_many(g->fds, g->weights, g->n,
+						timeout);
+			if (!ret)
+				fprintf(stderr, "wsem: acquired %s and %zu "
+					"more after %.1f s\n", l->what,
+					g->n - 1, now_s() - start);
+		}
+	}
+	if (!ret)
+		return true;
+	if (l->nonblock && errno == EAGAIN)
+		*status = fail_conflict(l, "would block", CLI_EXIT_WOULDBLOCK);
+	else if (l->timeout_ns >= 0 && errno == ETIMEDOUT)
+		*status = fail_conflict(l, "timed out", CLI_EXIT_TIMEDOUT);
+	else if (errno == EINVAL)
+		*status = fail_einval_many(g);
+	else
+		*status = cli_fail_nodev(l->what, errno);
+	return false;
+}
+
+/*
  * Is @name a valid semaphore name?  If not, say what one is; 0 or exit
  * status 1.  A path (anything with a '/') is not a name and passes.
  */

@@ -18,10 +18,10 @@
 
 static const struct cli_verb verbs[] = {
 	{ "create", "create NAME CAPACITY [-m MODE] [--exclusive | --exist-ok] "
-	  "[--loans]",
+		    "[--loans | -p PARENT | --parent-fd N]",
 	  "Create a semaphore of capacity CAPACITY (--loans: of ceiling "
-	  "CAPACITY, its capacity lent); an existing one of the same "
-	  "capacity is fine.", cli_create },
+	  "CAPACITY, its capacity lent; a child of PARENT's); an existing "
+	  "one of the same capacity is fine.", cli_create },
 	{ "rm", "rm [-f] NAME|PATH", "Remove a semaphore's name; -f: "
 	  "one that is not there is no error.", cli_rm },
 	{ "ls", "ls [-l] [--json]",

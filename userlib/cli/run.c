@@ -53,6 +53,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,12 +84,16 @@ struct run_req {
 	bool to_group;		/* die_of() signals wsem's whole group */
 	bool lend;		/* wsem lend: COMMAND is not tied to the handle */
 	uint64_t loan;		/* wsem lend's CAPACITY */
+	struct cli_gang gang;	/* --and: [0] is NAME's handle; n 1 without */
 };
 
 enum { JOBSERVER_NONE, JOBSERVER_FIFO, JOBSERVER_PIPE };
 
 /* Where the semaphores of this IPC namespace are files (the packages'). */
 #define WSEMFS_MOUNT	"/sys/fs/wsem"
+
+/* --and's values, as given */
+static const char *and_values[WSEM_MANY_MAX - 1];
 
 static struct cli_opt run_opts[] = {
 	{ .name = "weight", .short_name = 'w', .arg = "W",
@@ -113,6 +118,10 @@ static struct cli_opt run_opts[] = {
 	  .help = "say on stderr when it waits, and for how long" },
 	{ .name = "json",
 	  .help = "once held, one JSON line on stdout: the lease, the wait" },
+	{ .name = "and", .short_name = 'a', .arg = "NAME[:W]",
+	  .help = "also hold W (default 1) of NAME or PATH, taken at once "
+		  "with the rest; repeatable", .values = and_values,
+	  .max_values = WSEM_MANY_MAX - 1 },
 	{ .name = NULL },
 };
 
@@ -154,6 +163,51 @@ static int run_create_options(const char *syn, struct run_req *req)
 	return 0;
 }
 
+/*
+ * --and NAME[:W], each: NAME (or a path) and the weight after the last
+ * ':', if all digits (else 1), into @req->gang from [1] on.  0 or a
+ * usage exit status.
+ */
+static int run_and_options(const char *syn, struct run_req *req)
+{
+	static char names[WSEM_MANY_MAX][PATH_MAX];
+	struct cli_opt *o = cli_opt(run_opts, "and");
+	const char *v, *colon;
+	size_t i, len;
+
+	req->gang.n = 1;
+	if (!o->seen)
+		return 0;
+	if (o->nvalues > o->max_values)
+		return cli_usage(syn, "at most %d --and: one gang takes %d "
+				 "semaphores", o->max_values, WSEM_MANY_MAX);
+	if (req->inherit)
+		return cli_usage(syn, "--and and --inherit exclude each other");
+	for (i = 0; i < (size_t)o->nvalues; i++) {
+		uint64_t w = 1;
+
+		v = o->values[i];
+		colon = strrchr(v, ':');
+		len = strlen(v);
+		if (colon && colon[1] && strspn(colon + 1, "0123456789") ==
+		    strlen(colon + 1)) {
+			if (!cli_parse_u64(colon + 1, &w) || !w)
+				return cli_usage(syn, "invalid WEIGHT in "
+						 "--and '%s'", v);
+			len = (size_t)(colon - v);
+		}
+		if (!len || len >= sizeof(names[0]))
+			return cli_usage(syn, "invalid --and '%s'", v);
+		memcpy(names[i + 1], v, len);
+		names[i + 1][len] = '\0';
+		req->gang.names[i + 1] = names[i + 1];
+		req->gang.weights[i + 1] = w;
+		req->gang.fds[i + 1] = -1;
+	}
+	req->gang.n = (size_t)o->nvalues + 1;
+	return 0;
+}
+
 /* Turn the options into @req; 0 or a usage exit status. */
 static int run_options(const struct cli_verb *verb, struct run_req *req)
 {
@@ -166,6 +220,9 @@ static int run_options(const struct cli_verb *verb, struct run_req *req)
 		return ret;
 	req->inherit = seen("inherit");
 	req->js_fds[0] = req->js_fds[1] = -1;
+	ret = run_and_options(syn, req);
+	if (ret)
+		return ret;
 	if (seen("jobserver")) {
 		const char *style = value("jobserver");
 
@@ -317,6 +374,42 @@ static int open_handle(const struct run_req *req)
 	close(fd);
 	errno = err;
 	return nfd;
+}
+
+/*
+ * The handles of --and, each as NAME's is opened (a reopen of an
+ * inherited $WSEM_FD bound to it, else by NAME or path), close-on-exec,
+ * labelled; 0 or exit status 125 after one line.
+ */
+static void label_handle(int fd, const struct run_req *req);
+
+static int open_and(struct run_req *req)
+{
+	const char *name;
+	size_t i;
+	int inh;
+
+	for (i = 1; i < req->gang.n; i++) {
+		name = req->gang.names[i];
+		inh = cli_inherited_fd(name);
+		req->gang.fds[i] = inh >= 0 ? wsem_reopen(inh, 0) :
+					      wsem_open(name, 0, 0, 0);
+		if (req->gang.fds[i] < 0)
+			return own_failure(cli_fail_target(name, errno));
+		label_handle(req->gang.fds[i], req);
+	}
+	return 0;
+}
+
+static void close_and(struct run_req *req)
+{
+	size_t i;
+
+	for (i = 1; i < req->gang.n; i++) {
+		if (req->gang.fds[i] >= 0)
+			close(req->gang.fds[i]);
+		req->gang.fds[i] = -1;
+	}
 }
 
 /*
@@ -486,6 +579,21 @@ static int set_kill(int fd, pid_t pgid)
 		fprintf(stderr, "wsem: note: this wsem module cannot end "
 			"COMMAND's process group with the lease: if wsem is "
 			"killed, what COMMAND started may run on\n");
+	return 0;
+}
+
+/*
+ * set_kill() on each handle of --and too: whichever of the handles is
+ * released first, COMMAND's group is killed before its weight goes back.
+ */
+static int set_kill_and(const struct run_req *req, pid_t pgid)
+{
+	size_t i;
+
+	for (i = 1; i < req->gang.n; i++) {
+		if (set_kill(req->gang.fds[i], pgid))
+			return -1;
+	}
 	return 0;
 }
 
@@ -661,17 +769,19 @@ static void end_orphans(void)
 /*
  * Between fork() and COMMAND's exec: COMMAND's process group (made by
  * both sides, as a shell makes a job's, so that neither races the other)
- * is recorded on handle @fd as the one the lease's end kills (not for
- * @lend: a loan's end leaves COMMAND be), and given the terminal if
- * wsem's group had it; then the child, waiting on @gate, is let go.  0, or an exit status after one line: the child then exits
- * 125 without running COMMAND.
+ * is recorded on handle @fd (and the --and handles) as the one the
+ * lease's end kills (not for wsem lend: a loan's end leaves COMMAND be),
+ * and given the terminal if wsem's group had it; then the child, waiting
+ * on @gate, is let go.  0, or an exit status after one line: the child
+ * then exits 125 without running COMMAND.
  */
-static int start_child(int fd, pid_t pid, int gate, bool lend)
+static int start_child(int fd, pid_t pid, int gate,
+		       const struct run_req *req)
 {
 	int ret = 0;
 
 	setpgid(pid, pid);	/* the child may have done it: no matter */
-	if (!lend && set_kill(fd, pid)) {
+	if (!req->lend && (set_kill(fd, pid) || set_kill_and(req, pid))) {
 		ret = own_failure(cli_fail_nodev("WSEM_IOC_SET_KILL", errno));
 	} else {
 		if (tty_is(getpgrp()))
@@ -706,8 +816,10 @@ static void end_child(int fd, pid_t pid, struct run_req *req)
 		give_tty(getpgrp());
 	req->to_group = (sig == SIGINT || sig == SIGQUIT) &&
 			!(received & (1 << sig));
-	if (!sig && !told_to_end && !req->lend)
+	if (!sig && !told_to_end && !req->lend) {
 		set_kill(fd, 0);
+		set_kill_and(req, 0);
+	}
 }
 
 /*
@@ -747,7 +859,7 @@ static int supervise(int fd, struct run_req *req)
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		return own_failure(cli_fail_nodev("fork", errno));
 	}
-	ret = start_child(fd, pid, gate[1], req->lend);
+	ret = start_child(fd, pid, gate[1], req);
 	if (ret) {
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		return ret;
@@ -809,9 +921,12 @@ static void note_capacity(int fd, const struct run_req *req)
 static int check_target(const struct run_req *req)
 {
 	int ret = req->fd < 0 ? cli_check_name(req->name) : 0;
+	size_t i;
 
 	if (!ret && req->create)
 		ret = cli_check_capacity(req->name, req->capacity);
+	for (i = 1; !ret && i < req->gang.n; i++)
+		ret = cli_check_name(req->gang.names[i]);
 	return ret;
 }
 
@@ -829,7 +944,11 @@ static int run_leased(int fd, struct run_req *req)
 	if (ret)
 		return ret;
 	start = cli_now_ns();
-	if (!cli_lease_acquire(fd, &req->lease, &ret))
+	req->gang.fds[0] = fd;
+	req->gang.names[0] = req->name;
+	if (req->gang.n > 1 ? !cli_lease_acquire_many(&req->gang, &req->lease,
+						      &ret) :
+	    !cli_lease_acquire(fd, &req->lease, &ret))
 		return req->lease.conflict ? ret : own_failure(ret);
 	if (seen("json"))
 		cli_print_json_lease(req->name, fd, req->lease.weight,
@@ -880,7 +999,10 @@ int cli_run(const struct cli_verb *verb, int argc, char **argv)
 		return own_failure(cli_fail_target(req.name, errno));
 	note_capacity(fd, &req);
 	label_handle(fd, &req);
-	ret = run_leased(fd, &req);
+	ret = open_and(&req);
+	if (!ret)
+		ret = run_leased(fd, &req);
+	close_and(&req);
 	if (req.js_fds[0] >= 0)
 		close(req.js_fds[0]);
 	if (req.js_fds[1] >= 0)

@@ -146,6 +146,40 @@ static int stat_target(const char *name, int fd, struct wsem_stat *st,
 	return stat_listed(name, st, ns);
 }
 
+/*
+ * The name of @st's parent, if it is a named semaphore of this IPC
+ * namespace that the caller may read: the semaphores one level up are
+ * looked at, each through a watching handle, for the id @st's parent_id
+ * names.  NULL if none is found (anonymous, unlinked, another namespace).
+ */
+static const char *parent_name(const struct wsem_stat *st)
+{
+	static char name[WSEM_NAME_MAX];
+	struct wsem_stat *all;
+	size_t i, n;
+	int fd;
+
+	if (!st->depth || !st->parent_id)
+		return NULL;
+	all = cli_list_all(&n);
+	if (!all)
+		return NULL;
+	name[0] = '\0';
+	for (i = 0; i < n && !name[0]; i++) {
+		if (all[i].depth + 1 != st->depth || !all[i].name[0])
+			continue;
+		all[i].name[sizeof(all[i].name) - 1] = '\0';
+		fd = wsem_open_watch(all[i].name, O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (cli_fd_sem_id(fd) == st->parent_id)
+			memcpy(name, all[i].name, sizeof(name));
+		close(fd);
+	}
+	free(all);
+	return name[0] ? name : NULL;
+}
+
 /* stat's output: the fields, the statistics, who holds and who waits. */
 static void print_stat(const struct wsem_stat *st, unsigned long ns, int hfd,
 		       bool json)
@@ -160,7 +194,11 @@ static void print_stat(const struct wsem_stat *st, unsigned long ns, int hfd,
 		cli_print_json_who(who, n > 0 ? (size_t)n : 0, nholders);
 		puts("}");
 	} else {
+		const char *parent = parent_name(st);
+
 		cli_print_stat(st);
+		if (parent)
+			printf("%-14s %s\n", "parent:", parent);
 		printf("%-14s %s\n", "ipc_ns:", cli_ipc_ns_text(ns));
 		cli_print_stats(st);
 		if (n >= 0)

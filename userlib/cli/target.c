@@ -98,6 +98,25 @@ unsigned long cli_fd_ipc_ns(int fd)
 	return ns;
 }
 
+/* The id of handle @fd's semaphore, fdinfo's wsem-id; 0 unknown. */
+uint64_t cli_fd_sem_id(int fd)
+{
+	char path[64], line[128];
+	uint64_t id = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "wsem-id:", 8))
+			id = strtoull(line + 8, NULL, 10);
+	}
+	fclose(f);
+	return id;
+}
+
 bool cli_ipc_ns_is_initial(unsigned long ns)
 {
 	return ns == CLI_INIT_IPC_NS;

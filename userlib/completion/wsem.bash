@@ -14,7 +14,8 @@ _wsem_names()
 _wsem_opts()
 {
 	case $1 in
-	create) echo "-m --mode -x --exclusive --exist-ok --loans -h --help" ;;
+	create) echo "-m --mode -x --exclusive --exist-ok --loans -p --parent" \
+		     "--parent-fd -h --help" ;;
 	rm) echo "-f --force -h --help" ;;
 	top) echo "-n --rounds -d --delay -h --help" ;;
 	ls) echo "-l --long --json -h --help" ;;
@@ -28,7 +29,7 @@ _wsem_opts()
 	release) echo "--fd -w --weight -h --help" ;;
 	run) echo "-w --weight -t --timeout -n --nonblock -E" \
 		  "--conflict-exit-code -c --create -m --mode --inherit" \
-		  "--jobserver --fd -v --verbose --json -h --help" ;;
+		  "--jobserver --fd -v --verbose --json -a --and -h --help" ;;
 	esac
 }
 
@@ -66,8 +67,16 @@ _wsem()
 			mapfile -t COMPREPLY < <(compgen -W "all" -- "$cur")
 		return ;;			# a number, or all
 	-t | --timeout | -E | --conflict-exit-code | -c | --create | -m | \
-	--mode | --fd)
+	--mode | --fd | --parent-fd)
 		return ;;			# a value: nothing to offer
+	-p | --parent | -a | --and)
+		# a semaphore: a name, or a path (a wsemfs file)
+		mapfile -t COMPREPLY < <(compgen -W "$(_wsem_names)" -- "$cur")
+		if [ "${cur#*/}" != "$cur" ]; then
+			mapfile -t -O "${#COMPREPLY[@]}" COMPREPLY < <(
+				compgen -f -- "$cur")
+		fi
+		return ;;
 	esac
 	if [ "${cur#-}" != "$cur" ]; then
 		mapfile -t COMPREPLY < <(compgen -W "$(_wsem_opts "$verb")" \

@@ -21,8 +21,9 @@ per semaphore.  Weight goes back when the handle that holds it is closed,
 however the process ends.
 """
 
-from ._sem import Hold, Holder, Semaphore, Stat, list_semaphores, unlink
+from ._sem import (MANY_MAX, Hold, Holder, Semaphore, Stat, acquire_many,
+                   list_semaphores, unlink)
 
-__all__ = ["Hold", "Holder", "Semaphore", "Stat", "list_semaphores",
-           "unlink"]
+__all__ = ["Hold", "Holder", "MANY_MAX", "Semaphore", "Stat", "acquire_many",
+           "list_semaphores", "unlink"]
 __version__ = "1.0.0"

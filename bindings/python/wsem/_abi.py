@@ -89,6 +89,9 @@ OPEN_CREAT = 1 << 0
 OPEN_EXCL = 1 << 1
 OPEN_ANON = 1 << 2
 OPEN_LOANS = 1 << 3
+OPEN_CHILD = 1 << 4
+DEPTH_MAX = 8
+MANY_MAX = 8
 
 ACQUIRE_TRY = 1 << 0
 ACQUIRE_DEADLINE = 1 << 1
@@ -96,12 +99,14 @@ ACQUIRE_CLOCK = 1 << 2
 ACQUIRE_ASYNC = 1 << 3
 
 HOLDER_WAITING = 1 << 0
+HOLDER_CHILD = 1 << 1
 REOPEN_CLOEXEC = 1 << 0
 ASYNC_CANCEL = 1 << 0
 
 OPEN_ARGS = Layout("wsem_open_args", [
     ("size", "Q"), ("flags", "Q"), ("capacity", "Q"), ("mode", "I"),
-    ("__pad", "I"), ("name", f"{NAME_MAX}s"),
+    ("__pad", "I"), ("name", f"{NAME_MAX}s"), ("parent_fd", "i"),
+    ("__pad2", "I"),
 ])
 ACQUIRE_ARGS = Layout("wsem_acquire_args", [
     ("size", "Q"), ("weight", "Q"), ("flags", "Q"), ("deadline_ns", "Q"),
@@ -114,7 +119,7 @@ STAT = Layout("wsem_stat", [
     ("grants_at_once", "Q"), ("grants_waited", "Q"), ("timeouts", "Q"),
     ("interrupts", "Q"), ("shrunk", "Q"), ("wait_ns_total", "Q"),
     ("wait_ns_max", "Q"), ("queue_max", "Q"), ("lent", "Q"),
-    ("lent_here", "Q"), ("ceiling", "Q"),
+    ("lent_here", "Q"), ("ceiling", "Q"), ("depth", "Q"), ("parent_id", "Q"),
 ])
 LIST_ARGS = Layout("wsem_list_args", [
     ("size", "Q"), ("stats", "Q"), ("count", "I"), ("stat_size", "I"),
@@ -131,6 +136,7 @@ HOLDER = Layout("wsem_holder", [
 HOLDERS_ARGS = Layout("wsem_holders_args", [
     ("size", "Q"), ("flags", "Q"), ("entries", "Q"), ("count", "I"),
     ("entry_size", "I"), ("holders", "I"), ("waiters", "I"),
+    ("children", "I"), ("__pad", "I"),
 ])
 LABEL_ARGS = Layout("wsem_label_args", [
     ("size", "Q"), ("flags", "Q"), ("label", f"{LABEL_MAX}s"),
@@ -138,10 +144,17 @@ LABEL_ARGS = Layout("wsem_label_args", [
 LEND_ARGS = Layout("wsem_lend_args", [
     ("size", "Q"), ("flags", "Q"), ("capacity", "Q"),
 ])
+MANY_ENTRY = Layout("wsem_many_entry", [
+    ("fd", "i"), ("__pad", "I"), ("weight", "Q"),
+])
+MANY_ARGS = Layout("wsem_many_args", [
+    ("size", "Q"), ("flags", "Q"), ("deadline_ns", "Q"), ("clockid", "I"),
+    ("count", "I"), ("entries", "Q"),
+])
 U64 = Layout("__u64", [("value", "Q")])
 
 LAYOUTS = (OPEN_ARGS, ACQUIRE_ARGS, STAT, LIST_ARGS, UNLINK_ARGS, HOLDER,
-           HOLDERS_ARGS, LABEL_ARGS, LEND_ARGS)
+           HOLDERS_ARGS, LABEL_ARGS, LEND_ARGS, MANY_ENTRY, MANY_ARGS)
 
 IOC_MAGIC = 0xB9
 
@@ -164,6 +177,7 @@ def ioctl_numbers(layout: IocLayout) -> Dict[str, int]:
         "WSEM_IOC_WAIT_IDLE": _ioc(layout, w, 0x0B, ACQUIRE_ARGS.size),
         "WSEM_IOC_SET_LABEL": _ioc(layout, w, 0x0C, LABEL_ARGS.size),
         "WSEM_IOC_LEND": _ioc(layout, w, 0x0E, LEND_ARGS.size),
+        "WSEM_IOC_ACQUIRE_MANY": _ioc(layout, w, 0x0F, MANY_ARGS.size),
     }
 
 
@@ -182,12 +196,14 @@ IOC_ASYNC = IOCTLS["WSEM_IOC_ASYNC"]
 IOC_WAIT_IDLE = IOCTLS["WSEM_IOC_WAIT_IDLE"]
 IOC_SET_LABEL = IOCTLS["WSEM_IOC_SET_LABEL"]
 IOC_LEND = IOCTLS["WSEM_IOC_LEND"]
+IOC_ACQUIRE_MANY = IOCTLS["WSEM_IOC_ACQUIRE_MANY"]
 
 # The sizes the header publishes, which the layouts above must equal.
 SIZES = {
-    "wsem_open_args": 96, "wsem_acquire_args": 40, "wsem_stat": 224,
+    "wsem_open_args": 104, "wsem_acquire_args": 40, "wsem_stat": 240,
     "wsem_list_args": 32, "wsem_unlink_args": 80, "wsem_holder": 368,
-    "wsem_holders_args": 40, "wsem_label_args": 80, "wsem_lend_args": 24,
+    "wsem_holders_args": 48, "wsem_label_args": 80, "wsem_lend_args": 24,
+    "wsem_many_entry": 16, "wsem_many_args": 40,
 }
 for _l in LAYOUTS:
     if _l.size != SIZES[_l.name]:
@@ -201,19 +217,26 @@ CONSTANTS = {
     "WSEM_LABEL_MAX": LABEL_MAX,
     "WSEM_OPEN_CREAT": OPEN_CREAT, "WSEM_OPEN_EXCL": OPEN_EXCL,
     "WSEM_OPEN_ANON": OPEN_ANON, "WSEM_OPEN_LOANS": OPEN_LOANS,
+    "WSEM_OPEN_CHILD": OPEN_CHILD,
+    "WSEM_DEPTH_MAX": DEPTH_MAX, "WSEM_MANY_MAX": MANY_MAX,
     "WSEM_ACQUIRE_TRY": ACQUIRE_TRY,
     "WSEM_ACQUIRE_DEADLINE": ACQUIRE_DEADLINE,
     "WSEM_ACQUIRE_CLOCK": ACQUIRE_CLOCK, "WSEM_ACQUIRE_ASYNC": ACQUIRE_ASYNC,
-    "WSEM_HOLDER_WAITING": HOLDER_WAITING,
+    "WSEM_HOLDER_WAITING": HOLDER_WAITING, "WSEM_HOLDER_CHILD": HOLDER_CHILD,
     "WSEM_REOPEN_CLOEXEC": REOPEN_CLOEXEC, "WSEM_ASYNC_CANCEL": ASYNC_CANCEL,
     "WSEM_IOC_MAGIC": IOC_MAGIC,
-    "WSEM_OPEN_SIZE_VER0": 96, "WSEM_ACQUIRE_SIZE_VER1": ACQUIRE_ARGS.size,
+    "WSEM_OPEN_SIZE_VER0": OPEN_ARGS.offsets["parent_fd"],
+    "WSEM_OPEN_SIZE_VER1": OPEN_ARGS.size,
+    "WSEM_ACQUIRE_SIZE_VER1": ACQUIRE_ARGS.size,
     "WSEM_STAT_SIZE_VER1": STAT.offsets["lent"],
-    "WSEM_STAT_SIZE_VER2": STAT.size, "WSEM_LIST_SIZE_VER0": LIST_ARGS.size,
+    "WSEM_STAT_SIZE_VER2": STAT.offsets["depth"],
+    "WSEM_STAT_SIZE_VER3": STAT.size, "WSEM_LIST_SIZE_VER0": LIST_ARGS.size,
     "WSEM_UNLINK_SIZE_VER0": UNLINK_ARGS.size,
     "WSEM_HOLDER_SIZE_VER0": HOLDER.offsets["label"],
     "WSEM_HOLDER_SIZE_VER1": HOLDER.size,
     "WSEM_LABEL_SIZE_VER0": LABEL_ARGS.size,
-    "WSEM_HOLDERS_SIZE_VER0": HOLDERS_ARGS.size,
+    "WSEM_HOLDERS_SIZE_VER0": HOLDERS_ARGS.offsets["children"],
+    "WSEM_HOLDERS_SIZE_VER1": HOLDERS_ARGS.size,
     "WSEM_LEND_SIZE_VER0": LEND_ARGS.size,
+    "WSEM_MANY_SIZE_VER0": MANY_ARGS.size,
 }

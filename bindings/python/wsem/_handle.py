@@ -84,10 +84,10 @@ def dev_open(readonly: bool = False) -> int:
 
 
 def bind(fd: int, name: Optional[bytes], flags: int, capacity: int,
-         mode: int) -> None:
+         mode: int, parent_fd: int = 0) -> None:
     buf = _abi.OPEN_ARGS.pack(size=_abi.OPEN_ARGS.size, flags=flags,
                               capacity=capacity, mode=mode,
-                              name=name or b"")
+                              name=name or b"", parent_fd=parent_fd)
     ioctl(fd, _abi.IOC_OPEN, buf)
 
 
@@ -172,6 +172,22 @@ def acquire(fd: int, weight: int, flags: int = 0, deadline_ns: int = 0,
         cid = clockid
     _sleeping_ioctl(fd, _abi.IOC_ACQUIRE,
                     _acquire_args(weight, flags, deadline_ns, cid))
+
+
+def acquire_many(fds: List[int], weights: List[int], flags: int = 0,
+                 deadline_ns: int = 0) -> None:
+    """WSEM_IOC_ACQUIRE_MANY through fds[0]: weights[i] on fds[i]'s
+    semaphore, all at once or none."""
+    size = _abi.MANY_ENTRY.size
+    room, addr = _buffer(len(fds), size)
+    for i, (fd, weight) in enumerate(zip(fds, weights)):
+        room[i * size:(i + 1) * size] = array.array(
+            "B", _abi.MANY_ENTRY.pack(fd=fd, weight=weight))
+    args = _abi.MANY_ARGS.pack(size=_abi.MANY_ARGS.size, flags=flags,
+                               deadline_ns=deadline_ns, count=len(fds),
+                               entries=addr)
+    _sleeping_ioctl(fds[0], _abi.IOC_ACQUIRE_MANY, args)
+    del room
 
 
 def wait_idle(fd: int, flags: int = 0, deadline_ns: int = 0,
@@ -282,7 +298,8 @@ def list_all() -> List[Dict[str, object]]:
 
 
 def holders(fd: int) -> List[Dict[str, object]]:
-    """WSEM_IOC_HOLDERS: the holders, then the waiters in queue order."""
+    """WSEM_IOC_HOLDERS: the holders, then the waiters in queue order,
+    then the child semaphores that hold weight (HOLDER_CHILD)."""
     count = 16
     while True:
         room, addr = _buffer(count, _abi.HOLDER.size)
@@ -291,7 +308,8 @@ def holders(fd: int) -> List[Dict[str, object]]:
                                       entry_size=_abi.HOLDER.size)
         ioctl(fd, _abi.IOC_HOLDERS, args)
         out = _abi.HOLDERS_ARGS.unpack(args)
-        total = out["holders"] + out["waiters"]  # type: ignore[operator]
+        total = (out["holders"] + out["waiters"]  # type: ignore[operator]
+                 + out["children"])
         if total <= count:
             raw = room.tobytes()
             entries = []

@@ -24,7 +24,7 @@ import os
 import time
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Dict, List, Optional, Type
+from typing import Any, Dict, Iterable, List, Optional, Tuple, Type
 
 from . import _abi, _aio, _handle
 
@@ -54,6 +54,8 @@ class Stat:
     lent: int = 0       #: what open handles lend, part of capacity
     lent_here: int = 0  #: what the handle asked lends (0 in a list)
     ceiling: int = 0    #: 0, or a loans semaphore's largest request
+    depth: int = 0      #: 0 for a root, else levels below its root
+    parent_id: int = 0  #: the parent's id (fdinfo's wsem-id); 0: a root
 
 
 @dataclass(frozen=True)
@@ -66,7 +68,8 @@ class Holder:
     pid: int            #: in the caller's PID namespace; 0 if not visible
     comm: str
     cgroup: str
-    label: str = ""     #: the handle's label (WSEM_IOC_SET_LABEL)
+    label: str = ""     #: the handle's label; a child's name or "[ID]"
+    child: bool = False  #: a child semaphore's weight, not a handle's
 
 
 def _stat(fields: Dict[str, Any]) -> Stat:
@@ -161,6 +164,38 @@ class Semaphore:
             os.close(fd)
             raise _handle.error(e.errno, None) from None
         return cls._adopt(fd, None)
+
+    def create_child(self, name: Optional[str], capacity: int, *,
+                     mode: int = 0o600,
+                     exclusive: bool = False) -> "Semaphore":
+        """A child semaphore of this handle's (which must be open for
+        reading and writing): created with @capacity of its own, or, named
+        and there already with this parent, opened (``exclusive=True``:
+        FileExistsError instead).  Weight acquired on the child is
+        acquired on this semaphore and every ancestor too, at once.
+        @name None makes an anonymous child.  FileExistsError for a name
+        that exists under another parent, OSError ELOOP deeper than
+        DEPTH_MAX levels."""
+        capacity = _handle.u64(capacity, "capacity")
+        flags = _abi.OPEN_CHILD
+        if name is None:
+            if exclusive:
+                raise ValueError("exclusive needs a name")
+            flags |= _abi.OPEN_ANON
+            encoded = None
+            mode = 0
+        else:
+            encoded = _handle.encode_name(name)
+            flags |= _abi.OPEN_CREAT
+            if exclusive:
+                flags |= _abi.OPEN_EXCL
+        fd = _handle.dev_open()
+        try:
+            _handle.bind(fd, encoded, flags, capacity, mode, self.fileno())
+        except OSError as e:
+            os.close(fd)
+            raise _handle.error(e.errno, name) from None
+        return self._adopt(fd, name)
 
     @classmethod
     def from_fd(cls, fd: int) -> "Semaphore":
@@ -356,7 +391,8 @@ class Semaphore:
         return [Holder(weight=d["weight"], age_ns=d["age_ns"],
                        waiting=bool(d["flags"] & _abi.HOLDER_WAITING),
                        pid=d["pid"], comm=d["comm"], cgroup=d["cgroup"],
-                       label=d["label"])
+                       label=d["label"],
+                       child=bool(d["flags"] & _abi.HOLDER_CHILD))
                 for d in entries]
 
     def set_capacity(self, capacity: int) -> None:
@@ -478,6 +514,43 @@ class Hold:
                         ev: Optional[BaseException],
                         tb: Optional[TracebackType]) -> None:
         self.release()
+
+
+def acquire_many(requests: Iterable[Tuple[Semaphore, int]],
+                 timeout: Optional[float] = None) -> bool:
+    """One gang request: each (semaphore, weight) of @requests (1 to
+    MANY_MAX of them, each another semaphore), granted all at once or not
+    at all, each weight then held by its Semaphore's handle; in one place
+    of the arrival order, so no later request is granted before it on any
+    of them.  True once granted.
+
+    @timeout: seconds, after which it gives up and returns False; 0
+    takes them only if all are free at once and nobody is queued before
+    (False otherwise); None waits as long as it takes.
+    """
+    pairs = list(requests)
+    if not 1 <= len(pairs) <= MANY_MAX:
+        raise ValueError(f"acquire_many takes 1 to {MANY_MAX} semaphores")
+    fds = [sem.fileno() for sem, _ in pairs]
+    weights = [_handle.u64(w, "weight") for _, w in pairs]
+    flags = deadline = 0
+    if timeout is not None:
+        if _handle.check_timeout(timeout) == 0:
+            flags = _abi.ACQUIRE_TRY
+        else:
+            flags = _abi.ACQUIRE_DEADLINE
+            deadline = _handle.deadline_after(timeout)
+    try:
+        _handle.acquire_many(fds, weights, flags, deadline)
+    except OSError as e:
+        if e.errno in (errno.ETIMEDOUT, errno.EAGAIN) and timeout is not None:
+            return False
+        raise pairs[0][0]._error(e) from None
+    return True
+
+
+#: How many semaphores one acquire_many() may ask.
+MANY_MAX = _abi.MANY_MAX
 
 
 def unlink(name_or_path: str) -> None:
