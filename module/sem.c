@@ -903,6 +903,7 @@ int wsem_bind(struct wsem_handle *h, struct wsem *sem)
 	 * is published, so that no poller sees @h bound and this unset.
 	 */
 	h->demand_seen = READ_ONCE(sem->demand_seq);
+	/* Pairs with wsem_handle_sem(): a bound handle is seen complete. */
 	smp_store_release(&h->sem, sem);
 	/* @h's; the caller's keeps @sem until then. */
 	kref_get(&sem->ref);
