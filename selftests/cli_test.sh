@@ -1715,8 +1715,8 @@ t_create_parent() {
 	# a grandchild, in ls -l; its weight is its ancestors' too
 	expect 0 wsem create "$P-gk" 2 -p "$P-kid"
 	is depth "$P-gk" 2
-	wsem ls -l | grep -Eq "^$P-gk +2 +0 +0 +2 "
-	wsem ls -l | grep -Eq "^$P-root +8 +0 +0 +0 "
+	wsem ls -l | grep -Eq "^$P-gk +2 +0 +0 +0 +0 +2 "
+	wsem ls -l | grep -Eq "^$P-root +8 +0 +0 +0 +0 +0 "
 	wsem run "$P-gk" -w 2 -- sh -c "wsem stat $P-root --json >$T/r.json
 		wsem stat $P-kid --json >$T/k.json"
 	grep -q '"used":2,' "$T/r.json"
