@@ -53,6 +53,29 @@
  * make sense (a name created must be valid, a stat must add up, a list
  * must be in name order).
  *
+ * Loans (issue 31): the workers lend through their handles (WSEM_IOC_LEND:
+ * 0, a little, the edges of WSEM_CAPACITY_MAX and past it, flags now and
+ * then), raising and lowering what each handle lends, and some semaphores
+ * they create take their capacity from loans (WSEM_OPEN_LOANS: own
+ * capacity 0 and a ceiling; SET_CAPACITY 0 is taken there).  The lending
+ * handles are closed, passed, dup()ed and their workers killed like any
+ * other.  The errors that the arguments decide are checked exactly: flags,
+ * or LOANS without CREAT or ANON, are EINVAL; a capacity above
+ * WSEM_CAPACITY_MAX is EINVAL for root (EPERM is allowed for nobody, who
+ * may not raise); withdrawing (0) never fails on a bound handle.  Every
+ * stat of the new size must add up: a capacity of 0 only with a ceiling,
+ * the loans part of the capacity, what a handle lends part of them, and 0
+ * in a list.  A chaos action forks a lender round: a child alone with an
+ * anonymous semaphore (with or without LOANS) lends through handles of
+ * its own, resizes, withdraws by LEND 0 and by close, has a forked lender
+ * SIGKILLed, a nobody child try to raise (EPERM) and lower a loan, and
+ * keeps an asynchronous request queued throughout; after each step the
+ * capacity must be the model's own plus its loans exactly, a waiter of a
+ * LOANS semaphore within its ceiling never fails (EINVAL), and poll(2)
+ * says POLLRDBAND exactly when used, waiters or queued weight changed
+ * since the last stat (and wakes a poller that sleeps for it).  At the
+ * end nothing is lent anywhere: every capacity is the own one again.
+ *
  * The chaos threads of root workers also set the module parameter spin_ns
  * now and then (0, 1 us, 20 us, 1 ms), so that waiters poll for their grant
  * (or do not) while the rest goes on; the test puts the old value back.
@@ -168,6 +191,14 @@ struct shared {
 	uint64_t mounts;		/* ... successful mounts */
 	uint64_t umounts;		/* ... and unmounts */
 	uint64_t ns_deaths;		/* namespaces made to die */
+	uint64_t lends;			/* LENDs of more than 0 */
+	uint64_t withdrawn;		/* ... and of 0 */
+	uint64_t loans_opened;		/* OPENs with WSEM_OPEN_LOANS */
+	uint64_t rounds;		/* lender rounds finished */
+	uint64_t round_kills;		/* ... lenders SIGKILLed */
+	uint64_t rdband;		/* ... POLLRDBANDs, as modelled */
+	uint64_t woken;			/* ... sleeping pollers woken */
+	uint64_t woken_max_ns;		/* ... the longest such sleep */
 	uint64_t violations;		/* results against the contract */
 	uint32_t stop;			/* set by the namespace's init */
 	uint32_t nnotes;
@@ -474,14 +505,14 @@ static void pool_close(struct rng *r)
 
 enum req {
 	R_OPEN, R_REOPEN, R_ACQUIRE, R_RELEASE, R_SETCAP, R_STAT, R_UNLINK,
-	R_LIST, R_HOLDERS, R_ASYNC, R_IDLE, R_LABEL, R_KILL, R_UNKNOWN, R_GENERIC,
-	R_COUNT
+	R_LIST, R_HOLDERS, R_ASYNC, R_IDLE, R_LABEL, R_KILL, R_LEND, R_UNKNOWN,
+	R_GENERIC, R_COUNT
 };
 
 static const char *const req_name[R_COUNT] = {
 	"OPEN", "REOPEN", "ACQUIRE", "RELEASE", "SET_CAPACITY", "STAT",
 	"UNLINK", "LIST", "HOLDERS", "ASYNC", "WAIT_IDLE", "SET_LABEL", "SET_KILL",
-	"unknown",
+	"LEND", "unknown",
 	"generic",
 };
 
@@ -528,6 +559,9 @@ static bool allowed(enum req q, int err)
 	case R_KILL:
 		return err == EINVAL || err == EFAULT || err == E2BIG ||
 		       err == ESRCH || err == EPERM;
+	case R_LEND:
+		return err == EINVAL || err == EFAULT || err == E2BIG ||
+		       err == EPERM;
 	case R_UNKNOWN:
 		return err == ENOTTY;
 	case R_GENERIC:
@@ -537,14 +571,32 @@ static bool allowed(enum req q, int err)
 	}
 }
 
-/* Does a stat (of a handle, or a list entry) add up? */
-static void check_stat(const struct wsem_stat *st, const char *what)
+/*
+ * Does a stat (of a handle, or a list entry: @list) of @size bytes add up?
+ * Only one of WSEM_STAT_SIZE_VER2 shows the loans and the ceiling: a
+ * capacity of 0 is an older caller's to take on trust.
+ */
+static void check_stat(const struct wsem_stat *st, const char *what,
+		       uint64_t size, bool list)
 {
+	bool v2 = size >= WSEM_STAT_SIZE_VER2;
 	char nb[NOTE_LEN];
 
-	if (!st->capacity || st->capacity > WSEM_CAPACITY_MAX)
+	if ((v2 && !st->capacity && !st->ceiling) ||
+	    st->capacity > WSEM_CAPACITY_MAX)
 		violation("%s: capacity %llu", what,
 			  (unsigned long long)st->capacity);
+	/* The own capacity is 0 only where loans make the capacity. */
+	if (v2 && (st->lent > st->capacity || st->lent_here > st->lent ||
+		   (list && st->lent_here) ||
+		   st->ceiling > WSEM_CAPACITY_MAX ||
+		   (st->capacity == st->lent && !st->ceiling)))
+		violation("%s: capacity %llu lent %llu (%llu here) "
+			  "ceiling %llu", what,
+			  (unsigned long long)st->capacity,
+			  (unsigned long long)st->lent,
+			  (unsigned long long)st->lent_here,
+			  (unsigned long long)st->ceiling);
 	if (st->available != (st->used <= st->capacity ?
 			      st->capacity - st->used : 0))
 		violation("%s: available %llu with capacity %llu used %llu",
@@ -586,6 +638,7 @@ struct step {
 		struct wsem_holders_args who;
 		struct wsem_label_args label;
 		struct wsem_kill_args kill;
+		struct wsem_lend_args lend;
 		uint64_t val;
 	} a;
 	char *out;			/* the argument, where the kernel wrote */
@@ -601,6 +654,7 @@ static const uint64_t ver0[R_COUNT] = {
 	[R_IDLE] = WSEM_ACQUIRE_SIZE_VER0,
 	[R_LABEL] = WSEM_LABEL_SIZE_VER0,
 	[R_KILL] = WSEM_KILL_SIZE_VER0,
+	[R_LEND] = WSEM_LEND_SIZE_VER0,
 };
 
 /* Could the kernel take these acquire (or idle wait) arguments? */
@@ -630,7 +684,8 @@ static int expected_err(const struct step *s, int *alt)
 			   s->q == R_REOPEN || s->q == R_RELEASE ||
 			   s->q == R_SETCAP || s->q == R_HOLDERS ||
 			   s->q == R_ASYNC || s->q == R_IDLE ||
-			   s->q == R_LABEL || s->q == R_KILL;
+			   s->q == R_LABEL || s->q == R_KILL ||
+			   s->q == R_LEND;
 	bool has_size = ver0[s->q] != 0;
 
 	*alt = bound_first ? EINVAL : 0;
@@ -650,6 +705,31 @@ static int expected_err(const struct step *s, int *alt)
 	return 0;
 }
 
+/*
+ * A LEND or an OPEN whose own arguments reached the kernel failed with
+ * @err: what the arguments decide.  Root may always raise a loan, so only
+ * EINVAL is left to it (unbound, flags, a capacity in force too large);
+ * nobody may also meet EPERM, but never for a withdrawal (0).  LOANS
+ * without CREAT or ANON is EINVAL.
+ */
+static void check_loan_err(const struct step *s, int err)
+{
+	const struct wsem_lend_args *l = &s->a.lend;
+	const uint64_t creat = WSEM_OPEN_CREAT | WSEM_OPEN_ANON;
+
+	if (s->q == R_OPEN && s->a.open.flags & WSEM_OPEN_LOANS &&
+	    !(s->a.open.flags & creat) && err != EINVAL)
+		violation("OPEN flags %llx (LOANS alone): %s, not EINVAL",
+			  (unsigned long long)s->a.open.flags, strerror(err));
+	if (s->q != R_LEND || err == EINVAL)
+		return;
+	if (l->flags || !l->capacity || geteuid() == 0 || err != EPERM)
+		violation("LEND flags %llx capacity %llu (uid %u): %s",
+			  (unsigned long long)l->flags,
+			  (unsigned long long)l->capacity, geteuid(),
+			  strerror(err));
+}
+
 /* Check a failure against the contract. */
 static void check_err(const struct step *s, int err)
 {
@@ -657,7 +737,8 @@ static void check_err(const struct step *s, int err)
 
 	if (s->rdonly && (s->q == R_ACQUIRE || s->q == R_RELEASE ||
 			  s->q == R_SETCAP || s->q == R_ASYNC ||
-			  s->q == R_LABEL || s->q == R_KILL)) {
+			  s->q == R_LABEL || s->q == R_KILL ||
+			  s->q == R_LEND)) {
 		if (err != EBADF)
 			violation("%s on a read-only handle: %s",
 				  req_name[s->q], strerror(err));
@@ -695,6 +776,8 @@ static void check_err(const struct step *s, int err)
 		violation("SET_KILL flags %llx pad %u pgid %d: %s, not EINVAL",
 			  (unsigned long long)s->a.kill.flags,
 			  s->a.kill.__pad, s->a.kill.pgid, strerror(err));
+	if (s->kind == P_GOOD && !want)
+		check_loan_err(s, err);
 	if (s->kind != P_GOOD || (s->q != R_ACQUIRE && s->q != R_IDLE) ||
 	    s->usize != WSEM_ACQUIRE_SIZE_VER0)
 		return;
@@ -784,7 +867,8 @@ static void check_ok(const struct step *s, long ret)
 	}
 	if (s->rdonly && (s->q == R_ACQUIRE || s->q == R_RELEASE ||
 			  s->q == R_SETCAP || s->q == R_ASYNC ||
-			  s->q == R_LABEL || s->q == R_KILL)) {
+			  s->q == R_LABEL || s->q == R_KILL ||
+			  s->q == R_LEND)) {
 		violation("%s succeeded on a read-only handle", req_name[s->q]);
 		return;
 	}
@@ -808,11 +892,15 @@ static void check_ok(const struct step *s, long ret)
 			violation("OPEN created capacity %llu",
 				  (unsigned long long)s->a.open.capacity);
 		if (s->a.open.flags & ~(WSEM_OPEN_CREAT | WSEM_OPEN_EXCL |
-					WSEM_OPEN_ANON) || s->a.open.__pad ||
-		    s->a.open.mode & ~0777)
+					WSEM_OPEN_ANON | WSEM_OPEN_LOANS) ||
+		    (s->a.open.flags & WSEM_OPEN_LOANS &&
+		     !(s->a.open.flags & (WSEM_OPEN_CREAT | WSEM_OPEN_ANON))) ||
+		    s->a.open.__pad || s->a.open.mode & ~0777)
 			violation("OPEN accepted flags %llx pad %u mode %o",
 				  (unsigned long long)s->a.open.flags,
 				  s->a.open.__pad, s->a.open.mode);
+		if (s->a.open.flags & WSEM_OPEN_LOANS)
+			add(&sh->loans_opened, 1);
 		break;
 	case R_ACQUIRE:
 		if (!s->a.acq.weight || s->a.acq.weight > WSEM_CAPACITY_MAX)
@@ -825,7 +913,8 @@ static void check_ok(const struct step *s, long ret)
 				  (unsigned long long)s->a.val);
 		break;
 	case R_SETCAP:
-		if (!s->a.val || s->a.val > WSEM_CAPACITY_MAX)
+		/* 0 is a LOANS semaphore's own capacity: it may take. */
+		if (s->a.val > WSEM_CAPACITY_MAX)
 			violation("SET_CAPACITY %llu succeeded",
 				  (unsigned long long)s->a.val);
 		break;
@@ -850,6 +939,13 @@ static void check_ok(const struct step *s, long ret)
 				  (unsigned long long)s->a.kill.flags,
 				  s->a.kill.__pad, s->a.kill.pgid);
 		break;
+	case R_LEND:
+		if (s->a.lend.flags || s->a.lend.capacity > WSEM_CAPACITY_MAX)
+			violation("LEND flags %llx capacity %llu succeeded",
+				  (unsigned long long)s->a.lend.flags,
+				  (unsigned long long)s->a.lend.capacity);
+		add(s->a.lend.capacity ? &sh->lends : &sh->withdrawn, 1);
+		break;
 	case R_UNLINK:
 		if (!spec_name(s->a.unlink.name) || s->a.unlink.flags)
 			violation("UNLINK flags %llx of \"%s\" succeeded",
@@ -862,7 +958,7 @@ static void check_ok(const struct step *s, long ret)
 			violation("STAT of size %llu wrote size %llu",
 				  (unsigned long long)s->usize,
 				  (unsigned long long)st.size);
-		check_stat(&st, "STAT");
+		check_stat(&st, "STAT", s->usize, false);
 		if (s->usize < STAT_SIZE)
 			break;		/* an old caller: the rest is ours */
 		for (i = STAT_SIZE; i < s->usize; i++) {
@@ -886,7 +982,7 @@ static void check_ok(const struct step *s, long ret)
 		for (i = 0; i < n && i < 8; i++) {
 			memcpy(&st, (char *)(uintptr_t)la.stats +
 			       i * la.stat_size, sizeof(st));
-			check_stat(&st, "LIST");
+			check_stat(&st, "LIST", la.stat_size, true);
 			if (st.held)
 				violation("LIST entry held %llu",
 					  (unsigned long long)st.held);
@@ -966,16 +1062,40 @@ static void build_kill(struct rng *r, struct step *s, char *buf, size_t *len)
 	s->bad_tail = tail(r, buf, sizeof(*k), s->usize, len);
 }
 
+/*
+ * LEND: withdraw (0) often, lend a little, or the edges of the largest
+ * capacity and past it; flags now and then.
+ */
+static void build_lend(struct rng *r, struct step *s, char *buf, size_t *len)
+{
+	struct wsem_lend_args *l = &s->a.lend;
+
+	s->cmd = WSEM_IOC_LEND;
+	memset(l, 0, sizeof(*l));
+	l->size = s->usize = pick_size(r, WSEM_LEND_SIZE_VER0);
+	l->flags = chance(r, 92) ? 0 : rnd(r);
+	if (chance(r, 30))
+		l->capacity = 0;
+	else if (chance(r, 60))
+		l->capacity = 1 + below(r, 4);
+	else if (chance(r, 30))
+		l->capacity = WSEM_CAPACITY_MAX - below(r, 3);
+	else
+		l->capacity = pick_weight(r);
+	memcpy(buf, l, sizeof(*l));
+	s->bad_tail = tail(r, buf, sizeof(*l), s->usize, len);
+}
+
 /* Command numbers near ours that must all be ENOTTY. */
 static unsigned int unknown_cmd(struct rng *r)
 {
-	static const unsigned int nrs[] = { 0, 14, 15, 16, 17, 0x7f, 0xff };
+	static const unsigned int nrs[] = { 0, 15, 16, 17, 18, 0x7f, 0xff };
 	static const unsigned int ours[] = {
 		WSEM_IOC_OPEN, WSEM_IOC_REOPEN, WSEM_IOC_ACQUIRE,
 		WSEM_IOC_RELEASE, WSEM_IOC_SET_CAPACITY, WSEM_IOC_STAT,
 		WSEM_IOC_UNLINK, WSEM_IOC_LIST, WSEM_IOC_HOLDERS,
 		WSEM_IOC_ASYNC, WSEM_IOC_WAIT_IDLE, WSEM_IOC_SET_LABEL,
-		WSEM_IOC_SET_KILL,
+		WSEM_IOC_SET_KILL, WSEM_IOC_LEND,
 	};
 	unsigned int dir, size = below(r, 1u << _IOC_SIZEBITS), c;
 
@@ -1007,10 +1127,22 @@ static void build_open(struct rng *r, struct step *s, char *buf,
 
 	s->cmd = WSEM_IOC_OPEN;
 	o->size = s->usize = pick_size(r, WSEM_OPEN_SIZE_VER0);
-	switch (below(r, 8)) {
+	switch (below(r, 10)) {
 	case 0:
 	case 1:
 		o->flags = WSEM_OPEN_CREAT;
+		break;
+	case 8:
+		/* capacity from loans: own 0, @capacity the ceiling */
+		o->flags = WSEM_OPEN_LOANS | (chance(r, 50) ? WSEM_OPEN_ANON :
+					      WSEM_OPEN_CREAT);
+		break;
+	case 9:
+		/* LOANS without CREAT or ANON: EINVAL */
+		o->flags = WSEM_OPEN_LOANS |
+			   (chance(r, 50) ? WSEM_OPEN_EXCL : 0);
+		if (chance(r, 20))
+			o->flags = rnd(r) & 0xf;
 		break;
 	case 2:
 		o->flags = WSEM_OPEN_CREAT | WSEM_OPEN_EXCL;
@@ -1158,7 +1290,8 @@ static void build_list(struct rng *r, struct step *s, struct arena *a,
 	l->count = chance(r, 90) ?
 		counts[below(r, ARRAY_SIZE(counts))] :
 		(uint32_t)rnd(r);
-	l->stat_size = chance(r, 60) ? WSEM_STAT_SIZE_VER0 :
+	l->stat_size = chance(r, 40) ? WSEM_STAT_SIZE_VER0 :
+		chance(r, 35) ? WSEM_STAT_SIZE_VER2 :
 		sizes[below(r, ARRAY_SIZE(sizes))];
 	/*
 	 * The array: the arena's second page (the guard page after it stops
@@ -1236,7 +1369,11 @@ static void fuzz_one(struct rng *r, struct arena *a)
 			    O_CLOEXEC);
 		s.fresh = s.fd >= 0;
 		if (s.fresh && chance(r, 20)) {
-			struct epoll_event ev = { .events = EPOLLIN };
+			/* ... some for the demand event, edge-triggered */
+			struct epoll_event ev = {
+				.events = chance(r, 70) ? EPOLLIN :
+					  EPOLLRDBAND | EPOLLET,
+			};
 
 			epoll_ctl(epfd, EPOLL_CTL_ADD, s.fd, &ev);
 		}
@@ -1277,14 +1414,18 @@ static void fuzz_one(struct rng *r, struct arena *a)
 		s.cmd = WSEM_IOC_SET_CAPACITY;
 		s.a.val = pick_weight(r);
 		memcpy(buf, &s.a.val, 8);
-	} else if (k < 76) {
+	} else if (k < 73) {
 		s.q = R_STAT;
 		s.cmd = WSEM_IOC_STAT;
-		s.usize = pick_size(r, WSEM_STAT_SIZE_VER0);
+		s.usize = pick_size(r, chance(r, 50) ? WSEM_STAT_SIZE_VER0 :
+					  WSEM_STAT_SIZE_VER2);
 		len = s.usize < 8 ? 8 : s.usize > PAGE ? PAGE : s.usize;
 		/* Garbage in, so that whatever the kernel leaves shows. */
 		memset(buf, 0xa5, len);
 		memcpy(buf, &s.usize, 8);
+	} else if (k < 76) {
+		s.q = R_LEND;
+		build_lend(r, &s, buf, &len);
 	} else if (k < 80) {
 		s.q = R_UNLINK;
 		s.cmd = WSEM_IOC_UNLINK;
@@ -1414,6 +1555,7 @@ static bool stopping(void)
  */
 static void fdinfo(int fd)
 {
+	/* A capacity of 0: a LOANS semaphore's, with nothing lent. */
 	unsigned long long cap = 1, used = 0, held = 0;
 	char path[64], buf[1024], *p;
 	ssize_t n;
@@ -1434,7 +1576,7 @@ static void fdinfo(int fd)
 	if (!p)
 		return;		/* unbound, or no longer ours */
 	if (sscanf(p, "wsem-capacity: %llu wsem-used: %llu wsem-held: %llu",
-		   &cap, &used, &held) != 3 || !cap ||
+		   &cap, &used, &held) != 3 ||
 	    cap > WSEM_CAPACITY_MAX || held > used)
 		violation("fdinfo: capacity %llu used %llu held %llu", cap,
 			  used, held);
@@ -2043,6 +2185,513 @@ static void fs_chaos(struct rng *r)
 }
 
 
+/* ---------------------------------------------------------------- */
+/* Lender rounds: loans against an exact model                       */
+
+#define RND_LENDERS	3		/* lending handles of a round */
+#define RND_STEPS	16		/* steps of a round */
+#define RND_WAIT	(1500 * MSEC)	/* SPEC: gone within a second */
+
+/*
+ * A forked child alone with an anonymous semaphore: nobody else can reach
+ * it, so its state is the model's, exactly.
+ */
+struct round {
+	int obs;			/* the creator's handle: stat, resize */
+	int lender[RND_LENDERS];	/* handles that lend, -1 when closed */
+	uint64_t lent[RND_LENDERS];	/* ... what each lends */
+	uint64_t extra;			/* a live forked lender's */
+	uint64_t own, ceiling;		/* own capacity; 0 or ceiling */
+	uint64_t obs_held;		/* weight obs holds: 0 or 1 */
+	int w;				/* a handle with a request */
+	uint64_t weight;		/* ... this weight, */
+	bool queued, held;		/* ... queued, or granted and held */
+	struct wsem_stat last;		/* the last stat through obs */
+	const char *step;		/* the step, for the notes */
+};
+
+static int lend_err(int fd, uint64_t flags, uint64_t capacity)
+{
+	struct wsem_lend_args l = {
+		.size = sizeof(l), .flags = flags, .capacity = capacity,
+	};
+
+	return ioctl(fd, WSEM_IOC_LEND, &l) ? errno : 0;
+}
+
+static int rstat(int fd, struct wsem_stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->size = sizeof(*st);
+	return ioctl(fd, WSEM_IOC_STAT, st) ? errno : 0;
+}
+
+static uint64_t round_lent(const struct round *rd)
+{
+	uint64_t sum = rd->extra;
+	unsigned int i;
+
+	for (i = 0; i < RND_LENDERS; i++)
+		sum += rd->lent[i];
+	return sum;
+}
+
+static uint64_t round_cap(const struct round *rd)
+{
+	return rd->own + round_lent(rd);
+}
+
+/* A call of the round that the model says must give @want gave @got. */
+static void round_expect(const struct round *rd, const char *call, int got,
+			 int want)
+{
+	if (got != want)
+		violation("lender round, %s: %s %s, not %s", rd->step, call,
+			  got ? strerror(got) : "success",
+			  want ? strerror(want) : "success");
+}
+
+/* What is held: obs's unit, and the request of @rd->w once granted. */
+static uint64_t round_used(const struct round *rd)
+{
+	return rd->obs_held + (rd->held ? rd->weight : 0);
+}
+
+/*
+ * After a step: the request of @rd->w ended as the model says (granted
+ * when it fits, else waiting; failed with EINVAL by a shrink only on a
+ * semaphore without a ceiling), and the stat through obs is the model's.
+ * POLLRDBAND is up exactly when used, waiters or queued weight differ
+ * from the last stat (the steps change each at most once).
+ */
+static void round_check(struct round *rd, struct rng *r)
+{
+	uint64_t flags = 0, cap = round_cap(rd);
+	struct pollfd pfd = { .fd = rd->obs, .events = POLLRDBAND };
+	struct wsem_stat st;
+	bool changed;
+	int err, want;
+
+	if (rd->queued) {
+		want = rd->obs_held + rd->weight <= cap ? 0 :
+		       !rd->ceiling && rd->weight > cap ? EINVAL : EINPROGRESS;
+		err = ioctl(rd->w, WSEM_IOC_ASYNC, &flags) ? errno : 0;
+		if (err == EINVAL && rd->ceiling)
+			violation("lender round, %s: a waiter of weight %llu "
+				  "within the ceiling %llu failed (EINVAL)",
+				  rd->step, (unsigned long long)rd->weight,
+				  (unsigned long long)rd->ceiling);
+		else
+			round_expect(rd, "the waiter's collect", err, want);
+		rd->queued = err == EINPROGRESS;
+		rd->held = !err;
+	}
+	if (poll(&pfd, 1, 0) < 0)
+		violation("lender round: poll: %s", strerror(errno));
+	if (rstat(rd->obs, &st)) {
+		violation("lender round: stat: %s", strerror(errno));
+		return;
+	}
+	changed = st.used != rd->last.used || st.waiters != rd->last.waiters ||
+		  st.queued_weight != rd->last.queued_weight;
+	if (changed != !!(pfd.revents & POLLRDBAND))
+		violation("lender round, %s: demand %s, revents %#x",
+			  rd->step, changed ? "changed" : "the same",
+			  pfd.revents);
+	else if (changed)
+		add(&sh->rdband, 1);
+	rd->last = st;
+	if (st.capacity != cap || st.lent != round_lent(rd) ||
+	    st.lent_here || st.ceiling != rd->ceiling ||
+	    st.used != round_used(rd) ||
+	    st.waiters != rd->queued ||
+	    st.queued_weight != (rd->queued ? rd->weight : 0))
+		violation("lender round, %s: capacity %llu lent %llu "
+			  "(here %llu) ceiling %llu used %llu waiters %llu, "
+			  "not %llu %llu 0 %llu %llu %u", rd->step,
+			  (unsigned long long)st.capacity,
+			  (unsigned long long)st.lent,
+			  (unsigned long long)st.lent_here,
+			  (unsigned long long)st.ceiling,
+			  (unsigned long long)st.used,
+			  (unsigned long long)st.waiters,
+			  (unsigned long long)cap,
+			  (unsigned long long)round_lent(rd),
+			  (unsigned long long)rd->ceiling,
+			  (unsigned long long)round_used(rd),
+			  rd->queued);
+	/* Read: nothing is news any more. */
+	pfd.revents = 0;
+	if (chance(r, 30) && poll(&pfd, 1, 0) == 1 &&
+	    pfd.revents & POLLRDBAND)
+		violation("lender round, %s: POLLRDBAND right after a stat",
+			  rd->step);
+}
+
+/* What a lender lends, through its own handle (0 = success). */
+static void round_lend(struct round *rd, unsigned int i, uint64_t v)
+{
+	struct wsem_stat st;
+
+	round_expect(rd, "LEND", lend_err(rd->lender[i], 0, v), 0);
+	rd->lent[i] = v;
+	if (!rstat(rd->lender[i], &st) && st.lent_here != v)
+		violation("lender round, %s: lent_here %llu, not %llu",
+			  rd->step, (unsigned long long)st.lent_here,
+			  (unsigned long long)v);
+}
+
+/*
+ * Bad loans change nothing: flags, a capacity past WSEM_CAPACITY_MAX, a
+ * capacity in force one past it.  A loan that brings it exactly to the
+ * largest capacity takes, and then no resize may raise it.
+ */
+static void round_bad_lend(struct round *rd, struct rng *r, unsigned int i)
+{
+	uint64_t others = round_cap(rd) - rd->lent[i];
+	int fd = rd->lender[i];
+
+	round_expect(rd, "LEND with flags", lend_err(fd, 1ULL << below(r, 64),
+						     1), EINVAL);
+	round_expect(rd, "LEND past the largest capacity",
+		     lend_err(fd, 0, chance(r, 50) ? WSEM_CAPACITY_MAX + 1 :
+			      UINT64_MAX), EINVAL);
+	round_expect(rd, "LEND one past the largest capacity in force",
+		     lend_err(fd, 0, WSEM_CAPACITY_MAX - others + 1), EINVAL);
+	if (rd->queued || rd->held || !chance(r, 50))
+		return;
+	round_lend(rd, i, WSEM_CAPACITY_MAX - others);
+	round_expect(rd, "SET_CAPACITY above the largest in force",
+		     wsem_set_capacity(rd->obs, rd->own + 1) ? errno : 0,
+		     EINVAL);
+	round_lend(rd, i, below(r, 3));
+}
+
+/*
+ * A forked lender: its own handle, a loan, then SIGKILL; its loan must be
+ * gone when it is reaped (SPEC: within a second, RND_WAIT).
+ */
+static void round_killed_lender(struct round *rd, struct rng *r)
+{
+	uint64_t x = 1 + below(r, 4);
+	struct pollfd pfd;
+	struct wsem_stat st;
+	int p[2], fd, err, n;
+	int64_t end;
+	ssize_t got;
+	pid_t pid;
+	char c;
+
+	if (pipe2(p, O_CLOEXEC))
+		return;
+	pid = fork();
+	if (pid == 0) {
+		fd = wsem_reopen(rd->obs, O_CLOEXEC);
+		err = fd < 0 ? errno : lend_err(fd, 0, x);
+		c = err;	/* 0: it lends */
+		if (write(p[1], &c, 1) != 1 || err)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(p[1]);
+	if (pid < 0) {
+		close(p[0]);
+		return;
+	}
+	/* A fork on a debug kernel under load: seconds, at worst. */
+	pfd = (struct pollfd){ .fd = p[0], .events = POLLIN };
+	n = poll(&pfd, 1, 20000);
+	got = n == 1 ? read(p[0], &c, 1) : -1;
+	if (got != 1 || c) {
+		violation("lender round: a forked lender did not lend: %s",
+			  got == 1 ? strerror(c) : n == 1 ? "it died" :
+			  "no word in 20 s");
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		close(p[0]);
+		return;
+	}
+	close(p[0]);
+	rd->extra = x;
+	rd->step = "a forked lender lent";
+	round_check(rd, r);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	add(&sh->round_kills, 1);
+	rd->extra = 0;
+	rd->step = "its lender was SIGKILLed";
+	/* Its file is released before it is reaped; allow SPEC's second. */
+	end = now_ns() + RND_WAIT;
+	while (!rstat(rd->obs, &st) && st.lent != round_lent(rd) &&
+	       now_ns() < end)
+		usleep(1000);
+	round_check(rd, r);
+}
+
+/*
+ * A child turned nobody, with lender @i's handle: raising its loan is
+ * EPERM, lowering it takes.
+ */
+static void round_nobody(struct round *rd, unsigned int i)
+{
+	uint64_t lower = rd->lent[i] ? rd->lent[i] - 1 : 0;
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	if (pid == 0) {
+		if (setgroups(0, NULL) || setgid(NOBODY) || setuid(NOBODY))
+			_exit(1);
+		round_expect(rd, "a raise by nobody",
+			     lend_err(rd->lender[i], 0, rd->lent[i] + 1),
+			     EPERM);
+		round_expect(rd, "a loan lowered by nobody",
+			     lend_err(rd->lender[i], 0, lower), 0);
+		_exit(0);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		return;
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		violation("lender round: nobody's child ended %#x", status);
+	rd->lent[i] = lower;
+}
+
+/*
+ * Wait until the process whose /proc/PID/stat is open at @fd sleeps (it
+ * is in poll(2), its only sleep), for a few seconds at most.
+ */
+static void await_sleep(int fd)
+{
+	int64_t end = now_ns() + 5 * NSEC;
+	char buf[512], *p;
+	ssize_t n;
+
+	while (now_ns() < end) {
+		n = pread(fd, buf, sizeof(buf) - 1, 0);
+		if (n <= 0)
+			return;
+		buf[n] = 0;
+		p = strrchr(buf, ')');
+		if (p && p[1] == ' ' && p[2] == 'S')
+			return;
+		usleep(1000);
+	}
+}
+
+/*
+ * A poller that sleeps for POLLRDBAND wakes when a forked child queues a
+ * request through a handle of its own, once the poller sleeps; the child
+ * keeps it until the poll is over: only the request's own wake-up can end
+ * the poll before its 10 s (then it finds the event, not woken).
+ */
+static void round_poll_wakes(struct round *rd, struct rng *r)
+{
+	struct pollfd pfd = { .fd = rd->obs, .events = POLLRDBAND };
+	struct wsem_acquire_args q = {
+		.size = sizeof(q), .weight = 1, .flags = WSEM_ACQUIRE_ASYNC,
+	};
+	pid_t pid;
+	int n, fd, p[2], me;
+	int64_t t;
+	char c;
+
+	me = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	if (me < 0)
+		return;
+	if (rstat(rd->obs, &rd->last) || pipe2(p, O_CLOEXEC)) {
+		close(me);
+		return;
+	}
+	pid = fork();
+	if (pid == 0) {
+		close(p[1]);
+		await_sleep(me);
+		fd = wsem_reopen(rd->obs, O_CLOEXEC);
+		if (fd >= 0)
+			ioctl(fd, WSEM_IOC_ACQUIRE, &q);
+		/* Until the poll is over: the parent closes its end. */
+		n = read(p[0], &c, 1);
+		_exit(n);
+	}
+	close(p[0]);
+	close(me);
+	if (pid < 0) {
+		close(p[1]);
+		return;
+	}
+	t = now_ns();
+	n = poll(&pfd, 1, 10000);
+	t = now_ns() - t;
+	/* At its timeout poll(2) looks once more: the event, unwoken. */
+	if (n != 1 || !(pfd.revents & POLLRDBAND) || t > 9 * NSEC) {
+		violation("lender round: a poller of POLLRDBAND was not woken "
+			  "by a request (%d, revents %#x, after %lld ms)", n,
+			  pfd.revents, (long long)(t / MSEC));
+	} else {
+		add(&sh->woken, 1);
+		if ((uint64_t)t > __atomic_load_n(&sh->woken_max_ns,
+						  __ATOMIC_RELAXED))
+			__atomic_store_n(&sh->woken_max_ns, t,
+					 __ATOMIC_RELAXED);
+	}
+	close(p[1]);
+	waitpid(pid, NULL, 0);
+	/* Its request came and went: read, then on as before. */
+	rstat(rd->obs, &rd->last);
+	rd->step = "a request came and went";
+	round_check(rd, r);
+}
+
+/* The request of @rd->w: queue one, or release or cancel it. */
+static void round_request(struct round *rd, struct rng *r)
+{
+	uint64_t cap = round_cap(rd), flags = WSEM_ASYNC_CANCEL;
+	uint64_t max = rd->ceiling ? rd->ceiling : cap;
+	int err, want;
+
+	if (rd->held) {
+		rd->step = "the waiter released";
+		round_expect(rd, "RELEASE",
+			     wsem_release(rd->w, rd->weight) ? errno : 0, 0);
+		rd->held = false;
+		return;
+	}
+	if (rd->queued) {
+		rd->step = "the waiter cancelled";
+		round_expect(rd, "cancel",
+			     ioctl(rd->w, WSEM_IOC_ASYNC, &flags) ? errno : 0,
+			     0);
+		rd->queued = false;
+		return;
+	}
+	rd->step = "the waiter queued";
+	rd->weight = 1 + below(r, max + 1);
+	if (rd->ceiling && chance(r, 70))
+		rd->weight = 1 + below(r, rd->ceiling);
+	want = rd->weight > max ? EINVAL :
+	       rd->obs_held + rd->weight <= cap ? 0 : EINPROGRESS;
+	err = wsem_acquire_async(rd->w, rd->weight) ? errno : 0;
+	round_expect(rd, "ACQUIRE_ASYNC", err, want);
+	rd->held = !err;
+	rd->queued = err == EINPROGRESS;
+}
+
+/*
+ * obs takes 1 (TRY: only with nobody queued and room) or gives it back:
+ * the request of @rd->w then waits beside it, and fails by a shrink.
+ */
+static void round_obs(struct round *rd)
+{
+	int want;
+
+	if (rd->obs_held) {
+		rd->step = "obs released";
+		round_expect(rd, "RELEASE", wsem_release(rd->obs, 1) ? errno :
+			     0, 0);
+		rd->obs_held = 0;
+		return;
+	}
+	rd->step = "obs took 1";
+	want = !rd->queued && round_used(rd) + 1 <= round_cap(rd) ? 0 : EAGAIN;
+	round_expect(rd, "TRY 1", wsem_tryacquire(rd->obs, 1) ? errno : 0,
+		     want);
+	rd->obs_held = !want;
+}
+
+static void __attribute__((noreturn)) lender_round(struct rng *r)
+{
+	struct round rd = { .obs = -1, .w = -1, .step = "opened" };
+	struct wsem_open_args o = { .size = sizeof(o) };
+	unsigned int i, n;
+	uint64_t v;
+
+	alarm(90);	/* a round that hangs ends here, with no count */
+	o.flags = WSEM_OPEN_ANON;
+	if (chance(r, 60)) {
+		o.flags |= WSEM_OPEN_LOANS;
+		rd.ceiling = o.capacity = 1 + below(r, 6);
+	} else {
+		rd.own = o.capacity = 1 + below(r, 4);
+	}
+	rd.obs = open("/dev/wsem", O_RDWR | O_CLOEXEC);
+	if (rd.obs < 0 || ioctl(rd.obs, WSEM_IOC_OPEN, &o))
+		_exit(0);	/* ENOSPC, ENOMEM: not a round */
+	rd.w = wsem_reopen(rd.obs, O_CLOEXEC);
+	for (i = 0; i < RND_LENDERS; i++)
+		rd.lender[i] = wsem_reopen(rd.obs, O_CLOEXEC);
+	if (rd.w < 0 || rd.lender[RND_LENDERS - 1] < 0)
+		_exit(0);
+	rstat(rd.obs, &rd.last);
+	round_check(&rd, r);
+	for (n = 0; n < RND_STEPS; n++) {
+		i = below(r, RND_LENDERS);
+		switch (below(r, 13)) {
+		case 0 ... 3:
+			rd.step = "a loan changed";
+			v = below(r, 5);
+			round_lend(&rd, i, v);
+			break;
+		case 4:
+			rd.step = "bad loans";
+			round_bad_lend(&rd, r, i);
+			break;
+		case 5:
+			rd.step = "a resize";
+			v = below(r, 5);
+			if (!v && !rd.ceiling) {
+				round_expect(&rd, "SET_CAPACITY 0",
+					     wsem_set_capacity(rd.obs, 0) ?
+					     errno : 0, EINVAL);
+				break;
+			}
+			round_expect(&rd, "SET_CAPACITY",
+				     wsem_set_capacity(rd.obs, v) ? errno : 0,
+				     0);
+			rd.own = v;
+			break;
+		case 6:
+			rd.step = "a lender closed";
+			close(rd.lender[i]);
+			rd.lent[i] = 0;
+			rd.lender[i] = wsem_reopen(rd.obs, O_CLOEXEC);
+			if (rd.lender[i] < 0)
+				_exit(0);
+			break;
+		case 7:
+			round_killed_lender(&rd, r);
+			continue;
+		case 8:
+			if (geteuid())
+				continue;
+			rd.step = "nobody lowered a loan";
+			round_nobody(&rd, i);
+			break;
+		case 9:
+			round_poll_wakes(&rd, r);
+			continue;
+		case 10:
+			round_obs(&rd);
+			break;
+		default:
+			round_request(&rd, r);
+			break;
+		}
+		round_check(&rd, r);
+	}
+	if (chance(r, 20))
+		raise(SIGKILL);	/* loans die with it, unchecked */
+	/* Every lender gone: nothing lent, the own capacity in force. */
+	for (i = 0; i < RND_LENDERS; i++) {
+		close(rd.lender[i]);
+		rd.lent[i] = 0;
+	}
+	rd.step = "every lender closed";
+	round_check(&rd, r);
+	add(&sh->rounds, 1);
+	_exit(0);
+}
+
 static void chaos_one(struct rng *r)
 {
 	static const char *const spins[] = { "0", "1000", "20000", "1000000" };
@@ -2112,12 +2761,32 @@ static void chaos_one(struct rng *r)
 		 */
 		write_file(TELL_DELAY, tells[below(r, ARRAY_SIZE(tells))]);
 		break;
+	case 95:
+		/* A lender round: a few forks, and on (not many: slow). */
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			children--;
+		if (children >= MAX_CHILDREN)
+			break;
+		pid = fork();
+		if (pid == 0) {
+			struct rng cr = { .s = rnd(r) ^ 0x9e3779b97f4a7c15ULL };
+
+			lender_round(&cr);
+		}
+		if (pid > 0)
+			children++;
+		break;
 	case 84:
 		/* Drain the epoll set: handles bound after they joined it. */
 		{
 			struct epoll_event ev[8];
+			struct pollfd pfd = {
+				.fd = pool_get(r), .events = POLLRDBAND,
+			};
 
 			epoll_wait(epfd, ev, 8, 0);
+			/* ... and a pool handle polled for it: any fd. */
+			poll(&pfd, 1, 0);
 		}
 		break;
 	case 85 ... 94:
@@ -2470,6 +3139,18 @@ TEST_F_TIMEOUT(fuzz, ioctls, 1800)
 	       (unsigned long long)sh->js_epoll,
 	       (unsigned long long)sh->js_shared,
 	       (unsigned long long)sh->js_uring);
+	/* No minimum: a short run (check-debug) may see few of these. */
+	TH_LOG("loans: %llu lends, %llu withdrawn by LEND 0, %llu opens "
+	       "with LOANS; %llu lender rounds (%llu lenders SIGKILLed, "
+	       "%llu POLLRDBANDs as the model said, %llu sleeping pollers "
+	       "woken by one, after %.1f ms at most)",
+	       (unsigned long long)sh->lends,
+	       (unsigned long long)sh->withdrawn,
+	       (unsigned long long)sh->loans_opened,
+	       (unsigned long long)sh->rounds,
+	       (unsigned long long)sh->round_kills,
+	       (unsigned long long)sh->rdband,
+	       (unsigned long long)sh->woken, sh->woken_max_ns / 1e6);
 	EXPECT_LT(0, sh->fs_opened);
 	EXPECT_LT(0, sh->fs_read);
 	EXPECT_LT(0, sh->js_opened);
@@ -2492,6 +3173,16 @@ TEST_F_TIMEOUT(fuzz, ioctls, 1800)
 		EXPECT_EQ(0, list[i].waiters);
 		EXPECT_EQ(0, list[i].queued_weight);
 		EXPECT_EQ(list[i].capacity, list[i].available);
+		/* Every lending handle is gone: so is every loan. */
+		EXPECT_EQ(0, list[i].lent) {
+			TH_LOG("\"%s\" has %llu lent, capacity %llu",
+			       show(list[i].name, nb, sizeof(nb)),
+			       (unsigned long long)list[i].lent,
+			       (unsigned long long)list[i].capacity);
+		}
+		EXPECT_EQ(0, list[i].lent_here);
+		if (!list[i].ceiling)
+			EXPECT_LT(0, list[i].capacity);
 	}
 	for (i = 0; i < NBASE; i++) {
 		memset(&st, 0, sizeof(st));
@@ -2502,6 +3193,15 @@ TEST_F_TIMEOUT(fuzz, ioctls, 1800)
 		}
 		EXPECT_EQ(0, st.waiters);
 		EXPECT_EQ(0, st.queued_weight);
+		/* No loan left: the capacity is the own one, not 0. */
+		EXPECT_EQ(0, st.lent) {
+			TH_LOG("%s has %llu lent, capacity %llu", base[i].name,
+			       (unsigned long long)st.lent,
+			       (unsigned long long)st.capacity);
+		}
+		EXPECT_EQ(0, st.lent_here);
+		EXPECT_EQ(0, st.ceiling);
+		EXPECT_LT(0, st.capacity);
 		/* All of it can be taken, at once, by a newcomer. */
 		EXPECT_EQ(0, wsem_tryacquire(self->witness[i], st.capacity));
 		EXPECT_EQ(0, wsem_release(self->witness[i], st.capacity));
