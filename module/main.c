@@ -205,6 +205,38 @@ static bool wsem_capacity_valid(u64 capacity)
 	return capacity && capacity <= WSEM_CAPACITY_MAX;
 }
 
+/*
+ * The semaphore of handle @fd, for a child of it: a reference for the
+ * caller (wsem_put()), or an ERR_PTR(): -EBADF (no such descriptor, or not
+ * open for reading and writing), -EINVAL (not a bound handle of wsem),
+ * -EACCES (no read and write permission on it), -ELOOP (as deep as a
+ * semaphore may be).
+ */
+static struct wsem *wsem_get_parent(int fd)
+{
+	struct file *file = fget(fd);
+	struct wsem *sem = NULL;
+	int ret = -EBADF;
+
+	if (!file)
+		return ERR_PTR(-EBADF);
+	if (file->f_op == &wsem_fops)
+		sem = wsem_handle_sem(file->private_data);
+	if (!sem)
+		ret = -EINVAL;
+	else if ((file->f_mode & (FMODE_READ | FMODE_WRITE)) !=
+		 (FMODE_READ | FMODE_WRITE))
+		ret = -EBADF;
+	else if (sem->depth >= WSEM_DEPTH_MAX)
+		ret = -ELOOP;
+	else
+		ret = wsem_permission(sem, MAY_READ | MAY_WRITE, true);
+	if (!ret)
+		kref_get(&sem->ref);
+	fput(file);
+	return ret ? ERR_PTR(ret) : sem;
+}
+
 /**
  * wsem_ioctl_open() - WSEM_IOC_OPEN: bind a fresh handle
  * @file: the handle's file: one not open for writing needs only read
@@ -214,41 +246,57 @@ static bool wsem_capacity_valid(u64 capacity)
  *
  * Context: Process context.
  * Return: 0; -EINVAL for bad flags, name, capacity or mode; -EBUSY for a
- * bound handle; else as wsem_ns_open() or wsem_ns_open_anon().
+ * bound handle; for a child, as wsem_get_parent(); else as wsem_ns_open()
+ * or wsem_ns_open_anon().
  */
 static int wsem_ioctl_open(struct file *file, struct wsem_handle *h,
 			   void __user *uarg)
 {
 	const u64 known = WSEM_OPEN_CREAT | WSEM_OPEN_EXCL | WSEM_OPEN_ANON |
-			  WSEM_OPEN_LOANS;
+			  WSEM_OPEN_LOANS | WSEM_OPEN_CHILD;
+	const u64 made = WSEM_OPEN_LOANS | WSEM_OPEN_CHILD;
 	struct wsem_open_args args;
+	struct wsem *parent = NULL;
 	int ret;
 
 	ret = wsem_copy_args(&args, sizeof(args), WSEM_OPEN_SIZE_VER0, uarg);
 	if (ret)
 		return ret;
-	if ((args.flags & ~known) || args.__pad || (args.mode & ~0777))
+	if ((args.flags & ~known) || args.__pad || args.__pad2 ||
+	    (args.mode & ~0777))
+		return -EINVAL;
+	if (!(args.flags & WSEM_OPEN_CHILD) && args.parent_fd)
 		return -EINVAL;
 
 	if (args.flags & WSEM_OPEN_ANON) {
-		if ((args.flags & ~WSEM_OPEN_LOANS) != WSEM_OPEN_ANON ||
-		    args.name[0] || !wsem_capacity_valid(args.capacity))
+		if ((args.flags & ~made) != WSEM_OPEN_ANON || args.name[0] ||
+		    !wsem_capacity_valid(args.capacity))
 			return -EINVAL;
-		return wsem_ns_open_anon(h, args.flags, args.capacity);
+	} else {
+		if (!wsem_name_valid(args.name))
+			return -EINVAL;
+		/* The ceiling and the parent are the creator's to set. */
+		if ((args.flags & made) && !(args.flags & WSEM_OPEN_CREAT))
+			return -EINVAL;
+		if ((args.flags & WSEM_OPEN_CREAT) &&
+		    !wsem_capacity_valid(args.capacity))
+			return -EINVAL;
 	}
-
-	if (!wsem_name_valid(args.name))
-		return -EINVAL;
-	/* The ceiling is the creator's to set, like the capacity. */
-	if ((args.flags & WSEM_OPEN_LOANS) && !(args.flags & WSEM_OPEN_CREAT))
-		return -EINVAL;
-	if ((args.flags & WSEM_OPEN_CREAT) &&
-	    !wsem_capacity_valid(args.capacity))
-		return -EINVAL;
-	return wsem_ns_open(h, args.name, args.flags, args.capacity,
-			    args.mode & ~current_umask(),
-			    file->f_mode & FMODE_WRITE ? MAY_READ | MAY_WRITE :
-			    MAY_READ);
+	if (args.flags & WSEM_OPEN_CHILD) {
+		parent = wsem_get_parent(args.parent_fd);
+		if (IS_ERR(parent))
+			return PTR_ERR(parent);
+	}
+	if (args.flags & WSEM_OPEN_ANON)
+		ret = wsem_ns_open_anon(h, args.flags, args.capacity, parent);
+	else
+		ret = wsem_ns_open(h, args.name, args.flags, args.capacity,
+				   args.mode & ~current_umask(),
+				   file->f_mode & FMODE_WRITE ?
+				   MAY_READ | MAY_WRITE : MAY_READ, parent);
+	if (parent)
+		wsem_put(parent);
+	return ret;
 }
 
 /**
@@ -447,6 +495,104 @@ static int wsem_ioctl_acquire(struct wsem_handle *h, void __user *uarg)
 	if (ret)
 		return ret;
 	return wsem_acquire(h, args.weight, args.flags, clock, deadline);
+}
+
+/*
+ * The handle of one gang entry, for wsem_ioctl_acquire_many(), with its
+ * file in *@file (fput() it); an ERR_PTR() as that function returns.
+ */
+static struct wsem_handle *wsem_many_handle(const struct wsem_many_entry *e,
+					    struct file **file)
+{
+	struct wsem_handle *h;
+	struct wsem *sem;
+
+	*file = NULL;
+	if (e->__pad || !e->weight)
+		return ERR_PTR(-EINVAL);
+	*file = fget(e->fd);
+	if (!*file)
+		return ERR_PTR(-EBADF);
+	h = (*file)->private_data;
+	sem = (*file)->f_op == &wsem_fops ? wsem_handle_sem(h) : NULL;
+	if (!sem)
+		return ERR_PTR(-EINVAL);
+	if (((*file)->f_mode & (FMODE_READ | FMODE_WRITE)) !=
+	    (FMODE_READ | FMODE_WRITE))
+		return ERR_PTR(-EBADF);
+	return h;
+}
+
+/**
+ * wsem_ioctl_acquire_many() - WSEM_IOC_ACQUIRE_MANY
+ * @uarg: struct wsem_many_args
+ *
+ * Each entry's file is held for the call, so its handle stays bound and
+ * nothing of it is released meanwhile.
+ *
+ * Context: Process context, may sleep.
+ * Return: 0; -EINVAL (flags, count, padding, an entry that is no bound
+ * handle, a weight of 0 or too large, a semaphore twice); -EBADF; -E2BIG,
+ * -EFAULT; else as wsem_acquire_many().
+ */
+static int wsem_ioctl_acquire_many(void __user *uarg)
+{
+	const u64 known = WSEM_ACQUIRE_TRY | WSEM_ACQUIRE_DEADLINE |
+			  WSEM_ACQUIRE_CLOCK;
+	struct wsem_handle *hs[WSEM_MANY_MAX];
+	struct wsem_many_entry e[WSEM_MANY_MAX];
+	struct file *files[WSEM_MANY_MAX];
+	struct wsem_acquire_args times;
+	u64 weights[WSEM_MANY_MAX];
+	struct wsem_many_args args;
+	unsigned int i, j, n = 0;
+	ktime_t deadline;
+	clockid_t clock;
+	int ret;
+
+	ret = wsem_copy_args(&args, sizeof(args), WSEM_MANY_SIZE_VER0, uarg);
+	if (ret)
+		return ret;
+	if ((args.flags & ~known) || !args.count ||
+	    args.count > WSEM_MANY_MAX ||
+	    ((args.flags & WSEM_ACQUIRE_TRY) &&
+	     (args.flags & WSEM_ACQUIRE_DEADLINE)) ||
+	    ((args.flags & WSEM_ACQUIRE_CLOCK) &&
+	     !(args.flags & WSEM_ACQUIRE_DEADLINE)))
+		return -EINVAL;
+	times = (struct wsem_acquire_args) {
+		.flags = args.flags,
+		.deadline_ns = args.deadline_ns,
+		.clockid = args.clockid,
+	};
+	ret = wsem_deadline(&times, &clock, &deadline);
+	if (ret)
+		return ret;
+	if (copy_from_user(e, u64_to_user_ptr(args.entries),
+			   args.count * sizeof(e[0])))
+		return -EFAULT;
+
+	for (n = 0; n < args.count; n++) {
+		hs[n] = wsem_many_handle(&e[n], &files[n]);
+		if (IS_ERR(hs[n]))
+			ret = PTR_ERR(hs[n]);
+		for (j = 0; !ret && j < n; j++) {
+			if (hs[j]->sem == hs[n]->sem)
+				ret = -EINVAL;
+		}
+		if (ret) {
+			if (files[n])
+				n++;
+			break;
+		}
+		weights[n] = e[n].weight;
+	}
+	if (!ret)
+		ret = wsem_acquire_many(hs, weights, n, args.flags, clock,
+					deadline);
+	for (i = 0; i < n; i++)
+		fput(files[i]);
+	return ret;
 }
 
 /**
@@ -663,13 +809,16 @@ static int wsem_ioctl_holders(struct file *file, void __user *uarg)
 	ret = wsem_copy_args(&args, sizeof(args), WSEM_HOLDERS_SIZE_VER0, uarg);
 	if (ret)
 		return ret;
-	if (args.flags || (args.count &&
-			   args.entry_size < WSEM_HOLDER_SIZE_VER0))
+	if (args.flags || args.__pad ||
+	    (args.count && args.entry_size < WSEM_HOLDER_SIZE_VER0))
 		return -EINVAL;
 	if (args.entry_size > PAGE_SIZE)
 		return -E2BIG;
 
-	n = wsem_holders(sem, args.count, &out, &args.holders, &args.waiters);
+	/* Child entries only for a caller that can tell them apart. */
+	n = wsem_holders(sem, args.count, &out, &args.holders, &args.waiters,
+			 args.size >= WSEM_HOLDERS_SIZE_VER1 ? &args.children :
+			 NULL);
 	if (n < 0)
 		return n;
 	uent = u64_to_user_ptr(args.entries);
@@ -684,7 +833,9 @@ static int wsem_ioctl_holders(struct file *file, void __user *uarg)
 	}
 	kvfree(out);
 	if (!ret && (put_user(args.holders, &uargs->holders) ||
-		     put_user(args.waiters, &uargs->waiters)))
+		     put_user(args.waiters, &uargs->waiters) ||
+		     (args.size >= WSEM_HOLDERS_SIZE_VER1 &&
+		      put_user(args.children, &uargs->children))))
 		ret = -EFAULT;
 	return ret;
 }
@@ -913,6 +1064,8 @@ static long wsem_file_ioctl(struct file *file, unsigned int cmd,
 		return wsem_ioctl_set_label(h, uarg);
 	case WSEM_CMD(WSEM_IOC_LEND):
 		return wsem_ioctl_lend(h, uarg);
+	case WSEM_CMD(WSEM_IOC_ACQUIRE_MANY):
+		return wsem_ioctl_acquire_many(uarg);
 	case WSEM_CMD(WSEM_IOC_SET_KILL):
 		return wsem_ioctl_set_kill(h, uarg);
 	default:
@@ -1104,7 +1257,9 @@ static int __init wsem_init(void)
 {
 	int ret;
 
-	BUILD_BUG_ON(sizeof(struct wsem_open_args) != WSEM_OPEN_SIZE_VER0);
+	BUILD_BUG_ON(offsetof(struct wsem_open_args, parent_fd) !=
+		     WSEM_OPEN_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct wsem_open_args) != WSEM_OPEN_SIZE_VER1);
 	BUILD_BUG_ON(offsetof(struct wsem_acquire_args, clockid) !=
 		     WSEM_ACQUIRE_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct wsem_acquire_args) !=
@@ -1112,8 +1267,10 @@ static int __init wsem_init(void)
 	BUILD_BUG_ON(offsetof(struct wsem_stat, grants_at_once) !=
 		     WSEM_STAT_SIZE_VER0);
 	BUILD_BUG_ON(offsetof(struct wsem_stat, lent) != WSEM_STAT_SIZE_VER1);
-	BUILD_BUG_ON(sizeof(struct wsem_stat) != WSEM_STAT_SIZE_VER2);
+	BUILD_BUG_ON(offsetof(struct wsem_stat, depth) != WSEM_STAT_SIZE_VER2);
+	BUILD_BUG_ON(sizeof(struct wsem_stat) != WSEM_STAT_SIZE_VER3);
 	BUILD_BUG_ON(sizeof(struct wsem_lend_args) != WSEM_LEND_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct wsem_many_args) != WSEM_MANY_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct wsem_list_args) != WSEM_LIST_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct wsem_unlink_args) != WSEM_UNLINK_SIZE_VER0);
 	BUILD_BUG_ON(offsetof(struct wsem_holder, label) !=
@@ -1121,8 +1278,10 @@ static int __init wsem_init(void)
 	BUILD_BUG_ON(sizeof(struct wsem_holder) != WSEM_HOLDER_SIZE_VER1);
 	BUILD_BUG_ON(sizeof(struct wsem_label_args) != WSEM_LABEL_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct wsem_kill_args) != WSEM_KILL_SIZE_VER0);
-	BUILD_BUG_ON(sizeof(struct wsem_holders_args) !=
+	BUILD_BUG_ON(offsetof(struct wsem_holders_args, children) !=
 		     WSEM_HOLDERS_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct wsem_holders_args) !=
+		     WSEM_HOLDERS_SIZE_VER1);
 
 	ret = wsem_ns_init();
 	if (ret)

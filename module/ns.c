@@ -209,10 +209,14 @@ static void wsem_ns_uncharge(struct wsem *sem)
 static void wsem_ns_free_sem(struct kref *ref)
 {
 	struct wsem *sem = container_of(ref, struct wsem, ref);
+	struct wsem *parent = sem->parent;
 
 	if (sem->wns)
 		wsem_ns_uncharge(sem);
 	wsem_free(sem);
+	/* A parent lives while it has children (at most WSEM_DEPTH_MAX). */
+	if (parent)
+		wsem_put(parent);
 }
 
 /**
@@ -322,9 +326,9 @@ static void wsem_ns_link(struct wsem_ns *wns, struct wsem *sem)
 {
 	lockdep_assert_held(&wns->lock);
 
-	spin_lock(&sem->lock);
+	spin_lock(sem->lock);
 	sem->linked = true;
-	spin_unlock(&sem->lock);
+	spin_unlock(sem->lock);
 	rb_add(&sem->node, &wns->names, wsem_name_less);
 	wns->nr_names++;
 }
@@ -336,9 +340,9 @@ static void wsem_ns_unlink_one(struct wsem_ns *wns, struct wsem *sem)
 
 	rb_erase(&sem->node, &wns->names);
 	wns->nr_names--;
-	spin_lock(&sem->lock);
+	spin_lock(sem->lock);
 	sem->linked = false;
-	spin_unlock(&sem->lock);
+	spin_unlock(sem->lock);
 }
 
 static int wsem_user_cmp(const void *uid, const struct rb_node *node)
@@ -467,13 +471,13 @@ static int wsem_ns_add(struct wsem_ns *wns, struct wsem_handle *h,
 
 /* A new semaphore for the caller's namespace, as WSEM_IOC_OPEN's @flags say. */
 static struct wsem *wsem_ns_alloc(u64 flags, u64 capacity, umode_t mode,
-				  const char *name)
+				  const char *name, struct wsem *parent)
 {
 	struct user_namespace *user_ns = current->nsproxy->ipc_ns->user_ns;
 
 	if (flags & WSEM_OPEN_LOANS)
-		return wsem_alloc(0, capacity, mode, name, user_ns);
-	return wsem_alloc(capacity, 0, mode, name, user_ns);
+		return wsem_alloc(0, capacity, mode, name, user_ns, parent);
+	return wsem_alloc(capacity, 0, mode, name, user_ns, parent);
 }
 
 /**
@@ -486,13 +490,16 @@ static struct wsem *wsem_ns_alloc(u64 flags, u64 capacity, umode_t mode,
  * @mode: permission bits if created, umask applied
  * @mask: MAY_READ | MAY_WRITE, or MAY_READ for a handle that only watches:
  *	what an existing semaphore's mode must grant (wsem_permission())
+ * @parent: the parent of a semaphore this call creates (the caller checked
+ *	it may have children), or NULL; an existing semaphore of that name
+ *	must have that parent
  *
  * Context: Process context; takes the namespace's lock.
  * Return: 0; -EBUSY if @h is bound; -EEXIST, -ENOENT, -EACCES, -ENOSPC or
  * -ENOMEM, and then nothing changed.
  */
 int wsem_ns_open(struct wsem_handle *h, const char *name, u64 flags,
-		 u64 capacity, umode_t mode, int mask)
+		 u64 capacity, umode_t mode, int mask, struct wsem *parent)
 {
 	bool create = flags & WSEM_OPEN_CREAT, created = false;
 	struct wsem *sem, *new = NULL;
@@ -505,7 +512,7 @@ int wsem_ns_open(struct wsem_handle *h, const char *name, u64 flags,
 	if (IS_ERR_OR_NULL(wns))
 		return wns ? PTR_ERR(wns) : -ENOENT;
 	if (create) {
-		new = wsem_ns_alloc(flags, capacity, mode, name);
+		new = wsem_ns_alloc(flags, capacity, mode, name, parent);
 		if (!new) {
 			ret = -ENOMEM;
 			goto out;
@@ -518,7 +525,8 @@ int wsem_ns_open(struct wsem_handle *h, const char *name, u64 flags,
 		ret = new ? wsem_ns_add(wns, h, new) : -ENOENT;
 		created = new && !ret;
 		new = NULL;
-	} else if (create && (flags & WSEM_OPEN_EXCL)) {
+	} else if ((create && (flags & WSEM_OPEN_EXCL)) ||
+		   (parent && sem->parent != parent)) {
 		ret = -EEXIST;
 	} else {
 		ret = wsem_permission(sem, mask, true);
@@ -539,6 +547,7 @@ out:
  * wsem_ns_open_anon() - bind a handle to a new anonymous semaphore
  * @h: an open handle
  * @flags: WSEM_OPEN_ANON, and WSEM_OPEN_LOANS
+ * @parent: its parent, checked by the caller, or NULL
  * @capacity: its capacity (with WSEM_OPEN_LOANS its ceiling, and its own
  *	capacity 0), already checked
  *
@@ -548,7 +557,8 @@ out:
  * Context: Process context; takes the namespace's lock.
  * Return: 0; -EBUSY if @h is bound; -ENOSPC or -ENOMEM.
  */
-int wsem_ns_open_anon(struct wsem_handle *h, u64 flags, u64 capacity)
+int wsem_ns_open_anon(struct wsem_handle *h, u64 flags, u64 capacity,
+		      struct wsem *parent)
 {
 	struct wsem_ns *wns;
 	struct wsem *sem;
@@ -559,7 +569,7 @@ int wsem_ns_open_anon(struct wsem_handle *h, u64 flags, u64 capacity)
 	wns = wsem_ns_get(true);
 	if (IS_ERR(wns))
 		return PTR_ERR(wns);
-	sem = wsem_ns_alloc(flags, capacity, 0600, NULL);
+	sem = wsem_ns_alloc(flags, capacity, 0600, NULL, parent);
 	if (sem) {
 		mutex_lock(&wns->lock);
 		ret = wsem_ns_add(wns, h, sem);

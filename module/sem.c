@@ -47,6 +47,18 @@
  * those that hold after it and did not before, so a release that leaves
  * the semaphore as ready as it was wakes nobody.
  *
+ * Semaphores nest.  A child semaphore has a parent, which may have one, up
+ * to a root: a tree, which shares its root's lock and its root's queue.
+ * Weight granted through a handle bound to a child counts as used on the
+ * child and on every ancestor of it, and goes back to all of them at once.
+ * Every request in a tree needs the root, so the one arrival order of the
+ * tree's queue is the FIFO order of each of its semaphores: the head is
+ * granted when it fits on its semaphore and on each ancestor, and nobody
+ * behind it is granted before it.  A waiter that its own child's capacity
+ * holds back so holds back its whole tree, the price of strict FIFO that
+ * one semaphore pays too.  A change in a tree may change what any of its
+ * semaphores reports to poll(): all of them that have pollers look again.
+ *
  * Who holds and who waits: a handle that comes to hold weight for the
  * first time joins sem->holders, and stays there, holding or not, until it
  * is unbound (so that acquire and release touch no list); every grant
@@ -92,6 +104,7 @@ struct wsem_wake {
 	struct wsem_handle *handles[WSEM_WAKE_BATCH];	/* with a reference */
 	struct wsem *sem;		/* wake its pollers ... */
 	__poll_t events;		/* ... with these, new since the change */
+	bool tree;			/* ... and those of its tree's (a root) */
 	struct list_head parked;	/* parked waiters to free (park_node) */
 };
 
@@ -102,6 +115,7 @@ static __always_inline void wsem_wake_init(struct wsem_wake *wake)
 	wake->nr_tasks = 0;
 	wake->nr_handles = 0;
 	wake->events = 0;
+	wake->tree = false;
 	INIT_LIST_HEAD(&wake->parked);
 }
 
@@ -132,6 +146,28 @@ static void wsem_free_parked(struct wsem_waiter *w)
 }
 
 /*
+ * Wake the pollers and idle waiters of every semaphore of @root's tree,
+ * with @events, under rcu_read_lock() taken before the tree's lock was
+ * dropped: a semaphore that leaves the tree meanwhile (wsem_free()) is
+ * still there to look at, with nobody polling it.  A poller queues itself
+ * before it takes the tree's lock to look, so one that looked before the
+ * change is seen here.
+ */
+static void wsem_wake_tree(struct wsem *root, __poll_t events)
+{
+	struct wsem *s;
+
+	list_for_each_entry_rcu(s, &root->tree, tree_node) {
+		/* Ordered by the tree's lock, as said above. */
+		if (waitqueue_active(&s->pollers))
+			wake_up_poll(&s->pollers, events);
+		/* Likewise. */
+		if (waitqueue_active(&s->idle_waiters))
+			wake_up_all(&s->idle_waiters);
+	}
+}
+
+/*
  * Wake whom @wake's grants ended the wait of, then the pollers; free the
  * parked waiters that nobody comes back for.
  */
@@ -157,6 +193,11 @@ static void wsem_wake_up(struct wsem_wake *wake)
 	list_for_each_entry_safe(w, next, &wake->parked, park_node)
 		wsem_free_parked(w);
 	INIT_LIST_HEAD(&wake->parked);
+	if (unlikely(wake->tree)) {
+		wsem_wake_tree(wake->sem, wake->events);
+		wake->tree = false;
+		wake->events = 0;
+	}
 	if (unlikely(wake->events)) {
 		wake_up_poll(&wake->sem->pollers, wake->events);
 		if (wake->events & EPOLLPRI)
@@ -183,21 +224,43 @@ static bool wsem_fits(const struct wsem *sem, u64 weight)
 	       weight <= sem->capacity - sem->used;
 }
 
+/* Does @weight fit on @sem and on each of its ancestors (its line)? */
+static bool wsem_fits_up(const struct wsem *sem, u64 weight)
+{
+	const struct wsem *s;
+
+	for (s = sem; s; s = s->parent) {
+		if (!wsem_fits(s, weight))
+			return false;
+	}
+	return true;
+}
+
+/* The largest weight a request on @sem may ask for: the least of its line. */
+static u64 wsem_max_weight_up(const struct wsem *sem)
+{
+	const struct wsem *s;
+	u64 max = U64_MAX;
+
+	for (s = sem; s; s = s->parent)
+		max = min(max, wsem_max_weight(s));
+	return max;
+}
+
 /*
  * What poll() reports without an asynchronous request: EPOLLIN while a
- * try-acquire of 1 would succeed (nobody queued, weight free), EPOLLPRI
- * while the semaphore is idle (nothing held, nobody queued).
+ * try-acquire of 1 would succeed (nobody queued in the tree, weight free
+ * on the semaphore and its ancestors), EPOLLPRI while the semaphore is
+ * idle (nothing held on it, nobody queued for it).
  */
 static __poll_t wsem_events(const struct wsem *sem)
 {
 	__poll_t events = 0;
 
-	if (list_empty(&sem->waiters)) {
-		if (wsem_fits(sem, 1))
-			events |= EPOLLIN | EPOLLRDNORM;
-		if (!sem->used)
-			events |= EPOLLPRI;
-	}
+	if (list_empty(&sem->root->waiters) && wsem_fits_up(sem, 1))
+		events |= EPOLLIN | EPOLLRDNORM;
+	if (!sem->used && !sem->nr_waiters)
+		events |= EPOLLPRI;
 	return events;
 }
 
@@ -217,7 +280,7 @@ static void wsem_note_holder(struct wsem_handle *h, struct task_struct *task)
 	struct cgroup *cgrp = task_dfl_cgroup(task);
 #endif
 
-	lockdep_assert_held(&h->sem->lock);
+	lockdep_assert_held(h->sem->lock);
 	h->since = get_jiffies_64();
 	/* A racing prctl(PR_SET_NAME) tears the name at worst. */
 	memcpy(h->comm, task->comm, sizeof(h->comm));
@@ -244,12 +307,16 @@ static void wsem_note_holder(struct wsem_handle *h, struct task_struct *task)
 #endif
 }
 
-/* @task, acquiring through @h, is granted @weight. */
+/* @task, acquiring through @h, is granted @weight, on @sem and above. */
 static void wsem_add_held(struct wsem *sem, struct wsem_handle *h, u64 weight,
 			  struct task_struct *task)
 {
-	sem->used += weight;
-	wsem_note_demand(sem);
+	struct wsem *s;
+
+	for (s = sem; s; s = s->parent) {
+		s->used += weight;
+		wsem_note_demand(s);
+	}
 	if (!h->held) {
 		/* Once on @sem->holders, a handle stays there until unbound. */
 		if (unlikely(list_empty(&h->hold_node)))
@@ -263,26 +330,39 @@ static void wsem_add_held(struct wsem *sem, struct wsem_handle *h, u64 weight,
 /* @h gives back @weight of what it holds. */
 static void wsem_sub_held(struct wsem *sem, struct wsem_handle *h, u64 weight)
 {
+	struct wsem *s;
+
 	if (!weight)
 		return;
-	sem->used -= weight;
+	for (s = sem; s; s = s->parent) {
+		s->used -= weight;
+		wsem_note_demand(s);
+	}
 	h->held -= weight;
-	wsem_note_demand(sem);
 	if (!h->held)
 		sem->nr_holders--;
 }
 
+/*
+ * Queue @w, a request on @sem, at the tail of the tree's queue; it counts
+ * as a waiter of @sem and of each of its ancestors.
+ */
 static void wsem_enqueue(struct wsem *sem, struct wsem_waiter *w)
 {
-	w->head = list_empty(&sem->waiters);
-	list_add_tail(&w->node, &sem->waiters);
-	sem->nr_waiters++;
-	wsem_note_demand(sem);
-	if (sem->nr_waiters > sem->stats.queue_max)
-		sem->stats.queue_max = sem->nr_waiters;
-	if (check_add_overflow(sem->queued_weight, w->weight,
-			       &sem->queued_weight))
-		sem->queued_carry++;
+	struct list_head *queue = &sem->root->waiters;
+	struct wsem *s;
+
+	w->head = list_empty(queue);
+	list_add_tail(&w->node, queue);
+	for (s = sem; s; s = s->parent) {
+		s->nr_waiters++;
+		wsem_note_demand(s);
+		if (s->nr_waiters > s->stats.queue_max)
+			s->stats.queue_max = s->nr_waiters;
+		if (check_add_overflow(s->queued_weight, w->weight,
+				       &s->queued_weight))
+			s->queued_carry++;
+	}
 	trace_wsem_queue(sem->id, w->task->pid, w->weight, sem->nr_waiters);
 }
 
@@ -312,16 +392,29 @@ static void wsem_count_wait(struct wsem *sem, struct wsem_waiter *w,
 	trace_wsem_wait_end(sem->id, w->task->pid, w->weight, result, waited);
 }
 
-/* Take @w off the queue, its wait ended at @now with @result (counted). */
+/* Take @w, a request on @sem, off its tree's queue. */
+static void wsem_dequeue(struct wsem *sem, struct wsem_waiter *w)
+{
+	struct wsem *s;
+
+	list_del(&w->node);
+	for (s = sem; s; s = s->parent) {
+		s->nr_waiters--;
+		wsem_note_demand(s);
+		if (s->queued_weight < w->weight)
+			s->queued_carry--;
+		s->queued_weight -= w->weight;
+	}
+}
+
+/*
+ * Take @w off the queue, its wait ended at @now with @result (counted on
+ * the semaphore it asked through, @sem: its handle's).
+ */
 static void wsem_remove_waiter(struct wsem *sem, struct wsem_waiter *w,
 			       int result, u64 now)
 {
-	list_del(&w->node);
-	sem->nr_waiters--;
-	wsem_note_demand(sem);
-	if (sem->queued_weight < w->weight)
-		sem->queued_carry--;
-	sem->queued_weight -= w->weight;
+	wsem_dequeue(sem, w);
 	wsem_count_wait(sem, w, result, now);
 }
 
@@ -348,7 +441,7 @@ static void wsem_adapt_spin(struct wsem *sem, u64 waited)
 	u64 max = READ_ONCE(spin_ns);
 	u64 budget = sem->spin_budget;
 
-	lockdep_assert_held(&sem->lock);
+	lockdep_assert_held(sem->lock);
 
 	if (waited > max * WSEM_SPIN_SHORT)
 		budget = 0;
@@ -365,17 +458,17 @@ static void wsem_adapt_spin(struct wsem *sem, u64 waited)
 static void wsem_end_wait(struct wsem *sem, struct wsem_waiter *w, int result,
 			  u64 now, struct wsem_wake *wake)
 {
-	lockdep_assert_held(&sem->lock);
+	lockdep_assert_held(sem->lock);
 
 	wsem_remove_waiter(sem, w, result, now);
 	if (!result)
 		wsem_add_held(sem, w->handle, w->weight, w->task);
-	if (!result && w->head && !w->async)
+	if (!result && w->head && !w->async && !w->gang)
 		wsem_adapt_spin(sem, now > w->since ? now - w->since : 0);
 	if (w->async) {
 		refcount_inc(&w->handle->ref);
 		wake->handles[wake->nr_handles++] = w->handle;
-	} else if (!w->parked) {
+	} else if (!w->parked && !w->gang) {
 		wake->tasks[wake->nr_tasks++] = get_task_struct(w->task);
 	}
 	/* Pairs with wsem_wait(), wsem_async_end() and wsem_poll(). */
@@ -391,30 +484,135 @@ static bool wsem_abandoned(const struct wsem_waiter *w)
 	return w->parked && (READ_ONCE(w->task->flags) & PF_EXITING);
 }
 
+/**
+ * struct wsem_gang - one request for weight on several semaphores at once
+ * @task: the requester, who sleeps in wsem_acquire_many()
+ * @nr: how many semaphores
+ * @nr_roots: how many trees they are in
+ * @look: set by a grant walk that found the gang's first part in its tree
+ *	at the head and fitting there (wsem_poke_gang()), under that tree's
+ *	lock; cleared by @task under every tree's lock, when it looks
+ * @fail: 0, or the errno a shrink made its lot (-EINVAL), set like @look
+ * @roots: the roots of the trees, in lock order: by increasing id
+ * @part: one queue entry per semaphore, in its tree's queue; the parts of
+ *	one tree follow each other there, queued at once
+ *
+ * A gang is granted by its own task alone, under the locks of all its
+ * trees, taken in @roots order (spin_lock_nested(), a subclass per tree):
+ * a grant walk of one tree, which holds that tree's lock only, stops at a
+ * gang and, if the gang fits in its tree, wakes the task to look at every
+ * tree (wsem_gang_look()).  All its parts were queued at once under all
+ * those locks, so two gangs are in the same order in every tree they
+ * share, and a wait only ever points at an earlier arrival: no deadlock.
+ */
+struct wsem_gang {
+	struct task_struct *task;
+	unsigned int nr;
+	unsigned int nr_roots;
+	bool look;
+	int fail;
+	struct wsem *roots[WSEM_MANY_MAX];
+	struct wsem_waiter part[WSEM_MANY_MAX];
+};
+
 /*
- * Grant the head of the queue, and the next, while each fits and @wake has
- * room.  Return: true if it stopped for room, with a head that may fit.
+ * Do the parts of @g in @root's tree stand first in its queue, and fit
+ * there together (a part on a child counts on its ancestors too, and two
+ * parts on one line add up)?  The weights are added for the look and
+ * taken off again; u64 arithmetic wraps back exactly.
+ */
+static bool wsem_gang_fits(struct wsem_gang *g, struct wsem *root)
+{
+	struct list_head *pos = &root->waiters;
+	bool fits = true, wrapped = false;
+	struct wsem_waiter *p;
+	struct wsem *s;
+	unsigned int i;
+
+	lockdep_assert_held(root->lock);
+
+	for (i = 0; i < g->nr; i++) {
+		if (g->part[i].handle->sem->root != root)
+			continue;
+		pos = pos->next;
+		if (pos != &g->part[i].node)
+			return false;
+	}
+	for (i = 0, p = g->part; i < g->nr; i++, p++) {
+		if (p->handle->sem->root != root)
+			continue;
+		for (s = p->handle->sem; s; s = s->parent)
+			wrapped |= check_add_overflow(s->used, p->weight,
+						      &s->used);
+	}
+	for (i = 0, p = g->part; i < g->nr; i++, p++) {
+		if (p->handle->sem->root != root)
+			continue;
+		for (s = p->handle->sem; s; s = s->parent)
+			fits &= s->used <= s->capacity;
+	}
+	for (i = 0, p = g->part; i < g->nr; i++, p++) {
+		if (p->handle->sem->root != root)
+			continue;
+		for (s = p->handle->sem; s; s = s->parent)
+			s->used -= p->weight;
+	}
+	return fits && !wrapped;
+}
+
+/*
+ * Have @g's task look at its trees (and end with @fail, if not 0), woken
+ * once @wake is; @wake must have room.  Under one of its trees' locks.
+ */
+static void wsem_poke_gang(struct wsem_gang *g, int fail,
+			   struct wsem_wake *wake)
+{
+	if (fail)
+		WRITE_ONCE(g->fail, fail);
+	if (READ_ONCE(g->look))
+		return;
+	WRITE_ONCE(g->look, true);
+	wake->tasks[wake->nr_tasks++] = get_task_struct(g->task);
+}
+
+/* The semaphore a waiter asked through: its handle's. */
+static struct wsem *wsem_waiter_sem(const struct wsem_waiter *w)
+{
+	return w->handle->sem;
+}
+
+/*
+ * Grant the head of @sem's tree's queue, and the next, while each fits on
+ * the semaphore it asked through and on every ancestor of that one, and
+ * @wake has room.  Return: true if it stopped for room, with a head that
+ * may fit.
  */
 static bool wsem_grant_waiters(struct wsem *sem, struct wsem_wake *wake)
 {
 	struct wsem_waiter *w, *next;
 	u64 now = 0;
 
-	lockdep_assert_held(&sem->lock);
+	lockdep_assert_held(sem->lock);
 
-	list_for_each_entry_safe(w, next, &sem->waiters, node) {
+	list_for_each_entry_safe(w, next, &sem->root->waiters, node) {
 		if (wsem_wake_full(wake))
 			return true;
+		if (unlikely(w->gang)) {
+			/* A gang grants itself, under all its trees' locks. */
+			if (wsem_gang_fits(w->gang, sem->root))
+				wsem_poke_gang(w->gang, 0, wake);
+			break;
+		}
 		if (!now)
 			now = ktime_get_ns();
 		if (unlikely(wsem_abandoned(w))) {
-			wsem_end_wait(sem, w, -EINTR, now, wake);
+			wsem_end_wait(wsem_waiter_sem(w), w, -EINTR, now, wake);
 			list_move(&w->park_node, &wake->parked);
 			continue;
 		}
-		if (!wsem_fits(sem, w->weight))
+		if (!wsem_fits_up(wsem_waiter_sem(w), w->weight))
 			break;
-		wsem_end_wait(sem, w, 0, now, wake);
+		wsem_end_wait(wsem_waiter_sem(w), w, 0, now, wake);
 	}
 	return false;
 }
@@ -428,7 +626,7 @@ static bool wsem_grant_waiters(struct wsem *sem, struct wsem_wake *wake)
  */
 static bool wsem_has_pollers(struct wsem *sem, __poll_t events)
 {
-	lockdep_assert_held(&sem->lock);
+	lockdep_assert_held(sem->lock);
 
 	/* Ordered by @sem->lock, as said above. */
 	if (waitqueue_active(&sem->pollers))
@@ -438,15 +636,50 @@ static bool wsem_has_pollers(struct wsem *sem, __poll_t events)
 }
 
 /*
+ * Which of @sem and its ancestors have pollers, looked at as
+ * wsem_has_pollers() does: bit i for the one i levels up.  Their demand
+ * changed (a grant at once, a request queued) and wsem_tell_demand()
+ * tells them once @sem->lock is dropped.
+ */
+static u32 wsem_demand_pollers(struct wsem *sem)
+{
+	struct wsem *s;
+	u32 mask = 0;
+	int i = 0;
+
+	lockdep_assert_held(sem->lock);
+
+	for (s = sem; s; s = s->parent) {
+		/* Ordered by @sem->lock, as wsem_has_pollers() says. */
+		if (waitqueue_active(&s->pollers))
+			mask |= BIT(i);
+		i++;
+	}
+	return mask;
+}
+
+/* Tell the pollers that wsem_demand_pollers() found in @mask. */
+static void wsem_tell_demand(struct wsem *sem, u32 mask)
+{
+	struct wsem *s;
+
+	for (s = sem; s; s = s->parent) {
+		if (mask & 1)
+			wake_up_poll(&s->pollers, EPOLLRDBAND);
+		mask >>= 1;
+	}
+}
+
+/*
  * A walk that ends waits stopped with @wake full: wake that batch without
  * @sem->lock, then take the lock again for the walk to go on.
  */
 static void wsem_wake_batch(struct wsem *sem, struct wsem_wake *wake)
-	__releases(&sem->lock) __acquires(&sem->lock)
+	__releases(sem->lock) __acquires(sem->lock)
 {
-	spin_unlock(&sem->lock);
+	spin_unlock(sem->lock);
 	wsem_wake_up(wake);
-	spin_lock(&sem->lock);
+	spin_lock(sem->lock);
 }
 
 /*
@@ -459,25 +692,41 @@ static void wsem_wake_batch(struct wsem *sem, struct wsem_wake *wake)
  */
 static void wsem_unlock_and_wake(struct wsem *sem, __poll_t before,
 				 struct wsem_wake *wake)
-	__releases(&sem->lock)
+	__releases(sem->lock)
 {
-	lockdep_assert_held(&sem->lock);
+	lockdep_assert_held(sem->lock);
 
 	while (wsem_grant_waiters(sem, wake))
 		wsem_wake_batch(sem, wake);
+	if (unlikely(!list_is_singular(&sem->root->tree))) {
+		/*
+		 * What changed may change what any semaphore of the tree
+		 * reports: its pollers look again (wsem_wake_tree()).
+		 */
+		wake->events = EPOLLIN | EPOLLRDNORM | EPOLLPRI | EPOLLRDBAND;
+		wake->sem = sem->root;
+		wake->tree = true;
+		/* The tree's semaphores are freed after a grace period. */
+		rcu_read_lock();
+		spin_unlock(sem->lock);
+		wsem_wake_up(wake);
+		rcu_read_unlock();
+		return;
+	}
 	/* Demand changed with all but a resize: worth no look of its own. */
 	wake->events = (wsem_events(sem) & ~before) | EPOLLRDBAND;
 	if (!wsem_has_pollers(sem, wake->events))
 		wake->events = 0;
 	wake->sem = sem;
-	spin_unlock(&sem->lock);
+	spin_unlock(sem->lock);
 	wsem_wake_up(wake);
 }
 
 /*
- * After a shrink: end with -EINVAL the waits of the waiters heavier than
- * the capacity (never a semaphore's with a ceiling, whose waiters are all
- * within it), at *@now (taken at the first of them), while @wake has
+ * After a shrink in @sem's tree: end with -EINVAL the waits of the waiters
+ * heavier than the capacity of the semaphore they asked through or of one
+ * of its ancestors (never one with a ceiling, whose waiters are all within
+ * it), at *@now (taken at the first of them), while @wake has
  * room.  Return: true if it stopped for room, with more of them left.
  */
 static bool wsem_fail_overweight(struct wsem *sem, u64 *now,
@@ -485,16 +734,20 @@ static bool wsem_fail_overweight(struct wsem *sem, u64 *now,
 {
 	struct wsem_waiter *w, *next;
 
-	lockdep_assert_held(&sem->lock);
+	lockdep_assert_held(sem->lock);
 
-	list_for_each_entry_safe(w, next, &sem->waiters, node) {
-		if (w->weight <= wsem_max_weight(sem))
+	list_for_each_entry_safe(w, next, &sem->root->waiters, node) {
+		if (w->weight <= wsem_max_weight_up(wsem_waiter_sem(w)))
 			continue;
 		if (wsem_wake_full(wake))
 			return true;
+		if (unlikely(w->gang)) {
+			wsem_poke_gang(w->gang, -EINVAL, wake);
+			continue;
+		}
 		if (!*now)
 			*now = ktime_get_ns();
-		wsem_end_wait(sem, w, -EINVAL, *now, wake);
+		wsem_end_wait(wsem_waiter_sem(w), w, -EINVAL, *now, wake);
 	}
 	return false;
 }
@@ -508,7 +761,7 @@ static void wsem_resize(struct wsem *sem, u64 capacity, struct wsem_wake *wake)
 {
 	u64 now = 0;
 
-	lockdep_assert_held(&sem->lock);
+	lockdep_assert_held(sem->lock);
 
 	trace_wsem_capacity(sem->id, sem->capacity, capacity);
 	sem->capacity = capacity;
@@ -525,26 +778,37 @@ static void wsem_resize(struct wsem *sem, u64 capacity, struct wsem_wake *wake)
  * @mode: permission bits
  * @name: its name, or NULL for an anonymous semaphore
  * @user_ns: where CAP_IPC_OWNER over it is checked; it takes a reference
+ * @parent: NULL for a root; else the parent, less than WSEM_DEPTH_MAX deep
+ *	(checked by the caller), which the new semaphore holds a reference to
+ *	until it is freed (wsem_put() drops it after wsem_free())
+ *
+ * A child joins its parent's tree: it takes the root's lock for its own,
+ * and its requests queue in the root's queue.
  *
  * Context: Process context, may sleep.
  * Return: the semaphore with one reference (wsem_put()), or NULL when out
  * of memory.
  */
 struct wsem *wsem_alloc(u64 capacity, u64 ceiling, umode_t mode,
-			const char *name, struct user_namespace *user_ns)
+			const char *name, struct user_namespace *user_ns,
+			struct wsem *parent)
 {
 	struct wsem *sem;
 
 	sem = kzalloc(sizeof(*sem), WSEM_GFP);
 	if (!sem)
 		return NULL;
-	sem->id = ida_alloc(&wsem_ida, GFP_KERNEL);
+	sem->id = ida_alloc_min(&wsem_ida, 1, GFP_KERNEL);
 	if (sem->id < 0) {
 		kfree(sem);
 		return NULL;
 	}
 
-	spin_lock_init(&sem->lock);
+	spin_lock_init(&sem->own_lock);
+	sem->lock = &sem->own_lock;
+	sem->root = sem;
+	INIT_LIST_HEAD(&sem->tree);
+	list_add(&sem->tree_node, &sem->tree);
 	sem->capacity = capacity;
 	sem->ceiling = ceiling;
 	INIT_LIST_HEAD(&sem->waiters);
@@ -559,18 +823,38 @@ struct wsem *wsem_alloc(u64 capacity, u64 ceiling, umode_t mode,
 	sem->mode = mode;
 	if (name)
 		strscpy(sem->name, name, sizeof(sem->name));
+	if (parent) {
+		kref_get(&parent->ref);
+		sem->parent = parent;
+		sem->root = parent->root;
+		sem->depth = parent->depth + 1;
+		sem->lock = parent->lock;
+		spin_lock(sem->lock);
+		list_add_tail_rcu(&sem->tree_node, &sem->root->tree);
+		parent->nr_children++;
+		spin_unlock(sem->lock);
+	}
 	return sem;
 }
 
 /**
  * wsem_free() - free a semaphore whose last reference is gone
- * @sem: the semaphore, uncharged (wsem_put() does both)
+ * @sem: the semaphore, uncharged (wsem_put() does both); the caller drops
+ *	its reference to @sem->parent after this
  *
- * Context: Process context; takes no lock of ours.
+ * Context: Process context; takes the tree's lock for a child.
  */
 void wsem_free(struct wsem *sem)
 {
-	WARN_ON_ONCE(!list_empty(&sem->waiters) || sem->used);
+	WARN_ON_ONCE(!list_empty(&sem->waiters) || sem->used ||
+		     sem->nr_waiters);
+	if (sem->parent) {
+		/* Its tree's walkers may see it until a grace period ends. */
+		spin_lock(sem->lock);
+		list_del_rcu(&sem->tree_node);
+		sem->parent->nr_children--;
+		spin_unlock(sem->lock);
+	}
 	put_user_ns(sem->user_ns);
 	ida_free(&wsem_ida, sem->id);
 	/* RCU-walk lookups read it through its inode (wsemfs). */
@@ -653,7 +937,7 @@ void wsem_unbind(struct wsem_handle *h)
 	if (h->relay.func)
 		remove_wait_queue(&sem->pollers, &h->relay);
 	wsem_wake_init(&wake);
-	spin_lock(&sem->lock);
+	spin_lock(sem->lock);
 	before = wsem_events(sem);
 	now = ktime_get_ns();
 	/* Closing cancels a queued request; a granted one is in @h->held. */
@@ -712,9 +996,9 @@ static bool wsem_leave(struct wsem *sem, struct wsem_waiter *w, int why)
 	__poll_t before;
 
 	wsem_wake_init(&wake);
-	spin_lock(&sem->lock);
+	spin_lock(sem->lock);
 	if (w->status != WSEM_WAITING) {
-		spin_unlock(&sem->lock);
+		spin_unlock(sem->lock);
 		return false;
 	}
 	before = wsem_events(sem);
@@ -757,7 +1041,7 @@ static int wsem_park(struct wsem *sem, struct wsem_waiter *w)
 
 	if (!p)
 		return wsem_leave(sem, w, ret) ? ret : READ_ONCE(w->status);
-	spin_lock(&sem->lock);
+	spin_lock(sem->lock);
 	if (w->status == WSEM_WAITING) {
 		*p = *w;
 		p->parked = true;
@@ -769,7 +1053,7 @@ static int wsem_park(struct wsem *sem, struct wsem_waiter *w)
 	} else {
 		ret = w->status;
 	}
-	spin_unlock(&sem->lock);
+	spin_unlock(sem->lock);
 	if (!p)
 		wsem_test_park_pause();
 	kfree(p);
@@ -801,7 +1085,7 @@ static struct wsem_waiter *wsem_find_parked(struct wsem *sem,
 	struct wsem_waiter *w, *next, *mine = NULL;
 	u64 now = 0;
 
-	lockdep_assert_held(&sem->lock);
+	lockdep_assert_held(sem->lock);
 
 	list_for_each_entry_safe(w, next, &h->parked, park_node) {
 		if (w->task == current) {
@@ -825,7 +1109,7 @@ static struct wsem_waiter *wsem_find_parked(struct wsem *sem,
  * if it was still queued.
  */
 static int wsem_drop_parked(struct wsem *sem, struct wsem_waiter *p)
-	__releases(&sem->lock)
+	__releases(sem->lock)
 {
 	int status = p->status;
 	struct wsem_wake wake;
@@ -838,7 +1122,7 @@ static int wsem_drop_parked(struct wsem *sem, struct wsem_waiter *p)
 		wsem_remove_waiter(sem, p, -ECANCELED, ktime_get_ns());
 		wsem_unlock_and_wake(sem, before, &wake);
 	} else {
-		spin_unlock(&sem->lock);
+		spin_unlock(sem->lock);
 	}
 	wsem_free_parked(p);
 	return status;
@@ -927,7 +1211,7 @@ static void wsem_spin(struct wsem *sem, struct wsem_waiter *w,
 static int __sched wsem_wait(struct wsem *sem, struct wsem_handle *h,
 			     struct wsem_waiter *parked, u64 weight,
 			     clockid_t clock, ktime_t *deadline)
-	__releases(&sem->lock)
+	__releases(sem->lock)
 {
 	struct wsem_waiter w = {
 		.task = current,
@@ -936,7 +1220,8 @@ static int __sched wsem_wait(struct wsem *sem, struct wsem_handle *h,
 		.since = ktime_get_ns(),
 		.status = WSEM_WAITING,
 	};
-	bool timed_out = false, head, tell = false;
+	bool timed_out = false, head;
+	u32 tell = 0;
 	int ret;
 
 	if (parked) {
@@ -946,12 +1231,12 @@ static int __sched wsem_wait(struct wsem *sem, struct wsem_handle *h,
 		list_del(&parked->park_node);
 	} else {
 		wsem_enqueue(sem, &w);
-		tell = wsem_has_pollers(sem, EPOLLRDBAND);
+		tell = wsem_demand_pollers(sem);
 	}
-	head = list_is_first(&w.node, &sem->waiters);
-	spin_unlock(&sem->lock);
+	head = list_is_first(&w.node, &sem->root->waiters);
+	spin_unlock(sem->lock);
 	if (tell)
-		wake_up_poll(&sem->pollers, EPOLLRDBAND);
+		wsem_tell_demand(sem, tell);
 
 	if (parked)
 		wsem_free_parked(parked);
@@ -986,7 +1271,7 @@ static void wsem_queue_async(struct wsem *sem, struct wsem_handle *h,
 {
 	struct wsem_waiter *w = &h->async;
 
-	lockdep_assert_held(&sem->lock);
+	lockdep_assert_held(sem->lock);
 
 	w->task = get_task_struct(current);
 	w->handle = h;
@@ -1027,11 +1312,11 @@ int wsem_acquire(struct wsem_handle *h, u64 weight, u64 flags,
 	struct wsem_waiter *p;
 	struct wsem_wake wake;
 	__poll_t before;
-	bool tell;
+	u32 tell;
 	int ret = 0;
 
 again:
-	spin_lock(&sem->lock);
+	spin_lock(sem->lock);
 	p = NULL;
 	if (unlikely(!list_empty(&h->parked))) {
 		wsem_wake_init(&wake);
@@ -1055,21 +1340,22 @@ again:
 			return ret;
 		goto again;
 	}
-	tell = false;
-	if (!weight || weight > wsem_max_weight(sem)) {
+	tell = 0;
+	if (!weight || weight > wsem_max_weight_up(sem)) {
 		ret = -EINVAL;
 	} else if ((flags & WSEM_ACQUIRE_ASYNC) && h->requested) {
 		ret = -EBUSY;
-	} else if (list_empty(&sem->waiters) && wsem_fits(sem, weight)) {
+	} else if (list_empty(&sem->root->waiters) &&
+		   wsem_fits_up(sem, weight)) {
 		wsem_add_held(sem, h, weight, current);
 		sem->stats.grants_at_once++;
 		trace_wsem_grant(sem->id, current->pid, weight, 0);
-		tell = wsem_has_pollers(sem, EPOLLRDBAND);
+		tell = wsem_demand_pollers(sem);
 	} else if (flags & WSEM_ACQUIRE_TRY) {
 		ret = -EAGAIN;
 	} else if (flags & WSEM_ACQUIRE_ASYNC) {
 		wsem_queue_async(sem, h, weight);
-		tell = wsem_has_pollers(sem, EPOLLRDBAND);
+		tell = wsem_demand_pollers(sem);
 		ret = -EINPROGRESS;
 	} else if (until && ktime_compare(deadline, wsem_now(clock)) <= 0) {
 		sem->stats.timeouts++;
@@ -1079,9 +1365,299 @@ again:
 	} else {
 		return wsem_wait(sem, h, NULL, weight, clock, until);
 	}
-	spin_unlock(&sem->lock);
+	spin_unlock(sem->lock);
 	if (tell)
-		wake_up_poll(&sem->pollers, EPOLLRDBAND);
+		wsem_tell_demand(sem, tell);
+	return ret;
+}
+
+/*
+ * Lock every tree of @g, in @g->roots order.  Sparse cannot count locks
+ * taken in a loop: each one is told as released at once, and taken again
+ * before wsem_gang_unlock() drops it.
+ */
+static void wsem_gang_lock(struct wsem_gang *g)
+{
+	unsigned int i;
+
+	for (i = 0; i < g->nr_roots; i++) {
+		spin_lock_nested(g->roots[i]->lock, i);
+		__release(g->roots[i]->lock);
+	}
+}
+
+static void wsem_gang_unlock(struct wsem_gang *g)
+{
+	unsigned int i = g->nr_roots;
+
+	while (i--) {
+		__acquire(g->roots[i]->lock);
+		spin_unlock(g->roots[i]->lock);
+	}
+}
+
+/*
+ * After a gang changed its trees under wsem_gang_lock() and dropped the
+ * locks (@before: each tree's root's events before the change): grant in
+ * each tree whoever fits now, and wake, tree by tree.  The walks need not
+ * follow the change at once: whoever changes a tree in between walks it.
+ */
+static void wsem_gang_walk(struct wsem_gang *g, const __poll_t *before)
+{
+	struct wsem_wake wake;
+	unsigned int i;
+
+	for (i = 0; i < g->nr_roots; i++) {
+		wsem_wake_init(&wake);
+		spin_lock(g->roots[i]->lock);
+		wsem_unlock_and_wake(g->roots[i], before[i], &wake);
+	}
+}
+
+/* Does @g stand first and fit in each of its trees?  Under their locks. */
+static bool wsem_gang_fits_all(struct wsem_gang *g)
+{
+	unsigned int i;
+
+	for (i = 0; i < g->nr_roots; i++) {
+		if (!wsem_gang_fits(g, g->roots[i]))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Under every tree's lock: grant @g if it stands first and fits in each
+ * of its trees, or take it off the queues for @why (a negative errno) if
+ * @why is not 0.  Return: 0 when granted, @why when it left, else
+ * WSEM_WAITING.
+ */
+static int wsem_gang_end(struct wsem_gang *g, int why)
+{
+	struct wsem_wake wake;
+	unsigned int i;
+	u64 now;
+
+	if (!why && !wsem_gang_fits_all(g))
+		return WSEM_WAITING;
+	/* A gang's parts wake nobody: it is its own task that ends it. */
+	wsem_wake_init(&wake);
+	now = ktime_get_ns();
+	for (i = 0; i < g->nr; i++) {
+		struct wsem_waiter *p = &g->part[i];
+
+		wsem_end_wait(p->handle->sem, p, why, now, &wake);
+	}
+	return why;
+}
+
+/*
+ * Look at every tree of @g (after a grant walk asked, wsem_poke_gang()):
+ * grant it if it fits everywhere, or end it if a shrink failed it.
+ * Return: 0, the failure, or WSEM_WAITING.
+ */
+static int wsem_gang_look(struct wsem_gang *g)
+{
+	__poll_t before[WSEM_MANY_MAX];
+	unsigned int i;
+	int ret;
+
+	wsem_gang_lock(g);
+	for (i = 0; i < g->nr_roots; i++)
+		before[i] = wsem_events(g->roots[i]);
+	WRITE_ONCE(g->look, false);
+	ret = wsem_gang_end(g, READ_ONCE(g->fail));
+	wsem_gang_unlock(g);
+	if (ret != WSEM_WAITING)
+		wsem_gang_walk(g, before);
+	return ret;
+}
+
+/*
+ * What @g asks of @sem, through its parts on it and on its descendants
+ * together; U64_MAX if that does not fit in 64 bits.
+ */
+static u64 wsem_gang_need(const struct wsem_gang *g, const struct wsem *sem)
+{
+	const struct wsem_waiter *p;
+	const struct wsem *s;
+	unsigned int i;
+	u64 need = 0;
+
+	for (i = 0, p = g->part; i < g->nr; i++, p++) {
+		for (s = p->handle->sem; s; s = s->parent) {
+			if (s == sem && check_add_overflow(need, p->weight, &need))
+				return U64_MAX;
+		}
+	}
+	return need;
+}
+
+/*
+ * Could @g ever be granted?  Not if what it asks of one of its semaphores
+ * exceeds what that one can ever give (wsem_max_weight()), as a single
+ * request fails that asks more than its line can give.  Under every
+ * tree's lock.
+ */
+static bool wsem_gang_can_fit(const struct wsem_gang *g)
+{
+	const struct wsem_waiter *p;
+	const struct wsem *s;
+	unsigned int i;
+
+	for (i = 0, p = g->part; i < g->nr; i++, p++) {
+		for (s = p->handle->sem; s; s = s->parent) {
+			if (wsem_gang_need(g, s) > wsem_max_weight(s))
+				return false;
+		}
+	}
+	return true;
+}
+
+/* Take @g off its queues for @why, a negative errno; return @why. */
+static int wsem_gang_leave(struct wsem_gang *g, int why)
+{
+	__poll_t before[WSEM_MANY_MAX];
+	unsigned int i;
+
+	wsem_gang_lock(g);
+	for (i = 0; i < g->nr_roots; i++)
+		before[i] = wsem_events(g->roots[i]);
+	wsem_gang_end(g, why);
+	wsem_gang_unlock(g);
+	wsem_gang_walk(g, before);
+	return why;
+}
+
+/*
+ * Queue @g's parts at the tails of their trees' queues, or grant it at
+ * once if every tree's queue is empty and it fits; with WSEM_ACQUIRE_TRY
+ * or a deadline passed, neither.  Return: 0 when granted, -EAGAIN,
+ * -ETIMEDOUT, -EINVAL (more than a semaphore can ever give), or
+ * WSEM_WAITING when queued.
+ */
+static int wsem_gang_queue(struct wsem_gang *g, u64 flags, clockid_t clock,
+			   const ktime_t *deadline)
+{
+	__poll_t before[WSEM_MANY_MAX];
+	bool empty = true;
+	unsigned int i;
+	int ret;
+
+	wsem_gang_lock(g);
+	if (!wsem_gang_can_fit(g)) {
+		wsem_gang_unlock(g);
+		return -EINVAL;
+	}
+	for (i = 0; i < g->nr_roots; i++) {
+		before[i] = wsem_events(g->roots[i]);
+		empty &= list_empty(&g->roots[i]->waiters);
+	}
+	/* Queued for the look: granted at once, or taken off again. */
+	for (i = 0; i < g->nr; i++)
+		wsem_enqueue(g->part[i].handle->sem, &g->part[i]);
+	ret = WSEM_WAITING;
+	if (empty && wsem_gang_fits_all(g)) {
+		for (i = 0; i < g->nr; i++) {
+			struct wsem_waiter *p = &g->part[i];
+			struct wsem *sem = p->handle->sem;
+
+			wsem_dequeue(sem, p);
+			wsem_add_held(sem, p->handle, p->weight, current);
+			sem->stats.grants_at_once++;
+			trace_wsem_grant(sem->id, current->pid, p->weight, 0);
+		}
+		ret = 0;
+	}
+	if (ret == WSEM_WAITING &&
+	    ((flags & WSEM_ACQUIRE_TRY) ||
+	     (deadline && ktime_compare(*deadline, wsem_now(clock)) <= 0))) {
+		/* It never waited: no wait to count, as for one. */
+		for (i = 0; i < g->nr; i++)
+			wsem_dequeue(g->part[i].handle->sem, &g->part[i]);
+		ret = flags & WSEM_ACQUIRE_TRY ? -EAGAIN : -ETIMEDOUT;
+	}
+	wsem_gang_unlock(g);
+	wsem_gang_walk(g, before);
+	return ret;
+}
+
+/**
+ * wsem_acquire_many() - one request for weight on several semaphores
+ * @hs: @n bound handles, each on another semaphore, which the caller keeps
+ *	open meanwhile
+ * @weights: what to ask of each, checked by the caller against what its
+ *	semaphore's line can ever give
+ * @n: 1 .. WSEM_MANY_MAX
+ * @flags: WSEM_ACQUIRE_TRY or _DEADLINE, validated by the caller
+ * @clock: the clock of @deadline
+ * @deadline: absolute deadline on @clock, with WSEM_ACQUIRE_DEADLINE
+ *
+ * The request takes a place at the tail of each of its trees' queues at
+ * once, and is granted all at once, by its own task (struct wsem_gang).
+ * A signal, a stop or task work ends the wait (the call restarts at the
+ * tails if no handler runs); a shrink that leaves a semaphore of it too
+ * small fails it.
+ *
+ * Context: Process context, may sleep unless WSEM_ACQUIRE_TRY.
+ * Return: 0 when granted; -EAGAIN, -ETIMEDOUT, -EINTR, -ERESTARTNOHAND,
+ * -ERESTARTNOINTR, -EINVAL (a shrink), -ENOMEM.
+ */
+int wsem_acquire_many(struct wsem_handle **hs, const u64 *weights,
+		      unsigned int n, u64 flags, clockid_t clock,
+		      ktime_t deadline)
+{
+	ktime_t *until = flags & WSEM_ACQUIRE_DEADLINE ? &deadline : NULL;
+	bool timed_out = false;
+	struct wsem_gang *g;
+	unsigned int i, j;
+	int ret;
+
+	g = kzalloc(sizeof(*g), WSEM_GFP);
+	if (!g)
+		return -ENOMEM;
+	g->task = current;
+	g->nr = n;
+	for (i = 0; i < n; i++) {
+		struct wsem *root = hs[i]->sem->root;
+
+		g->part[i] = (struct wsem_waiter) {
+			.task = current,
+			.handle = hs[i],
+			.weight = weights[i],
+			.since = ktime_get_ns(),
+			.status = WSEM_WAITING,
+			.gang = g,
+		};
+		/* Insert @root into the sorted roots, once. */
+		for (j = 0; j < g->nr_roots && g->roots[j]->id < root->id; j++)
+			;
+		if (j < g->nr_roots && g->roots[j] == root)
+			continue;
+		memmove(&g->roots[j + 1], &g->roots[j],
+			(g->nr_roots - j) * sizeof(g->roots[0]));
+		g->roots[j] = root;
+		g->nr_roots++;
+	}
+
+	ret = wsem_gang_queue(g, flags, clock, until);
+	while (ret == WSEM_WAITING) {
+		set_current_state(TASK_INTERRUPTIBLE);
+		if (READ_ONCE(g->look)) {
+			__set_current_state(TASK_RUNNING);
+			ret = wsem_gang_look(g);
+			continue;
+		}
+		ret = wsem_wait_check(timed_out);
+		if (ret) {
+			__set_current_state(TASK_RUNNING);
+			ret = wsem_gang_leave(g, ret);
+			break;
+		}
+		timed_out = !wsem_sleep(clock, until);
+		ret = WSEM_WAITING;
+	}
+	kfree(g);
 	return ret;
 }
 
@@ -1109,10 +1685,10 @@ int wsem_async_end(struct wsem_handle *h, bool cancel)
 	int ret;
 
 	wsem_wake_init(&wake);
-	spin_lock(&sem->lock);
+	spin_lock(sem->lock);
 	if (!h->requested || (w->status == WSEM_WAITING && !cancel)) {
 		ret = h->requested ? -EINPROGRESS : -ENOENT;
-		spin_unlock(&sem->lock);
+		spin_unlock(sem->lock);
 		return ret;
 	}
 	requester = w->task;
@@ -1124,7 +1700,7 @@ int wsem_async_end(struct wsem_handle *h, bool cancel)
 		ret = 0;
 	} else {
 		ret = cancel && !w->status ? -EALREADY : w->status;
-		spin_unlock(&sem->lock);
+		spin_unlock(sem->lock);
 	}
 	put_task_struct(requester);
 	return ret;
@@ -1157,7 +1733,7 @@ int __sched wsem_wait_idle(struct wsem_handle *h, u64 flags, clockid_t clock,
 	for (;;) {
 		/* Queued before looking: see wsem_unlock_and_wake(). */
 		prepare_to_wait(&sem->idle_waiters, &wait, TASK_INTERRUPTIBLE);
-		spin_lock(&sem->lock);
+		spin_lock(sem->lock);
 		if (h->held || h->requested)
 			ret = -EDEADLK;
 		else if (wsem_events(sem) & EPOLLPRI)
@@ -1166,7 +1742,7 @@ int __sched wsem_wait_idle(struct wsem_handle *h, u64 flags, clockid_t clock,
 			ret = -EAGAIN;
 		else
 			ret = -EBUSY;
-		spin_unlock(&sem->lock);
+		spin_unlock(sem->lock);
 		if (ret != -EBUSY)
 			break;
 		if (fatal_signal_pending(current))
@@ -1200,9 +1776,9 @@ int wsem_release(struct wsem_handle *h, u64 weight)
 	__poll_t before;
 
 	wsem_wake_init(&wake);
-	spin_lock(&sem->lock);
+	spin_lock(sem->lock);
 	if (!weight || weight > h->held) {
-		spin_unlock(&sem->lock);
+		spin_unlock(sem->lock);
 		return -EINVAL;
 	}
 	before = wsem_events(sem);
@@ -1237,10 +1813,10 @@ int wsem_set_capacity(struct wsem *sem, u64 capacity)
 		return -EINVAL;
 
 	wsem_wake_init(&wake);
-	spin_lock(&sem->lock);
+	spin_lock(sem->lock);
 	if ((!capacity && !sem->ceiling) ||
 	    capacity > WSEM_CAPACITY_MAX - sem->lent) {
-		spin_unlock(&sem->lock);
+		spin_unlock(sem->lock);
 		return -EINVAL;
 	}
 	before = wsem_events(sem);
@@ -1272,14 +1848,14 @@ int wsem_lend(struct wsem_handle *h, u64 capacity, bool may_raise)
 	u64 others;
 
 	wsem_wake_init(&wake);
-	spin_lock(&sem->lock);
+	spin_lock(sem->lock);
 	others = sem->capacity - h->lent;
 	if (capacity > h->lent && !may_raise) {
-		spin_unlock(&sem->lock);
+		spin_unlock(sem->lock);
 		return -EPERM;
 	}
 	if (capacity > WSEM_CAPACITY_MAX - others) {
-		spin_unlock(&sem->lock);
+		spin_unlock(sem->lock);
 		return -EINVAL;
 	}
 	before = wsem_events(sem);
@@ -1302,9 +1878,9 @@ void wsem_set_label(struct wsem_handle *h, const char *label)
 {
 	struct wsem *sem = wsem_handle_sem(h);
 
-	spin_lock(&sem->lock);
+	spin_lock(sem->lock);
 	strscpy_pad(h->label, label, sizeof(h->label));
-	spin_unlock(&sem->lock);
+	spin_unlock(sem->lock);
 }
 
 /**
@@ -1335,7 +1911,7 @@ __poll_t wsem_poll(struct wsem *sem, struct wsem_handle *h, struct file *file,
 	__poll_t events;
 
 	poll_wait(file, &sem->pollers, wait);
-	spin_lock(&sem->lock);
+	spin_lock(sem->lock);
 	events = wsem_events(sem);
 	if (h->demand_seen != sem->demand_seq)
 		events |= EPOLLRDBAND;
@@ -1345,7 +1921,7 @@ __poll_t wsem_poll(struct wsem *sem, struct wsem_handle *h, struct file *file,
 		if (smp_load_acquire(&h->async.status) <= 0)
 			events |= EPOLLIN | EPOLLRDNORM;
 	}
-	spin_unlock(&sem->lock);
+	spin_unlock(sem->lock);
 	return events;
 }
 

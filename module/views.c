@@ -47,7 +47,7 @@ void wsem_fill_stat(struct wsem *sem, struct wsem_handle *h,
 	st->gid = from_kgid_munged(ns, READ_ONCE(sem->gid));
 	st->mode = READ_ONCE(sem->mode);
 
-	spin_lock(&sem->lock);
+	spin_lock(sem->lock);
 	st->capacity = sem->capacity;
 	st->used = sem->used;
 	st->available = sem->used <= sem->capacity ?
@@ -67,12 +67,14 @@ void wsem_fill_stat(struct wsem *sem, struct wsem_handle *h,
 	st->lent = sem->lent;
 	st->lent_here = h ? h->lent : 0;
 	st->ceiling = sem->ceiling;
+	st->depth = sem->depth;
+	st->parent_id = sem->parent ? sem->parent->id : 0;
 	if (seen)
 		h->demand_seen = sem->demand_seq;
 	/* Names are for their namespace: none leaks to a container. */
 	if (sem->linked && here)
 		memcpy(st->name, sem->name, sizeof(st->name));
-	spin_unlock(&sem->lock);
+	spin_unlock(sem->lock);
 }
 
 /* One holder or waiter, as wsem_holders() takes it under the lock. */
@@ -83,7 +85,8 @@ struct wsem_who {
 	u64 weight;
 	u64 age_ns;
 	char comm[TASK_COMM_LEN];
-	char label[WSEM_LABEL_MAX];	/* its handle's */
+	char label[WSEM_LABEL_MAX];	/* its handle's, or a child's name */
+	bool child;			/* a child semaphore, not a handle */
 };
 
 /*
@@ -101,6 +104,11 @@ static void wsem_describe(struct wsem_who *who, struct wsem_holder *out)
 
 	out->weight = who->weight;
 	out->age_ns = who->age_ns;
+	if (who->child) {
+		out->flags = WSEM_HOLDER_CHILD;
+		memcpy(out->label, who->label, sizeof(out->label));
+		return;
+	}
 	if (who->task) {
 		out->flags = WSEM_HOLDER_WAITING;
 		out->pid = task_tgid_nr_ns(who->task, pidns);
@@ -142,6 +150,16 @@ static void wsem_describe(struct wsem_who *who, struct wsem_holder *out)
 #endif
 }
 
+/* Is @sem @top, or one of its descendants? */
+static bool wsem_is_below(const struct wsem *sem, const struct wsem *top)
+{
+	for (; sem; sem = sem->parent) {
+		if (sem == top)
+			return true;
+	}
+	return false;
+}
+
 /**
  * wsem_holders() - who holds weight, and who waits, in queue order
  * @sem: the semaphore
@@ -150,6 +168,13 @@ static void wsem_describe(struct wsem_who *who, struct wsem_holder *out)
  *	or NULL if none were
  * @holders: set to the number of handles holding weight
  * @waiters: set to the number of waiters (at most U32_MAX)
+ * @children: set to the number of children that hold weight; NULL to list
+ *	none (a caller that does not know of them)
+ *
+ * The entries: the handles that hold weight, then the waiters for @sem,
+ * its own and its descendants', in the order of its tree's queue, then
+ * the children that hold weight (WSEM_HOLDER_CHILD, what each holds of
+ * @sem, its own holders' and its children's).
  *
  * A snapshot under @sem->lock, with references on the processes and a
  * copy of the handles' labels; pids, commands, labels and cgroup paths
@@ -163,11 +188,12 @@ static void wsem_describe(struct wsem_who *who, struct wsem_holder *out)
  * Return: the number of entries in *@out, or -ENOMEM.
  */
 int wsem_holders(struct wsem *sem, u32 count, struct wsem_holder **out,
-		 u32 *holders, u32 *waiters)
+		 u32 *holders, u32 *waiters, u32 *children)
 {
 	struct wsem_handle *h, *hnext;
 	struct wsem_waiter *w;
 	struct wsem_who *who;
+	struct wsem *c;
 	u64 now, jnow;
 	u32 n = 0, i, room;
 
@@ -179,15 +205,16 @@ int wsem_holders(struct wsem *sem, u32 count, struct wsem_holder **out,
 	 */
 	for (;;) {
 		room = min_t(u64, count, READ_ONCE(sem->nr_holders) +
-			     READ_ONCE(sem->nr_waiters) + 16);
+			     READ_ONCE(sem->nr_waiters) +
+			     READ_ONCE(sem->nr_children) + 16);
 		who = kvcalloc(room, sizeof(*who), WSEM_GFP);
 		if (room && !who)
 			return -ENOMEM;
-		spin_lock(&sem->lock);
-		if (room == count ||
-		    sem->nr_holders + sem->nr_waiters <= room)
+		spin_lock(sem->lock);
+		if (room == count || sem->nr_holders + sem->nr_waiters +
+				     sem->nr_children <= room)
 			break;
-		spin_unlock(&sem->lock);
+		spin_unlock(sem->lock);
 		kvfree(who);
 	}
 	count = room;
@@ -214,9 +241,11 @@ int wsem_holders(struct wsem *sem, u32 count, struct wsem_holder **out,
 		who[n].age_ns = jiffies64_to_nsecs(jnow - h->since);
 		n++;
 	}
-	list_for_each_entry(w, &sem->waiters, node) {
+	list_for_each_entry(w, &sem->root->waiters, node) {
 		if (n == count)
 			break;
+		if (!wsem_is_below(w->handle->sem, sem))
+			continue;
 		get_task_struct(w->task);
 		who[n].task = w->task;
 		memcpy(who[n].label, w->handle->label, sizeof(who[n].label));
@@ -224,7 +253,26 @@ int wsem_holders(struct wsem *sem, u32 count, struct wsem_holder **out,
 		who[n].age_ns = now > w->since ? now - w->since : 0;
 		n++;
 	}
-	spin_unlock(&sem->lock);
+	if (children)
+		*children = 0;
+	list_for_each_entry(c, &sem->root->tree, tree_node) {
+		if (!children)
+			break;
+		if (c->parent != sem || !c->used)
+			continue;
+		++*children;
+		if (n == count)
+			continue;
+		who[n].child = true;
+		who[n].weight = c->used;
+		if (c->linked && wsem_ns_is_current(c->wns))
+			memcpy(who[n].label, c->name, sizeof(who[n].label));
+		else
+			snprintf(who[n].label, sizeof(who[n].label), "[%d]",
+				 c->id);
+		n++;
+	}
+	spin_unlock(sem->lock);
 
 	if (n) {
 		*out = kvcalloc(n, sizeof(**out), WSEM_GFP);
@@ -269,13 +317,14 @@ ssize_t wsem_text(struct wsem *sem, struct wsem_handle *h, char **text)
 {
 	struct wsem_holder *who;
 	struct wsem_stat st = { 0 };
-	u32 holders, waiters;
+	u32 holders, waiters, children;
 	size_t size, len;
 	char *buf;
 	int i, n;
 
 	wsem_fill_stat(sem, h, &st, true);
-	n = wsem_holders(sem, WSEM_TEXT_WHO, &who, &holders, &waiters);
+	n = wsem_holders(sem, WSEM_TEXT_WHO, &who, &holders, &waiters,
+			 &children);
 	if (n < 0)
 		return n;
 	size = 768 + (size_t)n * (WSEM_CGROUP_MAX + WSEM_LABEL_MAX + 128);
@@ -291,15 +340,24 @@ ssize_t wsem_text(struct wsem *sem, struct wsem_handle *h, char **text)
 			"grants_at_once: %llu\ngrants_waited: %llu\n"
 			"timeouts: %llu\ninterrupts: %llu\nshrunk: %llu\n"
 			"wait_ns_total: %llu\nwait_ns_max: %llu\n"
-			"queue_max: %llu\nholders: %u\n",
+			"queue_max: %llu\nlent: %llu\nlent_here: %llu\n"
+			"ceiling: %llu\ndepth: %llu\nparent_id: %llu\n"
+			"holders: %u\n",
 			st.name, st.capacity, st.used, st.available, st.held,
 			st.waiters, st.queued_weight, st.uid, st.gid, st.mode,
 			st.grants_at_once, st.grants_waited, st.timeouts,
 			st.interrupts, st.shrunk, st.wait_ns_total,
-			st.wait_ns_max, st.queue_max, holders);
+			st.wait_ns_max, st.queue_max, st.lent, st.lent_here,
+			st.ceiling, st.depth, st.parent_id, holders);
 	for (i = 0; i < n; i++) {
 		struct wsem_holder *w = &who[i];
 
+		if (w->flags & WSEM_HOLDER_CHILD) {
+			len += scnprintf(buf + len, size - len,
+					 "child: %s weight %llu\n", w->label,
+					 w->weight);
+			continue;
+		}
 		len += scnprintf(buf + len, size - len,
 				 "%s: pid %d weight %llu %s_ns %llu comm %s cgroup %s label %s\n",
 				 w->flags & WSEM_HOLDER_WAITING ? "waiter" :

@@ -29,7 +29,14 @@
  *                         and mmap_lock (faults on the copy out)
  *   wns->users_lock (spin)  one namespace's per-user counts: taken under
  *                         wns->lock to charge, alone to uncharge (ns.c)
- *   sem->lock (spin)      one semaphore: its counters, its wait queue, what
+ *   sem->lock (spin)      one tree of semaphores (a root and its
+ *                         descendants share the root's lock); a gang
+ *                         request (wsem_acquire_many()) alone holds
+ *                         several trees' locks at once, taken in
+ *                         increasing order of their roots' ids with
+ *                         spin_lock_nested() (subclass = rank), dropped
+ *                         in reverse; it protects the trees' counters,
+ *                         the tree's wait queue, what
  *                         its handles hold and their parked waiters
  *   sem->pollers.lock,    the wait queues' own locks: woken after sem->lock
  *   sem->idle_waiters.lock  is dropped, never taken under it; a poller
@@ -110,6 +117,7 @@
 
 #include "compat.h"
 
+struct wsem_gang;
 struct wsem_ns;
 struct wsem_user;
 
@@ -123,7 +131,10 @@ struct wsem_user;
 
 /**
  * struct wsem - one weighted, strictly FIFO counting semaphore
- * @lock: protects the fields up to and including @linked
+ * @lock: the lock of the semaphore's tree, its root's @own_lock; protects
+ *	the fields up to and including @linked, @tree_node and the root's
+ *	@tree
+ * @own_lock: the lock a root lends its tree
  * @capacity: C, the capacity in force: the semaphore's own plus @lent
  * @lent: what the handles bound to it lend (struct wsem_handle @lent)
  * @ceiling: 0; or for a semaphore that takes its capacity from loans
@@ -135,8 +146,12 @@ struct wsem_user;
  * @queued_weight: sum of the weights in @waiters, modulo 2^64
  * @queued_carry: how many times @queued_weight has wrapped; weights are at
  *	most 2^62, so the exact sum is @queued_carry * 2^64 + @queued_weight
- * @nr_waiters: length of @waiters
- * @waiters: struct wsem_waiter, in arrival order; only the head may be granted
+ * @nr_waiters: how many queued requests ask for weight on this semaphore
+ *	(its own handles', and its descendants')
+ * @waiters: in a root, the queue of the whole tree: struct wsem_waiter in
+ *	arrival order, only the head may be granted; empty in a child, whose
+ *	requests queue in its root's, since every request of a tree needs
+ *	the root
  * @linked: @name is in its namespace; written under the namespace's lock
  *	and @lock
  * @holders: struct wsem_handle (hold_node) that held weight since they
@@ -155,6 +170,15 @@ struct wsem_user;
  *	(wsem_adapt_spin()); written under @lock
  * @rcu: the semaphore is freed after a grace period (see the lifetimes
  *	above)
+ * @parent: the semaphore whose capacity this one's weight counts against
+ *	too (holds a reference, dropped when this one is freed), or NULL for a
+ *	root
+ * @root: the root of the tree, itself for a root
+ * @depth: 0 for a root, a child's parent's + 1, at most WSEM_DEPTH_MAX
+ * @nr_children: how many semaphores have this one for parent; under @lock
+ * @tree: in a root, every semaphore of the tree (tree_node), itself first;
+ *	added to under @lock, walked under it or under RCU
+ * @tree_node: in the root's @tree
  * @node: in the name tree of @wns while @linked; protected by @wns->lock
  * @ref: one per bound handle, one for the name while @linked, one per
  *	wsemfs inode; dropped with wsem_put()
@@ -175,7 +199,8 @@ struct wsem_user;
  * namespace's lock, and readers without it use READ_ONCE().
  */
 struct wsem {
-	spinlock_t lock;	/* see the kernel-doc above */
+	spinlock_t *lock;	/* see the kernel-doc above */
+	spinlock_t own_lock;	/* see the kernel-doc above */
 	u64 capacity;
 	u64 lent;
 	u64 ceiling;
@@ -202,6 +227,12 @@ struct wsem {
 	wait_queue_head_t idle_waiters;
 	u32 spin_budget;
 	struct rcu_head rcu;
+	struct wsem *parent;
+	struct wsem *root;
+	u32 depth;
+	u32 nr_children;
+	struct list_head tree;
+	struct list_head tree_node;
 
 	struct rb_node node;
 	struct kref ref;
@@ -235,6 +266,8 @@ struct wsem {
  * @head: a sleeper that was the head of the queue when it queued: the one
  *	that polls, whose wait adapts the semaphore's poll
  * @park_node: in @handle->parked
+ * @gang: the gang request (sem.c's struct wsem_gang) this is one part of,
+ *	or NULL
  *
  * Protected by the lock of the semaphore it waits on.
  */
@@ -249,6 +282,7 @@ struct wsem_waiter {
 	bool parked;
 	bool head;
 	struct list_head park_node;
+	struct wsem_gang *gang;
 };
 
 /* struct wsem_waiter.status until its wait ends (then 0 or -errno) */
@@ -342,13 +376,17 @@ void wsem_js_exit(void);
 
 /* sem.c: the semaphore itself */
 struct wsem *wsem_alloc(u64 capacity, u64 ceiling, umode_t mode,
-			const char *name, struct user_namespace *user_ns);
+			const char *name, struct user_namespace *user_ns,
+			struct wsem *parent);
 void wsem_free(struct wsem *sem);
 int wsem_bind(struct wsem_handle *h, struct wsem *sem);
 void wsem_unbind(struct wsem_handle *h);
 int wsem_acquire(struct wsem_handle *h, u64 weight, u64 flags,
 		 clockid_t clock, ktime_t deadline);
 int wsem_async_end(struct wsem_handle *h, bool cancel);
+int wsem_acquire_many(struct wsem_handle **hs, const u64 *weights,
+		      unsigned int n, u64 flags, clockid_t clock,
+		      ktime_t deadline);
 int wsem_wait_idle(struct wsem_handle *h, u64 flags, clockid_t clock,
 		   ktime_t deadline);
 int wsem_release(struct wsem_handle *h, u64 weight);
@@ -367,13 +405,14 @@ void wsem_sem_exit(void);
 void wsem_fill_stat(struct wsem *sem, struct wsem_handle *h,
 		    struct wsem_stat *st, bool seen);
 int wsem_holders(struct wsem *sem, u32 count, struct wsem_holder **out,
-		 u32 *holders, u32 *waiters);
+		 u32 *holders, u32 *waiters, u32 *children);
 ssize_t wsem_text(struct wsem *sem, struct wsem_handle *h, char **text);
 
 /* ns.c: names, namespaces and their lifetime */
 int wsem_ns_open(struct wsem_handle *h, const char *name, u64 flags,
-		 u64 capacity, umode_t mode, int mask);
-int wsem_ns_open_anon(struct wsem_handle *h, u64 flags, u64 capacity);
+		 u64 capacity, umode_t mode, int mask, struct wsem *parent);
+int wsem_ns_open_anon(struct wsem_handle *h, u64 flags, u64 capacity,
+		      struct wsem *parent);
 int wsem_ns_unlink(const char *name);
 int wsem_ns_list(struct wsem_stat **stats, u32 count, u64 *total);
 void wsem_put(struct wsem *sem);

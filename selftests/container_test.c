@@ -594,6 +594,92 @@ TEST_F(container, sigkill_of_pid1_returns_the_weight)
 }
 
 /*
+ * Job: under the host semaphore it sees at /run/gpu, make a child of its
+ * own (capacity 5, more than the host's 2), and try what a container may:
+ * ret[0] the child's fd, ret[1] acquire 3 on it (the host's 2 bounds it:
+ * EINVAL), ret[2] acquire 2 (granted), ret[3] resize the host semaphore
+ * (EPERM), ret[4] resize its own child to 1 (allowed; nothing revoked),
+ * ret[5] try 1 more (EAGAIN); then hold until "go".
+ */
+static void job_child(const void *arg, int report, int go)
+{
+	struct ct_report r;
+	int parent, kid;
+
+	(void)arg;
+	memset(&r, 0, sizeof(r));
+	parent = open("/run/gpu", O_RDWR | O_CLOEXEC);
+	kid = parent < 0 ? -1 :
+	      wsem_open_child(parent, "mine", O_CREAT | O_EXCL, 0600, 5);
+	r.ret[0] = kid;
+	r.err_of[0] = errno;
+	if (kid >= 0) {
+		r.ret[1] = wsem_tryacquire(kid, 3);
+		r.err_of[1] = errno;
+		r.ret[2] = wsem_acquire(kid, 2);
+		r.err_of[2] = errno;
+		r.ret[3] = wsem_set_capacity(parent, 9);
+		r.err_of[3] = errno;
+		r.ret[4] = wsem_set_capacity(kid, 1);
+		r.err_of[4] = errno;
+		r.ret[5] = wsem_tryacquire(kid, 1);
+		r.err_of[5] = errno;
+		wsem_stat(kid, &r.st);
+	}
+	report_write(report, &r);
+	wait_go(go);
+}
+
+/*
+ * A container (its own user, IPC, PID and mount namespaces) makes a child
+ * of the host semaphore it sees through a bind mount: it can neither take
+ * more than the host's capacity through it nor resize the host's; the
+ * host sees the child's weight as used, and gets it back at the end.
+ */
+TEST_F(container, a_child_of_the_host_limit)
+{
+	struct ct_spec spec = {
+		.binds = { { .src = self->path, .dst = "/run/gpu" },
+			   { .src = "/dev/wsem", .dst = "/dev/wsem" } },
+		.job = job_child,
+	};
+	struct wsem_stat st;
+	struct ct_report r;
+
+	if (!self->ready)
+		return;
+	ASSERT_STARTED(ct_start(self, 0, &spec, &r), r);
+	ASSERT_EQ(0, ct_read(self, 0, &r));
+	ASSERT_EQ(CT_REPORT, r.stage) {
+		TH_LOG("container setup failed: %s: %s", r.what,
+		       strerror(r.err));
+	}
+	ASSERT_LE(0, r.ret[0]) {
+		TH_LOG("wsem_open_child: %s", strerror(r.err_of[0]));
+	}
+	EXPECT_EQ(-1, r.ret[1]);
+	EXPECT_EQ(EINVAL, r.err_of[1]);
+	EXPECT_EQ(0, r.ret[2]);
+	EXPECT_EQ(-1, r.ret[3]);
+	EXPECT_EQ(EPERM, r.err_of[3]);
+	EXPECT_EQ(0, r.ret[4]);
+	EXPECT_EQ(-1, r.ret[5]);
+	EXPECT_EQ(EAGAIN, r.err_of[5]);
+	EXPECT_EQ(1, r.st.depth);
+	EXPECT_EQ(1, r.st.capacity);
+	EXPECT_EQ(2, r.st.used);
+	ASSERT_EQ(0, wsem_stat(self->fd, &st));
+	EXPECT_EQ(2, st.capacity);
+	EXPECT_EQ(2, st.used);
+	EXPECT_EQ(-1, wsem_tryacquire(self->fd, 1));
+	EXPECT_EQ(EAGAIN, errno);
+	EXPECT_EQ(0, ct_end(self, 0));
+	ASSERT_EQ(0, wsem_stat(self->fd, &st));
+	EXPECT_EQ(0, st.used);
+	EXPECT_EQ(0, wsem_tryacquire(self->fd, 2));
+}
+
+/*
  * Three containers queue on the host's semaphore (capacity 2, all held by
  * the host) for 1, 2 and 1: they are served in the order they came, and
  * the last one (1) does not pass the second (2) when 1 is free.

@@ -346,6 +346,43 @@ TEST_F(js, read_acquires_write_releases)
 	EXPECT_EQ(0, close(fd));
 }
 
+/*
+ * A child semaphore's endpoint: its tokens are the child's and count on
+ * the parent too, and the child's capacity bounds them.
+ */
+TEST_F(js, a_child_endpoint_draws_on_the_parent)
+{
+	char kid[WSEM_NAME_MAX], path[192], c;
+	int kfd, fd;
+
+	if (!self->ready)
+		return;
+	snprintf(kid, sizeof(kid), "%.40s.kid", self->name);
+	kfd = wsem_open_child(self->fd, kid, O_CREAT | O_EXCL, 0666, 2);
+	ASSERT_LE(0, kfd);
+	snprintf(path, sizeof(path), "%s/%s/%s", self->dir,
+		 WSEM_JOBSERVER_DIR, kid);
+	fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(1, read(fd, &c, 1));
+	ASSERT_EQ(1, read(fd, &c, 1));
+	EXPECT_EQ(2, used_of(kfd));
+	EXPECT_EQ(2, used_of(self->fd));
+	/* The child is full, though the parent has 2 more. */
+	EXPECT_EQ(-1, read(fd, &c, 1));
+	EXPECT_EQ(EAGAIN, errno);
+	EXPECT_EQ(0, wsem_tryacquire(self->fd, 2));
+	EXPECT_EQ(1, write(fd, "+", 1));
+	EXPECT_EQ(1, used_of(kfd));
+	EXPECT_EQ(3, used_of(self->fd));
+	EXPECT_EQ(0, close(fd));
+	EXPECT_EQ(0, used_of(kfd));
+	EXPECT_EQ(2, used_of(self->fd));
+	EXPECT_EQ(0, wsem_release(self->fd, 2));
+	EXPECT_EQ(0, wsem_unlink(kid));
+	EXPECT_EQ(0, close(kfd));
+}
+
 /* Tokens are the process's: read on one descriptor, written on another. */
 TEST_F(js, read_and_write_on_two_descriptors)
 {

@@ -30,6 +30,7 @@
 #include <sys/mman.h>
 #include <sys/fsuid.h>
 #include <sys/inotify.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -425,9 +426,10 @@ TEST_F(wsemfs, open_rdwr_is_a_working_handle)
 	EXPECT_EQ(0, wsem_acquire(self->fd, CAP));
 }
 
-/* O_RDONLY watches only: stat, poll and read; no acquire, release, resize. */
+/* O_RDONLY watches only: stat, poll, read; no acquire, release, resize, loan. */
 TEST_F(wsemfs, open_rdonly_watches_only)
 {
+	struct wsem_lend_args lend = { .size = sizeof(lend), .capacity = 1 };
 	struct pollfd pfd = { .events = POLLIN };
 	char text[TEXT_MAX];
 	struct wsem_stat st;
@@ -448,6 +450,8 @@ TEST_F(wsemfs, open_rdonly_watches_only)
 	EXPECT_EQ(-1, wsem_release(fd, 1));
 	EXPECT_EQ(EBADF, errno);
 	EXPECT_EQ(-1, wsem_set_capacity(fd, CAP + 1));
+	EXPECT_EQ(EBADF, errno);
+	EXPECT_EQ(-1, ioctl(fd, WSEM_IOC_LEND, &lend));
 	EXPECT_EQ(EBADF, errno);
 	pfd.fd = fd;
 	EXPECT_LE(0, poll(&pfd, 1, 0));

@@ -59,6 +59,20 @@ int wsem_open(const char *name, int oflag, mode_t mode, uint64_t capacity);
 int wsem_open_watch(const char *name, int oflag);
 int wsem_open_anon(uint64_t capacity, int oflag);
 int wsem_reopen(int fd, int oflag);
+
+/*
+ * Limits that nest.  wsem_open_child(): a new semaphore whose parent is
+ * @parent_fd's (a handle open for reading and writing); NULL @name makes
+ * an anonymous child; oflag as wsem_open()'s, O_CREAT implied.  Weight
+ * acquired on a child is acquired on each of its ancestors too, at once.
+ * wsem_acquire_many(): one request for @weights[i] on @fds[i]'s semaphore,
+ * each i (n at most WSEM_MANY_MAX), granted all at once or not at all;
+ * timeout_ns < 0 waits for ever, 0 only tries (EAGAIN).
+ */
+int wsem_open_child(int parent_fd, const char *name, int oflag, mode_t mode,
+		    uint64_t capacity);
+int wsem_acquire_many(const int *fds, const uint64_t *weights, size_t n,
+		      int64_t timeout_ns);
 int wsem_unlink(const char *name);
 
 /* Weight: timeout_ns is relative, measured on CLOCK_MONOTONIC. */

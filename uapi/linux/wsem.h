@@ -54,6 +54,19 @@
  * loans withdrawn included; it never fails for a shrink.
  */
 #define WSEM_OPEN_LOANS		_BITULL(3)
+/*
+ * With CREAT or ANON: a semaphore created by this call is a child of the
+ * semaphore of the handle @parent_fd (open for reading and writing, with
+ * read and write permission on that semaphore).  Weight acquired on a
+ * child is acquired on each of its ancestors too, at once; the requests of
+ * a whole tree queue in one arrival order.  A named semaphore that exists
+ * already must have that parent (else EEXIST).  At most WSEM_DEPTH_MAX
+ * levels below a root (else ELOOP).
+ */
+#define WSEM_OPEN_CHILD		_BITULL(4)
+
+/* How many levels of children a root may have below it. */
+#define WSEM_DEPTH_MAX		8
 
 /**
  * struct wsem_open_args - bind a fresh handle (WSEM_IOC_OPEN)
@@ -65,6 +78,8 @@
  *	masked with the caller's umask
  * @__pad: must be zero
  * @name: the name, NUL-terminated; all zero for ANON
+ * @parent_fd: with WSEM_OPEN_CHILD, a handle on the parent; else zero
+ * @__pad2: must be zero
  */
 struct wsem_open_args {
 	__u64 size;
@@ -73,9 +88,12 @@ struct wsem_open_args {
 	__u32 mode;
 	__u32 __pad;
 	char name[WSEM_NAME_MAX];
+	__s32 parent_fd;
+	__u32 __pad2;
 };
 
 #define WSEM_OPEN_SIZE_VER0	96
+#define WSEM_OPEN_SIZE_VER1	104	/* @parent_fd */
 
 /* struct wsem_acquire_args.flags */
 #define WSEM_ACQUIRE_TRY	_BITULL(0)	/* never sleep: EAGAIN */
@@ -144,9 +162,12 @@ struct wsem_acquire_args {
  * @lent_here: what this handle lends (0 in a list)
  * @ceiling: 0, or for a semaphore that takes its capacity from loans
  *	(WSEM_OPEN_LOANS) the largest weight a request may ask for
+ * @depth: 0 for a root, else how many levels below its root (a child's)
+ * @parent_id: the parent's id (fdinfo's wsem-id), or 0 for a root
  *
  * The statistics (from @grants_at_once on) came with size
- * WSEM_STAT_SIZE_VER1, the loans (from @lent on) with WSEM_STAT_SIZE_VER2;
+ * WSEM_STAT_SIZE_VER1, the loans (from @lent on) with WSEM_STAT_SIZE_VER2,
+ * the tree (from @depth on) with WSEM_STAT_SIZE_VER3;
  * a caller of an older size gets the fields its size holds.
  */
 struct wsem_stat {
@@ -173,11 +194,14 @@ struct wsem_stat {
 	__u64 lent;
 	__u64 lent_here;
 	__u64 ceiling;
+	__u64 depth;
+	__u64 parent_id;
 };
 
 #define WSEM_STAT_SIZE_VER0	136
 #define WSEM_STAT_SIZE_VER1	200
 #define WSEM_STAT_SIZE_VER2	224
+#define WSEM_STAT_SIZE_VER3	240	/* @depth, @parent_id */
 
 /**
  * struct wsem_list_args - list the caller's namespace (WSEM_IOC_LIST)
@@ -223,6 +247,12 @@ struct wsem_unlink_args {
 
 /* struct wsem_holder.flags */
 #define WSEM_HOLDER_WAITING	_BITULL(0)	/* a waiter, not a holder */
+/*
+ * A child semaphore, not a handle: @weight is what it and its own children
+ * hold, @label its name (as the caller's namespace names it) or "[ID]"
+ * (its wsem-id), and no pid, command or cgroup.
+ */
+#define WSEM_HOLDER_CHILD	_BITULL(1)
 
 /**
  * struct wsem_holder - who holds or waits (WSEM_IOC_HOLDERS)
@@ -264,8 +294,12 @@ struct wsem_holder {
  * @count: number of entries @entries has room for
  * @entry_size: the caller's sizeof(struct wsem_holder)
  * @holders: out: handles holding weight
- * @waiters: out: waiters queued; the first min(@count, @holders +
- *	@waiters) entries were written, holders first
+ * @waiters: out: waiters queued, the semaphore's and its descendants'; the
+ *	first min(@count, @holders + @waiters + @children) entries were
+ *	written, holders first, then waiters, then children
+ * @children: out: child semaphores that hold weight (WSEM_HOLDER_CHILD);
+ *	none are listed to a caller whose @size ends before this field
+ * @__pad: zero
  */
 struct wsem_holders_args {
 	__u64 size;
@@ -275,9 +309,12 @@ struct wsem_holders_args {
 	__u32 entry_size;
 	__u32 holders;
 	__u32 waiters;
+	__u32 children;
+	__u32 __pad;
 };
 
 #define WSEM_HOLDERS_SIZE_VER0	40
+#define WSEM_HOLDERS_SIZE_VER1	48	/* @children */
 
 /**
  * struct wsem_label_args - label a handle (WSEM_IOC_SET_LABEL)
@@ -324,6 +361,43 @@ struct wsem_lend_args {
 };
 
 #define WSEM_LEND_SIZE_VER0	24
+
+/* How many semaphores one gang request (WSEM_IOC_ACQUIRE_MANY) may ask. */
+#define WSEM_MANY_MAX		8
+
+/**
+ * struct wsem_many_entry - one semaphore of a gang request
+ * @fd: a handle on it, open for reading and writing
+ * @__pad: zero
+ * @weight: what the request asks of it, granted to that handle
+ */
+struct wsem_many_entry {
+	__s32 fd;
+	__u32 __pad;
+	__u64 weight;
+};
+
+/**
+ * struct wsem_many_args - a gang request (WSEM_IOC_ACQUIRE_MANY)
+ * @size: sizeof(struct wsem_many_args)
+ * @flags: WSEM_ACQUIRE_TRY, or _DEADLINE and _CLOCK, as for
+ *	WSEM_IOC_ACQUIRE (no _ASYNC)
+ * @deadline_ns: as struct wsem_acquire_args's
+ * @clockid: as struct wsem_acquire_args's
+ * @count: 1 .. WSEM_MANY_MAX entries
+ * @entries: user pointer to @count struct wsem_many_entry, each naming
+ *	another semaphore
+ */
+struct wsem_many_args {
+	__u64 size;
+	__u64 flags;
+	__u64 deadline_ns;
+	__u32 clockid;
+	__u32 count;
+	__u64 entries;
+};
+
+#define WSEM_MANY_SIZE_VER0	40
 
 /* WSEM_IOC_REOPEN flags */
 #define WSEM_REOPEN_CLOEXEC	_BITULL(0)
@@ -405,5 +479,19 @@ struct wsem_lend_args {
  * capacity follows demand without polling.
  */
 #define WSEM_IOC_LEND		_IOW(WSEM_IOC_MAGIC, 0x0e, struct wsem_lend_args)
+
+/*
+ * One request for weight on several semaphores at once, granted all at
+ * once or not at all; the weight granted on each belongs to the handle it
+ * was asked through.  It takes one place in the arrival order of each
+ * semaphore's tree, and no later request that needs one of them is granted
+ * before it.  Issued on any handle.  0, or -1 with EINVAL (bad flags,
+ * count, entry, weight of 0 or above what a semaphore or its line can
+ * ever give, the same semaphore twice, a handle that is no bound handle),
+ * EBADF (an entry's fd not open, or not open for reading and writing),
+ * EAGAIN (TRY), ETIMEDOUT, EINTR (a signal: nothing is held from the
+ * call), EFAULT.
+ */
+#define WSEM_IOC_ACQUIRE_MANY	_IOW(WSEM_IOC_MAGIC, 0x0f, struct wsem_many_args)
 
 #endif /* _UAPI_LINUX_WSEM_H */

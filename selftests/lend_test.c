@@ -1,0 +1,452 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Capacity held by a handle (SPEC.md): WSEM_IOC_LEND, WSEM_OPEN_LOANS and
+ * the demand event.
+ *
+ *  - a handle's loan adds to the capacity in force; its withdrawal, by the
+ *    call, a close or the death of the lender (SIGKILL), is a shrink:
+ *    nothing held is taken back, a waiter heavier than what is left fails
+ *    with EINVAL, the others wait until they fit;
+ *  - a semaphore that takes its capacity from loans has an own capacity of
+ *    0 and a ceiling: its waiters within the ceiling wait through any
+ *    withdrawal and are granted when a loan comes back;
+ *  - lending more needs ownership, lending less never does;
+ *  - bad calls fail with the errno that names the cause and change
+ *    nothing;
+ *  - POLLRDBAND tells a handle that demand (used weight, waiters, queued
+ *    weight) changed since it last read the state, and wakes a poller.
+ *
+ * Every test owns a semaphore of its own, anonymous but for the one about
+ * permission, which needs a name to be opened by another user.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <wsem.h>
+
+#include "kselftest_harness.h"
+#include "util.h"
+
+#define LONG_MS		5000	/* a wake-up that must come comes before */
+
+/* WSEM_IOC_LEND on @fd with @flags; 0 or -1 with errno. */
+static int lend_flags(int fd, uint64_t capacity, uint64_t flags)
+{
+	struct wsem_lend_args a = {
+		.size = sizeof(a),
+		.flags = flags,
+		.capacity = capacity,
+	};
+
+	return ioctl(fd, WSEM_IOC_LEND, &a);
+}
+
+static int lend(int fd, uint64_t capacity)
+{
+	return lend_flags(fd, capacity, 0);
+}
+
+/* A handle on a new semaphore opened with @flags (ANON and/or LOANS). */
+static int open_flags(const char *name, uint64_t flags, uint64_t capacity)
+{
+	struct wsem_open_args a = {
+		.size = sizeof(a),
+		.flags = flags,
+		.capacity = capacity,
+		.mode = 0666,
+	};
+	int fd = open("/dev/wsem", O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	if (name)
+		snprintf(a.name, sizeof(a.name), "%s", name);
+	if (ioctl(fd, WSEM_IOC_OPEN, &a)) {
+		int err = errno;
+
+		close(fd);
+		errno = err;
+		return -1;
+	}
+	return fd;
+}
+
+/* A semaphore that takes its capacity from loans, with @ceiling. */
+static int open_loans(uint64_t ceiling)
+{
+	return open_flags(NULL, WSEM_OPEN_ANON | WSEM_OPEN_LOANS, ceiling);
+}
+
+static struct wsem_stat stat_of(int fd)
+{
+	struct wsem_stat st;
+
+	memset(&st, 0xff, sizeof(st));
+	if (wsem_stat(fd, &st))
+		memset(&st, 0xff, sizeof(st));
+	return st;
+}
+
+/* poll() @fd for @events; its revents, 0 on a timeout, -1 on error. */
+static short poll_for(int fd, short events, int timeout_ms)
+{
+	struct pollfd p = { .fd = fd, .events = events };
+
+	if (poll(&p, 1, timeout_ms) < 0)
+		return -1;
+	return p.revents;
+}
+
+FIXTURE(lend) {
+	int fd;		/* a plain semaphore of capacity 2 */
+	int lender;	/* another handle to it */
+};
+
+FIXTURE_SETUP(lend)
+{
+	self->fd = self->lender = -1;
+	if (access("/dev/wsem", F_OK))
+		SKIP(return, "/dev/wsem is missing (module not loaded)");
+	self->fd = wsem_open_anon(2, 0);
+	ASSERT_LE(0, self->fd);
+	self->lender = wsem_reopen(self->fd, 0);
+	ASSERT_LE(0, self->lender);
+}
+
+FIXTURE_TEARDOWN(lend)
+{
+	if (self->lender >= 0)
+		close(self->lender);
+	if (self->fd >= 0)
+		close(self->fd);
+}
+
+/* A loan adds to the capacity; stat shows it, and whose it is. */
+TEST_F(lend, a_loan_adds_to_the_capacity)
+{
+	struct wsem_stat st;
+	char text[2048];
+
+	ASSERT_EQ(0, lend(self->lender, 3));
+	st = stat_of(self->fd);
+	EXPECT_EQ(5, st.capacity);
+	EXPECT_EQ(3, st.lent);
+	EXPECT_EQ(0, st.lent_here);
+	EXPECT_EQ(0, st.ceiling);
+	EXPECT_EQ(3, stat_of(self->lender).lent_here);
+	/* read(2)'s text says the same. */
+	memset(text, 0, sizeof(text));
+	ASSERT_LT(0, pread(self->lender, text, sizeof(text) - 1, 0));
+	EXPECT_NE(NULL, strstr(text, "\ncapacity: 5\n"));
+	EXPECT_NE(NULL, strstr(text, "\nlent: 3\nlent_here: 3\nceiling: 0\n"));
+	EXPECT_EQ(0, wsem_tryacquire(self->fd, 5));
+	EXPECT_EQ(0, wsem_release(self->fd, 5));
+	/* A new loan replaces the handle's old one. */
+	ASSERT_EQ(0, lend(self->lender, 1));
+	st = stat_of(self->fd);
+	EXPECT_EQ(3, st.capacity);
+	EXPECT_EQ(1, st.lent);
+	/* The own capacity is set apart from the loans. */
+	ASSERT_EQ(0, wsem_set_capacity(self->fd, 4));
+	EXPECT_EQ(5, stat_of(self->fd).capacity);
+	ASSERT_EQ(0, lend(self->lender, 0));
+	st = stat_of(self->fd);
+	EXPECT_EQ(4, st.capacity);
+	EXPECT_EQ(0, st.lent);
+}
+
+/*
+ * Closing the lender withdraws its loan as a shrink: the weight held stays
+ * held, no grant happens until it fits again, and a waiter heavier than
+ * the capacity left fails with EINVAL while a lighter one waits.
+ */
+TEST_F(lend, a_close_withdraws_the_loan_as_a_shrink)
+{
+	int heavy = wsem_reopen(self->fd, 0), light = wsem_reopen(self->fd, 0);
+	struct wsem_stat st;
+
+	ASSERT_LE(0, heavy);
+	ASSERT_LE(0, light);
+	ASSERT_EQ(0, lend(self->lender, 4));
+	ASSERT_EQ(0, wsem_acquire(self->fd, 6));
+	ASSERT_EQ(-1, wsem_acquire_async(heavy, 5));
+	ASSERT_EQ(EINPROGRESS, errno);
+	ASSERT_EQ(-1, wsem_acquire_async(light, 1));
+	ASSERT_EQ(EINPROGRESS, errno);
+	ASSERT_EQ(0, close(self->lender));
+	self->lender = -1;
+
+	st = stat_of(self->fd);
+	EXPECT_EQ(2, st.capacity);
+	EXPECT_EQ(0, st.lent);
+	EXPECT_EQ(6, st.used);
+	EXPECT_EQ(6, st.held);
+	EXPECT_EQ(-1, wsem_acquire_result(heavy));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, wsem_acquire_result(light));
+	EXPECT_EQ(EINPROGRESS, errno);
+	/* 6 - 4 = 2 held: still no room for 1 more. */
+	ASSERT_EQ(0, wsem_release(self->fd, 4));
+	EXPECT_EQ(-1, wsem_acquire_result(light));
+	EXPECT_EQ(EINPROGRESS, errno);
+	ASSERT_EQ(0, wsem_release(self->fd, 1));
+	EXPECT_EQ(0, wsem_acquire_result(light));
+	EXPECT_EQ(1, stat_of(light).held);
+	close(heavy);
+	close(light);
+	st = stat_of(self->fd);
+	EXPECT_EQ(1, st.used);
+	EXPECT_EQ(0, st.waiters);
+}
+
+/* The loan of a process killed with SIGKILL is withdrawn. */
+TEST_F(lend, sigkill_of_the_lender_withdraws_its_loan)
+{
+	int ready[2], status;
+	pid_t pid;
+	char c;
+
+	ASSERT_EQ(0, pipe(ready));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		close(ready[0]);
+		if (lend(self->lender, 6))
+			_exit(1);
+		if (write(ready[1], "x", 1) != 1)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(ready[1]);
+	/* The child's handle is the only one that lends: close ours. */
+	ASSERT_EQ(0, close(self->lender));
+	self->lender = -1;
+	ASSERT_EQ(1, read(ready[0], &c, 1));
+	close(ready[0]);
+	EXPECT_EQ(8, stat_of(self->fd).capacity);
+	ASSERT_EQ(0, wsem_acquire(self->fd, 7));
+	ASSERT_EQ(0, kill(pid, SIGKILL));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFSIGNALED(status));
+	EXPECT_EQ(2, stat_of(self->fd).capacity);
+	EXPECT_EQ(0, stat_of(self->fd).lent);
+	EXPECT_EQ(7, stat_of(self->fd).used);
+	EXPECT_EQ(0, wsem_release(self->fd, 7));
+}
+
+/*
+ * A semaphore made to take its capacity from loans: own capacity 0, a
+ * ceiling that bounds a request; its waiters wait through a withdrawal.
+ */
+TEST(loans_semaphore_waiters_wait_through_a_withdrawal)
+{
+	int fd, lender, waiter;
+	struct wsem_stat st;
+
+	if (access("/dev/wsem", F_OK))
+		SKIP(return, "/dev/wsem is missing (module not loaded)");
+	fd = open_loans(8);
+	ASSERT_LE(0, fd);
+	lender = wsem_reopen(fd, 0);
+	waiter = wsem_reopen(fd, 0);
+	ASSERT_LE(0, lender);
+	ASSERT_LE(0, waiter);
+	st = stat_of(fd);
+	EXPECT_EQ(0, st.capacity);
+	EXPECT_EQ(8, st.ceiling);
+	EXPECT_EQ(-1, wsem_tryacquire(fd, 9));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, wsem_tryacquire(fd, 1));
+	EXPECT_EQ(EAGAIN, errno);
+
+	/* Within the ceiling, above the capacity: it waits. */
+	ASSERT_EQ(-1, wsem_acquire_async(waiter, 3));
+	ASSERT_EQ(EINPROGRESS, errno);
+	ASSERT_EQ(0, lend(lender, 2));
+	EXPECT_EQ(-1, wsem_acquire_result(waiter));
+	EXPECT_EQ(EINPROGRESS, errno);
+	ASSERT_EQ(0, lend(lender, 3));
+	EXPECT_EQ(0, wsem_acquire_result(waiter));
+
+	/* Withdrawn while held: nothing revoked; the next one waits on. */
+	ASSERT_EQ(0, lend(lender, 0));
+	ASSERT_EQ(-1, wsem_acquire_async(fd, 8));
+	ASSERT_EQ(EINPROGRESS, errno);
+	ASSERT_EQ(0, close(lender));
+	st = stat_of(fd);
+	EXPECT_EQ(0, st.capacity);
+	EXPECT_EQ(3, st.used);
+	EXPECT_EQ(1, st.waiters);
+	EXPECT_EQ(-1, wsem_acquire_result(fd));
+	EXPECT_EQ(EINPROGRESS, errno);
+	/* The own capacity may be 0 here, and comes on top of loans. */
+	ASSERT_EQ(0, wsem_set_capacity(fd, 0));
+	ASSERT_EQ(0, wsem_release(waiter, 3));
+	ASSERT_EQ(0, wsem_set_capacity(fd, 8));
+	EXPECT_EQ(0, wsem_acquire_result(fd));
+	EXPECT_EQ(8, stat_of(fd).held);
+	close(waiter);
+	close(fd);
+}
+
+/* Lending more needs ownership; lending less, never. */
+TEST(lending_more_needs_the_owner)
+{
+	char name[WSEM_NAME_MAX];
+	int fd, status;
+	pid_t pid;
+
+	if (access("/dev/wsem", F_OK))
+		SKIP(return, "/dev/wsem is missing (module not loaded)");
+	if (geteuid())
+		SKIP(return, "needs root to become another user");
+	snprintf(name, sizeof(name), "lend.%d", getpid());
+	umask(0);
+	fd = open_flags(name, WSEM_OPEN_CREAT | WSEM_OPEN_EXCL, 2);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, lend(fd, 3));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		int mine;
+
+		/* Drop every privilege: no CAP_IPC_OWNER left. */
+		if (setresgid(65534, 65534, 65534) ||
+		    setresuid(65534, 65534, 65534))
+			_exit(10);
+		mine = wsem_open(name, 0, 0, 0);
+		if (mine < 0)
+			_exit(11);
+		if (lend(mine, 1) != -1 || errno != EPERM)
+			_exit(12);
+		/* The owner's handle, passed on: less is fine, more is not. */
+		if (lend(fd, 2) || lend(fd, 3) != -1 || errno != EPERM)
+			_exit(13);
+		if (wsem_set_capacity(mine, 5) != -1 || errno != EPERM)
+			_exit(14);
+		if (lend(fd, 0))
+			_exit(15);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	EXPECT_EQ(2, stat_of(fd).capacity);
+	EXPECT_EQ(0, stat_of(fd).lent);
+	EXPECT_EQ(0, wsem_unlink(name));
+	close(fd);
+}
+
+/* Bad calls fail with the errno that names the cause, changing nothing. */
+TEST_F(lend, bad_calls_change_nothing)
+{
+	int unbound = open("/dev/wsem", O_RDWR | O_CLOEXEC), big;
+	struct wsem_stat st;
+
+	ASSERT_LE(0, unbound);
+	ASSERT_EQ(0, lend(self->lender, 3));
+	EXPECT_EQ(-1, lend_flags(self->lender, 4, 1));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, lend(unbound, 1));
+	EXPECT_EQ(EINVAL, errno);
+	/* The capacity in force may not pass WSEM_CAPACITY_MAX. */
+	EXPECT_EQ(-1, lend(self->lender, WSEM_CAPACITY_MAX - 1));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, wsem_set_capacity(self->fd, WSEM_CAPACITY_MAX - 2));
+	EXPECT_EQ(EINVAL, errno);
+	/* A plain semaphore's own capacity is never 0. */
+	EXPECT_EQ(-1, wsem_set_capacity(self->fd, 0));
+	EXPECT_EQ(EINVAL, errno);
+	big = wsem_open_anon(WSEM_CAPACITY_MAX, 0);
+	ASSERT_LE(0, big);
+	EXPECT_EQ(-1, lend(big, 1));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(WSEM_CAPACITY_MAX, stat_of(big).capacity);
+	close(big);
+	/* LOANS names a created semaphore's ceiling: not without CREAT. */
+	EXPECT_EQ(-1, open_flags("lend.nocreat", WSEM_OPEN_LOANS, 4));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, open_loans(0));
+	EXPECT_EQ(EINVAL, errno);
+	st = stat_of(self->fd);
+	EXPECT_EQ(5, st.capacity);
+	EXPECT_EQ(3, st.lent);
+	close(unbound);
+}
+
+/*
+ * POLLRDBAND: demand changed since the handle last read the state.  A
+ * grant, a queued waiter and a release each set it; stat clears it.
+ */
+TEST_F(lend, demand_shows_as_pollrdband_until_read)
+{
+	int watcher = wsem_reopen(self->fd, 0);
+	char text[2048];
+
+	ASSERT_LE(0, watcher);
+	EXPECT_EQ(0, poll_for(watcher, POLLRDBAND, 0));
+	ASSERT_EQ(0, wsem_acquire(self->fd, 2));
+	EXPECT_EQ(POLLRDBAND, poll_for(watcher, POLLRDBAND, 0));
+	stat_of(watcher);
+	EXPECT_EQ(0, poll_for(watcher, POLLRDBAND, 0));
+	/* A capacity change is no demand. */
+	ASSERT_EQ(0, lend(self->lender, 0));
+	EXPECT_EQ(0, poll_for(watcher, POLLRDBAND, 0));
+	ASSERT_EQ(-1, wsem_acquire_async(self->lender, 1));
+	ASSERT_EQ(EINPROGRESS, errno);
+	EXPECT_EQ(POLLRDBAND, poll_for(watcher, POLLRDBAND, 0));
+	stat_of(watcher);
+	ASSERT_EQ(0, wsem_release(self->fd, 2));
+	EXPECT_EQ(POLLRDBAND, poll_for(watcher, POLLRDBAND, 0));
+	/* read(2) of the state clears it too. */
+	ASSERT_LT(0, pread(watcher, text, sizeof(text), 0));
+	EXPECT_EQ(0, poll_for(watcher, POLLRDBAND, 0));
+	close(watcher);
+}
+
+struct later {
+	int fd;
+	uint64_t weight;
+};
+
+static void *acquire_later(void *p)
+{
+	struct later *l = p;
+
+	usleep(100 * 1000);
+	wsem_acquire(l->fd, l->weight);
+	return NULL;
+}
+
+/* A poller of POLLRDBAND sleeps until demand changes, then wakes. */
+TEST_F(lend, a_demand_poller_wakes_for_a_waiter)
+{
+	struct later l = { .fd = self->lender, .weight = 1 };
+	pthread_t th;
+	int64_t t0;
+
+	ASSERT_EQ(0, wsem_acquire(self->fd, 2));
+	stat_of(self->fd);
+	ASSERT_EQ(0, pthread_create(&th, NULL, acquire_later, &l));
+	t0 = now_ns();
+	EXPECT_EQ(POLLRDBAND, poll_for(self->fd, POLLRDBAND, LONG_MS));
+	EXPECT_GT(LONG_MS * 1000000LL, now_ns() - t0);
+	EXPECT_EQ(1, stat_of(self->fd).waiters);
+	ASSERT_EQ(0, wsem_release(self->fd, 2));
+	ASSERT_EQ(0, pthread_join(th, NULL));
+	EXPECT_EQ(1, stat_of(self->lender).held);
+}
+
+TEST_HARNESS_MAIN

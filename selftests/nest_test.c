@@ -1,0 +1,401 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Limits nest (SPEC.md): child semaphores.
+ *
+ *  - weight acquired on a child is acquired on every ancestor, at once, and
+ *    given back to all of them by a release, a close or a SIGKILL;
+ *  - a child's capacity bounds its holders and its children together, and
+ *    the tree's never exceed the root's;
+ *  - one arrival order for a whole tree: nobody is granted before an
+ *    earlier waiter of the same tree (every request needs the root);
+ *  - a shrink anywhere on its line fails a waiter heavier than that;
+ *  - depth is bounded (WSEM_DEPTH_MAX, ELOOP past it); a parent lives while
+ *    it has children, unlinked or not;
+ *  - stat shows depth and parent; the holders view of a parent shows what
+ *    each child holds of it;
+ *  - a poller of a parent hears a release made through a child;
+ *  - bad calls fail with the errno that names the cause.
+ *
+ * Each test builds its own tree of anonymous semaphores through
+ * WSEM_IOC_OPEN (WSEM_OPEN_CHILD), but where a name is the point.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <wsem.h>
+
+#include "kselftest_harness.h"
+#include "util.h"
+
+/* A handle on a new semaphore, a child of @parent's if @parent >= 0. */
+static int open_args(const char *name, uint64_t flags, uint64_t capacity,
+		     int parent)
+{
+	struct wsem_open_args a = {
+		.size = sizeof(a),
+		.flags = flags,
+		.capacity = capacity,
+		.mode = 0666,
+		.parent_fd = parent,
+	};
+	int fd = open("/dev/wsem", O_RDWR | O_CLOEXEC), err;
+
+	if (fd < 0)
+		return -1;
+	if (name)
+		snprintf(a.name, sizeof(a.name), "%s", name);
+	if (!ioctl(fd, WSEM_IOC_OPEN, &a))
+		return fd;
+	err = errno;
+	close(fd);
+	errno = err;
+	return -1;
+}
+
+/* An anonymous child of @parent's semaphore, of @capacity. */
+static int child(int parent, uint64_t capacity)
+{
+	return open_args(NULL, WSEM_OPEN_ANON | WSEM_OPEN_CHILD, capacity,
+			 parent);
+}
+
+static struct wsem_stat stat_of(int fd)
+{
+	struct wsem_stat st;
+
+	if (wsem_stat(fd, &st))
+		memset(&st, 0xff, sizeof(st));
+	return st;
+}
+
+static uint64_t used(int fd)
+{
+	return stat_of(fd).used;
+}
+
+FIXTURE(nest) {
+	int root;	/* capacity 4 */
+	int a, b;	/* its children, capacity 3 each */
+};
+
+FIXTURE_SETUP(nest)
+{
+	self->root = self->a = self->b = -1;
+	if (access("/dev/wsem", F_OK))
+		SKIP(return, "/dev/wsem is missing (module not loaded)");
+	self->root = wsem_open_anon(4, 0);
+	ASSERT_LE(0, self->root);
+	self->a = child(self->root, 3);
+	ASSERT_LE(0, self->a);
+	self->b = child(self->root, 3);
+	ASSERT_LE(0, self->b);
+}
+
+FIXTURE_TEARDOWN(nest)
+{
+	if (self->b >= 0)
+		close(self->b);
+	if (self->a >= 0)
+		close(self->a);
+	if (self->root >= 0)
+		close(self->root);
+}
+
+/* A child's weight is the parent's too; siblings share the parent's. */
+TEST_F(nest, a_child_takes_from_its_parent)
+{
+	struct wsem_stat st;
+
+	st = stat_of(self->a);
+	EXPECT_EQ(1, st.depth);
+	EXPECT_EQ(fdinfo_num(self->root, "wsem-id"), (long long)st.parent_id);
+	EXPECT_EQ(0, stat_of(self->root).depth);
+	EXPECT_EQ(0, stat_of(self->root).parent_id);
+
+	ASSERT_EQ(0, wsem_tryacquire(self->a, 3));
+	EXPECT_EQ(3, used(self->a));
+	EXPECT_EQ(3, used(self->root));
+	/* The root has 1 left: b may take 1, not 2, though b has 3. */
+	EXPECT_EQ(-1, wsem_tryacquire(self->b, 2));
+	EXPECT_EQ(EAGAIN, errno);
+	ASSERT_EQ(0, wsem_tryacquire(self->b, 1));
+	EXPECT_EQ(4, used(self->root));
+	EXPECT_EQ(1, used(self->b));
+	/* a's own capacity bounds it: 4 > 3 can never be granted there. */
+	EXPECT_EQ(-1, wsem_tryacquire(self->a, 4));
+	EXPECT_EQ(EINVAL, errno);
+	ASSERT_EQ(0, wsem_release(self->a, 2));
+	EXPECT_EQ(1, used(self->a));
+	EXPECT_EQ(2, used(self->root));
+	ASSERT_EQ(0, wsem_release(self->a, 1));
+	ASSERT_EQ(0, wsem_release(self->b, 1));
+	EXPECT_EQ(0, used(self->root));
+}
+
+/* A grandchild's weight counts on each of its ancestors. */
+TEST_F(nest, a_grandchild_counts_on_every_ancestor)
+{
+	int g = child(self->a, 2);
+
+	ASSERT_LE(0, g);
+	EXPECT_EQ(2, stat_of(g).depth);
+	ASSERT_EQ(0, wsem_acquire(g, 2));
+	EXPECT_EQ(2, used(g));
+	EXPECT_EQ(2, used(self->a));
+	EXPECT_EQ(2, used(self->root));
+	EXPECT_EQ(0, used(self->b));
+	/* a has 1 left, for its own holders and g's together. */
+	EXPECT_EQ(-1, wsem_tryacquire(self->a, 2));
+	EXPECT_EQ(EAGAIN, errno);
+	/* Closing gives back on every level at once. */
+	ASSERT_EQ(0, close(g));
+	EXPECT_EQ(0, used(self->a));
+	EXPECT_EQ(0, used(self->root));
+}
+
+/* One arrival order for the tree: nobody overtakes an earlier waiter. */
+TEST_F(nest, one_order_for_the_whole_tree)
+{
+	int w = wsem_reopen(self->a, 0);
+	struct wsem_stat st;
+
+	ASSERT_LE(0, w);
+	ASSERT_EQ(0, wsem_acquire(self->root, 2));
+	/* a's waiter of 3 does not fit on the root (2 held of 4). */
+	ASSERT_EQ(-1, wsem_acquire_async(w, 3));
+	ASSERT_EQ(EINPROGRESS, errno);
+	st = stat_of(self->root);
+	EXPECT_EQ(1, st.waiters);
+	EXPECT_EQ(3, st.queued_weight);
+	EXPECT_EQ(1, stat_of(self->a).waiters);
+	EXPECT_EQ(0, stat_of(self->b).waiters);
+	/* b's 1 would fit, but it came later: no barging, on any level. */
+	EXPECT_EQ(-1, wsem_tryacquire(self->b, 1));
+	EXPECT_EQ(EAGAIN, errno);
+	EXPECT_EQ(-1, wsem_tryacquire(self->root, 1));
+	EXPECT_EQ(EAGAIN, errno);
+	ASSERT_EQ(0, wsem_release(self->root, 1));
+	EXPECT_EQ(0, wsem_acquire_result(w));
+	EXPECT_EQ(3, stat_of(w).held);
+	EXPECT_EQ(4, used(self->root));
+	ASSERT_EQ(0, close(w));
+	ASSERT_EQ(0, wsem_release(self->root, 1));
+	EXPECT_EQ(0, used(self->root));
+}
+
+/* A shrink on a waiter's line fails it if it can no longer fit. */
+TEST_F(nest, a_shrink_above_fails_a_heavier_waiter)
+{
+	int w = wsem_reopen(self->a, 0);
+
+	ASSERT_LE(0, w);
+	ASSERT_EQ(0, wsem_acquire(self->root, 4));
+	ASSERT_EQ(-1, wsem_acquire_async(w, 3));
+	ASSERT_EQ(EINPROGRESS, errno);
+	/* The root shrinks below 3: a's waiter can never fit. */
+	ASSERT_EQ(0, wsem_set_capacity(self->root, 2));
+	EXPECT_EQ(-1, wsem_acquire_result(w));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(0, stat_of(self->a).waiters);
+	EXPECT_EQ(0, stat_of(self->root).waiters);
+	close(w);
+}
+
+/* The holder's SIGKILL gives its child weight back on every level. */
+TEST_F(nest, sigkill_gives_back_on_every_level)
+{
+	int ready[2], status;
+	pid_t pid;
+	char c;
+
+	ASSERT_EQ(0, pipe(ready));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		int mine = wsem_reopen(self->a, 0);
+
+		if (mine < 0 || wsem_acquire(mine, 3) ||
+		    write(ready[1], "x", 1) != 1)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(ready[1]);
+	ASSERT_EQ(1, read(ready[0], &c, 1));
+	close(ready[0]);
+	EXPECT_EQ(3, used(self->root));
+	ASSERT_EQ(0, kill(pid, SIGKILL));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, used(self->a));
+	EXPECT_EQ(0, used(self->root));
+}
+
+/* The holders view of a parent: what each child holds of it. */
+TEST_F(nest, the_parent_shows_what_each_child_holds)
+{
+	struct wsem_holder h[8];
+	size_t nholders;
+	char text[4096];
+	ssize_t n;
+	int i, kids = 0;
+
+	ASSERT_EQ(0, wsem_acquire(self->a, 2));
+	ASSERT_EQ(0, wsem_acquire(self->b, 1));
+	ASSERT_EQ(0, wsem_acquire(self->root, 1));
+	memset(h, 0, sizeof(h));
+	n = wsem_holders(self->root, h, 8, &nholders);
+	ASSERT_LE(1, n);
+	EXPECT_EQ(1, nholders);
+	for (i = 0; i < 8; i++) {
+		if (!(h[i].flags & WSEM_HOLDER_CHILD))
+			continue;
+		kids++;
+		EXPECT_TRUE(h[i].weight == 2 || h[i].weight == 1);
+		EXPECT_EQ('[', h[i].label[0]);
+	}
+	EXPECT_EQ(2, kids);
+	memset(text, 0, sizeof(text));
+	ASSERT_LT(0, pread(self->root, text, sizeof(text) - 1, 0));
+	EXPECT_NE(NULL, strstr(text, " weight 2\n"));
+	EXPECT_NE(NULL, strstr(text, "\nchild: ["));
+	memset(text, 0, sizeof(text));
+	ASSERT_LT(0, pread(self->a, text, sizeof(text) - 1, 0));
+	EXPECT_NE(NULL, strstr(text, "\ndepth: 1\n"));
+}
+
+static void *release_later(void *p)
+{
+	int fd = *(int *)p;
+
+	usleep(100 * 1000);
+	wsem_release(fd, 1);
+	return NULL;
+}
+
+/* A poller of the root hears a release made through a child. */
+TEST_F(nest, a_parent_poller_hears_a_child_release)
+{
+	struct pollfd p = { .fd = self->root, .events = POLLIN };
+	pthread_t th;
+
+	ASSERT_EQ(0, wsem_acquire(self->a, 3));
+	ASSERT_EQ(0, wsem_acquire(self->root, 1));
+	EXPECT_EQ(0, poll(&p, 1, 0));
+	ASSERT_EQ(0, pthread_create(&th, NULL, release_later, &self->a));
+	EXPECT_EQ(1, poll(&p, 1, 5000));
+	EXPECT_EQ(POLLIN, p.revents & POLLIN);
+	ASSERT_EQ(0, pthread_join(th, NULL));
+}
+
+/* Depth is bounded; a parent lives while it has children. */
+TEST(depth_is_bounded_and_parents_live_on)
+{
+	int fds[WSEM_DEPTH_MAX + 1], i, last, g;
+	char name[WSEM_NAME_MAX];
+
+	if (access("/dev/wsem", F_OK))
+		SKIP(return, "/dev/wsem is missing (module not loaded)");
+	snprintf(name, sizeof(name), "nest.%d", getpid());
+	fds[0] = wsem_open(name, O_CREAT | O_EXCL, 0600, 5);
+	ASSERT_LE(0, fds[0]);
+	for (i = 1; i <= WSEM_DEPTH_MAX; i++) {
+		fds[i] = child(fds[i - 1], 5);
+		ASSERT_LE(0, fds[i]) {
+			TH_LOG("depth %d: %s", i, strerror(errno));
+		}
+	}
+	EXPECT_EQ(WSEM_DEPTH_MAX, stat_of(fds[WSEM_DEPTH_MAX]).depth);
+	EXPECT_EQ(-1, child(fds[WSEM_DEPTH_MAX], 5));
+	EXPECT_EQ(ELOOP, errno);
+	/* Unlink the root and close every handle but the deepest's. */
+	ASSERT_EQ(0, wsem_unlink(name));
+	last = fds[WSEM_DEPTH_MAX];
+	for (i = 0; i < WSEM_DEPTH_MAX; i++)
+		close(fds[i]);
+	ASSERT_EQ(0, wsem_acquire(last, 5));
+	g = child(last, 1);
+	EXPECT_EQ(-1, g);
+	EXPECT_EQ(ELOOP, errno);
+	EXPECT_EQ(-1, wsem_tryacquire(last, 1));
+	EXPECT_EQ(EAGAIN, errno);
+	ASSERT_EQ(0, wsem_release(last, 5));
+	close(last);
+}
+
+/* Bad calls fail with the errno that names the cause. */
+TEST_F(nest, bad_calls_say_why)
+{
+	int efd = eventfd(0, EFD_CLOEXEC), unbound, ro, fd;
+	char name[WSEM_NAME_MAX];
+
+	ASSERT_LE(0, efd);
+	unbound = open("/dev/wsem", O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, unbound);
+	EXPECT_EQ(-1, child(efd, 1));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, child(unbound, 1));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, child(-1, 1));
+	EXPECT_EQ(EBADF, errno);
+	EXPECT_EQ(-1, child(self->a, 0));
+	EXPECT_EQ(EINVAL, errno);
+	/* parent_fd without WSEM_OPEN_CHILD. */
+	EXPECT_EQ(-1, open_args(NULL, WSEM_OPEN_ANON, 1, self->a));
+	EXPECT_EQ(EINVAL, errno);
+	snprintf(name, sizeof(name), "nest.bad.%d", getpid());
+	fd = wsem_open(name, O_CREAT | O_EXCL, 0600, 2);
+	ASSERT_LE(0, fd);
+	/* A named child needs CREAT, and a name taken by another parent's. */
+	EXPECT_EQ(-1, open_args(name, WSEM_OPEN_CHILD, 1, self->a));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, open_args(name, WSEM_OPEN_CREAT | WSEM_OPEN_CHILD, 1,
+				self->a));
+	EXPECT_EQ(EEXIST, errno);
+	/* A parent through a handle that is not open for writing. */
+	ro = wsem_open_watch(name, 0);
+	ASSERT_LE(0, ro);
+	EXPECT_EQ(-1, child(ro, 1));
+	EXPECT_EQ(EBADF, errno);
+	close(ro);
+	EXPECT_EQ(0, wsem_unlink(name));
+	close(fd);
+	/* Nothing was made: the parents have no children but a and b. */
+	EXPECT_EQ(0, stat_of(self->a).waiters);
+	close(unbound);
+	close(efd);
+}
+
+/* The same named child opened again is the same one. */
+TEST_F(nest, a_named_child_opens_again)
+{
+	char name[WSEM_NAME_MAX];
+	int c1, c2;
+
+	snprintf(name, sizeof(name), "nest.again.%d", getpid());
+	c1 = open_args(name, WSEM_OPEN_CREAT | WSEM_OPEN_CHILD, 2, self->a);
+	ASSERT_LE(0, c1);
+	c2 = open_args(name, WSEM_OPEN_CREAT | WSEM_OPEN_CHILD, 9, self->a);
+	ASSERT_LE(0, c2);
+	ASSERT_EQ(0, wsem_acquire(c1, 2));
+	EXPECT_EQ(2, stat_of(c2).used);
+	EXPECT_EQ(2, stat_of(c2).capacity);
+	EXPECT_EQ(2, used(self->root));
+	EXPECT_EQ(0, wsem_unlink(name));
+	close(c1);
+	close(c2);
+	EXPECT_EQ(0, used(self->root));
+}
+
+TEST_HARNESS_MAIN
