@@ -76,6 +76,27 @@
  * since the last stat (and wakes a poller that sleeps for it).  At the
  * end nothing is lent anywhere: every capacity is the own one again.
  *
+ * Trees and gangs (issue 31): some OPENs make children (WSEM_OPEN_CHILD,
+ * ANON or CREAT) of a pool handle, so that trees grow a few levels deep
+ * as children join the pool, or name a hostile parent_fd that each worker
+ * keeps outside its pool: -1 and a read-only handle (EBADF), the epoll set
+ * and an unbound handle (EINVAL), the deepest child a tree may have
+ * (ELOOP); others give a parent_fd without CHILD, CHILD without CREAT or
+ * ANON, or a non-zero __pad2 (EINVAL).  ACQUIRE_MANY takes 1..8 entries
+ * from the pool and those descriptors, with hostile counts, paddings,
+ * weights, clocks and entry pointers, an entry twice, TRY or deadlines
+ * within 2 ms (a wait without one seldom: SIGUSR1 ends it).  Where a fresh
+ * handle issued it, the error the arguments decide is checked exactly: a
+ * hostile first entry's, the deepest child twice or asked more than its
+ * line can ever give (EINVAL).  Each worker starts by building its chain
+ * down to WSEM_DEPTH_MAX, closing the handles above as it goes, and
+ * checks every level's depth and parent_id (the parent's wsem-id), ELOOP
+ * one level further, and a gang on the deepest child counted on the root
+ * and given back there.  Every stat of size VER3 must have depth <= 8 and
+ * a parent_id exactly when it has a depth; HOLDERS of size VER1 lists
+ * children last, and only they are WSEM_HOLDER_CHILD.  The children made,
+ * chains checked, ELOOPs and gangs granted are counted, with no minimum.
+ *
  * The chaos threads of root workers also set the module parameter spin_ns
  * now and then (0, 1 us, 20 us, 1 ms), so that waiters poll for their grant
  * (or do not) while the rest goes on; the test puts the old value back.
@@ -1047,13 +1068,18 @@ static void check_err(const struct step *s, int err)
 
 	want = nest_want(s);
 	if (want) {
+		/* ... and what that descriptor is now */
+		int fd = hostile_fd(s->hostile);
+
 		if (err != want)
-			violation("%s flags %llx (fd kind %d): %s, not %s",
-				  req_name[s->q],
+			violation("%s flags %llx (fd %d kind %d, now mode %d "
+				  "id %lld): %s, not %s", req_name[s->q],
 				  (unsigned long long)(s->q == R_OPEN ?
 						       s->a.open.flags :
 						       s->a.many.flags),
-				  s->hostile, strerror(err), strerror(want));
+				  fd, s->hostile, fcntl(fd, F_GETFL),
+				  fd_sem_id(fd), strerror(err),
+				  strerror(want));
 		return;
 	}
 
