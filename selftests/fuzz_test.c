@@ -60,21 +60,23 @@
  * capacity 0 and a ceiling; SET_CAPACITY 0 is taken there).  The lending
  * handles are closed, passed, dup()ed and their workers killed like any
  * other.  The errors that the arguments decide are checked exactly: flags,
- * or LOANS without CREAT or ANON, are EINVAL; a capacity above
- * WSEM_CAPACITY_MAX is EINVAL for root (EPERM is allowed for nobody, who
- * may not raise); withdrawing (0) never fails on a bound handle.  Every
- * stat of the new size must add up: a capacity of 0 only with a ceiling,
- * the loans part of the capacity, what a handle lends part of them, and 0
- * in a list.  A chaos action forks a lender round: a child alone with an
- * anonymous semaphore (with or without LOANS) lends through handles of
+ * or LOANS without CREAT or ANON, are EINVAL; root gets nothing but EINVAL
+ * from LEND; nobody may get EPERM, but not for a withdrawal (0), which
+ * fails only as an unbound handle does (EINVAL).  Every stat of the new
+ * size must add up: a capacity of 0 only with a ceiling, the loans part of
+ * the capacity, what a handle lends part of them, and 0 in a list.
+ *
+ * One chaos action in a hundred forks a lender round: a child alone with
+ * an anonymous semaphore (with or without LOANS) lends through handles of
  * its own, resizes, withdraws by LEND 0 and by close, has a forked lender
- * SIGKILLed, a nobody child try to raise (EPERM) and lower a loan, and
- * keeps an asynchronous request queued throughout; after each step the
- * capacity must be the model's own plus its loans exactly, a waiter of a
- * LOANS semaphore within its ceiling never fails (EINVAL), and poll(2)
- * says POLLRDBAND exactly when used, waiters or queued weight changed
- * since the last stat (and wakes a poller that sleeps for it).  At the
- * end nothing is lent anywhere: every capacity is the own one again.
+ * SIGKILLed, a nobody child try to raise (EPERM) and lower a loan, takes
+ * and gives back a unit, and queues, releases and cancels an asynchronous
+ * request.  After each step the capacity must be the model's own plus its
+ * loans exactly, the request granted when it fits, a waiter of a LOANS
+ * semaphore within its ceiling never failed (EINVAL), and poll(2) says
+ * POLLRDBAND exactly when used, waiters or queued weight changed since the
+ * last stat (and wakes a poller that sleeps for it).  At the end nothing
+ * is lent anywhere: every capacity is the own one again.
  *
  * Trees and gangs (issue 31): some OPENs make children (WSEM_OPEN_CHILD,
  * ANON or CREAT) of a pool handle, so that trees grow a few levels deep
