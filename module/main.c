@@ -589,7 +589,11 @@ static int wsem_ioctl_acquire_many(void __user *uarg)
 		}
 		weights[n] = e[n].weight;
 	}
-	if (!ret)
+	/* A gang of one is a request on one semaphore: the plain path. */
+	if (!ret && n == 1)
+		ret = wsem_acquire(hs[0], weights[0], args.flags, clock,
+				   deadline);
+	else if (!ret)
 		ret = wsem_acquire_many(hs, weights, n, args.flags, clock,
 					deadline);
 	for (i = 0; i < n; i++)
