@@ -74,14 +74,16 @@ MODULE_PARM_DESC(spin_ns,
 static unsigned int test_tell_delay_ms;
 module_param(test_tell_delay_ms, uint, 0600);
 MODULE_PARM_DESC(test_tell_delay_ms,
-		 "Test builds only: the next granter waits this long between dropping the lock and telling whom it granted (ms, once)");
+		 "Test builds only: the next granter waits this long between dropping the lock and telling whom it granted (ms, once; a busy wait under a tree's RCU read lock)");
 
-void wsem_test_pause(void)
+void wsem_test_pause(bool may_sleep)
 {
 	unsigned int ms = xchg(&test_tell_delay_ms, 0);
 
-	if (ms)
+	if (ms && may_sleep)
 		msleep(ms);
+	else if (ms)
+		mdelay(ms);
 }
 
 static unsigned int test_park_delay_ms;

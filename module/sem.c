@@ -177,8 +177,9 @@ static void wsem_wake_up(struct wsem_wake *wake)
 	struct wsem_handle *h;
 	unsigned int i;
 
+	/* A tree's wake runs under rcu_read_lock(): no sleep there. */
 	if (wake->nr_tasks || wake->nr_handles)
-		wsem_test_pause();
+		wsem_test_pause(!wake->tree);
 	for (i = 0; i < wake->nr_tasks; i++) {
 		wake_up_process(wake->tasks[i]);
 		put_task_struct(wake->tasks[i]);

@@ -78,6 +78,27 @@
  * last stat (and wakes a poller that sleeps for it).  At the end nothing
  * is lent anywhere: every capacity is the own one again.
  *
+ * Trees and gangs (issue 31): some OPENs make children (WSEM_OPEN_CHILD,
+ * ANON or CREAT) of a pool handle, so that trees grow a few levels deep
+ * as children join the pool, or name a hostile parent_fd that each worker
+ * keeps outside its pool: -1 and a read-only handle (EBADF), the epoll set
+ * and an unbound handle (EINVAL), the deepest child a tree may have
+ * (ELOOP); others give a parent_fd without CHILD, CHILD without CREAT or
+ * ANON, or a non-zero __pad2 (EINVAL).  ACQUIRE_MANY takes 1..8 entries
+ * from the pool and those descriptors, with hostile counts, paddings,
+ * weights, clocks and entry pointers, an entry twice, TRY or deadlines
+ * within 2 ms (a wait without one seldom: SIGUSR1 ends it).  Where a fresh
+ * handle issued it, the error the arguments decide is checked exactly: a
+ * hostile first entry's, the deepest child twice or asked more than its
+ * line can ever give (EINVAL).  Each worker starts by building its chain
+ * down to WSEM_DEPTH_MAX, closing the handles above as it goes, and
+ * checks every level's depth and parent_id (the parent's wsem-id), ELOOP
+ * one level further, and a gang on the deepest child counted on the root
+ * and given back there.  Every stat of size VER3 must have depth <= 8 and
+ * a parent_id exactly when it has a depth; HOLDERS of size VER1 lists
+ * children last, and only they are WSEM_HOLDER_CHILD.  The children made,
+ * chains checked, ELOOPs and gangs granted are counted, with no minimum.
+ *
  * The chaos threads of root workers also set the module parameter spin_ns
  * now and then (0, 1 us, 20 us, 1 ms), so that waiters poll for their grant
  * (or do not) while the rest goes on; the test puts the old value back.
@@ -201,6 +222,11 @@ struct shared {
 	uint64_t rdband;		/* ... POLLRDBANDs, as modelled */
 	uint64_t woken;			/* ... sleeping pollers woken */
 	uint64_t woken_max_ns;		/* ... the longest such sleep */
+	uint64_t children;		/* OPENs with WSEM_OPEN_CHILD */
+	uint64_t chains;		/* chains WSEM_DEPTH_MAX deep, checked */
+	uint64_t eloops;		/* ELOOPs below depth WSEM_DEPTH_MAX */
+	uint64_t gangs;			/* ACQUIRE_MANYs granted */
+	uint64_t gang_parts;		/* ... their entries */
 	uint64_t violations;		/* results against the contract */
 	uint32_t stop;			/* set by the namespace's init */
 	uint32_t nnotes;
@@ -505,16 +531,223 @@ static void pool_close(struct rng *r)
 		close(old);
 }
 
+/*
+ * Trees (issue 31): descriptors a worker keeps for itself, outside the
+ * pool, so that the error a child's parent_fd or a gang's entry makes is
+ * known: none at all (-1), one that is no handle (the epoll set), an
+ * unbound handle, a read-only bound one, and the deepest child a tree may
+ * have (depth WSEM_DEPTH_MAX, capacity DEEP_CAP on every level).
+ */
+enum hostile { H_ANY, H_NEG, H_NOTWSEM, H_UNBOUND, H_RDONLY, H_DEEP };
+#define DEEP_CAP	4
+static int unbound_fd = -1, rdonly_fd = -1, deep_fd = -1;
+
+static int hostile_fd(int h)
+{
+	switch (h) {
+	case H_NEG:
+		return -1;
+	case H_NOTWSEM:
+		return epfd;
+	case H_UNBOUND:
+		return unbound_fd;
+	case H_RDONLY:
+		return rdonly_fd;
+	default:
+		return deep_fd;
+	}
+}
+
+/*
+ * A parent_fd or gang entry: mostly one of the pool (H_ANY), else one of
+ * the worker's own, in *@h (H_ANY too if that one could not be made).
+ */
+static int pick_tree_fd(struct rng *r, int *h)
+{
+	unsigned int k = below(r, 100);
+	int fd;
+
+	if (k < 66) {
+		*h = H_ANY;
+		return pool_get(r);
+	}
+	*h = k < 74 ? H_DEEP : k < 81 ? H_NEG : k < 88 ? H_NOTWSEM :
+	     k < 94 ? H_UNBOUND : H_RDONLY;
+	fd = hostile_fd(*h);
+	if (fd < 0 && *h != H_NEG)
+		*h = H_ANY;
+	return fd;
+}
+
+/* The semaphore id that fdinfo shows for @fd, or -1. */
+static long long fd_sem_id(int fd)
+{
+	char path[64], buf[1024], *p;
+	long long id = -1;
+	ssize_t n;
+	int f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = open(path, O_RDONLY | O_CLOEXEC);
+	if (f < 0)
+		return -1;
+	n = read(f, buf, sizeof(buf) - 1);
+	close(f);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	p = strstr(buf, "wsem-id:");
+	if (!p || sscanf(p, "wsem-id: %lld", &id) != 1)
+		return -1;
+	return id;
+}
+
+/* OPEN ANON (a child of @parent if >= 0) on a new handle: fd or -errno. */
+static int open_anon(int parent, uint64_t capacity, int rdflags)
+{
+	struct wsem_open_args o = {
+		.size = sizeof(o), .flags = WSEM_OPEN_ANON,
+		.capacity = capacity,
+	};
+	int fd = open("/dev/wsem", rdflags | O_CLOEXEC), err;
+
+	if (fd < 0)
+		return -errno;
+	if (parent >= 0) {
+		o.flags |= WSEM_OPEN_CHILD;
+		o.parent_fd = parent;
+	}
+	if (!ioctl(fd, WSEM_IOC_OPEN, &o))
+		return fd;
+	err = errno;
+	close(fd);
+	return -err;
+}
+
+static int gang(const struct wsem_many_entry *e, uint32_t count,
+		uint64_t flags)
+{
+	struct wsem_many_args m = {
+		.size = sizeof(m), .flags = flags, .count = count,
+		.entries = (uintptr_t)e,
+	};
+
+	return ioctl(unbound_fd, WSEM_IOC_ACQUIRE_MANY, &m) ? errno : 0;
+}
+
+/*
+ * The worker's own descriptors, before its threads start.  The chain of
+ * anonymous children down to WSEM_DEPTH_MAX is checked level by level
+ * (depth, parent_id = the parent's wsem-id, the handles above closed as
+ * it goes: the children keep them), then one more level must be ELOOP,
+ * and gangs on the deepest one: granted across all nine levels, the same
+ * semaphore twice and more than DEEP_CAP are EINVAL.
+ */
+static void tree_fds(void)
+{
+	struct wsem_many_entry e[2] = {
+		{ .weight = 1 }, { .weight = 1 },
+	};
+	struct wsem_open_args o = {
+		.size = sizeof(o), .mode = 0666,
+	};
+	struct wsem_stat st;
+	long long id, pid;
+	unsigned int d, i;
+	int fd, prev, err, root;
+
+	unbound_fd = open("/dev/wsem", O_RDWR | O_CLOEXEC);
+	for (i = 0; i < NBASE && rdonly_fd < 0; i++) {
+		rdonly_fd = open("/dev/wsem", O_RDONLY | O_CLOEXEC);
+		snprintf(o.name, sizeof(o.name), "%s", base[i].name);
+		if (rdonly_fd >= 0 && ioctl(rdonly_fd, WSEM_IOC_OPEN, &o)) {
+			close(rdonly_fd);
+			rdonly_fd = -1;
+		}
+	}
+	root = prev = open_anon(-1, DEEP_CAP, O_RDWR);
+	if (root < 0)
+		return;
+	for (d = 1; d <= WSEM_DEPTH_MAX; d++) {
+		fd = open_anon(prev, DEEP_CAP, O_RDWR);
+		pid = fd_sem_id(prev);
+		if (prev != root)
+			close(prev);
+		if (fd < 0) {
+			close(root);
+			violation("a child at depth %u: %s", d, strerror(-fd));
+			return;
+		}
+		memset(&st, 0, sizeof(st));
+		st.size = sizeof(st);
+		id = fd_sem_id(fd);
+		/* fdinfo shows no wsem-id on old kernels (5.10): -1 */
+		if (ioctl(fd, WSEM_IOC_STAT, &st) || st.depth != d ||
+		    !st.parent_id || st.capacity != DEEP_CAP ||
+		    (pid >= 0 && (long long)st.parent_id != pid) ||
+		    (id >= 0 && id == pid))
+			violation("a child at depth %u (id %lld, parent %lld): "
+				  "stat depth %llu parent_id %llu capacity "
+				  "%llu", d, id, pid,
+				  (unsigned long long)st.depth,
+				  (unsigned long long)st.parent_id,
+				  (unsigned long long)st.capacity);
+		prev = fd;
+	}
+	deep_fd = prev;
+	fd = open_anon(deep_fd, 1, O_RDWR);
+	if (fd != -ELOOP) {
+		violation("a child below depth %u: %s", WSEM_DEPTH_MAX,
+			  fd < 0 ? strerror(-fd) : "made");
+		if (fd >= 0)
+			close(fd);
+	}
+	/* Nobody else has the chain yet: a gang on it is granted now. */
+	e[0].fd = e[1].fd = deep_fd;
+	err = gang(e, 1, WSEM_ACQUIRE_TRY);
+	memset(&st, 0, sizeof(st));
+	st.size = sizeof(st);
+	if (err || ioctl(deep_fd, WSEM_IOC_STAT, &st) || st.used != 1 ||
+	    st.held != 1)
+		violation("a gang of the deepest child: %s, used %llu held "
+			  "%llu", strerror(err), (unsigned long long)st.used,
+			  (unsigned long long)st.held);
+	/* ... counted on the root, and given back there too */
+	memset(&st, 0, sizeof(st));
+	st.size = sizeof(st);
+	if (!err && (ioctl(root, WSEM_IOC_STAT, &st) || st.used != 1 ||
+		     st.held || wsem_release(deep_fd, 1)))
+		violation("the root of a gang's child: used %llu held %llu",
+			  (unsigned long long)st.used,
+			  (unsigned long long)st.held);
+	memset(&st, 0, sizeof(st));
+	st.size = sizeof(st);
+	if (ioctl(root, WSEM_IOC_STAT, &st) || st.used || st.waiters)
+		violation("the root after the release: used %llu, %llu "
+			  "waiters", (unsigned long long)st.used,
+			  (unsigned long long)st.waiters);
+	close(root);
+	err = gang(e, 2, WSEM_ACQUIRE_TRY);
+	if (err != EINVAL)
+		violation("a gang with one semaphore twice: %s", strerror(err));
+	e[0].weight = DEEP_CAP + 1;
+	err = gang(e, 1, WSEM_ACQUIRE_TRY);
+	if (err != EINVAL)
+		violation("a gang of %u on a line of capacity %u: %s",
+			  DEEP_CAP + 1, DEEP_CAP, strerror(err));
+	add(&sh->chains, 1);
+}
+
 enum req {
 	R_OPEN, R_REOPEN, R_ACQUIRE, R_RELEASE, R_SETCAP, R_STAT, R_UNLINK,
-	R_LIST, R_HOLDERS, R_ASYNC, R_IDLE, R_LABEL, R_KILL, R_LEND, R_UNKNOWN,
-	R_GENERIC, R_COUNT
+	R_LIST, R_HOLDERS, R_ASYNC, R_IDLE, R_LABEL, R_KILL, R_LEND, R_MANY,
+	R_UNKNOWN, R_GENERIC, R_COUNT
 };
 
 static const char *const req_name[R_COUNT] = {
 	"OPEN", "REOPEN", "ACQUIRE", "RELEASE", "SET_CAPACITY", "STAT",
 	"UNLINK", "LIST", "HOLDERS", "ASYNC", "WAIT_IDLE", "SET_LABEL", "SET_KILL",
-	"LEND", "unknown",
+	"LEND", "ACQUIRE_MANY", "unknown",
 	"generic",
 };
 
@@ -523,9 +756,11 @@ static bool allowed(enum req q, int err)
 {
 	switch (q) {
 	case R_OPEN:
+		/* ELOOP (and EBADF): a child's parent */
 		return err == EINVAL || err == EFAULT || err == E2BIG ||
 		       err == EBUSY || err == EEXIST || err == ENOENT ||
-		       err == ENOSPC || err == ENOMEM || err == EACCES;
+		       err == ENOSPC || err == ENOMEM || err == EACCES ||
+		       err == ELOOP;
 	case R_REOPEN:
 		return err == EINVAL || err == EFAULT || err == EMFILE ||
 		       err == ENFILE || err == ENOMEM;
@@ -564,6 +799,11 @@ static bool allowed(enum req q, int err)
 	case R_LEND:
 		return err == EINVAL || err == EFAULT || err == E2BIG ||
 		       err == EPERM;
+	case R_MANY:
+		/* EBADF (an entry's) is taken before */
+		return err == EINVAL || err == EFAULT || err == E2BIG ||
+		       err == EAGAIN || err == ETIMEDOUT || err == EINTR ||
+		       err == ENOMEM;
 	case R_UNKNOWN:
 		return err == ENOTTY;
 	case R_GENERIC:
@@ -619,6 +859,12 @@ static void check_stat(const struct wsem_stat *st, const char *what,
 	if (st->name[0] && !spec_name(st->name))
 		violation("%s: name \"%s\"", what,
 			  show(st->name, nb, sizeof(nb)));
+	/* A tree: a root has no parent, a child is at most 8 below one. */
+	if (size >= WSEM_STAT_SIZE_VER3 &&
+	    (st->depth > WSEM_DEPTH_MAX || !st->depth != !st->parent_id))
+		violation("%s: depth %llu parent_id %llu", what,
+			  (unsigned long long)st->depth,
+			  (unsigned long long)st->parent_id);
 }
 
 /* One fuzz step: what was asked, for the checks. */
@@ -641,8 +887,17 @@ struct step {
 		struct wsem_label_args label;
 		struct wsem_kill_args kill;
 		struct wsem_lend_args lend;
+		struct wsem_many_args many;
 		uint64_t val;
 	} a;
+	/*
+	 * What a child's parent_fd or a gang's first entry is, where the
+	 * error it makes is known: one of enum hostile, or H_ANY.
+	 */
+	int hostile;
+	bool dup_deep;			/* a gang with the deep handle twice */
+	bool too_much;			/* ... asking more than it can give */
+	enum ptr_kind entries_kind;	/* where a gang's entries were */
 	char *out;			/* the argument, where the kernel wrote */
 };
 
@@ -657,6 +912,7 @@ static const uint64_t ver0[R_COUNT] = {
 	[R_LABEL] = WSEM_LABEL_SIZE_VER0,
 	[R_KILL] = WSEM_KILL_SIZE_VER0,
 	[R_LEND] = WSEM_LEND_SIZE_VER0,
+	[R_MANY] = WSEM_MANY_SIZE_VER0,
 };
 
 /* Could the kernel take these acquire (or idle wait) arguments? */
@@ -732,10 +988,104 @@ static void check_loan_err(const struct step *s, int err)
 			  strerror(err));
 }
 
+/* Could the kernel take these OPEN arguments (issue 31's included)? */
+static bool open_args_ok(const struct wsem_open_args *o)
+{
+	const uint64_t made = WSEM_OPEN_LOANS | WSEM_OPEN_CHILD;
+	const uint64_t known = WSEM_OPEN_CREAT | WSEM_OPEN_EXCL |
+			       WSEM_OPEN_ANON | made;
+
+	if (o->flags & ~known || o->__pad || o->__pad2 || o->mode & ~0777 ||
+	    (!(o->flags & WSEM_OPEN_CHILD) && o->parent_fd))
+		return false;
+	if (o->flags & WSEM_OPEN_ANON)
+		return (o->flags & ~made) == WSEM_OPEN_ANON && !o->name[0] &&
+		       o->capacity && o->capacity <= WSEM_CAPACITY_MAX;
+	if (!spec_name(o->name) ||
+	    (o->flags & made && !(o->flags & WSEM_OPEN_CREAT)))
+		return false;
+	return !(o->flags & WSEM_OPEN_CREAT) ||
+	       (o->capacity && o->capacity <= WSEM_CAPACITY_MAX);
+}
+
+/*
+ * The one error a child's OPEN or an ACQUIRE_MANY must fail with, when
+ * its arguments (all of them read by the kernel) decide it, else 0.
+ * OPEN: arguments it cannot take are EINVAL, then the parent's error
+ * (checked before the handle is looked at).  ACQUIRE_MANY: flags, count
+ * and clock are EINVAL, then entries it may not read EFAULT, then the
+ * first entry's error, or a gang on the deepest child that names it twice
+ * or asks more than DEEP_CAP of it (EINVAL).
+ */
+static int nest_want(const struct step *s)
+{
+	static const int parent_err[] = {
+		[H_NEG] = EBADF, [H_NOTWSEM] = EINVAL, [H_UNBOUND] = EINVAL,
+		[H_RDONLY] = EBADF, [H_DEEP] = ELOOP,
+	};
+	const uint64_t known = WSEM_ACQUIRE_TRY | WSEM_ACQUIRE_DEADLINE |
+			       WSEM_ACQUIRE_CLOCK;
+	const struct wsem_many_args *m = &s->a.many;
+	const struct wsem_many_entry *e;
+	uint64_t f = m->flags;
+
+	/* The handle must be a wsem one: only a fresh one surely is. */
+	if (!s->fresh || s->kind != P_GOOD || s->usize > PAGE || s->bad_tail)
+		return 0;
+	if (s->q == R_OPEN) {
+		if (s->usize < WSEM_OPEN_SIZE_VER1 ||
+		    !(s->a.open.flags & WSEM_OPEN_CHILD || s->a.open.parent_fd))
+			return 0;
+		if (!open_args_ok(&s->a.open))
+			return EINVAL;
+		return s->hostile != H_ANY ? parent_err[s->hostile] : 0;
+	}
+	if (s->q != R_MANY || s->usize < WSEM_MANY_SIZE_VER0)
+		return 0;
+	if (f & ~known || !m->count || m->count > WSEM_MANY_MAX ||
+	    (f & WSEM_ACQUIRE_TRY && f & WSEM_ACQUIRE_DEADLINE) ||
+	    (f & WSEM_ACQUIRE_CLOCK && !(f & WSEM_ACQUIRE_DEADLINE)) ||
+	    (f & WSEM_ACQUIRE_CLOCK ? m->clockid != CLOCK_MONOTONIC &&
+				      m->clockid != CLOCK_BOOTTIME &&
+				      m->clockid != CLOCK_REALTIME :
+				      m->clockid != 0))
+		return EINVAL;
+	if (s->entries_kind != P_GOOD &&
+	    (s->entries_kind != P_STRADDLE || m->count > 1))
+		return EFAULT;
+	if (s->entries_kind != P_GOOD)
+		return 0;
+	e = (const void *)(uintptr_t)m->entries;
+	if (e[0].__pad || !e[0].weight)
+		return EINVAL;
+	/* (the entries before another one may fail first) */
+	if (s->dup_deep || (s->too_much && m->count == 1))
+		return EINVAL;
+	return s->hostile == H_ANY || s->hostile == H_DEEP ? 0 :
+	       parent_err[s->hostile];
+}
+
 /* Check a failure against the contract. */
 static void check_err(const struct step *s, int err)
 {
 	int want, alt;
+
+	want = nest_want(s);
+	if (want) {
+		/* ... and what that descriptor is now */
+		int fd = hostile_fd(s->hostile);
+
+		if (err != want)
+			violation("%s flags %llx (fd %d kind %d, now mode %d "
+				  "id %lld): %s, not %s", req_name[s->q],
+				  (unsigned long long)(s->q == R_OPEN ?
+						       s->a.open.flags :
+						       s->a.many.flags),
+				  fd, s->hostile, fcntl(fd, F_GETFL),
+				  fd_sem_id(fd), strerror(err),
+				  strerror(want));
+		return;
+	}
 
 	if (s->rdonly && (s->q == R_ACQUIRE || s->q == R_RELEASE ||
 			  s->q == R_SETCAP || s->q == R_ASYNC ||
@@ -753,7 +1103,9 @@ static void check_err(const struct step *s, int err)
 	 */
 	if (err == EBADF || (err == ENOTTY && !s->fresh && !s->bypath &&
 			     s->q < R_UNKNOWN)) {
-		if (s->fresh)
+		/* ... or a child's parent, or a gang's entry */
+		if (s->fresh && s->q != R_MANY &&
+		    !(s->q == R_OPEN && s->a.open.flags & WSEM_OPEN_CHILD))
 			violation("%s on a fresh handle: EBADF", req_name[s->q]);
 		return;
 	}
@@ -780,6 +1132,13 @@ static void check_err(const struct step *s, int err)
 			  s->a.kill.__pad, s->a.kill.pgid, strerror(err));
 	if (s->kind == P_GOOD && !want)
 		check_loan_err(s, err);
+	if (s->q == R_MANY && s->kind == P_GOOD &&
+	    ((err == ETIMEDOUT &&
+	      !(s->a.many.flags & WSEM_ACQUIRE_DEADLINE)) ||
+	     (err == EAGAIN && !(s->a.many.flags & WSEM_ACQUIRE_TRY)) ||
+	     (err == EINTR && s->a.many.flags & WSEM_ACQUIRE_TRY)))
+		violation("ACQUIRE_MANY flags %llx: %s",
+			  (unsigned long long)s->a.many.flags, strerror(err));
 	if (s->kind != P_GOOD || (s->q != R_ACQUIRE && s->q != R_IDLE) ||
 	    s->usize != WSEM_ACQUIRE_SIZE_VER0)
 		return;
@@ -813,6 +1172,7 @@ static void check_holders(const struct step *s)
 	struct wsem_holders_args ha;
 	struct wsem_holder e;
 	uint64_t i, n;
+	bool child;
 
 	memcpy(&ha, s->out, sizeof(ha));
 	if (ha.count && ha.entry_size < WSEM_HOLDER_SIZE_VER0)
@@ -821,14 +1181,24 @@ static void check_holders(const struct step *s)
 	if (ha.holders > 10000 || ha.waiters > 10000)
 		violation("HOLDERS: %u holders, %u waiters", ha.holders,
 			  ha.waiters);
-	n = ha.count < ha.holders + (uint64_t)ha.waiters ? ha.count :
-	    ha.holders + (uint64_t)ha.waiters;
+	/* Children came with VER1, and its __pad must be zero. */
+	if (s->usize < WSEM_HOLDERS_SIZE_VER1)
+		ha.children = 0;
+	else if (ha.__pad || s->a.who.__pad || ha.children > 10000)
+		violation("HOLDERS: %u children, pad %u (asked %u)",
+			  ha.children, ha.__pad, s->a.who.__pad);
+	n = ha.holders + (uint64_t)ha.waiters + ha.children;
+	n = ha.count < n ? ha.count : n;
 	if (ha.entry_size < sizeof(e))
 		return;
 	for (i = 0; i < n && i < 8; i++) {
 		memcpy(&e, (char *)(uintptr_t)ha.entries + i * ha.entry_size,
 		       sizeof(e));
-		if (e.__pad || e.flags & ~WSEM_HOLDER_WAITING || e.pid < 0 ||
+		/* holders, waiters, then the children (and only they) */
+		child = i >= ha.holders + (uint64_t)ha.waiters;
+		if (e.__pad || e.flags & ~(WSEM_HOLDER_WAITING |
+					   WSEM_HOLDER_CHILD) ||
+		    !(e.flags & WSEM_HOLDER_CHILD) != !child || e.pid < 0 ||
 		    !memchr(e.comm, 0, sizeof(e.comm)) ||
 		    !memchr(e.cgroup, 0, sizeof(e.cgroup)) || !e.weight ||
 		    e.weight > WSEM_CAPACITY_MAX)
@@ -840,6 +1210,46 @@ static void check_holders(const struct step *s)
 			violation("HOLDERS entry aged %llu ns",
 				  (unsigned long long)e.age_ns);
 	}
+}
+
+/*
+ * A gang granted: arguments it could take; the weight it gave the
+ * worker's deepest child goes back at once (nothing else releases it).
+ */
+static void check_many_ok(const struct step *s)
+{
+	const struct wsem_many_args *m = &s->a.many;
+	const struct wsem_many_entry *e;
+	uint32_t i;
+
+	if (s->usize < WSEM_MANY_SIZE_VER0 || s->entries_kind != P_GOOD) {
+		add(&sh->gangs, 1);
+		return;
+	}
+	if (nest_want(s) || m->flags & ~(WSEM_ACQUIRE_TRY |
+					WSEM_ACQUIRE_DEADLINE |
+					WSEM_ACQUIRE_CLOCK) ||
+	    !m->count || m->count > WSEM_MANY_MAX || s->dup_deep ||
+	    s->too_much) {
+		violation("ACQUIRE_MANY flags %llx count %u (fd kind %d) "
+			  "succeeded", (unsigned long long)m->flags, m->count,
+			  s->hostile);
+		return;
+	}
+	e = (const void *)(uintptr_t)m->entries;
+	for (i = 0; i < m->count; i++) {
+		if (!e[i].weight || e[i].__pad ||
+		    e[i].weight > WSEM_CAPACITY_MAX)
+			violation("ACQUIRE_MANY entry %u weight %llu pad %u "
+				  "granted", i,
+				  (unsigned long long)e[i].weight, e[i].__pad);
+		if (e[i].fd == deep_fd && wsem_release(deep_fd, e[i].weight))
+			violation("RELEASE of a gang's %llu on the deepest "
+				  "child: %s", (unsigned long long)e[i].weight,
+				  strerror(errno));
+	}
+	add(&sh->gangs, 1);
+	add(&sh->gang_parts, m->count);
 }
 
 /* A label the kernel may take: no flags, printable up to a NUL. */
@@ -894,15 +1304,31 @@ static void check_ok(const struct step *s, long ret)
 			violation("OPEN created capacity %llu",
 				  (unsigned long long)s->a.open.capacity);
 		if (s->a.open.flags & ~(WSEM_OPEN_CREAT | WSEM_OPEN_EXCL |
-					WSEM_OPEN_ANON | WSEM_OPEN_LOANS) ||
-		    (s->a.open.flags & WSEM_OPEN_LOANS &&
+					WSEM_OPEN_ANON | WSEM_OPEN_LOANS |
+					WSEM_OPEN_CHILD) ||
+		    (s->a.open.flags & (WSEM_OPEN_LOANS | WSEM_OPEN_CHILD) &&
 		     !(s->a.open.flags & (WSEM_OPEN_CREAT | WSEM_OPEN_ANON))) ||
 		    s->a.open.__pad || s->a.open.mode & ~0777)
 			violation("OPEN accepted flags %llx pad %u mode %o",
 				  (unsigned long long)s->a.open.flags,
 				  s->a.open.__pad, s->a.open.mode);
+		/* What the kernel read of the parent was ours (VER1). */
+		if (s->usize >= WSEM_OPEN_SIZE_VER1 &&
+		    (!open_args_ok(&s->a.open) ||
+		     (s->a.open.flags & WSEM_OPEN_CHILD &&
+		      s->hostile != H_ANY)))
+			violation("OPEN flags %llx parent_fd %d (kind %d) pad2 "
+				  "%u succeeded",
+				  (unsigned long long)s->a.open.flags,
+				  s->a.open.parent_fd, s->hostile,
+				  s->a.open.__pad2);
 		if (s->a.open.flags & WSEM_OPEN_LOANS)
 			add(&sh->loans_opened, 1);
+		if (s->a.open.flags & WSEM_OPEN_CHILD)
+			add(&sh->children, 1);
+		break;
+	case R_MANY:
+		check_many_ok(s);
 		break;
 	case R_ACQUIRE:
 		if (!s->a.acq.weight || s->a.acq.weight > WSEM_CAPACITY_MAX)
@@ -1091,13 +1517,13 @@ static void build_lend(struct rng *r, struct step *s, char *buf, size_t *len)
 /* Command numbers near ours that must all be ENOTTY. */
 static unsigned int unknown_cmd(struct rng *r)
 {
-	static const unsigned int nrs[] = { 0, 15, 16, 17, 18, 0x7f, 0xff };
+	static const unsigned int nrs[] = { 0, 16, 17, 18, 19, 0x7f, 0xff };
 	static const unsigned int ours[] = {
 		WSEM_IOC_OPEN, WSEM_IOC_REOPEN, WSEM_IOC_ACQUIRE,
 		WSEM_IOC_RELEASE, WSEM_IOC_SET_CAPACITY, WSEM_IOC_STAT,
 		WSEM_IOC_UNLINK, WSEM_IOC_LIST, WSEM_IOC_HOLDERS,
 		WSEM_IOC_ASYNC, WSEM_IOC_WAIT_IDLE, WSEM_IOC_SET_LABEL,
-		WSEM_IOC_SET_KILL, WSEM_IOC_LEND,
+		WSEM_IOC_SET_KILL, WSEM_IOC_LEND, WSEM_IOC_ACQUIRE_MANY,
 	};
 	unsigned int dir, size = below(r, 1u << _IOC_SIZEBITS), c;
 
@@ -1129,7 +1555,32 @@ static void build_open(struct rng *r, struct step *s, char *buf,
 
 	s->cmd = WSEM_IOC_OPEN;
 	o->size = s->usize = pick_size(r, WSEM_OPEN_SIZE_VER0);
-	switch (below(r, 10)) {
+	switch (below(r, 13)) {
+	case 10:
+	case 11:
+		/* a child (issue 31): of a pool handle, or a hostile fd */
+		o->flags = WSEM_OPEN_CHILD |
+			   (chance(r, 60) ? WSEM_OPEN_ANON : WSEM_OPEN_CREAT);
+		if (o->flags & WSEM_OPEN_CREAT && chance(r, 20))
+			o->flags |= WSEM_OPEN_EXCL;
+		if (chance(r, 10))
+			o->flags |= WSEM_OPEN_LOANS;
+		o->parent_fd = pick_tree_fd(r, &s->hostile);
+		o->size = s->usize = pick_size(r, WSEM_OPEN_SIZE_VER1);
+		break;
+	case 12:
+		/*
+		 * EINVAL: a parent_fd without CHILD, CHILD without CREAT or
+		 * ANON, a non-zero __pad2
+		 */
+		o->flags = chance(r, 50) ? WSEM_OPEN_CHILD |
+			   (chance(r, 50) ? WSEM_OPEN_EXCL : 0) :
+			   chance(r, 50) ? WSEM_OPEN_CREAT : WSEM_OPEN_ANON;
+		o->parent_fd = pick_tree_fd(r, &s->hostile);
+		if (!o->parent_fd || chance(r, 20))
+			o->__pad2 = 1 + below(r, 1000);
+		o->size = s->usize = pick_size(r, WSEM_OPEN_SIZE_VER1);
+		break;
 	case 0:
 	case 1:
 		o->flags = WSEM_OPEN_CREAT;
@@ -1241,6 +1692,121 @@ static void build_acquire(struct rng *r, struct step *s, char *buf,
 	s->bad_tail = tail(r, buf, sizeof(*q), q->size, len);
 }
 
+/*
+ * ACQUIRE_MANY: 1..8 entries from the pool (or the worker's own hostile
+ * descriptors), weights mostly small, now and then a padding, a weight 0,
+ * an entry twice, a count of 0 or over WSEM_MANY_MAX, entries where the
+ * kernel may not read; TRY or a deadline within 2 ms mostly, a wait
+ * without one seldom (SIGUSR1 ends it, as an acquire's).  The entries go
+ * to the arena's second page, the args to its first.
+ */
+static void build_many(struct rng *r, struct step *s, struct arena *a,
+		       char *buf, size_t *len)
+{
+	static const uint32_t clocks[] = {
+		CLOCK_MONOTONIC, CLOCK_BOOTTIME, CLOCK_REALTIME, CLOCK_TAI, 77,
+	};
+	static const uint32_t counts[] = {
+		0, WSEM_MANY_MAX + 1, UINT32_MAX, 1u << 28,
+	};
+	struct wsem_many_args *m = &s->a.many;
+	struct wsem_many_entry *e = (void *)(a->rw + PAGE);
+	struct timespec ts;
+	unsigned int i, n;
+	int h;
+
+	s->cmd = WSEM_IOC_ACQUIRE_MANY;
+	m->size = s->usize = pick_size(r, WSEM_MANY_SIZE_VER0);
+	switch (below(r, 20)) {
+	case 0:
+		m->flags = 0;			/* may sleep: SIGUSR1 ends it */
+		break;
+	case 1:
+		m->flags = chance(r, 50) ? rnd(r) : WSEM_ACQUIRE_ASYNC;
+		break;
+	case 2:
+		m->flags = WSEM_ACQUIRE_TRY | WSEM_ACQUIRE_DEADLINE;
+		break;
+	case 3:
+	case 4:
+		m->flags = WSEM_ACQUIRE_DEADLINE | WSEM_ACQUIRE_CLOCK;
+		m->clockid = clocks[below(r, ARRAY_SIZE(clocks))];
+		if (chance(r, 10))
+			m->flags = WSEM_ACQUIRE_CLOCK;
+		break;
+	default:
+		m->flags = chance(r, 60) ? WSEM_ACQUIRE_TRY :
+					   WSEM_ACQUIRE_DEADLINE;
+	}
+	if (chance(r, 3))
+		m->clockid = rnd(r);
+	clock_gettime(m->flags & WSEM_ACQUIRE_CLOCK &&
+		      m->clockid <= CLOCK_BOOTTIME ? m->clockid :
+		      CLOCK_MONOTONIC, &ts);
+	m->deadline_ns = chance(r, 5) ? rnd(r) :
+			 ts.tv_sec * NSEC + ts.tv_nsec + below(r, 2000000);
+	m->count = chance(r, 93) ? 1 + below(r, WSEM_MANY_MAX) :
+		   counts[below(r, ARRAY_SIZE(counts))];
+	n = m->count < WSEM_MANY_MAX ? m->count : WSEM_MANY_MAX;
+	memset(e, 0, WSEM_MANY_MAX * sizeof(*e));
+	for (i = 0; i < n; i++) {
+		e[i].fd = pick_tree_fd(r, &h);
+		if (!i)
+			s->hostile = h;
+		e[i].weight = chance(r, 85) ? 1 + below(r, 2) :
+			      pick_weight(r);
+		if (chance(r, 2))
+			e[i].__pad = 1 + below(r, 100);
+	}
+	/* The same semaphore twice: exactly EINVAL on the deepest child. */
+	if (n >= 2 && chance(r, 8)) {
+		i = 1 + below(r, n - 1);
+		if (chance(r, 60) && deep_fd >= 0) {
+			e[0] = (struct wsem_many_entry) {
+				.fd = deep_fd, .weight = 1,
+			};
+			e[i = 1] = e[0];
+			s->hostile = H_DEEP;
+			s->dup_deep = true;
+		} else {
+			e[i].fd = e[0].fd;
+		}
+	}
+	/* More than the deepest child's line can ever give: EINVAL. */
+	if (n && !s->dup_deep && deep_fd >= 0 && chance(r, 3)) {
+		e[0] = (struct wsem_many_entry) {
+			.fd = deep_fd, .weight = DEEP_CAP + 1 + below(r, 3),
+		};
+		s->hostile = H_DEEP;
+		s->too_much = true;
+	}
+	switch (below(r, 25)) {
+	case 0:
+		s->entries_kind = P_NULL;
+		m->entries = 0;
+		break;
+	case 1:
+		s->entries_kind = P_NONE;
+		m->entries = (uintptr_t)a->none;
+		break;
+	case 2:
+		/* the first entry readable, the rest not */
+		s->entries_kind = P_STRADDLE;
+		m->entries = (uintptr_t)(a->none - sizeof(*e));
+		memcpy(a->none - sizeof(*e), e, sizeof(*e));
+		break;
+	case 3:
+		s->entries_kind = P_KERNEL;
+		m->entries = 0xffffffff81000000ULL;
+		break;
+	default:
+		s->entries_kind = P_GOOD;
+		m->entries = (uintptr_t)e;
+	}
+	memcpy(buf, m, sizeof(*m));
+	s->bad_tail = tail(r, buf, sizeof(*m), m->size, len);
+}
+
 static void build_holders(struct rng *r, struct step *s, struct arena *a,
 			  char *buf, size_t *len)
 {
@@ -1252,8 +1818,12 @@ static void build_holders(struct rng *r, struct step *s, struct arena *a,
 	struct wsem_holders_args *h = &s->a.who;
 
 	s->cmd = WSEM_IOC_HOLDERS;
-	h->size = s->usize = pick_size(r, WSEM_HOLDERS_SIZE_VER0);
+	h->size = s->usize = pick_size(r, chance(r, 50) ?
+					 WSEM_HOLDERS_SIZE_VER0 :
+					 WSEM_HOLDERS_SIZE_VER1);
 	h->flags = chance(r, 95) ? 0 : rnd(r);
+	if (h->size >= WSEM_HOLDERS_SIZE_VER1 && chance(r, 5))
+		h->__pad = 1 + below(r, 1000);
 	h->count = chance(r, 90) ? counts[below(r, ARRAY_SIZE(counts))] :
 		   (uint32_t)rnd(r);
 	h->entry_size = chance(r, 60) ? WSEM_HOLDER_SIZE_VER0 :
@@ -1292,8 +1862,9 @@ static void build_list(struct rng *r, struct step *s, struct arena *a,
 	l->count = chance(r, 90) ?
 		counts[below(r, ARRAY_SIZE(counts))] :
 		(uint32_t)rnd(r);
-	l->stat_size = chance(r, 40) ? WSEM_STAT_SIZE_VER0 :
-		chance(r, 35) ? WSEM_STAT_SIZE_VER2 :
+	l->stat_size = chance(r, 30) ? WSEM_STAT_SIZE_VER0 :
+		chance(r, 25) ? WSEM_STAT_SIZE_VER2 :
+		chance(r, 40) ? WSEM_STAT_SIZE_VER3 :
 		sizes[below(r, ARRAY_SIZE(sizes))];
 	/*
 	 * The array: the arena's second page (the guard page after it stops
@@ -1317,10 +1888,6 @@ static void build_list(struct rng *r, struct step *s, struct arena *a,
 	s->bad_tail = tail(r, buf, sizeof(*l), l->size, len);
 }
 
-/*
- * One fuzz step: pick a request, build hostile arguments, issue it and
- * check the result.  @a is the calling thread's arena.
- */
 /*
  * A read-only handle, just bound and still ours alone: it cannot take
  * weight, and REOPEN keeps it read-only.
@@ -1394,9 +1961,12 @@ static void fuzz_one(struct rng *r, struct arena *a)
 		s.a.val = chance(r, 85) ? (chance(r, 50) ? 0 :
 				  WSEM_REOPEN_CLOEXEC) : rnd(r) & 0xff;
 		memcpy(buf, &s.a.val, 8);
-	} else if (k < 40) {
+	} else if (k < 35) {
 		s.q = R_ACQUIRE;
 		build_acquire(r, &s, buf, &len);
+	} else if (k < 40) {
+		s.q = R_MANY;
+		build_many(r, &s, a, buf, &len);
 	} else if (k < 42) {
 		s.q = R_IDLE;
 		build_acquire(r, &s, buf, &len);
@@ -1419,8 +1989,9 @@ static void fuzz_one(struct rng *r, struct arena *a)
 	} else if (k < 73) {
 		s.q = R_STAT;
 		s.cmd = WSEM_IOC_STAT;
-		s.usize = pick_size(r, chance(r, 50) ? WSEM_STAT_SIZE_VER0 :
-					  WSEM_STAT_SIZE_VER2);
+		s.usize = pick_size(r, chance(r, 40) ? WSEM_STAT_SIZE_VER0 :
+					  chance(r, 30) ? WSEM_STAT_SIZE_VER2 :
+					  WSEM_STAT_SIZE_VER3);
 		len = s.usize < 8 ? 8 : s.usize > PAGE ? PAGE : s.usize;
 		/* Garbage in, so that whatever the kernel leaves shows. */
 		memset(buf, 0xa5, len);
@@ -1488,6 +2059,8 @@ static void fuzz_one(struct rng *r, struct arena *a)
 			add(&sh->interrupted, 1);
 		if (s.q == R_ACQUIRE && err == EINPROGRESS)
 			add(&sh->queued, 1);
+		if (s.q == R_OPEN && err == ELOOP)
+			add(&sh->eloops, 1);
 		check_err(&s, err);
 	}
 	if (s.bypath)
@@ -2839,6 +3412,7 @@ static void __attribute__((noreturn)) worker_main(unsigned int slot,
 		if (setgroups(0, NULL) || setgid(NOBODY) || setuid(NOBODY))
 			_exit(3);
 	}
+	tree_fds();
 	for (i = 0; i < OP_THREADS; i++) {
 		oa[i].r = rng_for(slot, gen, i + 1);
 		if (arena_init(&oa[i].a) ||
@@ -3153,6 +3727,13 @@ TEST_F_TIMEOUT(fuzz, ioctls, 1800)
 	       (unsigned long long)sh->round_kills,
 	       (unsigned long long)sh->rdband,
 	       (unsigned long long)sh->woken, sh->woken_max_ns / 1e6);
+	TH_LOG("trees: %llu children made by OPEN, %llu ELOOPs, %llu chains "
+	       "%u deep checked, %llu gangs granted (%llu entries)",
+	       (unsigned long long)sh->children,
+	       (unsigned long long)sh->eloops,
+	       (unsigned long long)sh->chains, WSEM_DEPTH_MAX,
+	       (unsigned long long)sh->gangs,
+	       (unsigned long long)sh->gang_parts);
 	EXPECT_LT(0, sh->fs_opened);
 	EXPECT_LT(0, sh->fs_read);
 	EXPECT_LT(0, sh->js_opened);
@@ -3183,6 +3764,9 @@ TEST_F_TIMEOUT(fuzz, ioctls, 1800)
 			       (unsigned long long)list[i].capacity);
 		}
 		EXPECT_EQ(0, list[i].lent_here);
+		/* Children too: a named one is listed, at most 8 deep. */
+		EXPECT_GE(WSEM_DEPTH_MAX, list[i].depth);
+		EXPECT_EQ(!list[i].depth, !list[i].parent_id);
 		if (!list[i].ceiling)
 			EXPECT_LT(0, list[i].capacity);
 	}
