@@ -74,16 +74,14 @@ MODULE_PARM_DESC(spin_ns,
 static unsigned int test_tell_delay_ms;
 module_param(test_tell_delay_ms, uint, 0600);
 MODULE_PARM_DESC(test_tell_delay_ms,
-		 "Test builds only: the next granter waits this long between dropping the lock and telling whom it granted (ms, once; a busy wait under a tree's RCU read lock)");
+		 "Test builds only: the next granter waits this long between dropping the lock and telling whom it granted (ms, once)");
 
-void wsem_test_pause(bool may_sleep)
+void wsem_test_pause(void)
 {
 	unsigned int ms = xchg(&test_tell_delay_ms, 0);
 
-	if (ms && may_sleep)
+	if (ms)
 		msleep(ms);
-	else if (ms)
-		mdelay(ms);
 }
 
 static unsigned int test_park_delay_ms;

@@ -104,7 +104,6 @@ struct wsem_wake {
 	struct wsem_handle *handles[WSEM_WAKE_BATCH];	/* with a reference */
 	struct wsem *sem;		/* wake its pollers ... */
 	__poll_t events;		/* ... with these, new since the change */
-	bool tree;			/* ... and those of its tree's (a root) */
 	struct list_head parked;	/* parked waiters to free (park_node) */
 };
 
@@ -115,7 +114,6 @@ static __always_inline void wsem_wake_init(struct wsem_wake *wake)
 	wake->nr_tasks = 0;
 	wake->nr_handles = 0;
 	wake->events = 0;
-	wake->tree = false;
 	INIT_LIST_HEAD(&wake->parked);
 }
 
@@ -179,7 +177,7 @@ static void wsem_wake_up(struct wsem_wake *wake)
 
 	/* A tree's wake runs under rcu_read_lock(): no sleep there. */
 	if (wake->nr_tasks || wake->nr_handles)
-		wsem_test_pause(!wake->tree);
+		wsem_test_pause();
 	for (i = 0; i < wake->nr_tasks; i++) {
 		wake_up_process(wake->tasks[i]);
 		put_task_struct(wake->tasks[i]);
@@ -194,11 +192,6 @@ static void wsem_wake_up(struct wsem_wake *wake)
 	list_for_each_entry_safe(w, next, &wake->parked, park_node)
 		wsem_free_parked(w);
 	INIT_LIST_HEAD(&wake->parked);
-	if (unlikely(wake->tree)) {
-		wsem_wake_tree(wake->sem, wake->events);
-		wake->tree = false;
-		wake->events = 0;
-	}
 	if (unlikely(wake->events)) {
 		wake_up_poll(&wake->sem->pollers, wake->events);
 		if (wake->events & EPOLLPRI)
@@ -700,18 +693,21 @@ static void wsem_unlock_and_wake(struct wsem *sem, __poll_t before,
 	while (wsem_grant_waiters(sem, wake))
 		wsem_wake_batch(sem, wake);
 	if (unlikely(!list_is_singular(&sem->root->tree))) {
+		struct wsem *root = sem->root;
+
 		/*
 		 * What changed may change what any semaphore of the tree
-		 * reports: its pollers look again (wsem_wake_tree()).
+		 * reports: its pollers look again.  The tree's semaphores
+		 * are freed after a grace period, so the walk holds the RCU
+		 * read lock from before the tree's lock is dropped; the
+		 * grantees are woken after it, where sleeping is allowed.
 		 */
-		wake->events = EPOLLIN | EPOLLRDNORM | EPOLLPRI | EPOLLRDBAND;
-		wake->sem = sem->root;
-		wake->tree = true;
-		/* The tree's semaphores are freed after a grace period. */
 		rcu_read_lock();
 		spin_unlock(sem->lock);
-		wsem_wake_up(wake);
+		wsem_wake_tree(root, EPOLLIN | EPOLLRDNORM | EPOLLPRI |
+				     EPOLLRDBAND);
 		rcu_read_unlock();
+		wsem_wake_up(wake);
 		return;
 	}
 	/* Demand changed with all but a resize: worth no look of its own. */

@@ -448,12 +448,12 @@ void wsem_fs_notify(struct wsem_ns *wns, const char *name, u32 mask);
  */
 #ifdef WSEM_TEST_KNOBS
 extern const struct kernel_param_ops wsem_test_counter_ops;
-void wsem_test_pause(bool may_sleep);
+void wsem_test_pause(void);
 void wsem_test_park_pause(void);
 void wsem_test_count_parked(int delta);
 bool wsem_test_cgroup_fail(void);
 #else
-static inline void wsem_test_pause(bool may_sleep)
+static inline void wsem_test_pause(void)
 {
 }
 
