@@ -175,7 +175,6 @@ static void wsem_wake_up(struct wsem_wake *wake)
 	struct wsem_handle *h;
 	unsigned int i;
 
-	/* A tree's wake runs under rcu_read_lock(): no sleep there. */
 	if (wake->nr_tasks || wake->nr_handles)
 		wsem_test_pause();
 	for (i = 0; i < wake->nr_tasks; i++) {
