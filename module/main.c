@@ -205,6 +205,28 @@ static bool wsem_capacity_valid(u64 capacity)
 	return capacity && capacity <= WSEM_CAPACITY_MAX;
 }
 
+/* Is @file open for reading and writing, as a change needs? */
+static bool wsem_file_rw(const struct file *file)
+{
+	return (file->f_mode & (FMODE_READ | FMODE_WRITE)) ==
+	       (FMODE_READ | FMODE_WRITE);
+}
+
+/*
+ * The handle of @file, another file than the ioctl's (a parent, a gang's
+ * entry), which must be a bound handle of wsem open for reading and
+ * writing: the handle, or ERR_PTR(-EINVAL) (no bound handle of wsem) or
+ * ERR_PTR(-EBADF) (not open for both).
+ */
+static struct wsem_handle *wsem_rw_handle(struct file *file)
+{
+	struct wsem_handle *h = file->private_data;
+
+	if (file->f_op != &wsem_fops || !wsem_handle_sem(h))
+		return ERR_PTR(-EINVAL);
+	return wsem_file_rw(file) ? h : ERR_PTR(-EBADF);
+}
+
 /*
  * The semaphore of handle @fd, for a child of it: a reference for the
  * caller (wsem_put()), or an ERR_PTR(): -EBADF (no such descriptor, or not
@@ -215,18 +237,16 @@ static bool wsem_capacity_valid(u64 capacity)
 static struct wsem *wsem_get_parent(int fd)
 {
 	struct file *file = fget(fd);
-	struct wsem *sem = NULL;
-	int ret = -EBADF;
+	struct wsem_handle *h;
+	struct wsem *sem;
+	int ret;
 
 	if (!file)
 		return ERR_PTR(-EBADF);
-	if (file->f_op == &wsem_fops)
-		sem = wsem_handle_sem(file->private_data);
+	h = wsem_rw_handle(file);
+	sem = IS_ERR(h) ? NULL : h->sem;
 	if (!sem)
-		ret = -EINVAL;
-	else if ((file->f_mode & (FMODE_READ | FMODE_WRITE)) !=
-		 (FMODE_READ | FMODE_WRITE))
-		ret = -EBADF;
+		ret = PTR_ERR(h);
 	else if (sem->depth >= WSEM_DEPTH_MAX)
 		ret = -ELOOP;
 	else
@@ -504,23 +524,13 @@ static int wsem_ioctl_acquire(struct wsem_handle *h, void __user *uarg)
 static struct wsem_handle *wsem_many_handle(const struct wsem_many_entry *e,
 					    struct file **file)
 {
-	struct wsem_handle *h;
-	struct wsem *sem;
-
 	*file = NULL;
 	if (e->__pad || !e->weight)
 		return ERR_PTR(-EINVAL);
 	*file = fget(e->fd);
 	if (!*file)
 		return ERR_PTR(-EBADF);
-	h = (*file)->private_data;
-	sem = (*file)->f_op == &wsem_fops ? wsem_handle_sem(h) : NULL;
-	if (!sem)
-		return ERR_PTR(-EINVAL);
-	if (((*file)->f_mode & (FMODE_READ | FMODE_WRITE)) !=
-	    (FMODE_READ | FMODE_WRITE))
-		return ERR_PTR(-EBADF);
-	return h;
+	return wsem_rw_handle(*file);
 }
 
 /**
@@ -1036,9 +1046,7 @@ static long wsem_file_ioctl(struct file *file, unsigned int cmd,
 	void __user *uarg = (void __user *)arg;
 
 	cmd = WSEM_CMD(cmd);
-	if (wsem_cmd_writes(cmd) &&
-	    (file->f_mode & (FMODE_READ | FMODE_WRITE)) !=
-	    (FMODE_READ | FMODE_WRITE))
+	if (wsem_cmd_writes(cmd) && !wsem_file_rw(file))
 		return -EBADF;
 
 	switch (cmd) {
