@@ -37,15 +37,6 @@
 
 #define MSEC	1000000LL
 
-static struct wsem_stat stat_of(int fd)
-{
-	struct wsem_stat st;
-
-	if (wsem_stat(fd, &st))
-		memset(&st, 0xff, sizeof(st));
-	return st;
-}
-
 static uint64_t used(int fd)
 {
 	return stat_of(fd).used;

@@ -57,45 +57,10 @@ static int lend(int fd, uint64_t capacity)
 	return lend_flags(fd, capacity, 0);
 }
 
-/* A handle on a new semaphore opened with @flags (ANON and/or LOANS). */
-static int open_flags(const char *name, uint64_t flags, uint64_t capacity)
-{
-	struct wsem_open_args a = {
-		.size = sizeof(a),
-		.flags = flags,
-		.capacity = capacity,
-		.mode = 0666,
-	};
-	int fd = open("/dev/wsem", O_RDWR | O_CLOEXEC);
-
-	if (fd < 0)
-		return -1;
-	if (name)
-		snprintf(a.name, sizeof(a.name), "%s", name);
-	if (ioctl(fd, WSEM_IOC_OPEN, &a)) {
-		int err = errno;
-
-		close(fd);
-		errno = err;
-		return -1;
-	}
-	return fd;
-}
-
 /* A semaphore that takes its capacity from loans, with @ceiling. */
 static int open_loans(uint64_t ceiling)
 {
-	return open_flags(NULL, WSEM_OPEN_ANON | WSEM_OPEN_LOANS, ceiling);
-}
-
-static struct wsem_stat stat_of(int fd)
-{
-	struct wsem_stat st;
-
-	memset(&st, 0xff, sizeof(st));
-	if (wsem_stat(fd, &st))
-		memset(&st, 0xff, sizeof(st));
-	return st;
+	return open_with(NULL, WSEM_OPEN_ANON | WSEM_OPEN_LOANS, ceiling, 0);
 }
 
 /* poll() @fd for @events; its revents, 0 on a timeout, -1 on error. */
@@ -314,7 +279,7 @@ TEST(lending_more_needs_the_owner)
 		SKIP(return, "needs root to become another user");
 	snprintf(name, sizeof(name), "lend.%d", getpid());
 	umask(0);
-	fd = open_flags(name, WSEM_OPEN_CREAT | WSEM_OPEN_EXCL, 2);
+	fd = open_with(name, WSEM_OPEN_CREAT | WSEM_OPEN_EXCL, 2, 0);
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, lend(fd, 3));
 	pid = fork();
@@ -376,7 +341,7 @@ TEST_F(lend, bad_calls_change_nothing)
 	EXPECT_EQ(WSEM_CAPACITY_MAX, stat_of(big).capacity);
 	close(big);
 	/* LOANS names a created semaphore's ceiling: not without CREAT. */
-	EXPECT_EQ(-1, open_flags("lend.nocreat", WSEM_OPEN_LOANS, 4));
+	EXPECT_EQ(-1, open_with("lend.nocreat", WSEM_OPEN_LOANS, 4, 0));
 	EXPECT_EQ(EINVAL, errno);
 	EXPECT_EQ(-1, open_loans(0));
 	EXPECT_EQ(EINVAL, errno);

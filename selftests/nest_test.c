@@ -39,45 +39,11 @@
 #include "kselftest_harness.h"
 #include "util.h"
 
-/* A handle on a new semaphore, a child of @parent's if @parent >= 0. */
-static int open_args(const char *name, uint64_t flags, uint64_t capacity,
-		     int parent)
-{
-	struct wsem_open_args a = {
-		.size = sizeof(a),
-		.flags = flags,
-		.capacity = capacity,
-		.mode = 0666,
-		.parent_fd = parent,
-	};
-	int fd = open("/dev/wsem", O_RDWR | O_CLOEXEC), err;
-
-	if (fd < 0)
-		return -1;
-	if (name)
-		snprintf(a.name, sizeof(a.name), "%s", name);
-	if (!ioctl(fd, WSEM_IOC_OPEN, &a))
-		return fd;
-	err = errno;
-	close(fd);
-	errno = err;
-	return -1;
-}
-
 /* An anonymous child of @parent's semaphore, of @capacity. */
 static int child(int parent, uint64_t capacity)
 {
-	return open_args(NULL, WSEM_OPEN_ANON | WSEM_OPEN_CHILD, capacity,
+	return open_with(NULL, WSEM_OPEN_ANON | WSEM_OPEN_CHILD, capacity,
 			 parent);
-}
-
-static struct wsem_stat stat_of(int fd)
-{
-	struct wsem_stat st;
-
-	if (wsem_stat(fd, &st))
-		memset(&st, 0xff, sizeof(st));
-	return st;
 }
 
 static uint64_t used(int fd)
@@ -352,15 +318,15 @@ TEST_F(nest, bad_calls_say_why)
 	EXPECT_EQ(-1, child(self->a, 0));
 	EXPECT_EQ(EINVAL, errno);
 	/* parent_fd without WSEM_OPEN_CHILD. */
-	EXPECT_EQ(-1, open_args(NULL, WSEM_OPEN_ANON, 1, self->a));
+	EXPECT_EQ(-1, open_with(NULL, WSEM_OPEN_ANON, 1, self->a));
 	EXPECT_EQ(EINVAL, errno);
 	snprintf(name, sizeof(name), "nest.bad.%d", getpid());
 	fd = wsem_open(name, O_CREAT | O_EXCL, 0600, 2);
 	ASSERT_LE(0, fd);
 	/* A named child needs CREAT, and a name taken by another parent's. */
-	EXPECT_EQ(-1, open_args(name, WSEM_OPEN_CHILD, 1, self->a));
+	EXPECT_EQ(-1, open_with(name, WSEM_OPEN_CHILD, 1, self->a));
 	EXPECT_EQ(EINVAL, errno);
-	EXPECT_EQ(-1, open_args(name, WSEM_OPEN_CREAT | WSEM_OPEN_CHILD, 1,
+	EXPECT_EQ(-1, open_with(name, WSEM_OPEN_CREAT | WSEM_OPEN_CHILD, 1,
 				self->a));
 	EXPECT_EQ(EEXIST, errno);
 	/* A parent through a handle that is not open for writing. */
@@ -384,9 +350,9 @@ TEST_F(nest, a_named_child_opens_again)
 	int c1, c2;
 
 	snprintf(name, sizeof(name), "nest.again.%d", getpid());
-	c1 = open_args(name, WSEM_OPEN_CREAT | WSEM_OPEN_CHILD, 2, self->a);
+	c1 = open_with(name, WSEM_OPEN_CREAT | WSEM_OPEN_CHILD, 2, self->a);
 	ASSERT_LE(0, c1);
-	c2 = open_args(name, WSEM_OPEN_CREAT | WSEM_OPEN_CHILD, 9, self->a);
+	c2 = open_with(name, WSEM_OPEN_CREAT | WSEM_OPEN_CHILD, 9, self->a);
 	ASSERT_LE(0, c2);
 	ASSERT_EQ(0, wsem_acquire(c1, 2));
 	EXPECT_EQ(2, stat_of(c2).used);

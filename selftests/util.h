@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Helpers that more than one selftest needs: passing a descriptor over a
- * unix socket, one-line files in /proc, /sys and cgroupfs, "key: value"
+ * unix socket, a raw WSEM_IOC_OPEN and a stat as a value, one-line files in /proc, /sys and cgroupfs, "key: value"
  * text (fdinfo, a wsemfs handle's read), the monotonic clock, a seeded
  * random generator, numbers from the environment, and tracefs.  All static
  * inline, so a test that uses some of them builds without warnings about
@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/statfs.h>
@@ -162,6 +163,45 @@ static inline int64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * NSEC + ts.tv_nsec;
+}
+
+/*
+ * A handle on a new semaphore made by WSEM_IOC_OPEN with @flags (ANON,
+ * CREAT, LOANS, CHILD, ...), @capacity, mode 0666 and @parent_fd as they
+ * are; @name NULL for none.  The handle, or -1 with errno.
+ */
+static inline int open_with(const char *name, uint64_t flags,
+			   uint64_t capacity, int parent_fd)
+{
+	struct wsem_open_args a = {
+		.size = sizeof(a),
+		.flags = flags,
+		.capacity = capacity,
+		.mode = 0666,
+		.parent_fd = parent_fd,
+	};
+	int fd = open("/dev/wsem", O_RDWR | O_CLOEXEC), err;
+
+	if (fd < 0)
+		return -1;
+	if (name)
+		snprintf(a.name, sizeof(a.name), "%s", name);
+	if (!ioctl(fd, WSEM_IOC_OPEN, &a))
+		return fd;
+	err = errno;
+	close(fd);
+	errno = err;
+	return -1;
+}
+
+/* The stat of handle @fd, or all bits set if it fails. */
+static inline struct wsem_stat stat_of(int fd)
+{
+	struct wsem_stat st;
+
+	if (wsem_stat(fd, &st))
+		memset(&st, 0xff, sizeof(st));
+	return st;
 }
 
 /*
