@@ -363,8 +363,14 @@ static void *place(struct rng *r, struct arena *a, const void *src,
 	char *p;
 
 	if (k < 72) {
+		size_t off = chance(r, 10) ? below(r, 8) : 0;
+
+		/*
+		 * Within the first page: the second holds a gang's entries,
+		 * which a long struct's tail must not overwrite.
+		 */
 		*kind = P_GOOD;
-		p = a->rw + (chance(r, 10) ? below(r, 8) : 0);
+		p = a->rw + (len + off <= PAGE ? off : 0);
 		memcpy(p, src, len);
 		return p;
 	}
