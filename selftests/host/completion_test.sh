@@ -45,7 +45,7 @@ comp() {
 	fi
 }
 
-echo "1..29"
+echo "1..33"
 comp "release resize rm run" wsem r
 comp "lend" wsem le
 comp "--loans" wsem create x 4 --lo
@@ -73,6 +73,9 @@ comp "--parent --parent-fd" wsem create x 4 --par
 comp "gpu" wsem create x 4 --parent g
 comp "--and" wsem run build --an
 comp "build builds" wsem run gpu -a bu
+comp "gpu" wsem run build --and g
+comp "gpu" wsem create x 4 -p g
+comp "" wsem create x 4 --parent-fd ""
 
 # With bash-completion loaded, COMMAND's words go to COMMAND's own
 # completion: _command_offset, here a stand-in that offers what it was
@@ -97,6 +100,27 @@ if [ -z "$bad" ]; then
 	echo "ok $n - every option offered is in the verb's --help"
 else
 	echo "not ok $n - options offered but unknown:$bad"
+	failed=$((failed + 1))
+fi
+
+# ... and every option a verb's --help lists (short and long) is offered:
+# a new option cannot be left out of the completion.
+n=$((n + 1))
+missing=
+for verb in create rm ls stat top resize run lend acquire release wait apply; do
+	offered=" $(_wsem_opts "$verb" | tr -s " \n" "  ") "
+	for o in $("$ROOT/userlib/wsem" "$verb" --help |
+		   sed -n 's/^  \(-[a-zA-Z0-9]\)\?,\? *\(--[a-z-]*\)\?.*/\1 \2/p'); do
+		case $offered in
+		*" $o "*) ;;
+		*) missing="$missing $verb:$o" ;;
+		esac
+	done
+done
+if [ -z "$missing" ]; then
+	echo "ok $n - every option of a verb's --help is offered"
+else
+	echo "not ok $n - options in --help but not offered:$missing"
 	failed=$((failed + 1))
 fi
 [ $failed -eq 0 ]
