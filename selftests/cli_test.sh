@@ -517,8 +517,9 @@ t_top() {
 	fi
 	# the busiest first: the one with a waiter heads the table
 	[ "$(sed -n '3p' "$T/out" | awk '{ print $1 }')" = "$P-t2" ]
-	grep -Eq '^NAME +CAPACITY +USED +WAITERS +LENT +CEILING +DEPTH +UID +GID +MODE +LONGEST WAIT$' \
+	grep -Eq '^NAME +CAPACITY +USED +WAITERS +HOLDS OF PARENT +LENT +CEILING +DEPTH +UID +GID +MODE +LONGEST WAIT$' \
 		"$T/out"
+	grep -Eq "^$P-t2 +1 +1 +1 +- +0 +0 +0 " "$T/out"	# a root: -
 	expect 2 wsem top -n 0
 	usage_err
 	# one semaphore is "1 semaphore"
@@ -529,6 +530,38 @@ t_top() {
 	expect 2 wsem top -d soon
 	usage_err
 	reap "$h"
+}
+
+# top draws the tree: 8 slots split between two containers, one of them
+# split again; each child under its parent, the busiest first, indented
+# two spaces a level, with what it holds of its parent.
+t_top_tree() {
+	wsem create "$P-gpu" 8
+	wsem create "$P-ca" 4 --parent "$P-gpu"
+	wsem create "$P-cb" 6 --parent "$P-gpu"
+	wsem create "$P-ci" 2 --parent "$P-ca"
+	bg wsem run "$P-ci" -w 2 -- sleep 60
+	eventually is used "$P-gpu" 2
+	bg wsem run "$P-cb" -w 3 -- sleep 60
+	eventually is used "$P-gpu" 5
+	expect 0 wsem top -n 1
+	cat "$T/out"
+	grep -A 3 "^$P-gpu " "$T/out" >"$T/tree"
+	sed -n 1p "$T/tree" | grep -Eq "^$P-gpu +8 +5 +0 +- +0 +0 +0 "
+	sed -n 2p "$T/tree" | grep -Eq "^  $P-cb +6 +3 +0 +3 of $P-gpu +0 +0 +1 "
+	sed -n 3p "$T/tree" | grep -Eq "^  $P-ca +4 +2 +0 +2 of $P-gpu +0 +0 +1 "
+	sed -n 4p "$T/tree" | grep -Eq "^    $P-ci +2 +2 +0 +2 of $P-ca +0 +0 +2 "
+	# children are not listed again as roots
+	[ "$(grep -c "$P-ci " "$T/out")" -eq 1 ]
+	# a child whose parent this namespace does not list: at the left,
+	# its parent by id
+	mkdir -p "$T/fs"
+	expect 0 unshare -m sh -c "mount -t wsem wsem $T/fs && exec unshare -i \
+		sh -c '$WSEM create kid 1 --parent $T/fs/$P-ca &&
+		exec $WSEM run kid -- $WSEM top -n 1'"
+	cat "$T/out"
+	grep -Eq "^kid +1 +1 +0 +1 of \\[$(jget "$P-ci" parent_id)\\] +0 +0 +2 " \
+		"$T/out"
 }
 
 t_wait_idle() {
@@ -1883,6 +1916,7 @@ t_stat_holders stat shows who holds and who waits, in tables and JSON
 t_run_label run labels the handle with COMMAND, supervised and --inherit
 t_ls_long ls -l adds owner, group, mode and the longest wait
 t_top top -n N: plain rounds off a terminal, busiest first
+t_top_tree top draws the tree: children under their parent, what each holds of it
 t_wait_idle wait [--idle]: returns when the last holder leaves; -t exits 124
 t_apply apply: creates, resizes, re-modes; idempotent; --dry-run, --prune; a bad file is one error
 t_apply_dirs apply without PATH: /etc, /run, /usr/lib wsem.d as sysctl.d; none is nothing declared

@@ -128,7 +128,15 @@ int cli_usage(const char *synopsis, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 /* format.c */
+/* A row of top's tree: entry @i of the list, @level deep in the view. */
+struct cli_tree_row {
+	size_t i;
+	unsigned int level;
+	char parent[WSEM_NAME_MAX];	/* its parent's name, "[ID]"; "": a root */
+};
 void cli_print_table(const struct wsem_stat *st, size_t n, bool longer);
+void cli_print_rows(const struct wsem_stat *all,
+		    const struct cli_tree_row *rows, size_t n, bool longer);
 void cli_print_stat(const struct wsem_stat *st);
 void cli_print_stats(const struct wsem_stat *st);
 void cli_print_json_list(const struct wsem_stat *st, size_t n);

@@ -36,52 +36,88 @@ static int max_int(int a, int b)
 	return a > b ? a : b;
 }
 
+/* What a child holds of its parent, "4 of gpu"; "-" for a root. */
+static const char *holds_text(const struct wsem_stat *st,
+			      const struct cli_tree_row *row, char *buf,
+			      size_t len)
+{
+	if (!row || !row->parent[0])
+		return "-";
+	snprintf(buf, len, "%" PRIu64 " of %s", (uint64_t)st->used,
+		 row->parent);
+	return buf;
+}
+
 /*
  * ls: NAME CAPACITY USED WAITERS, names left, numbers right aligned;
  * @longer (ls -l) adds the capacity lent, the ceiling (0: not a loans
  * semaphore), the depth in its tree (0: a root, 1: a child of a root,
  * ...), the owner and group ids, the mode and the longest wait so
- * far.
+ * far.  With @rows (top), the entries in the rows' order, each name
+ * indented two spaces a level of the tree, and after WAITERS a column
+ * HOLDS OF PARENT: a child's used, which is what it holds of its parent
+ * (its own holders' and its children's), and the parent's name.
  */
-void cli_print_table(const struct wsem_stat *st, size_t n, bool longer)
+void cli_print_rows(const struct wsem_stat *all,
+		    const struct cli_tree_row *rows, size_t n, bool longer)
 {
 	/* the headers' widths */
-	int w[8] = { 4, 8, 4, 7, 3, 5, 4, 7 };
-	char dur[24];
+	int w[9] = { 4, 8, 4, 7, 3, 5, 4, 7, 15 };
+	const struct wsem_stat *st;
+	char dur[24], holds[WSEM_NAME_MAX + 32];
+	int indent;
 	size_t i;
 
 	for (i = 0; i < n; i++) {
-		w[0] = max_int(w[0], (int)strlen(stat_name(&st[i])));
-		w[1] = max_int(w[1], num_width(st[i].capacity));
-		w[2] = max_int(w[2], num_width(st[i].used));
-		w[3] = max_int(w[3], num_width(st[i].waiters));
-		w[4] = max_int(w[4], num_width(st[i].uid));
-		w[5] = max_int(w[5], num_width(st[i].gid));
-		w[6] = max_int(w[6], num_width(st[i].lent));
-		w[7] = max_int(w[7], num_width(st[i].ceiling));
+		st = rows ? &all[rows[i].i] : &all[i];
+		indent = rows ? 2 * (int)rows[i].level : 0;
+		w[0] = max_int(w[0], indent + (int)strlen(stat_name(st)));
+		w[1] = max_int(w[1], num_width(st->capacity));
+		w[2] = max_int(w[2], num_width(st->used));
+		w[3] = max_int(w[3], num_width(st->waiters));
+		w[4] = max_int(w[4], num_width(st->uid));
+		w[5] = max_int(w[5], num_width(st->gid));
+		w[6] = max_int(w[6], num_width(st->lent));
+		w[7] = max_int(w[7], num_width(st->ceiling));
+		if (rows)
+			w[8] = max_int(w[8], (int)strlen(holds_text(st,
+					&rows[i], holds, sizeof(holds))));
 	}
 	printf("%-*s  %*s  %*s  %*s", w[0], "NAME", w[1], "CAPACITY",
 	       w[2], "USED", w[3], "WAITERS");
+	if (rows)
+		printf("  %-*s", w[8], "HOLDS OF PARENT");
 	if (longer)
 		printf("  %*s  %*s  DEPTH  %*s  %*s  MODE  LONGEST WAIT",
 		       w[6], "LENT", w[7], "CEILING", w[4], "UID", w[5], "GID");
 	putchar('\n');
 	for (i = 0; i < n; i++) {
-		printf("%-*s  %*" PRIu64 "  %*" PRIu64 "  %*" PRIu64,
-		       w[0], stat_name(&st[i]), w[1], (uint64_t)st[i].capacity,
-		       w[2], (uint64_t)st[i].used, w[3], (uint64_t)st[i].waiters);
+		st = rows ? &all[rows[i].i] : &all[i];
+		indent = rows ? 2 * (int)rows[i].level : 0;
+		printf("%*s%-*s  %*" PRIu64 "  %*" PRIu64 "  %*" PRIu64,
+		       indent, "", w[0] - indent, stat_name(st), w[1],
+		       (uint64_t)st->capacity, w[2], (uint64_t)st->used, w[3],
+		       (uint64_t)st->waiters);
+		if (rows)
+			printf("  %-*s", w[8], holds_text(st, &rows[i], holds,
+							  sizeof(holds)));
 		if (longer)
 			printf("  %*" PRIu64 "  %*" PRIu64, w[6],
-			       (uint64_t)st[i].lent, w[7],
-			       (uint64_t)st[i].ceiling);
+			       (uint64_t)st->lent, w[7],
+			       (uint64_t)st->ceiling);
 		if (longer)
 			printf("  %5" PRIu64 "  %*u  %*u  %04o  %s",
-			       (uint64_t)st[i].depth, w[4], st[i].uid, w[5],
-			       st[i].gid, (unsigned int)st[i].mode,
-			       cli_duration_text(st[i].wait_ns_max, dur,
+			       (uint64_t)st->depth, w[4], st->uid, w[5],
+			       st->gid, (unsigned int)st->mode,
+			       cli_duration_text(st->wait_ns_max, dur,
 						 sizeof(dur)));
 		putchar('\n');
 	}
+}
+
+void cli_print_table(const struct wsem_stat *st, size_t n, bool longer)
+{
+	cli_print_rows(st, NULL, n, longer);
 }
 
 static void print_field(const char *key, uint64_t v)

@@ -30,7 +30,8 @@ static const struct cli_verb verbs[] = {
 	  "Show every field of one semaphore, who holds it and who "
 	  "waits.", cli_stat },
 	{ "top", "top [-n N] [-d DURATION]",
-	  "Show the namespace's semaphores, busiest first, every DURATION "
+	  "Show the namespace's semaphores as a tree, each child under its "
+	  "parent with what it holds of it, busiest first, every DURATION "
 	  "(2s); q quits.", cli_top },
 	{ "resize", "resize NAME|PATH|--fd N CAPACITY",
 	  "Change the capacity.", cli_resize },
