@@ -1336,6 +1336,39 @@ t_run_pdeathsig() {
 	eventually is used "$P-pd" 0
 }
 
+# The same for a gang (run --and): SIGKILL of wsem kills COMMAND's process
+# group, what COMMAND started in the background included (which
+# PR_SET_PDEATHSIG does not reach), and every semaphore of the gang, a
+# child and its parent among them, gets its weight back.
+t_run_gang_kill() {
+	wsem create "$P-gk1" 2
+	wsem create "$P-gk2" 3
+	wsem create "$P-gk3" 1 --parent "$P-gk2"
+	bg wsem run "$P-gk1" -w 2 --and "$P-gk2:2" -a "$P-gk3" -- sh -c "
+		sleep 611 & echo \$! >>$T/gk.pid
+		sleep 612 & echo \$! >>$T/gk.pid; wait"
+	eventually is used "$P-gk1" 2
+	is used "$P-gk2" 3
+	is used "$P-gk3" 1
+	eventually awk 'END { exit NR != 2 }' "$T/gk.pid"
+	gk=$(cat "$T/gk.pid")
+	echo "$gk" >>"$T/pids"
+	c=$(child_of "$BG")
+	[ -n "$c" ]
+	for p in $gk; do
+		eventually grep -qx sleep "/proc/$p/comm"
+	done
+	reap "$BG"
+	[ "$REAPED" -eq 137 ]
+	eventually gone "$c"
+	for p in $gk; do
+		eventually gone "$p"
+	done
+	eventually is used "$P-gk1" 0
+	eventually is used "$P-gk2" 0
+	eventually is used "$P-gk3" 0
+}
+
 # Inside another IPC namespace the name is not found, yet stat and resize
 # of NAME reach the inherited handle ($WSEM_FD, $WSEM_NAME).
 t_run_inherited_other_ns() {
@@ -1943,6 +1976,7 @@ t_run_held_visible a job's held weight shows in wsem stat while it runs
 t_run_descendant --inherit: a descendant keeps the lease; supervised: not
 t_run_supervised run waits for COMMAND, forwards signals, exits with its status
 t_run_pdeathsig SIGKILL to a supervising wsem kills COMMAND too
+t_run_gang_kill SIGKILL to wsem run --and: COMMAND's group killed, every semaphore freed
 t_run_inherited_other_ns stat/resize/run NAME use WSEM_FD in another IPC namespace
 t_device_errors /dev/wsem missing, not wsem, not permitted: one line naming it
 t_run_timeout run --timeout exits 124 with one line; --timeout 0 is --nonblock
