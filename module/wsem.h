@@ -364,11 +364,12 @@ static inline struct wsem *wsem_handle_sem(struct wsem_handle *h)
 	return smp_load_acquire(&h->sem);
 }
 
-extern const struct file_operations wsem_fops;
-
-/* main.c: handles */
+/* handle.c: handles */
 struct wsem_handle *wsem_handle_alloc(void);
 void wsem_handle_close(struct wsem_handle *h);
+
+/* main.c: /dev/wsem and its ioctls */
+extern const struct file_operations wsem_fops;
 
 /* jobserver.c: the endpoints of WSEM_JOBSERVER_DIR */
 extern const struct file_operations wsem_js_fops;
@@ -415,9 +416,14 @@ int wsem_ns_open(struct wsem_handle *h, const char *name, u64 flags,
 int wsem_ns_open_anon(struct wsem_handle *h, u64 flags, u64 capacity,
 		      struct wsem *parent);
 int wsem_ns_unlink(const char *name);
-int wsem_ns_list(struct wsem_stat **stats, u32 count, u64 *total);
+typedef void (*wsem_fill_fn)(struct wsem *sem, struct wsem_handle *h,
+			     struct wsem_stat *st, bool seen);
+int wsem_ns_list(struct wsem_stat **stats, u32 count, u64 *total,
+		 wsem_fill_fn fill);
 void wsem_put(struct wsem *sem);
-int wsem_ns_init(void);
+typedef void (*wsem_notify_fn)(struct wsem_ns *wns, const char *name,
+			       u32 mask);
+int wsem_ns_init(wsem_notify_fn notify);
 void wsem_ns_exit(void);
 struct wsem_ns *wsem_ns_get(bool create);
 void wsem_ns_put(struct wsem_ns *wns);
@@ -432,13 +438,13 @@ bool wsem_ns_is_current(const struct wsem_ns *wns);
 unsigned int wsem_ns_inum(const struct wsem_ns *wns);
 
 /* fs.c: wsemfs */
-int wsem_fs_init(void);
+int wsem_fs_init(const struct file_operations *fops);
 void wsem_fs_exit(void);
 void wsem_fs_notify(struct wsem_ns *wns, const char *name, u32 mask);
 
 /*
  * Test builds only (Kbuild: WSEM_TEST_KNOBS=y, as make check builds the
- * module): a granter pauses once, when armed through the test_tell_delay_ms
+ * module; params.c): a granter pauses once, when armed through the test_tell_delay_ms
  * parameter, between dropping sem->lock and telling whom it granted, so
  * that tests reach the races of that window every run.  Likewise a sleeper
  * that parked (wsem_park()), armed through test_park_delay_ms, before it
@@ -471,6 +477,7 @@ static inline bool wsem_test_cgroup_fail(void)
 }
 #endif
 
+/* params.c: module parameters */
 extern unsigned int max_sems_per_ns;
 extern unsigned int max_sems_per_user;
 extern unsigned int spin_ns;
