@@ -12,9 +12,11 @@
  *	ioctl(fd, WSEM_IOC_OPEN, &o);
  *	ioctl(fd, WSEM_IOC_ACQUIRE, &a);	// ... work ...; close(fd)
  *
- * This file turns ioctls into calls of sem.c (the semaphore), views.c (what
- * a caller may see of it) and ns.c (names and namespaces); see include file
- * wsem.h for the locking rules.
+ * This file turns ioctls into calls of sem.c (the semaphore), wait.c and
+ * async.c (its requests), views.c and holders.c (what a caller may see of
+ * it and what it notes of holders), perm.c (permission), handle.c (the
+ * handles) and ns.c (names and namespaces); see include file wsem.h for the
+ * files' map, who may call whom, and the locking rules.
  */
 #include <linux/anon_inodes.h>
 #include <linux/file.h>
