@@ -49,6 +49,9 @@ static const struct inode_operations wsemfs_js_dir_iops;
 static const struct inode_operations wsemfs_file_iops;
 static const struct file_operations wsemfs_dir_fops;
 
+/* main.c's wsem_fops, given by wsem_fs_init() */
+static const struct file_operations *wsem_fs_fops;
+
 /*
  * The inode of @sem's file (@type S_IFREG) or of its jobserver endpoint
  * (S_IFIFO, in WSEM_JOBSERVER_DIR: jobserver.c); takes over the caller's
@@ -69,7 +72,7 @@ static struct inode *wsemfs_sem_inode(struct super_block *sb,
 	inode->i_uid = READ_ONCE(sem->uid);
 	inode->i_gid = READ_ONCE(sem->gid);
 	inode->i_op = &wsemfs_file_iops;
-	inode->i_fop = type == S_IFIFO ? &wsem_js_fops : &wsem_fops;
+	inode->i_fop = type == S_IFIFO ? &wsem_js_fops : wsem_fs_fops;
 	inode->i_private = sem;
 	simple_inode_init_ts(inode);
 	return inode;
@@ -553,13 +556,16 @@ void wsem_fs_notify(struct wsem_ns *wns, const char *name, u32 mask)
 
 /**
  * wsem_fs_init() - register the file system and /sys/fs/wsem
+ * @fops: the file operations of a semaphore's file (main.c's wsem_fops,
+ *	passed by main.c: fs.c calls nothing of main.c, which calls fs.c)
  *
  * Return: 0 or a negative errno.
  */
-int wsem_fs_init(void)
+int wsem_fs_init(const struct file_operations *fops)
 {
 	int ret;
 
+	wsem_fs_fops = fops;
 	ret = sysfs_create_mount_point(fs_kobj, "wsem");
 	if (ret)
 		return ret;

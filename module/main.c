@@ -12,12 +12,13 @@
  *	ioctl(fd, WSEM_IOC_OPEN, &o);
  *	ioctl(fd, WSEM_IOC_ACQUIRE, &a);	// ... work ...; close(fd)
  *
- * This file turns ioctls into calls of sem.c (the semaphore), views.c (what
- * a caller may see of it) and ns.c (names and namespaces); see include file
- * wsem.h for the locking rules.
+ * This file turns ioctls into calls of sem.c (the semaphore), wait.c and
+ * async.c (its requests), views.c and holders.c (what a caller may see of
+ * it and what it notes of holders), perm.c (permission), handle.c (the
+ * handles) and ns.c (names and namespaces); see include file wsem.h for the
+ * files' map, who may call whom, and the locking rules.
  */
 #include <linux/anon_inodes.h>
-#include <linux/delay.h>
 #include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
@@ -30,105 +31,6 @@
 #include <linux/uaccess.h>
 
 #include "wsem.h"
-
-unsigned int max_sems_per_ns = 1024;
-module_param(max_sems_per_ns, uint, 0644);
-MODULE_PARM_DESC(max_sems_per_ns,
-		 "Semaphores (named or anonymous) one IPC namespace may hold (default 1024)");
-
-unsigned int max_sems_per_user = 256;
-module_param(max_sems_per_user, uint, 0644);
-MODULE_PARM_DESC(max_sems_per_user,
-		 "Semaphores one user may have created in one IPC namespace (default 256)");
-
-/*
- * spin_ns above this is refused: a poll that long is a busy wait.  Test
- * builds have the same bound, so that tests see what users get.
- */
-#define WSEM_SPIN_NS_MAX	1000000U
-
-static int wsem_set_spin_ns(const char *val, const struct kernel_param *kp)
-{
-	unsigned int ns;
-	int ret = kstrtouint(val, 0, &ns);
-
-	if (ret)
-		return ret;
-	if (ns > WSEM_SPIN_NS_MAX)
-		return -EINVAL;
-	WRITE_ONCE(spin_ns, ns);
-	return 0;
-}
-
-static const struct kernel_param_ops wsem_spin_ns_ops = {
-	.set	= wsem_set_spin_ns,
-	.get	= param_get_uint,
-};
-
-unsigned int spin_ns = 20000;
-module_param_cb(spin_ns, &wsem_spin_ns_ops, &spin_ns, 0644);
-MODULE_PARM_DESC(spin_ns,
-		 "How long a waiter at the head of the queue polls for its grant before it sleeps, while its CPU has nothing else to run (ns, default 20000, at most 1000000; 0: never); each semaphore polls less while its waits are longer");
-
-#ifdef WSEM_TEST_KNOBS
-static unsigned int test_tell_delay_ms;
-module_param(test_tell_delay_ms, uint, 0600);
-MODULE_PARM_DESC(test_tell_delay_ms,
-		 "Test builds only: the next granter waits this long between dropping the lock and telling whom it granted (ms, once)");
-
-void wsem_test_pause(void)
-{
-	unsigned int ms = xchg(&test_tell_delay_ms, 0);
-
-	if (ms)
-		msleep(ms);
-}
-
-static unsigned int test_park_delay_ms;
-module_param(test_park_delay_ms, uint, 0600);
-MODULE_PARM_DESC(test_park_delay_ms,
-		 "Test builds only: the next sleeper that parks to run its task work waits this long before it returns (ms, once)");
-
-void wsem_test_park_pause(void)
-{
-	unsigned int ms = xchg(&test_park_delay_ms, 0);
-
-	if (ms)
-		msleep(ms);
-}
-
-/* A read-only parameter that shows the atomic_t it is given as its arg. */
-static int wsem_test_counter_get(char *buf, const struct kernel_param *kp)
-{
-	return sysfs_emit(buf, "%d\n", atomic_read((atomic_t *)kp->arg));
-}
-
-const struct kernel_param_ops wsem_test_counter_ops = {
-	.get	= wsem_test_counter_get,
-};
-
-static atomic_t wsem_test_parked = ATOMIC_INIT(0);
-
-void wsem_test_count_parked(int delta)
-{
-	atomic_add(delta, &wsem_test_parked);
-}
-
-module_param_cb(test_parked, &wsem_test_counter_ops, &wsem_test_parked, 0444);
-MODULE_PARM_DESC(test_parked,
-		 "Test builds only: parked waiters not yet freed (read-only)");
-
-static unsigned int test_cgroup_tryget_fail;
-module_param(test_cgroup_tryget_fail, uint, 0600);
-MODULE_PARM_DESC(test_cgroup_tryget_fail,
-		 "Test builds only: if not 0, the next reference to a new holder's cgroup fails (once)");
-
-bool wsem_test_cgroup_fail(void)
-{
-	return READ_ONCE(test_cgroup_tryget_fail) &&
-	       xchg(&test_cgroup_tryget_fail, 0);
-}
-#endif
 
 /* The command without its size bits: structs grow, the command stays. */
 #define WSEM_CMD(cmd)	((cmd) & ~IOCSIZE_MASK)
@@ -317,27 +219,6 @@ static int wsem_ioctl_open(struct file *file, struct wsem_handle *h,
 	if (parent)
 		wsem_put(parent);
 	return ret;
-}
-
-/**
- * wsem_handle_alloc() - a new, unbound handle
- *
- * Context: Process context, may sleep.
- * Return: the handle with one reference (wsem_handle_close() drops it),
- * or NULL when out of memory.
- */
-struct wsem_handle *wsem_handle_alloc(void)
-{
-	struct wsem_handle *h = kzalloc(sizeof(*h), WSEM_GFP);
-
-	if (h) {
-		INIT_LIST_HEAD(&h->hold_node);
-		INIT_LIST_HEAD(&h->parked);
-		refcount_set(&h->ref, 1);
-		init_waitqueue_head(&h->wqh);
-		mutex_init(&h->text_lock);
-	}
-	return h;
 }
 
 /**
@@ -779,7 +660,8 @@ static int wsem_ioctl_list(void __user *uarg)
 	if (args.stat_size > PAGE_SIZE)
 		return -E2BIG;
 
-	n = wsem_ns_list(&stats, args.count, &args.total);
+	n = wsem_ns_list(&stats, args.count, &args.total,
+			 wsem_fill_stat);
 	if (n < 0)
 		return n;
 	ustats = u64_to_user_ptr(args.stats);
@@ -1152,35 +1034,6 @@ static ssize_t wsem_file_read(struct file *file, char __user *buf,
 	return ret;
 }
 
-/**
- * wsem_handle_close() - give back all a handle holds and drop it
- * @h: the handle, bound or not, with nobody left inside a call on it
- *
- * The process group of WSEM_IOC_SET_KILL is sent SIGKILL first, so that
- * the lease ends no earlier than the kill of what it was for.
- *
- * Context: Process context.
- */
-void wsem_handle_close(struct wsem_handle *h)
-{
-	struct pid *pgrp = xchg(&h->kill_pgrp, NULL);
-	struct wsem *sem = h->sem;
-
-	if (pgrp) {
-		kill_pgrp(pgrp, SIGKILL, 1);
-		put_pid(pgrp);
-	}
-	if (sem) {
-		wsem_unbind(h);
-		wsem_put(sem);		/* the handle's */
-	}
-	wsem_handle_forget(h);
-	kvfree(h->text);
-	mutex_destroy(&h->text_lock);
-	/* A granter still waking h->wqh holds the handle a moment longer. */
-	wsem_handle_put(h);
-}
-
 static int wsem_file_release(struct inode *inode, struct file *file)
 {
 	wsem_handle_close(file->private_data);
@@ -1295,13 +1148,13 @@ static int __init wsem_init(void)
 	BUILD_BUG_ON(sizeof(struct wsem_holders_args) !=
 		     WSEM_HOLDERS_SIZE_VER1);
 
-	ret = wsem_ns_init();
+	ret = wsem_ns_init(wsem_fs_notify);
 	if (ret)
 		return ret;
 	ret = wsem_js_init();
 	if (ret)
 		goto err_ns_exit;
-	ret = wsem_fs_init();
+	ret = wsem_fs_init(&wsem_fops);
 	if (ret)
 		goto err_js_exit;
 	ret = misc_register(&wsem_dev);

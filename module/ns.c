@@ -135,6 +135,9 @@ static DEFINE_MUTEX(wsem_ns_lock);
 static struct rhashtable wsem_ns_table;
 static LIST_HEAD(wsem_ns_others);
 
+/* fs.c's wsem_fs_notify(), given by wsem_ns_init() */
+static wsem_notify_fn wsem_ns_notify;
+
 static void wsem_ns_reap(struct work_struct *work);
 static DECLARE_DELAYED_WORK(wsem_reaper, wsem_ns_reap);
 
@@ -535,7 +538,7 @@ int wsem_ns_open(struct wsem_handle *h, const char *name, u64 flags,
 	}
 	mutex_unlock(&wns->lock);
 	if (created)
-		wsem_fs_notify(wns, name, FS_CREATE);
+		wsem_ns_notify(wns, name, FS_CREATE);
 	if (new)
 		wsem_put(new);	/* not needed: never charged */
 out:
@@ -610,7 +613,7 @@ int wsem_ns_unlink(const char *name)
 		wsem_ns_unlink_one(wns, sem);
 	mutex_unlock(&wns->lock);
 	if (!ret) {
-		wsem_fs_notify(wns, name, FS_DELETE);
+		wsem_ns_notify(wns, name, FS_DELETE);
 		wsem_put(sem);
 	}
 	wsem_ns_put(wns);
@@ -748,7 +751,7 @@ bool wsem_ns_is_current(const struct wsem_ns *wns)
 
 /* Describe into @st, up to @count, the names of @wns the caller may read. */
 static u32 wsem_ns_fill(struct wsem_ns *wns, struct wsem_stat *st, u32 count,
-			u64 *total)
+			u64 *total, wsem_fill_fn fill)
 {
 	struct rb_node *node;
 	u32 n = 0;
@@ -762,7 +765,7 @@ static u32 wsem_ns_fill(struct wsem_ns *wns, struct wsem_stat *st, u32 count,
 		if (wsem_permission(sem, MAY_READ, false))
 			continue;
 		if (n < count)
-			wsem_fill_stat(sem, NULL, &st[n++], false);
+			fill(sem, NULL, &st[n++], false);
 		(*total)++;
 	}
 	return n;
@@ -773,12 +776,15 @@ static u32 wsem_ns_fill(struct wsem_ns *wns, struct wsem_stat *st, u32 count,
  * @stats: set to a kvmalloc()ed array, or NULL; the caller kvfree()s it
  * @count: room the caller has
  * @total: set to how many there are, in name order
+ * @fill: what describes one semaphore (views.c's wsem_fill_stat(), passed
+ *	by main.c: ns.c calls nothing of views.c, which calls ns.c)
  *
  * Context: Process context; takes the namespace's lock.
  * Return: how many of them were described in @stats (at most @count), or
  * -ENOMEM.
  */
-int wsem_ns_list(struct wsem_stat **stats, u32 count, u64 *total)
+int wsem_ns_list(struct wsem_stat **stats, u32 count, u64 *total,
+		 wsem_fill_fn fill)
 {
 	struct wsem_stat *st = NULL;
 	struct wsem_ns *wns;
@@ -806,7 +812,7 @@ int wsem_ns_list(struct wsem_stat **stats, u32 count, u64 *total)
 		kvfree(st);
 		st = NULL;
 	}
-	n = wsem_ns_fill(wns, st, room, total);
+	n = wsem_ns_fill(wns, st, room, total, fill);
 	mutex_unlock(&wns->lock);
 	wsem_ns_put(wns);
 	*stats = st;
@@ -815,7 +821,7 @@ int wsem_ns_list(struct wsem_stat **stats, u32 count, u64 *total)
 
 /*
  * Drop every name of @wns, each told to wsemfs's watchers (without the
- * lock, as wsem_fs_notify() needs), unpin its mount and the registry's
+ * lock, as wsem_ns_notify() needs), unpin its mount and the registry's
  * reference.
  */
 static void wsem_ns_forget(struct wsem_ns *wns)
@@ -832,7 +838,7 @@ static void wsem_ns_forget(struct wsem_ns *wns)
 		mutex_unlock(&wns->lock);
 		if (!sem)
 			break;
-		wsem_fs_notify(wns, sem->name, FS_DELETE);
+		wsem_ns_notify(wns, sem->name, FS_DELETE);
 		/* The name's: the registry's reference holds @wns. */
 		wsem_put(sem);
 	}
@@ -873,11 +879,15 @@ static void wsem_ns_reap(struct work_struct *work)
 
 /**
  * wsem_ns_init() - set up the namespace registry at module load
+ * @notify: what tells wsemfs's watchers that a name came or went (fs.c's
+ *	wsem_fs_notify(), passed by main.c: ns.c calls nothing of fs.c,
+ *	which calls ns.c)
  *
  * Return: 0 or -ENOMEM.
  */
-int wsem_ns_init(void)
+int wsem_ns_init(wsem_notify_fn notify)
 {
+	wsem_ns_notify = notify;
 	return rhashtable_init(&wsem_ns_table, &wsem_ns_params);
 }
 

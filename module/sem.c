@@ -23,25 +23,6 @@
  * its own: there is no thundering herd, no window for a newcomer to barge,
  * and nobody ever waits for a granter.
  *
- * A waiter at the head of the queue polls its status a moment before it
- * sleeps, while its CPU has nothing else to run (wsem_spin()): a holder on
- * another CPU that releases meanwhile hands over without a sleep and
- * without a wake-up, and the granter's wake_up_process() finds it running.
- * The poll changes no order: the waiter is queued throughout.  How long it
- * polls adapts to the semaphore (wsem_adapt_spin()): while its head waits
- * are short (a few times spin_ns) the budget grows up to spin_ns, and one
- * long wait ends the polling, so that a semaphore whose leases last for
- * long spends no CPU on it.
- *
- * The sleeper checks its status before signals and timeouts, and leaves the
- * queue only under sem->lock while still WSEM_WAITING, so a grant that
- * races with a signal wins.  A sleeper that leaves without a grant (signal,
- * timeout) runs the grant walk again, since the waiters behind it may fit
- * now.  Task work (io_uring's completions) must run in user-return context,
- * which a module cannot enter: the sleeper leaves a copy of its waiter in
- * its place (parked), returns to run it, and the restarted call takes the
- * place back (wsem_park()).
- *
  * Pollers and idle waiters are woken only with what a change made new:
  * each change notes the events before it (wsem_events()) and wakes with
  * those that hold after it and did not before, so a release that leaves
@@ -59,13 +40,12 @@
  * one semaphore pays too.  A change in a tree may change what any of its
  * semaphores reports to poll(): all of them that have pollers look again.
  *
- * Who holds and who waits: a handle that comes to hold weight for the
- * first time joins sem->holders, and stays there, holding or not, until it
- * is unbound (so that acquire and release touch no list); every grant
- * notes the acquirer (pid, command, cgroup, when); a waiter notes when it
- * queued.  The statistics are counters under sem->lock.  Nothing of this
- * allocates, and an acquirer that is the handle's last one takes no
- * reference on anything.  What a caller sees of it is views.c's.
+ * The rest is in files of their own, which call this one and never the
+ * other way round: how a request waits (wait.c: sleeping, the poll before
+ * it, deadlines, signals, parking), asynchronous requests (async.c), what
+ * a grant notes of its acquirer and a handle's label (holders.c) and who
+ * may do what (perm.c).  This one calls only holders.c and params.c;
+ * wsem.h has the locking rules and the files' map.
  */
 #include <linux/capability.h>
 #include <linux/cgroup.h>
@@ -93,29 +73,7 @@
 #define CREATE_TRACE_POINTS
 #include "wsem_trace.h"
 
-/* Grants told per pass under the lock; a full batch is woken, then more. */
-#define WSEM_WAKE_BATCH	8
-
-/* What to do once sem->lock is dropped. */
-struct wsem_wake {
-	unsigned int nr_tasks;		/* sleepers to wake ... */
-	unsigned int nr_handles;	/* ... asynchronous requests' handles */
-	struct task_struct *tasks[WSEM_WAKE_BATCH];	/* with a reference */
-	struct wsem_handle *handles[WSEM_WAKE_BATCH];	/* with a reference */
-	struct wsem *sem;		/* wake its pollers ... */
-	__poll_t events;		/* ... with these, new since the change */
-	struct list_head parked;	/* parked waiters to free (park_node) */
-};
-
 static DEFINE_IDA(wsem_ida);
-
-static __always_inline void wsem_wake_init(struct wsem_wake *wake)
-{
-	wake->nr_tasks = 0;
-	wake->nr_handles = 0;
-	wake->events = 0;
-	INIT_LIST_HEAD(&wake->parked);
-}
 
 static bool wsem_wake_full(const struct wsem_wake *wake)
 {
@@ -136,7 +94,7 @@ void wsem_handle_put(struct wsem_handle *h)
 }
 
 /* Free a parked waiter that is off the queue and off its handle's list. */
-static void wsem_free_parked(struct wsem_waiter *w)
+void wsem_free_parked(struct wsem_waiter *w)
 {
 	wsem_test_count_parked(-1);
 	put_task_struct(w->task);
@@ -199,45 +157,10 @@ static void wsem_wake_up(struct wsem_wake *wake)
 	}
 }
 
-/* The largest weight a request may ask for: its ceiling, or its capacity. */
-static u64 wsem_max_weight(const struct wsem *sem)
-{
-	return sem->ceiling ?: sem->capacity;
-}
-
 /* The used weight or the queue changed: the demand event is new. */
 static void wsem_note_demand(struct wsem *sem)
 {
 	WRITE_ONCE(sem->demand_seq, sem->demand_seq + 1);
-}
-
-static bool wsem_fits(const struct wsem *sem, u64 weight)
-{
-	return sem->used <= sem->capacity &&
-	       weight <= sem->capacity - sem->used;
-}
-
-/* Does @weight fit on @sem and on each of its ancestors (its line)? */
-static bool wsem_fits_up(const struct wsem *sem, u64 weight)
-{
-	const struct wsem *s;
-
-	for (s = sem; s; s = s->parent) {
-		if (!wsem_fits(s, weight))
-			return false;
-	}
-	return true;
-}
-
-/* The largest weight a request on @sem may ask for: the least of its line. */
-static u64 wsem_max_weight_up(const struct wsem *sem)
-{
-	const struct wsem *s;
-	u64 max = U64_MAX;
-
-	for (s = sem; s; s = s->parent)
-		max = min(max, wsem_max_weight(s));
-	return max;
 }
 
 /*
@@ -246,7 +169,7 @@ static u64 wsem_max_weight_up(const struct wsem *sem)
  * on the semaphore and its ancestors), EPOLLPRI while the semaphore is
  * idle (nothing held on it, nobody queued for it).
  */
-static __poll_t wsem_events(const struct wsem *sem)
+__poll_t wsem_events(const struct wsem *sem)
 {
 	__poll_t events = 0;
 
@@ -257,52 +180,9 @@ static __poll_t wsem_events(const struct wsem *sem)
 	return events;
 }
 
-/*
- * Note @task as the last acquirer through @h, under @h->sem->lock: a
- * spinlock is an RCU read-side section (preemption off, or on PREEMPT_RT
- * rcu_read_lock() taken by the lock), which is what task_dfl_cgroup()
- * needs.  References are taken only when the process or the cgroup
- * differs from the last one's; a cgroup that takes none is noted as none.
- * This runs on every grant: no call out of the module on the path where
- * nothing changed.
- */
-static void wsem_note_holder(struct wsem_handle *h, struct task_struct *task)
-{
-	struct pid *pid = task_tgid(task);
-#ifdef CONFIG_CGROUPS
-	struct cgroup *cgrp = task_dfl_cgroup(task);
-#endif
-
-	lockdep_assert_held(h->sem->lock);
-	h->since = get_jiffies_64();
-	/* A racing prctl(PR_SET_NAME) tears the name at worst. */
-	memcpy(h->comm, task->comm, sizeof(h->comm));
-	h->comm[sizeof(h->comm) - 1] = '\0';
-	if (unlikely(pid != h->pid)) {
-		put_pid(h->pid);
-		h->pid = get_pid(pid);
-	}
-#ifdef CONFIG_CGROUPS
-	if (unlikely(cgrp != h->cgrp)) {
-		if (h->cgrp)
-			cgroup_put(h->cgrp);
-		/*
-		 * A cgroup whose last reference is gone takes none: one that
-		 * @task has just left (a migration racing with us, seen
-		 * through its old css_set under RCU) and that was removed
-		 * meanwhile.  @task is then shown with no cgroup, not with
-		 * the last acquirer's.  Too narrow a window to reach by
-		 * chance: test builds can make the next try fail.
-		 */
-		h->cgrp = !wsem_test_cgroup_fail() && cgroup_tryget(cgrp) ?
-			  cgrp : NULL;
-	}
-#endif
-}
-
 /* @task, acquiring through @h, is granted @weight, on @sem and above. */
-static void wsem_add_held(struct wsem *sem, struct wsem_handle *h, u64 weight,
-			  struct task_struct *task)
+void wsem_add_held(struct wsem *sem, struct wsem_handle *h, u64 weight,
+		   struct task_struct *task)
 {
 	struct wsem *s;
 
@@ -340,7 +220,7 @@ static void wsem_sub_held(struct wsem *sem, struct wsem_handle *h, u64 weight)
  * Queue @w, a request on @sem, at the tail of the tree's queue; it counts
  * as a waiter of @sem and of each of its ancestors.
  */
-static void wsem_enqueue(struct wsem *sem, struct wsem_waiter *w)
+void wsem_enqueue(struct wsem *sem, struct wsem_waiter *w)
 {
 	struct list_head *queue = &sem->root->waiters;
 	struct wsem *s;
@@ -404,8 +284,8 @@ static void wsem_dequeue(struct wsem *sem, struct wsem_waiter *w)
  * Take @w off the queue, its wait ended at @now with @result (counted on
  * the semaphore it asked through, @sem: its handle's).
  */
-static void wsem_remove_waiter(struct wsem *sem, struct wsem_waiter *w,
-			       int result, u64 now)
+void wsem_remove_waiter(struct wsem *sem, struct wsem_waiter *w, int result,
+			u64 now)
 {
 	wsem_dequeue(sem, w);
 	wsem_count_wait(sem, w, result, now);
@@ -448,8 +328,8 @@ static void wsem_adapt_spin(struct wsem *sem, u64 waited)
  * note in @wake whom to wake; @wake must have room.  From the status store
  * on, @w belongs to its sleeper (or its handle) again: not touched here.
  */
-static void wsem_end_wait(struct wsem *sem, struct wsem_waiter *w, int result,
-			  u64 now, struct wsem_wake *wake)
+void wsem_end_wait(struct wsem *sem, struct wsem_waiter *w, int result,
+		   u64 now, struct wsem_wake *wake)
 {
 	lockdep_assert_held(sem->lock);
 
@@ -472,41 +352,10 @@ static void wsem_end_wait(struct wsem *sem, struct wsem_waiter *w, int result,
  * A parked waiter whose task is exiting never comes back for its place:
  * it leaves the queue instead of being granted, and is freed then.
  */
-static bool wsem_abandoned(const struct wsem_waiter *w)
+bool wsem_abandoned(const struct wsem_waiter *w)
 {
 	return w->parked && (READ_ONCE(w->task->flags) & PF_EXITING);
 }
-
-/**
- * struct wsem_gang - one request for weight on several semaphores at once
- * @task: the requester, who sleeps in wsem_acquire_many()
- * @nr: how many semaphores
- * @nr_roots: how many trees they are in
- * @look: set by a grant walk that found the gang's first part in its tree
- *	at the head and fitting there (wsem_poke_gang()), under that tree's
- *	lock; cleared by @task under every tree's lock, when it looks
- * @fail: 0, or the errno a shrink made its lot (-EINVAL), set like @look
- * @roots: the roots of the trees, in lock order: by increasing id
- * @part: one queue entry per semaphore, in its tree's queue; the parts of
- *	one tree follow each other there, queued at once
- *
- * A gang is granted by its own task alone, under the locks of all its
- * trees, taken in @roots order (spin_lock_nested(), a subclass per tree):
- * a grant walk of one tree, which holds that tree's lock only, stops at a
- * gang and, if the gang fits in its tree, wakes the task to look at every
- * tree (wsem_gang_look()).  All its parts were queued at once under all
- * those locks, so two gangs are in the same order in every tree they
- * share, and a wait only ever points at an earlier arrival: no deadlock.
- */
-struct wsem_gang {
-	struct task_struct *task;
-	unsigned int nr;
-	unsigned int nr_roots;
-	bool look;
-	int fail;
-	struct wsem *roots[WSEM_MANY_MAX];
-	struct wsem_waiter part[WSEM_MANY_MAX];
-};
 
 /*
  * Do the parts of @g in @root's tree stand first in its queue, and fit
@@ -634,7 +483,7 @@ static bool wsem_has_pollers(struct wsem *sem, __poll_t events)
  * changed (a grant at once, a request queued) and wsem_tell_demand()
  * tells them once @sem->lock is dropped.
  */
-static u32 wsem_demand_pollers(struct wsem *sem)
+u32 wsem_demand_pollers(struct wsem *sem)
 {
 	struct wsem *s;
 	u32 mask = 0;
@@ -652,7 +501,7 @@ static u32 wsem_demand_pollers(struct wsem *sem)
 }
 
 /* Tell the pollers that wsem_demand_pollers() found in @mask. */
-static void wsem_tell_demand(struct wsem *sem, u32 mask)
+void wsem_tell_demand(struct wsem *sem, u32 mask)
 {
 	struct wsem *s;
 
@@ -683,8 +532,8 @@ static void wsem_wake_batch(struct wsem *sem, struct wsem_wake *wake)
  * filters out by the wake-up's key.  A full batch of grantees is woken
  * before the walk goes on, under the lock again.
  */
-static void wsem_unlock_and_wake(struct wsem *sem, __poll_t before,
-				 struct wsem_wake *wake)
+void wsem_unlock_and_wake(struct wsem *sem, __poll_t before,
+			  struct wsem_wake *wake)
 	__releases(sem->lock)
 {
 	lockdep_assert_held(sem->lock);
@@ -973,26 +822,11 @@ void wsem_unbind(struct wsem_handle *h)
 		wsem_free_parked(w);
 }
 
-/**
- * wsem_handle_forget() - drop what a closed handle noted of its acquirers
- * @h: the handle, unbound or past wsem_unbind()
- *
- * Context: Process context.
- */
-void wsem_handle_forget(struct wsem_handle *h)
-{
-	put_pid(h->pid);
-#ifdef CONFIG_CGROUPS
-	if (h->cgrp)
-		cgroup_put(h->cgrp);
-#endif
-}
-
 /*
  * Leave the queue for @why unless the wait ended meanwhile; true if it
  * left.  The waiters behind may fit now: they are granted.
  */
-static bool wsem_leave(struct wsem *sem, struct wsem_waiter *w, int why)
+bool wsem_leave(struct wsem *sem, struct wsem_waiter *w, int why)
 {
 	struct wsem_wake wake;
 	__poll_t before;
@@ -1009,140 +843,8 @@ static bool wsem_leave(struct wsem *sem, struct wsem_waiter *w, int why)
 	return true;
 }
 
-/*
- * Must the wait end now?  -EINTR for a fatal signal; -ERESTARTNOHAND for
- * any other signal or a stop (the call fails with EINTR if a handler runs,
- * and is restarted, at the tail of the queue, if none does);
- * -ERESTARTNOINTR for task work alone (TIF_NOTIFY_SIGNAL, as io_uring
- * queues it: see wsem_park()); -ETIMEDOUT once @timed_out; else 0.
- */
-static int wsem_wait_check(bool timed_out)
-{
-	if (fatal_signal_pending(current))
-		return -EINTR;
-	if (task_sigpending(current))
-		return -ERESTARTNOHAND;
-	if (test_thread_flag(TIF_NOTIFY_SIGNAL))
-		return -ERESTARTNOINTR;
-	return timed_out ? -ETIMEDOUT : 0;
-}
-
-/*
- * Task work is pending, and only the way back to user space runs it: a
- * module cannot.  Leave a copy of @w in its place in the queue, parked on
- * its handle, and restart the call, which takes the place back
- * (wsem_acquire()).  Should the memory for the copy be missing, the wait
- * is left and the restarted call queues at the tail, as after a stop.
- *
- * Return: -ERESTARTNOINTR, or how the wait ended if it ended meanwhile.
- */
-static int wsem_park(struct wsem *sem, struct wsem_waiter *w)
-{
-	struct wsem_waiter *p = kmalloc(sizeof(*p), WSEM_GFP);
-	int ret = -ERESTARTNOINTR;
-
-	if (!p)
-		return wsem_leave(sem, w, ret) ? ret : READ_ONCE(w->status);
-	spin_lock(sem->lock);
-	if (w->status == WSEM_WAITING) {
-		*p = *w;
-		p->parked = true;
-		get_task_struct(p->task);
-		list_replace(&w->node, &p->node);
-		list_add_tail(&p->park_node, &w->handle->parked);
-		wsem_test_count_parked(1);
-		p = NULL;
-	} else {
-		ret = w->status;
-	}
-	spin_unlock(sem->lock);
-	if (!p)
-		wsem_test_park_pause();
-	kfree(p);
-	return ret;
-}
-
-/*
- * The caller's parked waiter on @h (wsem_park()), or NULL; the waiters of
- * tasks that are exiting go to @wake->parked, to be freed.
- *
- * A parked sleeper normally comes back at once, when its task work has
- * run, and its restarted call collects its waiter.  One whose signal
- * handler does not return (siglongjmp(), thread exit) never restarts, and
- * nothing tells us: its waiter, queued or ended, stays on @h->parked with
- * a reference to its task.  It cannot be freed when it ends (granted, or
- * left), since a sleeper that is merely slow to come back (a handler that
- * runs long, preemption) must still find how its wait ended, or it would
- * queue anew and be granted twice.  It is freed when that task acquires
- * through @h again (wsem_acquire() collects it), when the task has exited
- * (here, at any acquire through @h, and by the grant walk that ends a
- * queued one: wsem_abandoned()), or at close.  So @h->parked holds at
- * most one waiter per live thread that parked through @h and left
- * through a handler, and none of a thread that has ended.
- */
-static struct wsem_waiter *wsem_find_parked(struct wsem *sem,
-					    struct wsem_handle *h,
-					    struct wsem_wake *wake)
-{
-	struct wsem_waiter *w, *next, *mine = NULL;
-	u64 now = 0;
-
-	lockdep_assert_held(sem->lock);
-
-	list_for_each_entry_safe(w, next, &h->parked, park_node) {
-		if (w->task == current) {
-			mine = w;
-		} else if (unlikely(wsem_abandoned(w))) {
-			if (w->status == WSEM_WAITING) {
-				if (!now)
-					now = ktime_get_ns();
-				wsem_remove_waiter(sem, w, -EINTR, now);
-			}
-			list_move(&w->park_node, &wake->parked);
-		}
-	}
-	return mine;
-}
-
-/*
- * A parked waiter the restarted call cannot take back (another weight, a
- * try): off the queue if still on it, and freed.  Entered with @sem->lock
- * held, which it drops.  Return: how its wait had ended, or WSEM_WAITING
- * if it was still queued.
- */
-static int wsem_drop_parked(struct wsem *sem, struct wsem_waiter *p)
-	__releases(sem->lock)
-{
-	int status = p->status;
-	struct wsem_wake wake;
-	__poll_t before;
-
-	wsem_wake_init(&wake);
-	list_del(&p->park_node);
-	if (status == WSEM_WAITING) {
-		before = wsem_events(sem);
-		wsem_remove_waiter(sem, p, -ECANCELED, ktime_get_ns());
-		wsem_unlock_and_wake(sem, before, &wake);
-	} else {
-		spin_unlock(sem->lock);
-	}
-	wsem_free_parked(p);
-	return status;
-}
-
-/* Sleep until woken or @deadline on @clock; false once it has passed. */
-static bool __sched wsem_sleep(clockid_t clock, ktime_t *deadline)
-{
-	if (!deadline) {
-		schedule();
-		return true;
-	}
-	return schedule_hrtimeout_range_clock(deadline, current->timer_slack_ns,
-					      HRTIMER_MODE_ABS, clock) != 0;
-}
-
 /* Now on @clock: CLOCK_MONOTONIC, CLOCK_BOOTTIME or CLOCK_REALTIME. */
-static ktime_t wsem_now(clockid_t clock)
+ktime_t wsem_now(clockid_t clock)
 {
 	switch (clock) {
 	case CLOCK_REALTIME:
@@ -1152,225 +854,6 @@ static ktime_t wsem_now(clockid_t clock)
 	default:
 		return ktime_get();
 	}
-}
-
-/*
- * Poll for the end of @w's wait on @sem for up to its poll budget (at most
- * spin_ns, see wsem_adapt_spin(); not past @deadline on @clock) before
- * sleeping, while this CPU has nothing else to run.  A holder running on
- * another CPU that releases meanwhile then hands over without the waiter's
- * sleep and without a wake-up IPI, the cost that dominates a hand-off
- * between CPUs.  KVM polls a halted vCPU the same way.
- * Anything else to do, a signal included, ends the poll early: the caller's
- * loop then handles it as after a sleep.
- */
-static void wsem_spin(struct wsem *sem, struct wsem_waiter *w,
-		      clockid_t clock, const ktime_t *deadline)
-{
-	u64 budget = min_t(u64, READ_ONCE(sem->spin_budget), READ_ONCE(spin_ns));
-	u64 start, now;
-	int end = WSEM_SPIN_BUDGET;
-	s64 left;
-
-	if (!budget || num_online_cpus() < 2 || !single_task_running())
-		return;
-	if (deadline) {
-		left = ktime_to_ns(ktime_sub(*deadline, wsem_now(clock)));
-		if (left <= 0)
-			return;
-		if (left < budget) {
-			budget = left;
-			end = WSEM_SPIN_DEADLINE;
-		}
-	}
-	start = ktime_get_ns();
-	for (now = start; now - start < budget; now = ktime_get_ns()) {
-		/* Not WSEM_WAITING: ended, the caller reads how. */
-		if (READ_ONCE(w->status) <= 0) {
-			end = WSEM_SPIN_TOLD;
-			break;
-		}
-		if (signal_pending(current)) {
-			end = WSEM_SPIN_SIGNAL;
-			break;
-		}
-		if (need_resched() || !single_task_running()) {
-			end = WSEM_SPIN_BUSY;
-			break;
-		}
-		cpu_relax();
-	}
-	trace_wsem_spin(sem->id, current->pid, now - start, end);
-}
-
-/*
- * Queue @h's request for @weight at the tail, or take the place of the
- * caller's @parked waiter, and sleep until it is granted, a signal arrives
- * or @deadline (if any) on @clock passes; at the head of the queue, poll a
- * moment first (wsem_spin()).  Entered with @sem->lock held, which it
- * drops.
- */
-static int __sched wsem_wait(struct wsem *sem, struct wsem_handle *h,
-			     struct wsem_waiter *parked, u64 weight,
-			     clockid_t clock, ktime_t *deadline)
-	__releases(sem->lock)
-{
-	struct wsem_waiter w = {
-		.task = current,
-		.handle = h,
-		.weight = weight,
-		.since = ktime_get_ns(),
-		.status = WSEM_WAITING,
-	};
-	bool timed_out = false, head;
-	u32 tell = 0;
-	int ret;
-
-	if (parked) {
-		w.since = parked->since;
-		w.head = parked->head;
-		list_replace(&parked->node, &w.node);
-		list_del(&parked->park_node);
-	} else {
-		wsem_enqueue(sem, &w);
-		tell = wsem_demand_pollers(sem);
-	}
-	head = list_is_first(&w.node, &sem->root->waiters);
-	spin_unlock(sem->lock);
-	if (tell)
-		wsem_tell_demand(sem, tell);
-
-	if (parked)
-		wsem_free_parked(parked);
-	else if (head)
-		wsem_spin(sem, &w, clock, deadline);
-
-	for (;;) {
-		set_current_state(TASK_INTERRUPTIBLE);
-		/* Pairs with wsem_end_wait(): the grant's accounting is seen. */
-		ret = smp_load_acquire(&w.status);
-		if (ret != WSEM_WAITING)
-			break;
-		ret = wsem_wait_check(timed_out);
-		if (ret) {
-			__set_current_state(TASK_RUNNING);
-			if (ret == -ERESTARTNOINTR)
-				return wsem_park(sem, &w);
-			if (wsem_leave(sem, &w, ret))
-				return ret;
-			/* It ended meanwhile, under the lock: a grant wins. */
-			return READ_ONCE(w.status);
-		}
-		timed_out = !wsem_sleep(clock, deadline);
-	}
-	__set_current_state(TASK_RUNNING);
-	return ret;
-}
-
-/* Queue @h's asynchronous request for @weight; the caller checked it. */
-static void wsem_queue_async(struct wsem *sem, struct wsem_handle *h,
-			     u64 weight)
-{
-	struct wsem_waiter *w = &h->async;
-
-	lockdep_assert_held(sem->lock);
-
-	w->task = get_task_struct(current);
-	w->handle = h;
-	w->weight = weight;
-	w->since = ktime_get_ns();
-	w->status = WSEM_WAITING;
-	w->async = true;
-	h->requested = true;
-	wsem_enqueue(sem, w);
-}
-
-/**
- * wsem_acquire() - acquire weight through a bound handle
- * @h: the handle
- * @weight: 1 .. capacity
- * @flags: WSEM_ACQUIRE_TRY, _DEADLINE or _ASYNC, validated by the caller
- * @clock: the clock of @deadline
- * @deadline: absolute deadline on @clock, with WSEM_ACQUIRE_DEADLINE
- *
- * WSEM_ACQUIRE_ASYNC queues the handle's request (struct wsem_handle
- * @async) at the tail instead of sleeping; its end wakes the handle's
- * pollers, and wsem_async_end() collects it.  A call restarted after its
- * sleeper left to run task work takes its parked place back.
- *
- * Context: Process context, may sleep unless WSEM_ACQUIRE_TRY or _ASYNC.
- * Return: 0 when granted; -EINVAL for a weight of 0 or above the capacity
- * (also when a shrink makes it so while waiting); -EAGAIN for a try that
- * cannot be granted at once; -ETIMEDOUT at the deadline; -EINTR or
- * -ERESTARTNOHAND on a signal; -ERESTARTNOINTR to run task work;
- * -EINPROGRESS for a queued asynchronous request, -EBUSY if the handle has
- * one already.
- */
-int wsem_acquire(struct wsem_handle *h, u64 weight, u64 flags,
-		 clockid_t clock, ktime_t deadline)
-{
-	ktime_t *until = flags & WSEM_ACQUIRE_DEADLINE ? &deadline : NULL;
-	struct wsem *sem = h->sem;
-	struct wsem_waiter *p;
-	struct wsem_wake wake;
-	__poll_t before;
-	u32 tell;
-	int ret = 0;
-
-again:
-	spin_lock(sem->lock);
-	p = NULL;
-	if (unlikely(!list_empty(&h->parked))) {
-		wsem_wake_init(&wake);
-		before = wsem_events(sem);
-		p = wsem_find_parked(sem, h, &wake);
-		if (!list_empty(&wake.parked)) {
-			/* Freed, and those behind a queued one may fit. */
-			wsem_unlock_and_wake(sem, before, &wake);
-			goto again;
-		}
-	}
-	if (p && p->weight == weight && p->status == WSEM_WAITING &&
-	    !(flags & (WSEM_ACQUIRE_TRY | WSEM_ACQUIRE_ASYNC)))
-		return wsem_wait(sem, h, p, weight, clock, until);
-	if (p) {
-		u64 parked_weight = p->weight;
-
-		/* One that ended for this very call is its answer. */
-		ret = wsem_drop_parked(sem, p);
-		if (ret != WSEM_WAITING && parked_weight == weight)
-			return ret;
-		goto again;
-	}
-	tell = 0;
-	if (!weight || weight > wsem_max_weight_up(sem)) {
-		ret = -EINVAL;
-	} else if ((flags & WSEM_ACQUIRE_ASYNC) && h->requested) {
-		ret = -EBUSY;
-	} else if (list_empty(&sem->root->waiters) &&
-		   wsem_fits_up(sem, weight)) {
-		wsem_add_held(sem, h, weight, current);
-		sem->stats.grants_at_once++;
-		trace_wsem_grant(sem->id, current->pid, weight, 0);
-		tell = wsem_demand_pollers(sem);
-	} else if (flags & WSEM_ACQUIRE_TRY) {
-		ret = -EAGAIN;
-	} else if (flags & WSEM_ACQUIRE_ASYNC) {
-		wsem_queue_async(sem, h, weight);
-		tell = wsem_demand_pollers(sem);
-		ret = -EINPROGRESS;
-	} else if (until && ktime_compare(deadline, wsem_now(clock)) <= 0) {
-		sem->stats.timeouts++;
-		trace_wsem_wait_end(sem->id, current->pid, weight, -ETIMEDOUT,
-				    0);
-		ret = -ETIMEDOUT;
-	} else {
-		return wsem_wait(sem, h, NULL, weight, clock, until);
-	}
-	spin_unlock(sem->lock);
-	if (tell)
-		wsem_tell_demand(sem, tell);
-	return ret;
 }
 
 /*
@@ -1458,7 +941,7 @@ static int wsem_gang_end(struct wsem_gang *g, int why)
  * grant it if it fits everywhere, or end it if a shrink failed it.
  * Return: 0, the failure, or WSEM_WAITING.
  */
-static int wsem_gang_look(struct wsem_gang *g)
+int wsem_gang_look(struct wsem_gang *g)
 {
 	__poll_t before[WSEM_MANY_MAX];
 	unsigned int i;
@@ -1517,7 +1000,7 @@ static bool wsem_gang_can_fit(const struct wsem_gang *g)
 }
 
 /* Take @g off its queues for @why, a negative errno; return @why. */
-static int wsem_gang_leave(struct wsem_gang *g, int why)
+int wsem_gang_leave(struct wsem_gang *g, int why)
 {
 	__poll_t before[WSEM_MANY_MAX];
 	unsigned int i;
@@ -1538,8 +1021,8 @@ static int wsem_gang_leave(struct wsem_gang *g, int why)
  * -ETIMEDOUT, -EINVAL (more than a semaphore can ever give), or
  * WSEM_WAITING when queued.
  */
-static int wsem_gang_queue(struct wsem_gang *g, u64 flags, clockid_t clock,
-			   const ktime_t *deadline)
+int wsem_gang_queue(struct wsem_gang *g, u64 flags, clockid_t clock,
+		    const ktime_t *deadline)
 {
 	__poll_t before[WSEM_MANY_MAX];
 	bool empty = true;
@@ -1581,184 +1064,6 @@ static int wsem_gang_queue(struct wsem_gang *g, u64 flags, clockid_t clock,
 	}
 	wsem_gang_unlock(g);
 	wsem_gang_walk(g, before);
-	return ret;
-}
-
-/**
- * wsem_acquire_many() - one request for weight on several semaphores
- * @hs: @n bound handles, each on another semaphore, which the caller keeps
- *	open meanwhile
- * @weights: what to ask of each, checked by the caller against what its
- *	semaphore's line can ever give
- * @n: 1 .. WSEM_MANY_MAX
- * @flags: WSEM_ACQUIRE_TRY or _DEADLINE, validated by the caller
- * @clock: the clock of @deadline
- * @deadline: absolute deadline on @clock, with WSEM_ACQUIRE_DEADLINE
- *
- * The request takes a place at the tail of each of its trees' queues at
- * once, and is granted all at once, by its own task (struct wsem_gang).
- * A signal, a stop or task work ends the wait (the call restarts at the
- * tails if no handler runs); a shrink that leaves a semaphore of it too
- * small fails it.
- *
- * Context: Process context, may sleep unless WSEM_ACQUIRE_TRY.
- * Return: 0 when granted; -EAGAIN, -ETIMEDOUT, -EINTR, -ERESTARTNOHAND,
- * -ERESTARTNOINTR, -EINVAL (a shrink), -ENOMEM.
- */
-int wsem_acquire_many(struct wsem_handle **hs, const u64 *weights,
-		      unsigned int n, u64 flags, clockid_t clock,
-		      ktime_t deadline)
-{
-	ktime_t *until = flags & WSEM_ACQUIRE_DEADLINE ? &deadline : NULL;
-	bool timed_out = false;
-	struct wsem_gang *g;
-	unsigned int i, j;
-	int ret;
-
-	g = kzalloc(sizeof(*g), WSEM_GFP);
-	if (!g)
-		return -ENOMEM;
-	g->task = current;
-	g->nr = n;
-	for (i = 0; i < n; i++) {
-		struct wsem *root = hs[i]->sem->root;
-
-		g->part[i] = (struct wsem_waiter) {
-			.task = current,
-			.handle = hs[i],
-			.weight = weights[i],
-			.since = ktime_get_ns(),
-			.status = WSEM_WAITING,
-			.gang = g,
-		};
-		/* Insert @root into the sorted roots, once. */
-		for (j = 0; j < g->nr_roots && g->roots[j]->id < root->id; j++)
-			;
-		if (j < g->nr_roots && g->roots[j] == root)
-			continue;
-		memmove(&g->roots[j + 1], &g->roots[j],
-			(g->nr_roots - j) * sizeof(g->roots[0]));
-		g->roots[j] = root;
-		g->nr_roots++;
-	}
-
-	ret = wsem_gang_queue(g, flags, clock, until);
-	while (ret == WSEM_WAITING) {
-		set_current_state(TASK_INTERRUPTIBLE);
-		if (READ_ONCE(g->look)) {
-			__set_current_state(TASK_RUNNING);
-			ret = wsem_gang_look(g);
-			continue;
-		}
-		ret = wsem_wait_check(timed_out);
-		if (ret) {
-			__set_current_state(TASK_RUNNING);
-			ret = wsem_gang_leave(g, ret);
-			break;
-		}
-		timed_out = !wsem_sleep(clock, until);
-		ret = WSEM_WAITING;
-	}
-	kfree(g);
-	return ret;
-}
-
-/**
- * wsem_async_end() - how the handle's asynchronous request ended
- * @h: the bound handle
- * @cancel: leave the queue if still in it
- *
- * An ended request is collected: the handle may make another.  The end of
- * a request is final once published (wsem_end_wait()): nothing here waits.
- *
- * Context: Process context.
- * Return: 0 when it was granted (the weight is @h's) or, with @cancel, when
- * it left the queue; -EALREADY with @cancel for one granted meanwhile;
- * -EINPROGRESS while it is queued, without @cancel; the error it ended with
- * (-EINVAL: a shrink); -ENOENT without a request.
- */
-int wsem_async_end(struct wsem_handle *h, bool cancel)
-{
-	struct wsem_waiter *w = &h->async;
-	struct wsem *sem = h->sem;
-	struct task_struct *requester;
-	struct wsem_wake wake;
-	__poll_t before;
-	int ret;
-
-	wsem_wake_init(&wake);
-	spin_lock(sem->lock);
-	if (!h->requested || (w->status == WSEM_WAITING && !cancel)) {
-		ret = h->requested ? -EINPROGRESS : -ENOENT;
-		spin_unlock(sem->lock);
-		return ret;
-	}
-	requester = w->task;
-	h->requested = false;
-	if (w->status == WSEM_WAITING) {
-		before = wsem_events(sem);
-		wsem_remove_waiter(sem, w, -ECANCELED, ktime_get_ns());
-		wsem_unlock_and_wake(sem, before, &wake);
-		ret = 0;
-	} else {
-		ret = cancel && !w->status ? -EALREADY : w->status;
-		spin_unlock(sem->lock);
-	}
-	put_task_struct(requester);
-	return ret;
-}
-
-/**
- * wsem_wait_idle() - sleep until nothing is held and nobody is queued
- * @h: the bound handle
- * @flags: WSEM_ACQUIRE_TRY or _DEADLINE, validated by the caller
- * @clock: the clock of @deadline
- * @deadline: absolute deadline on @clock, with WSEM_ACQUIRE_DEADLINE
- *
- * The waiter sleeps on the semaphore's idle_waiters, which are woken only
- * when it comes to be idle (wsem_unlock_and_wake()).  It takes no place in
- * the queue: a signal restarts the call, with its deadline.
- *
- * Context: Process context, may sleep unless WSEM_ACQUIRE_TRY.
- * Return: 0 when idle; -EDEADLK while @h itself holds weight or has a
- * request; -EAGAIN for a try that finds it busy; -ETIMEDOUT at the
- * deadline; -EINTR or -ERESTARTNOHAND on a signal.
- */
-int __sched wsem_wait_idle(struct wsem_handle *h, u64 flags, clockid_t clock,
-			   ktime_t deadline)
-{
-	struct wsem *sem = h->sem;
-	bool timed_out = false;
-	DEFINE_WAIT(wait);
-	int ret;
-
-	for (;;) {
-		/* Queued before looking: see wsem_unlock_and_wake(). */
-		prepare_to_wait(&sem->idle_waiters, &wait, TASK_INTERRUPTIBLE);
-		spin_lock(sem->lock);
-		if (h->held || h->requested)
-			ret = -EDEADLK;
-		else if (wsem_events(sem) & EPOLLPRI)
-			ret = 0;
-		else if (flags & WSEM_ACQUIRE_TRY)
-			ret = -EAGAIN;
-		else
-			ret = -EBUSY;
-		spin_unlock(sem->lock);
-		if (ret != -EBUSY)
-			break;
-		if (fatal_signal_pending(current))
-			ret = -EINTR;
-		else if (signal_pending(current))
-			ret = -ERESTARTNOHAND;
-		else if (timed_out)
-			ret = -ETIMEDOUT;
-		if (ret != -EBUSY)
-			break;
-		timed_out = !wsem_sleep(clock, flags & WSEM_ACQUIRE_DEADLINE ?
-					&deadline : NULL);
-	}
-	finish_wait(&sem->idle_waiters, &wait);
 	return ret;
 }
 
@@ -1869,23 +1174,6 @@ int wsem_lend(struct wsem_handle *h, u64 capacity, bool may_raise)
 }
 
 /**
- * wsem_set_label() - set the label the holders view shows for a handle
- * @h: a bound handle
- * @label: the new label, checked by the caller: printable, NUL-terminated
- *	in WSEM_LABEL_MAX bytes; empty clears it
- *
- * Context: Process context; takes the semaphore's lock.
- */
-void wsem_set_label(struct wsem_handle *h, const char *label)
-{
-	struct wsem *sem = wsem_handle_sem(h);
-
-	spin_lock(sem->lock);
-	strscpy_pad(h->label, label, sizeof(h->label));
-	spin_unlock(sem->lock);
-}
-
-/**
  * wsem_poll() - poll() and epoll on a handle bound to @sem
  * @sem: the semaphore
  * @h: the handle, whose own queue the caller polls already
@@ -1925,51 +1213,6 @@ __poll_t wsem_poll(struct wsem *sem, struct wsem_handle *h, struct file *file,
 	}
 	spin_unlock(sem->lock);
 	return events;
-}
-
-/**
- * wsem_permission() - check the caller's access to a semaphore, as
- *	ipcperms() does for SysV IPC
- * @sem: the semaphore
- * @mask: MAY_READ and/or MAY_WRITE
- * @audit: whether a use of CAP_IPC_OWNER is audited (and marks the task
- *	PF_SUPERPRIV); a listing that merely skips what it may not read
- *	passes false
- *
- * The caller's class (owner, group, other) is chosen with its effective ids;
- * CAP_IPC_OWNER in the semaphore's user namespace overrides the mode.
- *
- * Return: 0 if every bit of @mask is granted, else -EACCES.
- */
-int wsem_permission(const struct wsem *sem, int mask, bool audit)
-{
-	umode_t mode = READ_ONCE(sem->mode);
-	bool capable;
-
-	if (uid_eq(current_euid(), READ_ONCE(sem->uid)))
-		mode >>= 6;
-	else if (in_egroup_p(READ_ONCE(sem->gid)))
-		mode >>= 3;
-	if (!(mask & ~mode & 0007))
-		return 0;
-	if (!audit)
-		capable = ns_capable_noaudit(sem->user_ns, CAP_IPC_OWNER);
-	else
-		capable = ns_capable(sem->user_ns, CAP_IPC_OWNER);
-	return capable ? 0 : -EACCES;
-}
-
-/**
- * wsem_owner_or_capable() - may the caller resize or unlink a semaphore?
- * @sem: the semaphore
- *
- * Return: true for its owner or a holder of CAP_IPC_OWNER in its user
- * namespace.
- */
-bool wsem_owner_or_capable(const struct wsem *sem)
-{
-	return uid_eq(current_euid(), READ_ONCE(sem->uid)) ||
-	       ns_capable(sem->user_ns, CAP_IPC_OWNER);
 }
 
 /**

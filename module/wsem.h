@@ -2,6 +2,26 @@
 /*
  * wsem internals: semaphores, handles, waiters and namespaces.
  *
+ * Files, each calling only those listed after it (no file calls back into
+ * one that calls it; make lint checks it on the objects, calls.sh):
+ *
+ *   main.c       /dev/wsem: the ioctls, the handles' file operations,
+ *                module init and exit (gives fs.c the file operations,
+ *                ns.c wsemfs's notifier, ns.c's list views.c's describer)
+ *   fs.c         wsemfs, the file system of the names
+ *   jobserver.c  the jobserver endpoints of wsemfs
+ *   handle.c     a handle's allocation and close
+ *   views.c      stat, holders and text, as the caller may see them
+ *   ns.c         names, namespaces, their limits and lifetimes
+ *   wait.c       requests that sleep: acquire, acquire_many, wait for idle;
+ *                the poll before sleeping, deadlines, signals, parking
+ *   async.c      asynchronous requests
+ *   sem.c        the core: the queue, grants, release, resize, loans,
+ *                gangs' grants, wake-ups, binding
+ *   holders.c    what a grant notes of its acquirer; labels
+ *   perm.c       who may read, write, resize and unlink
+ *   params.c     module parameters and test knobs
+ *
  * Locking, outermost first.  Each line's lock may be taken while holding
  * those above it that the line names, never the other way round; the
  * kernel's own locks that wsem runs under or takes are named where they
@@ -266,7 +286,7 @@ struct wsem {
  * @head: a sleeper that was the head of the queue when it queued: the one
  *	that polls, whose wait adapts the semaphore's poll
  * @park_node: in @handle->parked
- * @gang: the gang request (sem.c's struct wsem_gang) this is one part of,
+ * @gang: the gang request (struct wsem_gang) this is one part of,
  *	or NULL
  *
  * Protected by the lock of the semaphore it waits on.
@@ -358,17 +378,106 @@ struct wsem_handle {
 	struct pid *kill_pgrp;
 };
 
+/* Grants told per pass under the lock; a full batch is woken, then more. */
+#define WSEM_WAKE_BATCH	8
+
+/* What to do once sem->lock is dropped. */
+struct wsem_wake {
+	unsigned int nr_tasks;		/* sleepers to wake ... */
+	unsigned int nr_handles;	/* ... asynchronous requests' handles */
+	struct task_struct *tasks[WSEM_WAKE_BATCH];	/* with a reference */
+	struct wsem_handle *handles[WSEM_WAKE_BATCH];	/* with a reference */
+	struct wsem *sem;		/* wake its pollers ... */
+	__poll_t events;		/* ... with these, new since the change */
+	struct list_head parked;	/* parked waiters to free (park_node) */
+};
+
+static __always_inline void wsem_wake_init(struct wsem_wake *wake)
+{
+	wake->nr_tasks = 0;
+	wake->nr_handles = 0;
+	wake->events = 0;
+	INIT_LIST_HEAD(&wake->parked);
+}
+
+/**
+ * struct wsem_gang - one request for weight on several semaphores at once
+ * @task: the requester, who sleeps in wsem_acquire_many()
+ * @nr: how many semaphores
+ * @nr_roots: how many trees they are in
+ * @look: set by a grant walk that found the gang's first part in its tree
+ *	at the head and fitting there (wsem_poke_gang()), under that tree's
+ *	lock; cleared by @task under every tree's lock, when it looks
+ * @fail: 0, or the errno a shrink made its lot (-EINVAL), set like @look
+ * @roots: the roots of the trees, in lock order: by increasing id
+ * @part: one queue entry per semaphore, in its tree's queue; the parts of
+ *	one tree follow each other there, queued at once
+ *
+ * A gang is granted by its own task alone, under the locks of all its
+ * trees, taken in @roots order (spin_lock_nested(), a subclass per tree):
+ * a grant walk of one tree, which holds that tree's lock only, stops at a
+ * gang and, if the gang fits in its tree, wakes the task to look at every
+ * tree (wsem_gang_look()).  All its parts were queued at once under all
+ * those locks, so two gangs are in the same order in every tree they
+ * share, and a wait only ever points at an earlier arrival: no deadlock.
+ */
+struct wsem_gang {
+	struct task_struct *task;
+	unsigned int nr;
+	unsigned int nr_roots;
+	bool look;
+	int fail;
+	struct wsem *roots[WSEM_MANY_MAX];
+	struct wsem_waiter part[WSEM_MANY_MAX];
+};
+
+/* The largest weight a request may ask for: its ceiling, or its capacity. */
+static inline u64 wsem_max_weight(const struct wsem *sem)
+{
+	return sem->ceiling ?: sem->capacity;
+}
+
+static inline bool wsem_fits(const struct wsem *sem, u64 weight)
+{
+	return sem->used <= sem->capacity &&
+	       weight <= sem->capacity - sem->used;
+}
+
+/* Does @weight fit on @sem and on each of its ancestors (its line)? */
+static inline bool wsem_fits_up(const struct wsem *sem, u64 weight)
+{
+	const struct wsem *s;
+
+	for (s = sem; s; s = s->parent) {
+		if (!wsem_fits(s, weight))
+			return false;
+	}
+	return true;
+}
+
+/* The largest weight a request on @sem may ask for: the least of its line. */
+static inline u64 wsem_max_weight_up(const struct wsem *sem)
+{
+	const struct wsem *s;
+	u64 max = U64_MAX;
+
+	for (s = sem; s; s = s->parent)
+		max = min(max, wsem_max_weight(s));
+	return max;
+}
+
 static inline struct wsem *wsem_handle_sem(struct wsem_handle *h)
 {
 	/* Pairs with wsem_bind(): a bound handle is seen complete. */
 	return smp_load_acquire(&h->sem);
 }
 
-extern const struct file_operations wsem_fops;
-
-/* main.c: handles */
+/* handle.c: handles */
 struct wsem_handle *wsem_handle_alloc(void);
 void wsem_handle_close(struct wsem_handle *h);
+
+/* main.c: /dev/wsem and its ioctls */
+extern const struct file_operations wsem_fops;
 
 /* jobserver.c: the endpoints of WSEM_JOBSERVER_DIR */
 extern const struct file_operations wsem_js_fops;
@@ -382,25 +491,56 @@ struct wsem *wsem_alloc(u64 capacity, u64 ceiling, umode_t mode,
 void wsem_free(struct wsem *sem);
 int wsem_bind(struct wsem_handle *h, struct wsem *sem);
 void wsem_unbind(struct wsem_handle *h);
+int wsem_release(struct wsem_handle *h, u64 weight);
+int wsem_set_capacity(struct wsem *sem, u64 capacity);
+int wsem_lend(struct wsem_handle *h, u64 capacity, bool may_raise);
+void wsem_handle_put(struct wsem_handle *h);
+__poll_t wsem_poll(struct wsem *sem, struct wsem_handle *h, struct file *file,
+		   poll_table *wait);
+void wsem_sem_exit(void);
+/* ... and its queue and grants, for wait.c and async.c */
+__poll_t wsem_events(const struct wsem *sem);
+void wsem_enqueue(struct wsem *sem, struct wsem_waiter *w);
+void wsem_remove_waiter(struct wsem *sem, struct wsem_waiter *w, int result,
+			u64 now);
+void wsem_add_held(struct wsem *sem, struct wsem_handle *h, u64 weight,
+		   struct task_struct *task);
+void wsem_end_wait(struct wsem *sem, struct wsem_waiter *w, int result,
+		   u64 now, struct wsem_wake *wake);
+bool wsem_abandoned(const struct wsem_waiter *w);
+void wsem_free_parked(struct wsem_waiter *w);
+u32 wsem_demand_pollers(struct wsem *sem);
+void wsem_tell_demand(struct wsem *sem, u32 mask);
+void wsem_unlock_and_wake(struct wsem *sem, __poll_t before,
+			  struct wsem_wake *wake) __releases(sem->lock);
+bool wsem_leave(struct wsem *sem, struct wsem_waiter *w, int why);
+ktime_t wsem_now(clockid_t clock);
+int wsem_gang_queue(struct wsem_gang *g, u64 flags, clockid_t clock,
+		    const ktime_t *deadline);
+int wsem_gang_look(struct wsem_gang *g);
+int wsem_gang_leave(struct wsem_gang *g, int why);
+
+/* wait.c: requests that may sleep */
 int wsem_acquire(struct wsem_handle *h, u64 weight, u64 flags,
 		 clockid_t clock, ktime_t deadline);
-int wsem_async_end(struct wsem_handle *h, bool cancel);
 int wsem_acquire_many(struct wsem_handle **hs, const u64 *weights,
 		      unsigned int n, u64 flags, clockid_t clock,
 		      ktime_t deadline);
 int wsem_wait_idle(struct wsem_handle *h, u64 flags, clockid_t clock,
 		   ktime_t deadline);
-int wsem_release(struct wsem_handle *h, u64 weight);
-int wsem_set_capacity(struct wsem *sem, u64 capacity);
-int wsem_lend(struct wsem_handle *h, u64 capacity, bool may_raise);
-void wsem_set_label(struct wsem_handle *h, const char *label);
+
+/* async.c: asynchronous requests */
+void wsem_queue_async(struct wsem *sem, struct wsem_handle *h, u64 weight);
+int wsem_async_end(struct wsem_handle *h, bool cancel);
+
+/* holders.c: what is noted of holders */
+void wsem_note_holder(struct wsem_handle *h, struct task_struct *task);
 void wsem_handle_forget(struct wsem_handle *h);
-void wsem_handle_put(struct wsem_handle *h);
-__poll_t wsem_poll(struct wsem *sem, struct wsem_handle *h, struct file *file,
-		   poll_table *wait);
+void wsem_set_label(struct wsem_handle *h, const char *label);
+
+/* perm.c: permission */
 int wsem_permission(const struct wsem *sem, int mask, bool audit);
 bool wsem_owner_or_capable(const struct wsem *sem);
-void wsem_sem_exit(void);
 
 /* views.c: stat, holders and text, as the caller may see them */
 void wsem_fill_stat(struct wsem *sem, struct wsem_handle *h,
@@ -415,9 +555,14 @@ int wsem_ns_open(struct wsem_handle *h, const char *name, u64 flags,
 int wsem_ns_open_anon(struct wsem_handle *h, u64 flags, u64 capacity,
 		      struct wsem *parent);
 int wsem_ns_unlink(const char *name);
-int wsem_ns_list(struct wsem_stat **stats, u32 count, u64 *total);
+typedef void (*wsem_fill_fn)(struct wsem *sem, struct wsem_handle *h,
+			     struct wsem_stat *st, bool seen);
+int wsem_ns_list(struct wsem_stat **stats, u32 count, u64 *total,
+		 wsem_fill_fn fill);
 void wsem_put(struct wsem *sem);
-int wsem_ns_init(void);
+typedef void (*wsem_notify_fn)(struct wsem_ns *wns, const char *name,
+			       u32 mask);
+int wsem_ns_init(wsem_notify_fn notify);
 void wsem_ns_exit(void);
 struct wsem_ns *wsem_ns_get(bool create);
 void wsem_ns_put(struct wsem_ns *wns);
@@ -432,13 +577,13 @@ bool wsem_ns_is_current(const struct wsem_ns *wns);
 unsigned int wsem_ns_inum(const struct wsem_ns *wns);
 
 /* fs.c: wsemfs */
-int wsem_fs_init(void);
+int wsem_fs_init(const struct file_operations *fops);
 void wsem_fs_exit(void);
 void wsem_fs_notify(struct wsem_ns *wns, const char *name, u32 mask);
 
 /*
  * Test builds only (Kbuild: WSEM_TEST_KNOBS=y, as make check builds the
- * module): a granter pauses once, when armed through the test_tell_delay_ms
+ * module; params.c): a granter pauses once, when armed through the test_tell_delay_ms
  * parameter, between dropping sem->lock and telling whom it granted, so
  * that tests reach the races of that window every run.  Likewise a sleeper
  * that parked (wsem_park()), armed through test_park_delay_ms, before it
@@ -471,6 +616,7 @@ static inline bool wsem_test_cgroup_fail(void)
 }
 #endif
 
+/* params.c: module parameters */
 extern unsigned int max_sems_per_ns;
 extern unsigned int max_sems_per_user;
 extern unsigned int spin_ns;

@@ -4,6 +4,8 @@
 # find_kernels names (the default one when KVERS names only release
 # chroots' kernels) and every installed linux-source tarball:
 #   - module build with W=1 and -Werror (any warning fails, modpost's too)
+#   - no cycle in which file of the module calls which, from that build's
+#     objects (calls.sh)
 #   - sparse (C=2, -Wsparse-error)
 #   - kernel-doc -v -none (-Werror; any warning fails)
 #   - checkpatch.pl --no-tree --strict -f (with --codespell when installed)
@@ -89,6 +91,12 @@ for k in $kernels; do
 	[ "$st" -eq 0 ] && no_warnings "$res"
 	w1=$?
 	check "W=1 -Werror build against $k" "$res" $w1
+
+	# The objects of that build: which file calls which (calls.sh).
+	res=$out/$k.calls
+	bash "$VMDIR/calls.sh" "$dir" >"$res" 2>&1
+	check "no module file calls back into one that calls it ($k)" \
+		"$res" $?
 
 	# Only sparse's own findings count here: when the build above failed,
 	# this one compiles again and repeats the compiler's.

@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * wsem: the module parameters that other files read (the limits of ns.c,
+ * the spin of wait.c) and, in test builds, the test knobs (wsem.h).
+ *
+ * Calls no other file of wsem.
+ */
+#include <linux/atomic.h>
+#include <linux/delay.h>
+#include <linux/kernel.h>
+#include <linux/moduleparam.h>
+#include <linux/sysfs.h>
+
+#include "wsem.h"
+
+unsigned int max_sems_per_ns = 1024;
+module_param(max_sems_per_ns, uint, 0644);
+MODULE_PARM_DESC(max_sems_per_ns,
+		 "Semaphores (named or anonymous) one IPC namespace may hold (default 1024)");
+
+unsigned int max_sems_per_user = 256;
+module_param(max_sems_per_user, uint, 0644);
+MODULE_PARM_DESC(max_sems_per_user,
+		 "Semaphores one user may have created in one IPC namespace (default 256)");
+
+/*
+ * spin_ns above this is refused: a poll that long is a busy wait.  Test
+ * builds have the same bound, so that tests see what users get.
+ */
+#define WSEM_SPIN_NS_MAX	1000000U
+
+static int wsem_set_spin_ns(const char *val, const struct kernel_param *kp)
+{
+	unsigned int ns;
+	int ret = kstrtouint(val, 0, &ns);
+
+	if (ret)
+		return ret;
+	if (ns > WSEM_SPIN_NS_MAX)
+		return -EINVAL;
+	WRITE_ONCE(spin_ns, ns);
+	return 0;
+}
+
+static const struct kernel_param_ops wsem_spin_ns_ops = {
+	.set	= wsem_set_spin_ns,
+	.get	= param_get_uint,
+};
+
+unsigned int spin_ns = 20000;
+module_param_cb(spin_ns, &wsem_spin_ns_ops, &spin_ns, 0644);
+MODULE_PARM_DESC(spin_ns,
+		 "How long a waiter at the head of the queue polls for its grant before it sleeps, while its CPU has nothing else to run (ns, default 20000, at most 1000000; 0: never); each semaphore polls less while its waits are longer");
+
+#ifdef WSEM_TEST_KNOBS
+static unsigned int test_tell_delay_ms;
+module_param(test_tell_delay_ms, uint, 0600);
+MODULE_PARM_DESC(test_tell_delay_ms,
+		 "Test builds only: the next granter waits this long between dropping the lock and telling whom it granted (ms, once)");
+
+void wsem_test_pause(void)
+{
+	unsigned int ms = xchg(&test_tell_delay_ms, 0);
+
+	if (ms)
+		msleep(ms);
+}
+
+static unsigned int test_park_delay_ms;
+module_param(test_park_delay_ms, uint, 0600);
+MODULE_PARM_DESC(test_park_delay_ms,
+		 "Test builds only: the next sleeper that parks to run its task work waits this long before it returns (ms, once)");
+
+void wsem_test_park_pause(void)
+{
+	unsigned int ms = xchg(&test_park_delay_ms, 0);
+
+	if (ms)
+		msleep(ms);
+}
+
+/* A read-only parameter that shows the atomic_t it is given as its arg. */
+static int wsem_test_counter_get(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%d\n", atomic_read((atomic_t *)kp->arg));
+}
+
+const struct kernel_param_ops wsem_test_counter_ops = {
+	.get	= wsem_test_counter_get,
+};
+
+static atomic_t wsem_test_parked = ATOMIC_INIT(0);
+
+void wsem_test_count_parked(int delta)
+{
+	atomic_add(delta, &wsem_test_parked);
+}
+
+module_param_cb(test_parked, &wsem_test_counter_ops, &wsem_test_parked, 0444);
+MODULE_PARM_DESC(test_parked,
+		 "Test builds only: parked waiters not yet freed (read-only)");
+
+static unsigned int test_cgroup_tryget_fail;
+module_param(test_cgroup_tryget_fail, uint, 0600);
+MODULE_PARM_DESC(test_cgroup_tryget_fail,
+		 "Test builds only: if not 0, the next reference to a new holder's cgroup fails (once)");
+
+bool wsem_test_cgroup_fail(void)
+{
+	return READ_ONCE(test_cgroup_tryget_fail) &&
+	       xchg(&test_cgroup_tryget_fail, 0);
+}
+#endif
