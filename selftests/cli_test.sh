@@ -659,7 +659,7 @@ t_apply() {
 	printf 'gpu capacity=4\n' >"$d/20-gpu.conf"
 	nsenter -t "$ns" -i "$WSEM" create keep 1
 	expect 1 nsenter -t "$ns" -i "$WSEM" apply --prune "$d"
-	err_is "wsem: $d/30-bad.conf:2: unknown key (capacity, mode, owner, group, parent); nothing of this file is applied"
+	err_is "wsem: $d/30-bad.conf:2: unknown key (capacity, mode, owner, group, parent, cluster); nothing of this file is applied"
 	grep -qx "resize gpu 2 -> 4" "$T/out"
 	grep -qx "undeclared keep (kept: a file was rejected)" "$T/out"
 	expect 3 nsenter -t "$ns" -i "$WSEM" stat disk
@@ -1932,6 +1932,45 @@ t_apply_parent() {
 	err_is "wsem: $d/30-loop.conf:1: parent= names the semaphore itself; nothing of this file is applied"
 }
 
+# apply of a cluster limit (cluster=etcd): a loans semaphore whose ceiling
+# is the capacity, lent to by wsem-agent; the agent's keys only with
+# cluster=; an existing semaphore of another kind left as it is.
+t_apply_cluster() {
+	unshare -i sleep 600 </dev/null >/dev/null 2>&1 &
+	ns=$!
+	echo "$ns" >>"$T/pids"
+	eventually other_ipc_ns "$ns"
+	d=$T/wsem-cluster.d
+	mkdir -p "$d"
+	printf 'seats capacity=6 cluster=etcd endpoints=http://127.0.0.1:2379 host=h1 mode=0666\n' \
+		>"$d/10-seats.conf"
+	expect 0 nsenter -t "$ns" -i "$WSEM" apply "$d"
+	[ "$(cat "$T/out")" = "create seats loans ceiling 6 mode 0666" ]
+	nsenter -t "$ns" -i "$WSEM" stat seats --json >"$T/j"
+	grep -q '"capacity":0,' "$T/j"
+	grep -Eq '"ceiling":6[,}]' "$T/j"
+	expect 0 nsenter -t "$ns" -i "$WSEM" apply "$d"
+	quiet
+	# an agent's key without cluster=, another cluster, a parent
+	printf 'net capacity=2 endpoints=http://127.0.0.1:2379\n' >"$d/20-bad.conf"
+	expect 1 nsenter -t "$ns" -i "$WSEM" apply "$d"
+	err_is "wsem: $d/20-bad.conf:1: endpoints=, host=, ... are wsem-agent's: only with cluster=etcd; nothing of this file is applied"
+	printf 'net capacity=2 cluster=consul\n' >"$d/20-bad.conf"
+	expect 1 nsenter -t "$ns" -i "$WSEM" apply "$d"
+	err_is "wsem: $d/20-bad.conf:1: invalid cluster (etcd); nothing of this file is applied"
+	printf 'net capacity=2 cluster=etcd parent=seats\n' >"$d/20-bad.conf"
+	expect 1 nsenter -t "$ns" -i "$WSEM" apply "$d"
+	err_is "wsem: $d/20-bad.conf:1: a cluster limit (cluster=) has no parent=; nothing of this file is applied"
+	expect 3 nsenter -t "$ns" -i "$WSEM" stat net
+	rm "$d/20-bad.conf"
+	# a plain semaphore where a cluster limit is declared: left, a line
+	nsenter -t "$ns" -i "$WSEM" rm seats
+	nsenter -t "$ns" -i "$WSEM" create seats 6
+	expect 1 nsenter -t "$ns" -i "$WSEM" apply "$d"
+	err_is "wsem: seats: exists with a capacity of its own 6, not as cluster= declares it (loans, ceiling 6): left as it is (wsem rm it for apply to make it anew)"
+	nsenter -t "$ns" -i "$WSEM" stat seats --json | grep -q '"capacity":6,'
+}
+
 TESTS="
 t_create create makes a semaphore: capacity, used 0, mode 0600, owner
 t_create_mode create --mode is exact, the default masked by the umask
@@ -1993,6 +2032,7 @@ t_create_parent create --parent NAME: a child; stat, ls -l, errors, depth
 t_create_parent_path create --parent PATH and --parent-fd N; read-only refused
 t_run_gang run --and: all held while COMMAND runs, none if one is busy
 t_apply_parent apply parent=: parents first, never moved, loops refused
+t_apply_cluster apply cluster=etcd: a loans semaphore for wsem-agent; its keys only with cluster=
 "
 
 # Kill what the last test left running and remove its semaphores.

@@ -127,6 +127,9 @@ boot() {
 	# host) instead of 9000-10000.
 	case $k in
 	*-rt-amd64) kenv="WSEM_FUZZ_OPS=150000" ;;
+	# The cluster limit's whole scenario on one lane (the others start
+	# the agent only).
+	6.12.*-amd64) kenv="WSEM_FLEET_FULL=1" ;;
 	esac
 	WSEM_VM_ENV="$kenv${WSEM_VM_ENV:+ $WSEM_VM_ENV}" \
 		bash "$VMDIR/run.sh" ${image:+-I "$image"} -k "$k" -K "$ko" \

@@ -10,7 +10,8 @@ set -u
 # examples/uring_jobs; golang-go builds the Go binding; debhelper, dh-dkms,
 # dkms and lintian make deb; pip, setuptools and wheel for
 # python_pip_test's offline "pip install"; debootstrap, qemu-utils and
-# e2fsprogs build make check-distro's image.
+# e2fsprogs build make check-distro's image; golang-etcd-server-dev (the
+# etcd client), etcd-server and etcd-client for wsem-agent and fleet_test.
 PKGS="build-essential pkg-config make gcc libc6-dev gcc-multilib binutils perl
 python3 xz-utils gzip
 cpio kmod busybox-static qemu-system-x86 sparse codespell
@@ -19,7 +20,8 @@ linux-image-6.12-amd64 linux-headers-6.12-amd64
 linux-image-6.12-rt-amd64 linux-headers-6.12-rt-amd64
 linux-source-6.1 linux-source-6.12 flex bison bc libelf-dev bubblewrap
 liburing-dev golang-go debhelper dh-dkms dkms lintian dpkg-dev fakeroot
-python3-pip python3-setuptools python3-wheel debootstrap qemu-utils e2fsprogs"
+python3-pip python3-setuptools python3-wheel debootstrap qemu-utils e2fsprogs
+golang-etcd-server-dev etcd-server etcd-client"
 
 missing=
 for p in $PKGS; do

@@ -102,6 +102,15 @@ case " $tests " in
 		[ -f "$f" ] && add_elf "$f" "$stage/bin/${f##*/}"
 	done ;;
 esac
+# fleet_test.sh: Debian's etcd and etcdctl, wsem-agent (agent/ builds it)
+# and the observer fleet_watch.
+case " $tests " in
+*" fleet_test.sh "*)
+	for f in "$(command -v etcd || true)" "$(command -v etcdctl || true)" \
+		"$BUILD/agent/wsem-agent" "$ROOT/selftests/fleet_watch"; do
+		[ -n "$f" ] && [ -f "$f" ] && add_elf "$f" "$stage/bin/${f##*/}"
+	done ;;
+esac
 # readme_run_test.sh runs the README's shell blocks.
 case " $tests " in
 *" readme_run_test.sh "*) cp "$ROOT/README.md" "$stage/selftests/README.md" ;;

@@ -182,7 +182,19 @@ static void fix_existing(struct apply *a, const struct cli_decl *d,
 	if (!parent_matches(a, d, st))
 		return;
 
-	if (st->capacity != d->capacity) {
+	if (d->cluster) {
+		/* the capacity in force is the agent's to lend */
+		if (st->ceiling != d->capacity) {
+			fprintf(stderr, "wsem: %s: exists with %s %" PRIu64
+				", not as cluster= declares it (loans, "
+				"ceiling %" PRIu64 "): left as it is (wsem rm "
+				"it for apply to make it anew)\n", d->name,
+				st->ceiling ? "ceiling" : "a capacity of its own",
+				st->ceiling ? (uint64_t)st->ceiling :
+				(uint64_t)st->capacity, d->capacity);
+			a->failed = 1;
+		}
+	} else if (st->capacity != d->capacity) {
 		printf("resize %s %" PRIu64 " -> %" PRIu64 "%s\n", d->name,
 		       (uint64_t)st->capacity, d->capacity, sfx(a));
 		if (!a->dry) {
@@ -224,9 +236,10 @@ static void create(struct apply *a, const struct cli_decl *d)
 	mode_t mode = d->has_mode ? d->mode : CLI_DEFAULT_MODE;
 	int fd;
 
-	printf("create %s capacity %" PRIu64 " mode %04o%s%s%s\n", d->name,
-	       d->capacity, (unsigned int)mode, d->parent[0] ? " parent " :
-	       "", d->parent, sfx(a));
+	printf("create %s %s %" PRIu64 " mode %04o%s%s%s\n", d->name,
+	       d->cluster ? "loans ceiling" : "capacity", d->capacity,
+	       (unsigned int)mode, d->parent[0] ? " parent " : "", d->parent,
+	       sfx(a));
 	if (a->dry)
 		return;
 	if (d->parent[0]) {
@@ -234,7 +247,9 @@ static void create(struct apply *a, const struct cli_decl *d)
 		if (fd < 0)
 			return;
 	} else {
-		fd = wsem_open(d->name, O_CREAT | O_EXCL, mode, d->capacity);
+		fd = wsem_open(d->name, O_CREAT | O_EXCL |
+			       (d->cluster ? WSEM_LOANS : 0), mode,
+			       d->capacity);
 	}
 	if (fd < 0) {
 		fail(a, d->name, "create", errno);

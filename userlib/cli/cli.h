@@ -169,6 +169,12 @@ struct cli_decl {
 	unsigned int uid, gid;
 	bool has_mode, has_uid, has_gid;
 	char parent[WSEM_NAME_MAX];	/* parent=NAME, or "" for a root */
+	/*
+	 * cluster=etcd: a share of a cluster limit, which wsem-agent lends
+	 * to a loans semaphore (WSEM_LOANS) whose ceiling is capacity.
+	 * agent_key: one of the agent's own keys (endpoints=, ...) was seen.
+	 */
+	bool cluster, agent_key;
 	const char *file;	/* where it was declared */
 	unsigned int line;
 };

@@ -11,7 +11,11 @@
  *
  * capacity is required; mode (octal), owner and group (a name from
  * /etc/passwd and /etc/group, or a number) are enforced only when given;
- * parent=NAME makes it a child of NAME (WSEM_OPEN_CHILD).
+ * parent=NAME makes it a child of NAME (WSEM_OPEN_CHILD).  cluster=etcd
+ * makes it this host's share of a cluster limit: a loans semaphore
+ * (WSEM_LOANS) whose ceiling is capacity, to which wsem-agent lends; the
+ * agent's own keys (endpoints=, host=, ...: agent/conf.go) are left to
+ * it, and allowed only with cluster=.
  * A "#" starts a comment.  A file with any error is rejected whole.
  */
 #define _GNU_SOURCE		/* asprintf() */
@@ -76,6 +80,22 @@ static bool name_valid(const char *name)
 			    "0123456789._-") == len;
 }
 
+/* Is @key one of wsem-agent's, for a line with cluster=etcd? */
+static bool agent_key(const char *key)
+{
+	static const char *const keys[] = {
+		"endpoints", "host", "prefix", "ttl", "hold", "policy",
+		"cacert", "cert", "key",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		if (!strcmp(key, keys[i]))
+			return true;
+	}
+	return false;
+}
+
 /* One KEY=VALUE of a line into @d; NULL or what is wrong. */
 static const char *conf_key(struct cli_decl *d, char *word)
 {
@@ -107,8 +127,17 @@ static const char *conf_key(struct cli_decl *d, char *word)
 			return "invalid parent (a NAME: 1-63 of A-Z a-z 0-9 . "
 			       "_ -)";
 		strcpy(d->parent, val);
+	} else if (!strcmp(word, "cluster")) {
+		if (strcmp(val, "etcd"))
+			return "invalid cluster (etcd)";
+		d->cluster = true;
+	} else if (agent_key(word)) {
+		if (!*val)
+			return "expected KEY=VALUE";
+		d->agent_key = true;
 	} else {
-		return "unknown key (capacity, mode, owner, group, parent)";
+		return "unknown key (capacity, mode, owner, group, parent, "
+		       "cluster)";
 	}
 	return NULL;
 }
@@ -131,6 +160,11 @@ static const char *conf_line(struct cli_decl *d, char *line)
 	}
 	if (!strcmp(d->parent, d->name))
 		return "parent= names the semaphore itself";
+	if (d->agent_key && !d->cluster)
+		return "endpoints=, host=, ... are wsem-agent's: only with "
+		       "cluster=etcd";
+	if (d->cluster && d->parent[0])
+		return "a cluster limit (cluster=) has no parent=";
 	return d->capacity ? NULL : "capacity=N is required";
 }
 

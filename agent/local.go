@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: GPL-2.0
+
+package main
+
+// The host's semaphore: one that takes its capacity from loans (own
+// capacity 0, the cluster's capacity as its ceiling).  The agent's handle
+// lends the host's share; if the agent dies, however it dies, the kernel
+// withdraws the loan, and the host grants nothing more until an agent
+// lends again (what runs keeps its weight: a withdrawal is a shrink).
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"wsem.example/wsem"
+)
+
+type local struct {
+	name  string
+	w     *wsem.Weighted
+	watch *os.File // a second handle, polled for POLLRDBAND
+}
+
+func openLocal(name string, ceiling int64, mode os.FileMode) (*local, error) {
+	w, err := wsem.CreateLoans(name, ceiling, mode)
+	if err != nil {
+		return nil, err
+	}
+	st, err := w.Stat()
+	if err == nil && (st.Ceiling == 0 || st.Capacity != st.Lent) {
+		err = fmt.Errorf("%s has a capacity of its own (%d): the "+
+			"agent lends to a semaphore made with wsem create %s "+
+			"CAPACITY --loans", name, st.Capacity-st.Lent, name)
+	} else if err == nil && st.Ceiling != ceiling {
+		err = fmt.Errorf("%s takes requests up to %d, the cluster's "+
+			"capacity is %d", name, st.Ceiling, ceiling)
+	}
+	var f *os.File
+	if err == nil {
+		f, err = w.Handle()
+	}
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	return &local{name: name, w: w, watch: f}, nil
+}
+
+// demand is what the host asks for (see plan.go), what it holds, and how
+// many of its requests were granted so far.
+func (l *local) demand() (d demand, used, grants int64, err error) {
+	st, err := l.w.Stat()
+	if err != nil {
+		return d, 0, 0, err
+	}
+	d.need = st.Used + st.QueuedWeight
+	d.floor = st.Used
+	if st.Waiters > 0 {
+		hs, err := l.w.Holders()
+		if err != nil {
+			return d, 0, 0, err
+		}
+		for _, h := range hs {
+			if h.Waiting {
+				d.floor += h.Weight
+				break
+			}
+		}
+	}
+	return d, st.Used, st.GrantsAtOnce + st.GrantsWaited, nil
+}
+
+// waitDemand returns when the semaphore's demand changed (POLLRDBAND), or
+// after timeout, or when ctx is done.  It reads the watch handle's text,
+// which is what ends the event until the next change.
+func (l *local) waitDemand(ctx context.Context, timeout time.Duration) {
+	const pollRdband = 0x80
+	var buf [4096]byte
+	type pollfd struct {
+		fd      int32
+		events  int16
+		revents int16
+	}
+	pfd := pollfd{fd: int32(l.watch.Fd()), events: pollRdband}
+	end := time.Now().Add(timeout)
+	for ctx.Err() == nil {
+		left := time.Until(end)
+		if left <= 0 {
+			return
+		}
+		if left > 100*time.Millisecond {
+			left = 100 * time.Millisecond // to see ctx end
+		}
+		n, _, _ := syscall.Syscall(syscall.SYS_POLL,
+			uintptr(unsafe.Pointer(&pfd)), 1,
+			uintptr(left/time.Millisecond))
+		if n == 1 {
+			syscall.Pread(int(l.watch.Fd()), buf[:], 0)
+			return
+		}
+	}
+}
+
+func (l *local) close() {
+	l.watch.Close()
+	l.w.Close()
+}

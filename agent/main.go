@@ -1,0 +1,340 @@
+// SPDX-License-Identifier: GPL-2.0
+
+// wsem-agent keeps this host's share of cluster limits in etcd and lends
+// it to the host's semaphore of the same name.  The limits are the lines
+// of /etc/wsem.d/*.conf with cluster=etcd:
+//
+//	licences capacity=20 cluster=etcd endpoints=https://10.0.0.1:2379 cacert=/etc/etcd/ca.pem
+//
+// Usage:
+//
+//	wsem-agent [-c DIR_OR_FILE]...           run (a systemd unit's ExecStart)
+//	wsem-agent declare-dead NAME HOST        give back a dead host's share
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"go.etcd.io/etcd/clientv3"
+	"go.etcd.io/etcd/pkg/transport"
+)
+
+// An agent serves one limit.
+type agent struct {
+	lim    *limit
+	st     *store
+	loc    *local
+	share  int64     // what this host has in etcd and lends
+	idle   time.Time // since when the share is above the rule's, or zero
+	grants int64     // the semaphore's grants when the host last looked
+	raced  int64     // growths that found a share changed in etcd
+}
+
+func (a *agent) setLoan(share int64, why string) error {
+	if err := a.loc.w.Lend(share); err != nil {
+		return err
+	}
+	if share != a.share {
+		log.Printf("%s: share %d -> %d (%s)", a.lim.name, a.share, share,
+			why)
+	}
+	a.share = share
+	return nil
+}
+
+// reconcile brings the share to what the rule (plan.go) gives this host:
+// it grows in etcd first, then locally; it shrinks locally first, then in
+// etcd.  So the capacity the host grants from never exceeds what etcd
+// says it has.
+func (a *agent) reconcile(ctx context.Context) error {
+	d, _, grants, err := a.loc.demand()
+	if err != nil {
+		return err
+	}
+	requeue := grants != a.grants
+	a.grants = grants
+	v, _, err := a.st.read(ctx)
+	if err != nil {
+		return err
+	}
+	if got := v.shares[a.lim.host]; got < a.share {
+		// an administrator declared this host dead: believe it
+		if err := a.setLoan(got, "etcd has less"); err != nil {
+			return err
+		}
+	}
+	if err := a.st.setDemand(ctx, v, d, requeue); err != nil {
+		return err
+	}
+	for try := 0; try < 8; try++ {
+		v, rev, err := a.st.read(ctx)
+		if err != nil {
+			return err
+		}
+		target := v.targets()[a.lim.host]
+		switch {
+		case target > a.share:
+			a.idle = time.Time{}
+			g := min64(target-a.share, v.free())
+			if g <= 0 {
+				return nil // the watch brings the next chance
+			}
+			// (fleet_test widens the race it guards against)
+			time.Sleep(testDelay)
+			ok, err := a.st.growShare(ctx, rev, a.share+g)
+			if err != nil || ok {
+				return a.growLoan(err, a.share+g, d)
+			}
+			a.raced++
+		case target < a.share:
+			return a.shrink(ctx, v, target)
+		default:
+			a.idle = time.Time{}
+			return nil
+		}
+	}
+	return nil
+}
+
+func (a *agent) growLoan(err error, share int64, d demand) error {
+	if err != nil {
+		return err
+	}
+	return a.setLoan(share, fmt.Sprintf("need %d, floor %d", d.need,
+		d.floor))
+}
+
+// shrink gives back what the rule no longer gives this host: at once when
+// another host lacks capacity, else after the hold time.  What is held
+// stays the host's until it is released.
+func (a *agent) shrink(ctx context.Context, v *view, target int64) error {
+	now := time.Now()
+	if a.idle.IsZero() {
+		a.idle = now
+	}
+	others := v.othersWait(a.lim.host)
+	if !others && now.Sub(a.idle) < a.lim.hold {
+		return nil
+	}
+	why := "idle"
+	if others {
+		why = "others wait"
+	}
+	old := a.share
+	if err := a.setLoan(target, why); err != nil {
+		return err
+	}
+	// Granted meanwhile from the old loan: kept until given back.
+	_, used, _, err := a.loc.demand()
+	if err == nil && used > a.share {
+		err = a.setLoan(used, fmt.Sprintf("%d still held", used))
+	}
+	if err != nil {
+		return err
+	}
+	if a.share < old {
+		if err := a.st.shrinkShare(ctx, a.share); err != nil {
+			return err
+		}
+	}
+	a.idle = time.Time{}
+	return nil
+}
+
+func (a *agent) run(ctx context.Context) {
+	wake := make(chan struct{}, 1)
+	poke := func() {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
+	go func() {
+		for ctx.Err() == nil {
+			a.loc.waitDemand(ctx, a.lim.hold/2)
+			poke()
+		}
+	}()
+	go func() {
+		for ctx.Err() == nil {
+			wc := a.st.cli.Watch(clientv3.WithRequireLeader(ctx),
+				a.st.prefix, clientv3.WithPrefix())
+			for range wc {
+				poke()
+			}
+			time.Sleep(time.Second)
+		}
+	}()
+	for ctx.Err() == nil {
+		err := a.st.markAlive(ctx)
+		if err == nil {
+			err = a.reconcile(ctx)
+		}
+		if err != nil && ctx.Err() == nil {
+			log.Printf("%s: %v", a.lim.name, err)
+			time.Sleep(a.lim.hold / 4)
+			poke()
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+		}
+	}
+	a.leave()
+}
+
+// leave is the end of a stopped agent: the host grants nothing more, and
+// etcd gets back all of the share but what is still held.
+func (a *agent) leave() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := a.setLoan(0, "agent stopped")
+	_, used, _, err2 := a.loc.demand()
+	if err == nil && err2 == nil {
+		err = a.st.shrinkShare(ctx, used)
+	}
+	log.Printf("%s: %d growths found another share changed in etcd "+
+		"and were computed again", a.lim.name, a.raced)
+	if err != nil {
+		log.Printf("%s: stopping: %v", a.lim.name, err)
+	} else if used > 0 {
+		log.Printf("%s: stopped; %d still held stays this host's share",
+			a.lim.name, used)
+	}
+	a.loc.close()
+}
+
+func start(ctx context.Context, lim *limit) (*agent, error) {
+	cli, err := lim.client()
+	if err != nil {
+		return nil, err
+	}
+	st := &store{cli: cli, prefix: lim.prefix + "/" + lim.name + "/",
+		host: lim.host, ttl: lim.ttl}
+	if err := st.ensureCapacity(ctx, lim.capacity); err != nil {
+		return nil, err
+	}
+	loc, err := openLocal(lim.name, lim.capacity, lim.mode)
+	if err != nil {
+		return nil, err
+	}
+	a := &agent{lim: lim, st: st, loc: loc}
+	v, _, err := st.read(ctx)
+	if err == nil {
+		// A share outlives its agent: take up what etcd says is ours.
+		err = a.setLoan(v.shares[lim.host], "taken up from etcd")
+	}
+	if err != nil {
+		loc.close()
+		return nil, err
+	}
+	return a, nil
+}
+
+func (lim *limit) client() (*clientv3.Client, error) {
+	var tc *tls.Config
+	if lim.cacert != "" || lim.cert != "" {
+		info := transport.TLSInfo{TrustedCAFile: lim.cacert,
+			CertFile: lim.cert, KeyFile: lim.key}
+		var err error
+		if tc, err = info.ClientConfig(); err != nil {
+			return nil, err
+		}
+	}
+	return clientv3.New(clientv3.Config{Endpoints: lim.endpoints,
+		DialTimeout: 5 * time.Second, TLS: tc})
+}
+
+func declareDeadCmd(confs []string, name, host string) error {
+	lims, err := readConfs(confs)
+	if err != nil {
+		return err
+	}
+	for _, lim := range lims {
+		if lim.name != name {
+			continue
+		}
+		cli, err := lim.client()
+		if err != nil {
+			return err
+		}
+		defer cli.Close()
+		ctx, cancel := context.WithTimeout(context.Background(),
+			10*time.Second)
+		defer cancel()
+		return declareDead(ctx, cli, lim.prefix+"/"+name+"/", host)
+	}
+	return fmt.Errorf("%s: no cluster limit of that name", name)
+}
+
+// testDelay is WSEM_AGENT_TEST_DELAY_MS, a test's knob: how long an agent
+// waits between reading etcd and growing its share there, so that
+// another agent's change comes in between (the transaction must fail).
+var testDelay time.Duration
+
+type confList []string
+
+func (c *confList) String() string     { return fmt.Sprint(*c) }
+func (c *confList) Set(s string) error { *c = append(*c, s); return nil }
+
+func main() {
+	var confs confList
+	log.SetFlags(0)
+	log.SetPrefix("wsem-agent: ")
+	flag.Var(&confs, "c", "a .conf file or a directory of them "+
+		"(default /etc/wsem.d)")
+	flag.Parse()
+	if ms, err := strconv.Atoi(os.Getenv("WSEM_AGENT_TEST_DELAY_MS")); err == nil {
+		testDelay = time.Duration(ms) * time.Millisecond
+	}
+	if len(confs) == 0 {
+		confs = confList{"/etc/wsem.d"}
+	}
+	if flag.NArg() == 3 && flag.Arg(0) == "declare-dead" {
+		if err := declareDeadCmd(confs, flag.Arg(1), flag.Arg(2)); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
+	if flag.NArg() != 0 {
+		fmt.Fprintln(os.Stderr, "usage: wsem-agent [-c PATH]... "+
+			"[declare-dead NAME HOST]")
+		os.Exit(2)
+	}
+	lims, err := readConfs(confs)
+	if err == nil && len(lims) == 0 {
+		err = errors.New("no cluster=etcd limit in " + confs.String())
+	}
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(),
+		syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	var wg sync.WaitGroup
+	for _, lim := range lims {
+		a, err := start(ctx, lim)
+		if err != nil {
+			log.Fatalf("%s: %v", lim.name, err)
+		}
+		log.Printf("%s: capacity %d across the cluster, host %s, "+
+			"share %d", lim.name, lim.capacity, lim.host, a.share)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a.run(ctx)
+		}()
+	}
+	wg.Wait()
+}

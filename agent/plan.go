@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: GPL-2.0
+
+package main
+
+// What etcd holds of one cluster limit, read at one revision, and the
+// rule every agent applies to it to find its host's share.  Nothing here
+// talks to etcd or the kernel: the rule is tested on its own.
+
+import "sort"
+
+// A demand is what a host asks for: need, the weight its semaphore holds
+// plus what its waiters ask for; floor, the least share with which it
+// makes progress (what it holds plus its first waiter's weight).  rev is
+// the etcd revision that created its demand key: its place in the
+// cluster's queue, which it leaves for the back each time one of its
+// waiters is granted.
+type demand struct {
+	need, floor int64
+	rev         int64
+}
+
+// A view is the limit in etcd at one revision.
+type view struct {
+	capacity int64
+	shares   map[string]int64  // each host's share (absent: 0)
+	demands  map[string]demand // hosts whose need is above 0
+}
+
+// free is the capacity no host has a share of.
+func (v *view) free() int64 {
+	f := v.capacity
+	for _, s := range v.shares {
+		f -= s
+	}
+	return f
+}
+
+// targets is each host's share as the rule has it.  When the needs fit,
+// every host gets its need.  When they do not: first the floors, in queue
+// order, so that the host that waited longest for a grant gets its first
+// waiter's weight before any other host gets more than its own floor;
+// then what is left, shared max-min fairly by what each still needs.
+// Hosts without a demand get 0.  The targets never add up to more than the
+// capacity.
+func (v *view) targets() map[string]int64 {
+	t := make(map[string]int64, len(v.demands))
+	var sum int64
+	hosts := make([]string, 0, len(v.demands))
+	for h, d := range v.demands {
+		hosts = append(hosts, h)
+		sum += d.need
+	}
+	if sum <= v.capacity {
+		for h, d := range v.demands {
+			t[h] = d.need
+		}
+		return t
+	}
+	sort.Slice(hosts, func(i, j int) bool {
+		return v.demands[hosts[i]].rev < v.demands[hosts[j]].rev
+	})
+	left := v.capacity
+	for _, h := range hosts {
+		f := min64(v.demands[h].floor, left)
+		t[h] = f
+		left -= f
+	}
+	// Max-min fair: the smallest wants are met whole, the rest share.
+	sort.SliceStable(hosts, func(i, j int) bool {
+		return v.demands[hosts[i]].need-t[hosts[i]] <
+			v.demands[hosts[j]].need-t[hosts[j]]
+	})
+	for i, h := range hosts {
+		want := v.demands[h].need - t[h]
+		even := left / int64(len(hosts)-i)
+		g := min64(want, even)
+		if g < 0 {
+			g = 0
+		}
+		t[h] += g
+		left -= g
+	}
+	// What integer division left over, in queue order again.
+	sort.Slice(hosts, func(i, j int) bool {
+		return v.demands[hosts[i]].rev < v.demands[hosts[j]].rev
+	})
+	for _, h := range hosts {
+		if left == 0 {
+			break
+		}
+		g := min64(v.demands[h].need-t[h], left)
+		if g > 0 {
+			t[h] += g
+			left -= g
+		}
+	}
+	return t
+}
+
+// othersWait says whether another host lacks capacity: an idle share then
+// goes back at once, not after the hold time.
+func (v *view) othersWait(me string) bool {
+	for h, d := range v.demands {
+		if h != me && d.need > v.shares[h] {
+			return true
+		}
+	}
+	return false
+}
+
+func min64(a, b int64) int64 {
+	if a < b {
+		return a
+	}
+	return b
+}

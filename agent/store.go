@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: GPL-2.0
+
+package main
+
+// One cluster limit in etcd, under PREFIX/NAME/:
+//
+//	capacity      the cluster's capacity, written once by the first agent
+//	share/HOST    what HOST may lend to its semaphore: no lease, so a
+//	              share outlives its agent ("finish": the host's holders
+//	              keep it until they are gone, or an administrator
+//	              declares the host dead)
+//	demand/HOST   "NEED FLOOR": what HOST's semaphore holds plus what its
+//	              waiters ask for, and what it holds plus its first
+//	              waiter's weight; under the agent's etcd lease; its
+//	              create revision is the host's place in the queue
+//	alive/HOST    the agent is running (under its lease)
+//
+// The sum of the shares never exceeds the capacity: a share grows only in
+// a transaction that finds no share key changed or created since the
+// revision the agent computed the growth at; a share shrinks (or goes)
+// unconditionally, which only frees capacity.
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"go.etcd.io/etcd/clientv3"
+	"go.etcd.io/etcd/clientv3/concurrency"
+)
+
+type store struct {
+	cli    *clientv3.Client
+	prefix string // PREFIX/NAME/
+	host   string
+	sess   *concurrency.Session
+	ttl    int
+}
+
+func (s *store) key(kind string) string {
+	return s.prefix + kind + "/" + s.host
+}
+
+// session is the agent's etcd lease, made anew when it was lost.
+func (s *store) session() (*concurrency.Session, error) {
+	if s.sess != nil {
+		select {
+		case <-s.sess.Done():
+			s.sess = nil
+		default:
+			return s.sess, nil
+		}
+	}
+	sess, err := concurrency.NewSession(s.cli, concurrency.WithTTL(s.ttl))
+	if err != nil {
+		return nil, err
+	}
+	s.sess = sess
+	return sess, nil
+}
+
+// ensureCapacity writes the cluster's capacity if no agent did, and fails
+// if another agent was configured with another one.
+func (s *store) ensureCapacity(ctx context.Context, capacity int64) error {
+	k := s.prefix + "capacity"
+	r, err := s.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
+		Then(clientv3.OpPut(k, strconv.FormatInt(capacity, 10))).
+		Else(clientv3.OpGet(k)).Commit()
+	if err != nil {
+		return err
+	}
+	if r.Succeeded {
+		return nil
+	}
+	kvs := r.Responses[0].GetResponseRange().Kvs
+	if len(kvs) == 1 && string(kvs[0].Value) == strconv.FormatInt(capacity, 10) {
+		return nil
+	}
+	got := "nothing"
+	if len(kvs) == 1 {
+		got = string(kvs[0].Value)
+	}
+	return fmt.Errorf("%scapacity in etcd is %s, this host says %d",
+		s.prefix, got, capacity)
+}
+
+// read is the limit as etcd has it now, and the revision it was read at.
+func (s *store) read(ctx context.Context) (*view, int64, error) {
+	r, err := s.cli.Get(ctx, s.prefix, clientv3.WithPrefix())
+	if err != nil {
+		return nil, 0, err
+	}
+	v := &view{shares: map[string]int64{}, demands: map[string]demand{}}
+	for _, kv := range r.Kvs {
+		rest := strings.TrimPrefix(string(kv.Key), s.prefix)
+		if strings.HasPrefix(rest, "alive/") {
+			continue
+		}
+		var n, floor int64
+		var err error
+		if strings.HasPrefix(rest, "demand/") {
+			_, err = fmt.Sscanf(string(kv.Value), "%d %d", &n, &floor)
+			v.demands[rest[len("demand/"):]] = demand{need: n,
+				floor: floor, rev: kv.CreateRevision}
+		} else {
+			n, err = strconv.ParseInt(string(kv.Value), 10, 64)
+		}
+		if err != nil {
+			return nil, 0, fmt.Errorf("%s: %q: %v", kv.Key, kv.Value,
+				err)
+		}
+		if rest == "capacity" {
+			v.capacity = n
+		} else if strings.HasPrefix(rest, "share/") {
+			v.shares[rest[len("share/"):]] = n
+		}
+	}
+	if v.capacity <= 0 {
+		return nil, 0, fmt.Errorf("%scapacity: missing", s.prefix)
+	}
+	return v, r.Header.Revision, nil
+}
+
+// growShare sets this host's share to share if no share changed since rev:
+// false if one did (read again and recompute).
+func (s *store) growShare(ctx context.Context, rev, share int64) (bool, error) {
+	r, err := s.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.ModRevision(s.prefix+"share/").
+			WithPrefix(), "<", rev+1)).
+		Then(clientv3.OpPut(s.key("share"), strconv.FormatInt(share, 10))).
+		Commit()
+	if err != nil {
+		return false, err
+	}
+	return r.Succeeded, nil
+}
+
+// shrinkShare sets this host's share to share, which is less: 0 deletes it.
+func (s *store) shrinkShare(ctx context.Context, share int64) error {
+	var err error
+	if share == 0 {
+		_, err = s.cli.Delete(ctx, s.key("share"))
+	} else {
+		_, err = s.cli.Put(ctx, s.key("share"), strconv.FormatInt(share, 10))
+	}
+	return err
+}
+
+// setDemand publishes this host's need and floor (nothing while the need
+// is 0).  The key keeps its revision, the host its place in the queue,
+// unless requeue: a waiter of the host was granted, and the host goes to
+// the back.
+func (s *store) setDemand(ctx context.Context, v *view, d demand,
+	requeue bool) error {
+	old, queued := v.demands[s.host]
+	if queued && (d.need == 0 || requeue) {
+		if _, err := s.cli.Delete(ctx, s.key("demand")); err != nil {
+			return err
+		}
+		queued = false
+	}
+	if d.need == 0 || (queued && old.need == d.need &&
+		old.floor == d.floor) {
+		return nil
+	}
+	sess, err := s.session()
+	if err != nil {
+		return err
+	}
+	_, err = s.cli.Put(ctx, s.key("demand"),
+		fmt.Sprintf("%d %d", d.need, d.floor),
+		clientv3.WithLease(sess.Lease()))
+	return err
+}
+
+// markAlive puts alive/HOST under the agent's lease.
+func (s *store) markAlive(ctx context.Context) error {
+	sess, err := s.session()
+	if err != nil {
+		return err
+	}
+	_, err = s.cli.Put(ctx, s.key("alive"), "", clientv3.WithLease(sess.Lease()))
+	return err
+}
+
+// declareDead gives back host's share and demand, for an administrator who
+// knows that none of its holders runs any more.
+func declareDead(ctx context.Context, cli *clientv3.Client, prefix, host string) error {
+	_, err := cli.Txn(ctx).Then(
+		clientv3.OpDelete(prefix+"share/"+host),
+		clientv3.OpDelete(prefix+"demand/"+host),
+		clientv3.OpDelete(prefix+"alive/"+host)).Commit()
+	return err
+}
