@@ -13,7 +13,13 @@
 # the order a (weight 3), b (2), c (1), then lets go: a's job runs, b's
 # does not fit, and c's, which would, waits behind it (strict FIFO, across
 # containers).  Then `podman kill a` while a holds its weight: it goes
-# back, b and c run, and at the end nothing is held.
+# back, b and c run, and at the end nothing is held.  Then README.md's
+# "Splitting a limit among containers", its commands as written there:
+# gpu 8 split by the host into gpu-a 4 and gpu-b 6, each bind-mounted
+# into a container of its own user namespace; a container waits past its
+# share, cannot take more than its capacity or resize it, podman kill
+# returns its weight, a container makes a child of its share inside, and
+# gpu's used, sampled all along, never exceeds 8.
 #
 # Leaves OUT/podman.tap ("STATUS NAME" a line), OUT/timeline and
 # OUT/podman.log.
@@ -328,6 +334,7 @@ wsem create gpu 8 &&
 	wsem create gpu-a 4 --parent gpu --mode 0666 &&
 	wsem create gpu-b 6 --parent gpu --mode 0666
 check $? "split: wsem create gpu 8; gpu-a 4 and gpu-b 6 --parent gpu"
+t_split=$(up)
 # The kernel's used of gpu, sampled all along: never above 8.
 : >"$WORK/gpu-used"
 rm -f "$WORK/split-stop"
@@ -397,5 +404,5 @@ check $st "split: podman rm -f: nothing held or waiting on gpu, gpu-a, gpu-b"
 [ "$max" = 8 ]
 check $? "split: gpu's used, sampled all along, never above 8 (at most $max)"
 wsem rm gpu-a && wsem rm gpu-b && wsem rm gpu
-check $? "split: wsem rm gpu-a gpu-b gpu"
+check $? "split: wsem rm gpu-a gpu-b gpu ($(awk -v a="$t_split" -v b="$(up)" 'BEGIN { printf "%.0f", b - a }') s in all)"
 exit 0
