@@ -38,7 +38,7 @@ exec >>"$LOG" 2>&1
 
 check() {
 	echo "$1 $2" >>"$OUT/podman.tap"
-	echo "== $([ "$1" -eq 0 ] && echo ok || echo FAILED): $2"
+	echo "== $([ "$1" -eq 0 ] && echo ok || echo FAILED) at $(up)s: $2"
 }
 ev() { echo "$(up) $*" >>"$TL"; }
 
@@ -349,7 +349,7 @@ podman run -d --name a --uidmap 0:100000:65536 --gidmap 0:100000:65536 \
 	until_true 60 is gpu-a used 4 && is gpu used 4
 check $? "split: container a (own user namespace, gpu-a bind-mounted) holds 4 of gpu-a and of gpu"
 # Its share is full: one more unit waits, though gpu has 4 free.
-podman exec a wsem run /run/limits/gpu --timeout 2 -- train
+podman exec a wsem run /run/limits/gpu --timeout 1 -- train
 st=$?
 echo "wsem run past a's share: exit $st"
 [ $st -eq 124 ] && is gpu-a used 4 && is gpu used 4 && is gpu-a waiters 0
@@ -374,7 +374,7 @@ check $? "split: container b (gpu-b bind-mounted) holds 4: gpu's 8 are all held"
 podman exec -d b wsem run /run/limits/gpu -- infer >/dev/null &&
 	until_true 30 is gpu-b waiters 1
 st=$?
-sleep 2
+sleep 1
 echo "== b's second job waiting"
 wsem stat gpu; wsem stat gpu-b
 [ $st -eq 0 ] && is gpu used 8 && is gpu-b used 4 && is gpu-a used 4
