@@ -18,7 +18,7 @@
 # gpu 8 split by the host into gpu-a 4 and gpu-b 6, each bind-mounted
 # into a container of its own user namespace; a container waits past its
 # share, cannot take more than its capacity or resize it, podman kill
-# returns its weight, a container makes a child of its share inside, and
+# returns its weight, b makes a child of its share inside, and
 # gpu's used, sampled all along, never exceeds 8.
 #
 # Leaves OUT/podman.tap ("STATUS NAME" a line), OUT/timeline and
@@ -340,7 +340,7 @@ t_split=$(up)
 rm -f "$WORK/split-stop"
 while [ ! -e "$WORK/split-stop" ]; do
 	jf gpu used >>"$WORK/gpu-used"
-	sleep 0.05
+	sleep 0.1
 done &
 sampler=$!
 podman run -d --name a --uidmap 0:100000:65536 --gidmap 0:100000:65536 \
@@ -366,7 +366,7 @@ cat "$WORK/err"
 	is gpu-a capacity 4
 check $? "split: in a, wsem resize of its share (the parent of its children) fails: $(cat "$WORK/err")"
 podman run -d --name b --uidmap 0:200000:65536 --gidmap 0:200000:65536 \
-	-v /sys/fs/wsem/gpu-b:/run/limits/gpu "$IMG" \
+	--device /dev/wsem -v /sys/fs/wsem/gpu-b:/run/limits/gpu "$IMG" \
 	wsem run /run/limits/gpu --weight 4 -- infer >/dev/null &&
 	until_true 60 is gpu-b used 4 && is gpu used 8
 check $? "split: container b (gpu-b bind-mounted) holds 4: gpu's 8 are all held"
@@ -382,16 +382,15 @@ check $? "split: b's next job waits (b has room, gpu has none): gpu 8 = a 4 + b 
 podman kill a >/dev/null &&
 	until_true 60 is gpu-b used 5 && is gpu-a used 0 && is gpu used 5
 check $? "split: podman kill a returns its 4: b's waiting job runs, gpu holds 5"
-# A's own CI splits its share again: a child made inside the container,
-# of the file it was given (it needs /dev/wsem for that).
-out=$(podman run --rm --device /dev/wsem --uidmap 0:100000:65536 --gidmap 0:100000:65536 \
-	-v /sys/fs/wsem/gpu-a:/run/limits/gpu "$IMG" sh -c '
+# B's own CI splits its share again: a child made inside the container,
+# of the file it was given, through the /dev/wsem it was given.
+out=$(podman exec b sh -c '
 	wsem create job1 2 --parent /run/limits/gpu
-	wsem run job1 --weight 2 -- ci-job' 2>&1)
+	wsem run job1 -- ci-job' 2>&1)
 st=$?
 echo "$out"
-[ $st -eq 0 ] && [ "$out" = "ci-job ran" ] && is gpu used 5 && is gpu-a used 0
-check $? "split: a container makes a child of its bind-mounted share and runs under it: $out"
+[ $st -eq 0 ] && [ "$out" = "ci-job ran" ] && is gpu used 5 && is gpu-b used 5
+check $? "split: in b, a child of its bind-mounted share, made inside, runs a job: $out"
 podman rm -f a b >/dev/null
 until_true 30 is gpu used 0 && is gpu waiters 0 &&
 	is gpu-a used 0 && is gpu-b used 0 && is gpu-b waiters 0
