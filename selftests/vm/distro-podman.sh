@@ -13,7 +13,13 @@
 # the order a (weight 3), b (2), c (1), then lets go: a's job runs, b's
 # does not fit, and c's, which would, waits behind it (strict FIFO, across
 # containers).  Then `podman kill a` while a holds its weight: it goes
-# back, b and c run, and at the end nothing is held.
+# back, b and c run, and at the end nothing is held.  Then README.md's
+# "Splitting a limit among containers", its commands as written there:
+# gpu 8 split by the host into gpu-a 4 and gpu-b 6, each bind-mounted
+# into a container of its own user namespace; a container waits past its
+# share, cannot take more than its capacity or resize it, podman kill
+# returns its weight, b makes a child of its share inside, and
+# gpu's used, sampled all along, never exceeds 8.
 #
 # Leaves OUT/podman.tap ("STATUS NAME" a line), OUT/timeline and
 # OUT/podman.log.
@@ -32,7 +38,7 @@ exec >>"$LOG" 2>&1
 
 check() {
 	echo "$1 $2" >>"$OUT/podman.tap"
-	echo "== $([ "$1" -eq 0 ] && echo ok || echo FAILED): $2"
+	echo "== $([ "$1" -eq 0 ] && echo ok || echo FAILED) at $(up)s: $2"
 }
 ev() { echo "$(up) $*" >>"$TL"; }
 
@@ -126,6 +132,12 @@ make_image() {
 		ln -s busybox "$r/bin/$a"
 	done
 	cp /usr/bin/wsem-static "$r/bin/wsem" || return 1
+	# Stand-ins for the README's jobs: train and infer hold on until
+	# killed, ci-job ends at once.
+	printf '#!/bin/sh\nexec sleep 600\n' >"$r/bin/train"
+	printf '#!/bin/sh\nexec sleep 600\n' >"$r/bin/infer"
+	printf '#!/bin/sh\necho ci-job ran\n' >"$r/bin/ci-job"
+	chmod 755 "$r/bin/train" "$r/bin/infer" "$r/bin/ci-job"
 	tar -C "$r" -cf "$WORK/rootfs.tar" . &&
 		podman import "$WORK/rootfs.tar" "$IMG"
 }
@@ -311,4 +323,85 @@ check $((st | $?)) "new user: two containers with one -v each hold 1 + 2 of gpu,
 podman rm -f "$(cat "$WORK/id-g1")" "$(cat "$WORK/id-g2")" >/dev/null
 until_true 30 gpu_used 0 && wsem rm gpu
 check $? "new user: podman rm gives the weight back; wsem rm gpu"
+
+# README.md's "Splitting a limit among containers", its commands as
+# written there (IMAGE is $IMG): 8 GPU slots, A may use 4, B 6, together
+# never more than 8.  Each container has a user namespace of its own
+# (--uidmap), so that its root does not own what the host made.
+jf() { wsem stat "$1" --json | grep -o "\"$2\":[0-9]*" | head -n 1 | cut -d: -f2; }
+is() { [ "$(jf "$1" "$2")" = "$3" ]; }
+wsem create gpu 8 &&
+	wsem create gpu-a 4 --parent gpu --mode 0666 &&
+	wsem create gpu-b 6 --parent gpu --mode 0666
+check $? "split: wsem create gpu 8; gpu-a 4 and gpu-b 6 --parent gpu"
+t_split=$(up)
+# The kernel's used of gpu, sampled all along: never above 8.
+: >"$WORK/gpu-used"
+rm -f "$WORK/split-stop"
+while [ ! -e "$WORK/split-stop" ]; do
+	jf gpu used >>"$WORK/gpu-used"
+	sleep 0.1
+done &
+sampler=$!
+podman run -d --name a --uidmap 0:100000:65536 --gidmap 0:100000:65536 \
+	-v /sys/fs/wsem/gpu-a:/run/limits/gpu "$IMG" \
+	wsem run /run/limits/gpu --weight 4 -- train >/dev/null &&
+	until_true 60 is gpu-a used 4 && is gpu used 4
+check $? "split: container a (own user namespace, gpu-a bind-mounted) holds 4 of gpu-a and of gpu"
+# Its share is full: one more unit waits, though gpu has 4 free.
+podman exec a wsem run /run/limits/gpu --timeout 1 -- train
+st=$?
+echo "wsem run past a's share: exit $st"
+[ $st -eq 124 ] && is gpu-a used 4 && is gpu used 4 && is gpu-a waiters 0
+check $? "split: in a, wsem run over its share of 4 waits (timed out, exit 124), gpu's 4 free untouched"
+podman exec a wsem run /run/limits/gpu --weight 5 -- train 2>"$WORK/err"
+st=$?
+cat "$WORK/err"
+[ $st -ne 0 ] && grep -q 'exceeds capacity 4' "$WORK/err" && is gpu used 4
+check $? "split: in a, --weight 5 fails: $(cat "$WORK/err")"
+podman exec a wsem resize /run/limits/gpu 8 2>"$WORK/err"
+st=$?
+cat "$WORK/err"
+[ $st -ne 0 ] && grep -q 'Operation not permitted' "$WORK/err" &&
+	is gpu-a capacity 4
+check $? "split: in a, wsem resize of its share (the parent of its children) fails: $(cat "$WORK/err")"
+podman run -d --name b --uidmap 0:200000:65536 --gidmap 0:200000:65536 \
+	--device /dev/wsem -v /sys/fs/wsem/gpu-b:/run/limits/gpu "$IMG" \
+	wsem run /run/limits/gpu --weight 4 -- infer >/dev/null &&
+	until_true 60 is gpu-b used 4 && is gpu used 8
+check $? "split: container b (gpu-b bind-mounted) holds 4: gpu's 8 are all held"
+# b has 2 of its 6 free, gpu none: b's next job waits.
+podman exec -d b wsem run /run/limits/gpu -- infer >/dev/null &&
+	until_true 30 is gpu-b waiters 1
+st=$?
+sleep 1
+echo "== b's second job waiting"
+wsem stat gpu; wsem stat gpu-b
+[ $st -eq 0 ] && is gpu used 8 && is gpu-b used 4 && is gpu-a used 4
+check $? "split: b's next job waits (b has room, gpu has none): gpu 8 = a 4 + b 4"
+podman kill a >/dev/null &&
+	until_true 60 is gpu-b used 5 && is gpu-a used 0 && is gpu used 5
+check $? "split: podman kill a returns its 4: b's waiting job runs, gpu holds 5"
+# B's own CI splits its share again: a child made inside the container,
+# of the file it was given, through the /dev/wsem it was given.
+out=$(podman exec b sh -c '
+	wsem create job1 2 --parent /run/limits/gpu
+	wsem run job1 -- ci-job' 2>&1)
+st=$?
+echo "$out"
+[ $st -eq 0 ] && [ "$out" = "ci-job ran" ] && is gpu used 5 && is gpu-b used 5
+check $? "split: in b, a child of its bind-mounted share, made inside, runs a job: $out"
+podman rm -f a b >/dev/null
+until_true 30 is gpu used 0 && is gpu waiters 0 &&
+	is gpu-a used 0 && is gpu-b used 0 && is gpu-b waiters 0
+st=$?
+touch "$WORK/split-stop"
+wait "$sampler"
+max=$(sort -n "$WORK/gpu-used" | tail -n 1)
+echo "gpu used, sampled $(wc -l <"$WORK/gpu-used") times: at most $max"
+check $st "split: podman rm -f: nothing held or waiting on gpu, gpu-a, gpu-b"
+[ "$max" = 8 ]
+check $? "split: gpu's used, sampled all along, never above 8 (at most $max)"
+wsem rm gpu-a && wsem rm gpu-b && wsem rm gpu
+check $? "split: wsem rm gpu-a gpu-b gpu ($(awk -v a="$t_split" -v b="$(up)" 'BEGIN { printf "%.0f", b - a }') s in all)"
 exit 0
