@@ -603,14 +603,20 @@ other_ipc_ns() {
 	[ "$(readlink "/proc/$1/ns/ipc")" != "$(readlink /proc/self/ns/ipc)" ]
 }
 
-# In an IPC namespace of its own, so that --prune sees only its own.
-t_apply() {
+# apply_ns NAME: for an apply test, a new IPC namespace (its sleeper's pid
+# in ns) and an empty directory of declarations, $T/NAME (in d).
+apply_ns() {
 	unshare -i sleep 600 </dev/null >/dev/null 2>&1 &
 	ns=$!
 	echo "$ns" >>"$T/pids"
 	eventually other_ipc_ns "$ns"
-	d=$T/wsem.d
+	d=$T/$1
 	mkdir -p "$d"
+}
+
+# In an IPC namespace of its own, so that --prune sees only its own.
+t_apply() {
+	apply_ns wsem.d
 	printf '# limits\nbuild capacity=3 mode=0640 group=65534\n\n' \
 		>"$d/10-build.conf"
 	printf 'gpu   capacity=2  # one card\n' >"$d/20-gpu.conf"
@@ -1884,12 +1890,7 @@ t_run_gang() {
 
 # apply: parent=NAME makes a child; parents first, whatever the order.
 t_apply_parent() {
-	unshare -i sleep 600 </dev/null >/dev/null 2>&1 &
-	ns=$!
-	echo "$ns" >>"$T/pids"
-	eventually other_ipc_ns "$ns"
-	d=$T/wsem-nest.d
-	mkdir -p "$d"
+	apply_ns wsem-nest.d
 	printf 'kid capacity=2 parent=top\ngk capacity=1 parent=kid\n' \
 		>"$d/10-kid.conf"
 	printf 'top capacity=4\n' >"$d/20-top.conf"
@@ -1936,12 +1937,7 @@ t_apply_parent() {
 # is the capacity, lent to by wsem-agent; the agent's keys only with
 # cluster=; an existing semaphore of another kind left as it is.
 t_apply_cluster() {
-	unshare -i sleep 600 </dev/null >/dev/null 2>&1 &
-	ns=$!
-	echo "$ns" >>"$T/pids"
-	eventually other_ipc_ns "$ns"
-	d=$T/wsem-cluster.d
-	mkdir -p "$d"
+	apply_ns wsem-cluster.d
 	printf 'seats capacity=6 cluster=etcd endpoints=http://127.0.0.1:2379 host=h1 mode=0666\n' \
 		>"$d/10-seats.conf"
 	expect 0 nsenter -t "$ns" -i "$WSEM" apply "$d"
