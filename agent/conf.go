@@ -30,9 +30,15 @@ type limit struct {
 	cert, key string
 }
 
+// The largest value of each numeric key: capacity as the kernel takes it,
+// ttl an hour, hold a day (in milliseconds).
+var limits = map[string]int64{
+	"capacity": 1 << 62, "ttl": 3600, "hold": 86400000,
+}
+
 func parseLimit(name string, words []string) (*limit, error) {
 	lim := &limit{name: name, policy: "finish", prefix: "/wsem", ttl: 10,
-		hold: time.Second, mode: 0666}
+		hold: time.Second, mode: 0600}
 	host, err := os.Hostname()
 	if err != nil {
 		return nil, err
@@ -44,12 +50,11 @@ func parseLimit(name string, words []string) (*limit, error) {
 			return nil, fmt.Errorf("%q is no KEY=VALUE", w)
 		}
 		var n int64
-		switch k {
-		case "capacity", "ttl", "hold":
+		if max, ok := limits[k]; ok {
 			n, err = strconv.ParseInt(v, 10, 64)
-			if err != nil || n <= 0 || n > 1<<62 {
+			if err != nil || n <= 0 || n > max {
 				return nil, fmt.Errorf("%s=%s: not a number "+
-					"from 1 to 2^62", k, v)
+					"from 1 to %d", k, v, max)
 			}
 		}
 		switch k {
@@ -126,22 +131,68 @@ func readConf(path string) ([]*limit, error) {
 }
 
 // readConfs reads the files named, and the .conf files of the directories
-// named, in the order of their names.
+// named, in the order of their names; no limit may be declared twice.
 func readConfs(paths []string) ([]*limit, error) {
-	var all []*limit
+	var files []string
 	for _, p := range paths {
-		files := []string{p}
 		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
-			files, _ = filepath.Glob(filepath.Join(p, "*.conf"))
-			sort.Strings(files)
+			names, _ := filepath.Glob(filepath.Join(p, "*.conf"))
+			sort.Strings(names)
+			files = append(files, names...)
+		} else {
+			files = append(files, p)
 		}
-		for _, f := range files {
-			lims, err := readConf(f)
-			if err != nil {
-				return nil, err
+	}
+	return readFiles(files)
+}
+
+// defaultFiles are the .conf files wsem apply reads without PATH: of
+// /etc/wsem.d, /run/wsem.d and /usr/lib/wsem.d, a name in /etc hides the
+// same in /run and /usr/lib, one in /run the same in /usr/lib; a winning
+// file that is /dev/null (a symlink to it) masks the name; in the order of
+// the names, whatever the directory.
+func defaultFiles() []string {
+	win := map[string]string{}
+	var names []string
+	for _, d := range []string{"/etc/wsem.d", "/run/wsem.d",
+		"/usr/lib/wsem.d"} {
+		found, _ := filepath.Glob(filepath.Join(d, "*.conf"))
+		for _, f := range found {
+			b := filepath.Base(f)
+			if _, ok := win[b]; !ok {
+				win[b] = f
+				names = append(names, b)
 			}
-			all = append(all, lims...)
 		}
+	}
+	sort.Strings(names)
+	var files []string
+	for _, b := range names {
+		if t, err := filepath.EvalSymlinks(win[b]); err == nil &&
+			t == os.DevNull {
+			continue
+		}
+		files = append(files, win[b])
+	}
+	return files
+}
+
+func readFiles(files []string) ([]*limit, error) {
+	var all []*limit
+	seen := map[string]string{}
+	for _, f := range files {
+		lims, err := readConf(f)
+		if err != nil {
+			return nil, err
+		}
+		for _, lim := range lims {
+			if first, ok := seen[lim.name]; ok {
+				return nil, fmt.Errorf("%s: %s declared again "+
+					"(first in %s)", f, lim.name, first)
+			}
+			seen[lim.name] = f
+		}
+		all = append(all, lims...)
 	}
 	return all, nil
 }

@@ -12,10 +12,9 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"syscall"
 	"time"
-	"unsafe"
 
+	"golang.org/x/sys/unix"
 	"wsem.example/wsem"
 )
 
@@ -31,7 +30,10 @@ func openLocal(name string, ceiling int64, mode os.FileMode) (*local, error) {
 		return nil, err
 	}
 	st, err := w.Stat()
-	if err == nil && (st.Ceiling == 0 || st.Capacity != st.Lent) {
+	if err == nil && st.Lent != 0 {
+		err = fmt.Errorf("%s: another handle lends %d to it: is "+
+			"another wsem-agent running?", name, st.Lent)
+	} else if err == nil && (st.Ceiling == 0 || st.Capacity != st.Lent) {
 		err = fmt.Errorf("%s has a capacity of its own (%d): the "+
 			"agent lends to a semaphore made with wsem create %s "+
 			"CAPACITY --loans", name, st.Capacity-st.Lent, name)
@@ -77,15 +79,14 @@ func (l *local) demand() (d demand, used, grants int64, err error) {
 // waitDemand returns when the semaphore's demand changed (POLLRDBAND), or
 // after timeout, or when ctx is done.  It reads the watch handle's text,
 // which is what ends the event until the next change.
+// pollRdband is POLLRDBAND, which golang.org/x/sys/unix does not name:
+// asm-generic/poll.h's 0x80, which no architecture's poll.h overrides
+// (they change POLLWRNORM, POLLWRBAND, POLLMSG and POLLRDHUP).
+const pollRdband = 0x80
+
 func (l *local) waitDemand(ctx context.Context, timeout time.Duration) {
-	const pollRdband = 0x80
 	var buf [4096]byte
-	type pollfd struct {
-		fd      int32
-		events  int16
-		revents int16
-	}
-	pfd := pollfd{fd: int32(l.watch.Fd()), events: pollRdband}
+	pfd := []unix.PollFd{{Fd: int32(l.watch.Fd()), Events: pollRdband}}
 	end := time.Now().Add(timeout)
 	for ctx.Err() == nil {
 		left := time.Until(end)
@@ -95,11 +96,9 @@ func (l *local) waitDemand(ctx context.Context, timeout time.Duration) {
 		if left > 100*time.Millisecond {
 			left = 100 * time.Millisecond // to see ctx end
 		}
-		n, _, _ := syscall.Syscall(syscall.SYS_POLL,
-			uintptr(unsafe.Pointer(&pfd)), 1,
-			uintptr(left/time.Millisecond))
+		n, _ := unix.Poll(pfd, int(left/time.Millisecond))
 		if n == 1 {
-			syscall.Pread(int(l.watch.Fd()), buf[:], 0)
+			unix.Pread(int(l.watch.Fd()), buf[:], 0)
 			return
 		}
 	}

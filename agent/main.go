@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -68,12 +69,6 @@ func (a *agent) reconcile(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if got := v.shares[a.lim.host]; got < a.share {
-		// an administrator declared this host dead: believe it
-		if err := a.setLoan(got, "etcd has less"); err != nil {
-			return err
-		}
-	}
 	if err := a.st.setDemand(ctx, v, d, requeue); err != nil {
 		return err
 	}
@@ -81,6 +76,13 @@ func (a *agent) reconcile(ctx context.Context) error {
 		v, rev, err := a.st.read(ctx)
 		if err != nil {
 			return err
+		}
+		// What etcd has is the share: less after declare-dead, more
+		// after a change that etcd took but the loan did not follow.
+		if got := v.shares[a.lim.host]; got != a.share {
+			if err := a.setLoan(got, "as etcd has it"); err != nil {
+				return err
+			}
 		}
 		target := v.targets()[a.lim.host]
 		switch {
@@ -144,7 +146,8 @@ func (a *agent) shrink(ctx context.Context, v *view, target int64) error {
 		return err
 	}
 	if a.share < old {
-		if err := a.st.shrinkShare(ctx, a.share); err != nil {
+		// (if etcd has another share now, the next look follows it)
+		if _, err := a.st.shrinkShare(ctx, old, a.share); err != nil {
 			return err
 		}
 	}
@@ -153,6 +156,7 @@ func (a *agent) shrink(ctx context.Context, v *view, target int64) error {
 }
 
 func (a *agent) run(ctx context.Context) {
+	var wg sync.WaitGroup
 	wake := make(chan struct{}, 1)
 	poke := func() {
 		select {
@@ -160,27 +164,24 @@ func (a *agent) run(ctx context.Context) {
 		default:
 		}
 	}
+	wg.Add(2)
 	go func() {
+		defer wg.Done()
 		for ctx.Err() == nil {
 			a.loc.waitDemand(ctx, a.lim.hold/2)
 			poke()
 		}
 	}()
 	go func() {
-		for ctx.Err() == nil {
-			wc := a.st.cli.Watch(clientv3.WithRequireLeader(ctx),
-				a.st.prefix, clientv3.WithPrefix())
-			for range wc {
-				poke()
-			}
-			time.Sleep(time.Second)
-		}
+		defer wg.Done()
+		a.watch(ctx, poke)
 	}()
 	for ctx.Err() == nil {
-		err := a.st.markAlive(ctx)
-		if err == nil {
-			err = a.reconcile(ctx)
-		}
+		// Every etcd call of a look ends within the lease's time.
+		lctx, cancel := context.WithTimeout(ctx,
+			time.Duration(a.lim.ttl)*time.Second)
+		err := a.reconcile(lctx)
+		cancel()
 		if err != nil && ctx.Err() == nil {
 			log.Printf("%s: %v", a.lim.name, err)
 			time.Sleep(a.lim.hold / 4)
@@ -191,7 +192,34 @@ func (a *agent) run(ctx context.Context) {
 		case <-ctx.Done():
 		}
 	}
+	wg.Wait()
 	a.leave()
+}
+
+// watch pokes at every change of the limit's shares and demands in etcd
+// (not of alive/: an agent's lease is no news).
+func (a *agent) watch(ctx context.Context, poke func()) {
+	for ctx.Err() == nil {
+		wc := a.st.cli.Watch(clientv3.WithRequireLeader(ctx),
+			a.st.prefix, clientv3.WithPrefix())
+		for resp := range wc {
+			if err := resp.Err(); err != nil {
+				log.Printf("%s: etcd watch: %v", a.lim.name, err)
+			}
+			for _, ev := range resp.Events {
+				k := strings.TrimPrefix(string(ev.Kv.Key),
+					a.st.prefix)
+				if !strings.HasPrefix(k, "alive/") {
+					poke()
+					break
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // leave is the end of a stopped agent: the host grants nothing more, and
@@ -199,10 +227,11 @@ func (a *agent) run(ctx context.Context) {
 func (a *agent) leave() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	old := a.share
 	err := a.setLoan(0, "agent stopped")
 	_, used, _, err2 := a.loc.demand()
-	if err == nil && err2 == nil {
-		err = a.st.shrinkShare(ctx, used)
+	if err == nil && err2 == nil && used < old {
+		_, err = a.st.shrinkShare(ctx, old, used)
 	}
 	log.Printf("%s: %d growths found another share changed in etcd "+
 		"and were computed again", a.lim.name, a.raced)
@@ -212,6 +241,7 @@ func (a *agent) leave() {
 		log.Printf("%s: stopped; %d still held stays this host's share",
 			a.lim.name, used)
 	}
+	a.st.close()
 	a.loc.close()
 }
 
@@ -225,8 +255,23 @@ func start(ctx context.Context, lim *limit) (*agent, error) {
 	if err := st.ensureCapacity(ctx, lim.capacity); err != nil {
 		return nil, err
 	}
+	// A dead agent's claim lasts until its lease expires (ttl=).
+	for said := false; ; said = true {
+		_, err := st.session(ctx)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, errHostTaken) || ctx.Err() != nil {
+			return nil, err
+		}
+		if !said {
+			log.Printf("%s: %v: waiting", lim.name, err)
+		}
+		time.Sleep(time.Second)
+	}
 	loc, err := openLocal(lim.name, lim.capacity, lim.mode)
 	if err != nil {
+		st.close()
 		return nil, err
 	}
 	a := &agent{lim: lim, st: st, loc: loc}
@@ -236,6 +281,7 @@ func start(ctx context.Context, lim *limit) (*agent, error) {
 		err = a.setLoan(v.shares[lim.host], "taken up from etcd")
 	}
 	if err != nil {
+		st.close()
 		loc.close()
 		return nil, err
 	}
@@ -256,8 +302,16 @@ func (lim *limit) client() (*clientv3.Client, error) {
 		DialTimeout: 5 * time.Second, TLS: tc})
 }
 
+// limitsOf reads the -c paths, or, without any, what wsem apply reads.
+func limitsOf(confs []string) ([]*limit, error) {
+	if len(confs) == 0 {
+		return readFiles(defaultFiles())
+	}
+	return readConfs(confs)
+}
+
 func declareDeadCmd(confs []string, name, host string) error {
-	lims, err := readConfs(confs)
+	lims, err := limitsOf(confs)
 	if err != nil {
 		return err
 	}
@@ -293,13 +347,10 @@ func main() {
 	log.SetFlags(0)
 	log.SetPrefix("wsem-agent: ")
 	flag.Var(&confs, "c", "a .conf file or a directory of them "+
-		"(default /etc/wsem.d)")
+		"(default: as wsem apply, /etc, /run, /usr/lib wsem.d)")
 	flag.Parse()
 	if ms, err := strconv.Atoi(os.Getenv("WSEM_AGENT_TEST_DELAY_MS")); err == nil {
 		testDelay = time.Duration(ms) * time.Millisecond
-	}
-	if len(confs) == 0 {
-		confs = confList{"/etc/wsem.d"}
 	}
 	if flag.NArg() == 3 && flag.Arg(0) == "declare-dead" {
 		if err := declareDeadCmd(confs, flag.Arg(1), flag.Arg(2)); err != nil {
@@ -312,9 +363,9 @@ func main() {
 			"[declare-dead NAME HOST]")
 		os.Exit(2)
 	}
-	lims, err := readConfs(confs)
+	lims, err := limitsOf(confs)
 	if err == nil && len(lims) == 0 {
-		err = errors.New("no cluster=etcd limit in " + confs.String())
+		err = errors.New("no cluster=etcd limit declared")
 	}
 	if err != nil {
 		log.Fatal(err)

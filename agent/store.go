@@ -22,6 +22,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -42,8 +43,10 @@ func (s *store) key(kind string) string {
 	return s.prefix + kind + "/" + s.host
 }
 
-// session is the agent's etcd lease, made anew when it was lost.
-func (s *store) session() (*concurrency.Session, error) {
+// session is the agent's etcd lease, made anew when it was lost.  A new
+// one claims alive/HOST, which no other live agent may hold: one lender
+// per host.
+func (s *store) session(ctx context.Context) (*concurrency.Session, error) {
 	if s.sess != nil {
 		select {
 		case <-s.sess.Done():
@@ -56,8 +59,33 @@ func (s *store) session() (*concurrency.Session, error) {
 	if err != nil {
 		return nil, err
 	}
+	k := s.key("alive")
+	r, err := s.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
+		Then(clientv3.OpPut(k, "", clientv3.WithLease(sess.Lease()))).
+		Commit()
+	if err == nil && !r.Succeeded {
+		err = errHostTaken
+	}
+	if err != nil {
+		sess.Close()
+		return nil, err
+	}
 	s.sess = sess
 	return sess, nil
+}
+
+// errHostTaken: alive/HOST is another agent's (or a dead one's, until its
+// lease expires).
+var errHostTaken = errors.New("another wsem-agent serves this host " +
+	"(alive/HOST is under another lease)")
+
+// close revokes the agent's lease: its demand and alive keys go at once.
+func (s *store) close() {
+	if s.sess != nil {
+		s.sess.Close()
+		s.sess = nil
+	}
 }
 
 // ensureCapacity writes the cluster's capacity if no agent did, and fails
@@ -137,15 +165,22 @@ func (s *store) growShare(ctx context.Context, rev, share int64) (bool, error) {
 	return r.Succeeded, nil
 }
 
-// shrinkShare sets this host's share to share, which is less: 0 deletes it.
-func (s *store) shrinkShare(ctx context.Context, share int64) error {
-	var err error
-	if share == 0 {
-		_, err = s.cli.Delete(ctx, s.key("share"))
-	} else {
-		_, err = s.cli.Put(ctx, s.key("share"), strconv.FormatInt(share, 10))
+// shrinkShare lowers this host's share from old to share (0 deletes it),
+// if etcd still has old: false if not (an administrator lowered it).
+func (s *store) shrinkShare(ctx context.Context, old, share int64) (bool, error) {
+	k := s.key("share")
+	op := clientv3.OpDelete(k)
+	if share > 0 {
+		op = clientv3.OpPut(k, strconv.FormatInt(share, 10))
 	}
-	return err
+	r, err := s.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.Value(k), "=",
+			strconv.FormatInt(old, 10))).
+		Then(op).Commit()
+	if err != nil {
+		return false, err
+	}
+	return r.Succeeded, nil
 }
 
 // setDemand publishes this host's need and floor (nothing while the need
@@ -165,7 +200,7 @@ func (s *store) setDemand(ctx context.Context, v *view, d demand,
 		old.floor == d.floor) {
 		return nil
 	}
-	sess, err := s.session()
+	sess, err := s.session(ctx)
 	if err != nil {
 		return err
 	}
@@ -175,22 +210,18 @@ func (s *store) setDemand(ctx context.Context, v *view, d demand,
 	return err
 }
 
-// markAlive puts alive/HOST under the agent's lease.
-func (s *store) markAlive(ctx context.Context) error {
-	sess, err := s.session()
-	if err != nil {
-		return err
-	}
-	_, err = s.cli.Put(ctx, s.key("alive"), "", clientv3.WithLease(sess.Lease()))
-	return err
-}
-
 // declareDead gives back host's share and demand, for an administrator who
-// knows that none of its holders runs any more.
+// knows that the host's agent is stopped and none of its holders runs any
+// more: refused while alive/HOST says an agent runs.
 func declareDead(ctx context.Context, cli *clientv3.Client, prefix, host string) error {
-	_, err := cli.Txn(ctx).Then(
-		clientv3.OpDelete(prefix+"share/"+host),
-		clientv3.OpDelete(prefix+"demand/"+host),
-		clientv3.OpDelete(prefix+"alive/"+host)).Commit()
+	alive := prefix + "alive/" + host
+	r, err := cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(alive), "=", 0)).
+		Then(clientv3.OpDelete(prefix+"share/"+host),
+			clientv3.OpDelete(prefix+"demand/"+host)).Commit()
+	if err == nil && !r.Succeeded {
+		err = fmt.Errorf("%s: its wsem-agent is alive (%s): stop it "+
+			"first", host, alive)
+	}
 	return err
 }
