@@ -75,6 +75,11 @@ loans_ready() {
 	done
 }
 
+# other_ipc_ns PID: PID is in another IPC namespace than this shell
+other_ipc_ns() {
+	[ "$(readlink "/proc/$1/ns/ipc")" != "$(readlink /proc/self/ns/ipc)" ]
+}
+
 # until_true SECONDS CMD...: CMD succeeds within SECONDS (tenths polled)
 until_true() {
 	end=$(($(date +%s) + $1))
@@ -99,7 +104,7 @@ start_agent() {
 # for SECONDS, until $T/stop-H exists
 jobs_loop() {
 	while [ ! -e "$T/stop-$1" ]; do
-		if in_host "$1" wsem run $N -w "$2" -- sleep "$3"; then
+		if in_host "$1" wsem run $N -w "$2" --timeout 30 -- sleep "$3"; then
 			echo >>"$T/done-$1-$2"
 		else
 			echo "job on h$1 failed: $?" >>"$T/jobs.err"
@@ -113,6 +118,8 @@ cleanup() {
 		touch "$T/stop-$h"
 		eval "kill \${agent_$h:-} \${anchor_$h:-} 2>/dev/null"
 	done
+	# shellcheck disable=SC2086 # pids
+	kill ${loops:-} ${agent_x:-} 2>/dev/null
 	kill $etcd_pid 2>/dev/null
 	wait 2>/dev/null
 	# the mounts hold their namespaces, and the module
@@ -128,7 +135,7 @@ for h in 1 2 3; do
 	unshare --ipc sleep 100000 &
 	eval "anchor_$h=\$!"
 	mkdir -p "$T/h$h"
-	until_true 5 nsenter -t $! --ipc -- true
+	until_true 5 other_ipc_ns $!
 	nsenter -t $! --ipc -- mount -t wsem wsem "$T/h$h"
 	echo "$N capacity=$CAP cluster=etcd endpoints=$EP host=h$h hold=300 ttl=5" \
 		>"$T/h$h.conf"
@@ -139,7 +146,7 @@ check "three agents start; each host's $N takes loans (own capacity 0, ceiling $
 check "nothing lent while nothing is asked" field_is 1 capacity 0
 
 # A job on h1: its agent takes a share from etcd and lends it.
-in_host 1 wsem run $N -w 2 -- sleep 2 &
+in_host 1 wsem run $N -w 2 --timeout 30 -- sleep 2 &
 job=$!
 check "a job of 2 on h1 runs once the agent took a share of 2 from etcd" \
 	until_true 10 share_is 1 2
@@ -158,10 +165,14 @@ if [ "${WSEM_FLEET_FULL:-0}" != 1 ]; then
 fi
 
 # Steady demand above the capacity on every host, watched.
+loops=
 for h in 1 2 3; do
 	jobs_loop $h 1 0.3 &
+	loops="$loops $!"
 	jobs_loop $h 2 0.2 &
+	loops="$loops $!"
 	jobs_loop $h 3 0.4 &
+	loops="$loops $!"
 done
 fleet_watch $CAP 15 "$T/h1/$N" "$T/h2/$N" "$T/h3/$N" >"$T/watch" 2>&1
 result "15 s of jobs of 1, 2 and 3 on three hosts: never more than $CAP held together" \
@@ -187,6 +198,7 @@ result "no host's jobs starve: each host ran jobs of each weight" \
 # Demand moves: h1 and h2 stop, h3 asks for all of it.
 touch "$T/stop-1" "$T/stop-2"
 jobs_loop 3 $CAP 0.3 &
+loops="$loops $!"
 check "demand moves to h3: it gets all $CAP within 5 s" \
 	until_true 5 share_is 3 $CAP
 touch "$T/stop-3"
@@ -209,11 +221,11 @@ fleet_watch $CAP 12 "$T/h1/$N" "$T/h2/$N" "$T/h3/$N" >"$T/watch" 2>&1 &
 watch=$!
 rounds=0
 while kill -0 $watch 2>/dev/null; do
-	in_host 1 wsem run $N -w 4 -- sleep 0.2 &
+	in_host 1 wsem run $N -w 4 --timeout 30 -- sleep 0.2 &
 	j1=$!
-	in_host 2 wsem run $N -w 4 -- sleep 0.2 &
+	in_host 2 wsem run $N -w 4 --timeout 30 -- sleep 0.2 &
 	j2=$!
-	in_host 3 wsem run $N -w 4 -- sleep 0.2 &
+	in_host 3 wsem run $N -w 4 --timeout 30 -- sleep 0.2 &
 	wait $j1 $j2 $!
 	rounds=$((rounds + 1))
 done
@@ -234,9 +246,21 @@ done
 result "... where $raced growths found another share changed and were computed again" \
 	"$([ "$raced" -gt 0 ]; echo $?)"
 
+# One agent per host: a second one for h3 waits, lending nothing.
+eval "a=\$anchor_3"
+nsenter -t "$a" --ipc -- wsem-agent -c "$T/h3.conf" >"$T/agentx.log" 2>&1 &
+agent_x=$!
+sleep 2
+check "a second agent for h3 waits for the first one's claim" \
+	grep -q "another wsem-agent serves this host" "$T/agentx.log"
+check "... and does not serve it" sh -c "! grep -q 'across the cluster' $T/agentx.log"
+kill "$agent_x"
+wait "$agent_x"
+
 # An agent SIGKILLed while its host holds 2: the host grants nothing more,
-# the share stays in etcd, a new agent takes it up.
-in_host 1 wsem run $N -w 2 -- sleep 4 &
+# the share stays in etcd, a new agent takes it up once the dead one's
+# etcd lease (ttl=5) has expired.
+in_host 1 wsem run $N -w 2 --timeout 30 -- sleep 10 &
 job=$!
 until_true 10 field_is 1 used 2
 kill -KILL "$agent_1"
@@ -247,20 +271,26 @@ check "... and 2 still held" field_is 1 used 2
 check "... and h1's share of 2 stays in etcd" share_is 1 2
 start_agent 1
 check "a new agent on h1 takes its share of 2 up" \
-	until_true 10 field_is 1 capacity 2
+	until_true 9 field_is 1 capacity 2
 wait $job
 check "... and gives it back once the job ends" \
 	until_true 5 share_is 1 0
 
-# declare-dead: a host whose agent and jobs are gone for good.
-in_host 2 wsem run $N -w 1 -- sleep 1 &
+# declare-dead: a host whose agent and jobs are gone for good (the job is
+# wsem run itself: nsenter execs it).
+eval "a=\$anchor_2"
+nsenter -t "$a" --ipc -- wsem run $N -w 1 --timeout 30 -- sleep 30 &
 job=$!
-until_true 10 share_is 2 1
+check "a job of 1 on h2" until_true 10 field_is 2 used 1
 kill -KILL "$agent_2"
-wait "$agent_2" $job
-check "h2 dead with a share of 1 in etcd" share_is 2 1
-check "wsem-agent declare-dead $N h2 gives it back" \
-	wsem-agent -c "$T/h1.conf" declare-dead $N h2
+wait "$agent_2"
+kill -KILL $job
+wait $job
+check "h2 dead, its job too, with a share of 1 in etcd" share_is 2 1
+check "wsem-agent declare-dead $N h2 is refused while the agent's lease lasts" \
+	sh -c "! wsem-agent -c $T/h1.conf declare-dead $N h2"
+check "... and gives the share back once it has expired" \
+	until_true 10 wsem-agent -c "$T/h1.conf" declare-dead $N h2
 check "... no share of h2 left" share_is 2 0
 
 for h in 1 3; do
