@@ -103,13 +103,45 @@ case " $tests " in
 	done ;;
 esac
 # fleet_test.sh: Debian's etcd and etcdctl, wsem-agent (agent/ builds it)
-# and the observer fleet_watch.
+# and the observer fleet_watch; for its whole scenario (a network namespace
+# per etcd member and per host, joined by veth pairs into a bridge) iproute2's
+# ip as /usr/lib/iproute2/ip, run by that path (busybox's makes no veth, and
+# busybox sh runs its own applet for "ip" whatever /bin/ip is; iproute2's ip
+# takes a name "ipX" as "ip X"), and the guest kernel's
+# llc, stp, bridge and veth modules, unpacked, in /lib/modules/net/ in the
+# order to load them (Debian builds them as modules, xz-compressed; a
+# kernel not under /lib/modules, a chroot's, gets none: its lane runs the
+# smoke test, which needs no network).
 case " $tests " in
 *" fleet_test.sh "*)
 	for f in "$(command -v etcd || true)" "$(command -v etcdctl || true)" \
 		"$BUILD/agent/wsem-agent" "$ROOT/selftests/fleet_watch"; do
 		[ -n "$f" ] && [ -f "$f" ] && add_elf "$f" "$stage/bin/${f##*/}"
-	done ;;
+	done
+	iproute=$(PATH=/usr/sbin:/sbin:$PATH command -v ip || true)
+	if [ -n "$iproute" ] && [ "$(readlink -f "$iproute")" != "$busybox" ]; then
+		mkdir -p "$stage/usr/lib/iproute2"
+		add_elf "$iproute" "$stage/usr/lib/iproute2/ip"
+	else
+		log "mkinitramfs: no iproute2: fleet_test's whole scenario fails"
+	fi
+	kver=$(modinfo -F vermagic "$ko" 2>/dev/null | cut -d' ' -f1)
+	mdir=/lib/modules/$kver
+	if [ -n "$kver" ] && [ -f "$mdir/modules.dep" ]; then
+		mkdir -p "$stage/lib/modules/net"
+		for m in llc stp bridge veth; do
+			f=$(find "$mdir/kernel/net" "$mdir/kernel/drivers/net" \
+				-name "$m.ko*" 2>/dev/null | head -n 1)
+			case $f in
+			'') continue ;;
+			*.xz) xz -dc "$f" >"$stage/lib/modules/net/$m.ko" ;;
+			*.zst) zstd -qdc "$f" >"$stage/lib/modules/net/$m.ko" ;;
+			*.gz) gzip -dc "$f" >"$stage/lib/modules/net/$m.ko" ;;
+			*) cp "$f" "$stage/lib/modules/net/$m.ko" ;;
+			esac
+			echo "$m" >>"$stage/lib/modules/net/order"
+		done
+	fi ;;
 esac
 # readme_run_test.sh runs the README's shell blocks.
 case " $tests " in

@@ -47,6 +47,9 @@ done
 mem=1G check_timeout=240
 if list_tests | grep -qx jobserver_clients_test.sh; then
 	mem=2G check_timeout=600
+elif list_tests | grep -qx fleet_test.sh; then
+	# fleet_test.sh's whole scenario (6.12) takes up to 300 s alone.
+	check_timeout=420
 fi
 case $mode in
 check) vm_timeout=${vm_timeout:-${VM_TIMEOUT:-$check_timeout}} ;;

@@ -6,7 +6,9 @@
 #
 # Environment: WSEM_KO (the module), SELFTESTS (directory of *_test and
 # *_test.sh), TESTS (names to run; default all), TEST_TIMEOUT (seconds per
-# test program), REAP_ALL=1 (in the VM: kill every process left after each
+# test program; TEST_TIMEOUT_NAME, NAME the program's name up to its first
+# dot, for that one: check.sh gives fleet_test.sh's whole scenario more),
+# REAP_ALL=1 (in the VM: kill every process left after each
 # test).
 #
 # Each test program runs between "# wsem-vm: begin NAME" and
@@ -129,12 +131,14 @@ for t in $TESTS; do
 	echo "# wsem-vm: begin $t"
 	run=
 	[ -x "$SELFTESTS/$t" ] || run='sh'
+	tt=$TEST_TIMEOUT
+	eval "tt=\${TEST_TIMEOUT_${t%%.*}:-\$tt}"
 	start=$(date +%s)
-	(cd /tmp && exec timeout -s KILL "$TEST_TIMEOUT" $run "$SELFTESTS/$t" \
+	(cd /tmp && exec timeout -s KILL "$tt" $run "$SELFTESTS/$t" \
 		</dev/null 2>&1)
 	st=$?
 	secs=$(($(date +%s) - start))
-	[ $st -eq 137 ] && [ $secs -ge "$TEST_TIMEOUT" ] && st=timeout
+	[ $st -eq 137 ] && [ $secs -ge "$tt" ] && st=timeout
 	echo "# wsem-vm: end $t exit=$st time=$secs"
 	if [ -n "${REAP_ALL:-}" ]; then
 		# Nothing a test left behind may hold handles in the next one.
