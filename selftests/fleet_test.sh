@@ -187,8 +187,8 @@ stop_loops() {
 	for h in $HOSTS; do
 		touch "$T/stop-$h"
 	done
-	# shellcheck disable=SC2086 # pids
-	wait $loops 2>/dev/null
+	# shellcheck disable=SC2086 # pids (none: a bare wait would wait for all)
+	[ -z "$loops" ] || wait $loops 2>/dev/null
 	loops=
 }
 
