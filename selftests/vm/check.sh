@@ -131,7 +131,7 @@ boot() {
 	# The cluster limit's whole scenario on one lane (the others start
 	# the agent only).
 	# (3 etcd members, 4 hosts, members and a host SIGKILLed: about
-	# 150 s under TCG, over the 120 s of the other tests).
+	# 140-190 s under TCG, over the 120 s of the other tests).
 	6.12.*-amd64) kenv="WSEM_FLEET_FULL=1 TEST_TIMEOUT_fleet_test=300" ;;
 	esac
 	WSEM_VM_ENV="$kenv${WSEM_VM_ENV:+ $WSEM_VM_ENV}" \
