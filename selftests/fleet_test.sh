@@ -154,10 +154,19 @@ check "three agents start; each host's $N takes loans (own capacity 0, ceiling $
 check "nothing lent while nothing is asked" field_is 1 capacity 0
 
 # A job on h1: its agent takes a share from etcd and lends it.
-in_host 1 wsem run $N -w 2 --timeout 30 -- sleep 2 &
+in_host 1 wsem run $N -w 2 --timeout 30 -- sleep 4 &
 job=$!
 check "a job of 2 on h1 runs once the agent took a share of 2 from etcd" \
 	until_true 10 share_is 1 2
+in_host 1 wsem-agent -c "$T/h1.conf" status $N >"$T/status" 2>&1
+in_host 1 wsem-agent -c "$T/h1.conf" status $N --json >"$T/status.json" 2>&1
+grep -Eq '^h1 \* +2 +2 +2 +[-0-9]+ alive$' "$T/status" &&
+	grep -Eq '^h2 +0 +0 +0 +- alive$' "$T/status" &&
+	grep -q '"host":"h1","share":2,"need":2,"floor":2,' "$T/status.json" &&
+	grep -q "\"capacity\":$CAP,\"free\":$((CAP - 2))," "$T/status.json" &&
+	grep -q '"local":{"capacity":2,"used":2,"waiters":0}' "$T/status.json"
+result "wsem-agent status: h1's share, need and floor, its agent alive, h2's, the free capacity, h1's semaphore" \
+	$? "$T/status" "$T/status.json"
 wait $job
 check "the job's wsem run exits 0" test $? -eq 0
 check "after the hold time the idle share goes back to etcd" \
