@@ -362,7 +362,10 @@ func limitNamed(confs []string, name string) (*limit, error) {
 	return nil, fmt.Errorf("%s: no cluster limit of that name", name)
 }
 
-func declareDeadCmd(confs []string, name, host string) error {
+// onLimit calls f with an etcd client for the cluster limit called name
+// and a context that ends after the limit's ttl=.
+func onLimit(confs []string, name string,
+	f func(context.Context, *store, *limit) error) error {
 	lim, err := limitNamed(confs, name)
 	if err != nil {
 		return err
@@ -373,9 +376,17 @@ func declareDeadCmd(confs []string, name, host string) error {
 	}
 	defer cli.Close()
 	ctx, cancel := context.WithTimeout(context.Background(),
-		10*time.Second)
+		time.Duration(lim.ttl)*time.Second)
 	defer cancel()
-	return declareDead(ctx, cli, lim.prefix+"/"+name+"/", host)
+	return f(ctx, &store{cli: cli, prefix: lim.prefix + "/" + name + "/",
+		host: lim.host, ttl: lim.ttl}, lim)
+}
+
+func declareDeadCmd(confs []string, name, host string) error {
+	return onLimit(confs, name, func(ctx context.Context, st *store,
+		_ *limit) error {
+		return declareDead(ctx, st.cli, st.prefix, host)
+	})
 }
 
 // testDelay is WSEM_AGENT_TEST_DELAY_MS, a test's knob: how long an agent

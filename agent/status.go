@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"time"
 
 	"wsem.example/wsem"
 )
@@ -129,27 +128,16 @@ func (cs *clusterStatus) print(out io.Writer) {
 }
 
 func statusCmd(out io.Writer, confs []string, name string, asJSON bool) error {
-	lim, err := limitNamed(confs, name)
-	if err != nil {
-		return err
-	}
-	cli, err := lim.client()
-	if err != nil {
-		return err
-	}
-	defer cli.Close()
-	ctx, cancel := context.WithTimeout(context.Background(),
-		time.Duration(lim.ttl)*time.Second)
-	defer cancel()
-	st := &store{cli: cli, prefix: lim.prefix + "/" + lim.name + "/",
-		host: lim.host, ttl: lim.ttl}
-	cs, err := statusOf(ctx, st, lim)
-	if err != nil {
-		return err
-	}
-	if asJSON {
-		return json.NewEncoder(out).Encode(cs)
-	}
-	cs.print(out)
-	return nil
+	return onLimit(confs, name, func(ctx context.Context, st *store,
+		lim *limit) error {
+		cs, err := statusOf(ctx, st, lim)
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			return json.NewEncoder(out).Encode(cs)
+		}
+		cs.print(out)
+		return nil
+	})
 }
