@@ -27,13 +27,6 @@ for b in etcd etcdctl wsem-agent fleet_watch; do
 	}
 done
 
-# On the debug kernel (lockdep, KASAN, under TCG) etcd did not answer
-# within 60 s in CI on 2026-11-26, cause not known yet: skipped there.
-if [ -r /proc/lockdep_stats ]; then
-	echo "1..0 # SKIP the debug kernel: etcd did not answer there within 60 s (2026-11-26, cause not known yet)"
-	exit 4
-fi
-
 T=/tmp/fleet.$$
 N=seats
 CAP=6
@@ -136,8 +129,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-check "etcd answers" until_true 60 etcdctl --endpoints $EP put /probe 1
-[ "$fails" -eq 0 ] || tail -n 20 "$T/etcd.log" | sed 's/^/# etcd: /'
+t0=$(date +%s)
+check "etcd answers" until_true 120 etcdctl --endpoints $EP put /probe 1
+echo "# etcd: $(($(date +%s) - t0)) s to answer"
+[ "$fails" -eq 0 ] || tail -n 40 "$T/etcd.log" | sed 's/^/# etcd: /'
 
 for h in 1 2 3; do
 	unshare --ipc sleep 100000 &
