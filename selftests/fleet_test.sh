@@ -114,6 +114,7 @@ jobs_loop() {
 }
 
 cleanup() {
+	touch "$T/job-end"
 	for h in 1 2 3; do
 		touch "$T/stop-$h"
 		eval "kill \${agent_$h:-} \${anchor_$h:-} 2>/dev/null"
@@ -149,7 +150,10 @@ check "three agents start; each host's $N takes loans (own capacity 0, ceiling $
 check "nothing lent while nothing is asked" field_is 1 capacity 0
 
 # A job on h1: its agent takes a share from etcd and lends it.
-in_host 1 wsem run $N -w 2 --timeout 30 -- sleep 4 &
+# (it holds until status has looked: two Go starts take seconds on the
+# debug kernel)
+in_host 1 wsem run $N -w 2 --timeout 60 -- \
+	sh -c "until [ -e '$T/job-end' ]; do sleep 0.1; done" &
 job=$!
 check "a job of 2 on h1 runs once the agent took a share of 2 from etcd" \
 	until_true 10 share_is 1 2
@@ -162,6 +166,7 @@ grep -Eq '^h1 \* +2 +2 +2 +[-0-9]+ alive$' "$T/status" &&
 	grep -q '"local":{"capacity":2,"used":2,"waiters":0}' "$T/status.json"
 result "wsem-agent status: h1's share, need and floor, its agent alive, h2's, the free capacity, h1's semaphore" \
 	$? "$T/status" "$T/status.json"
+touch "$T/job-end"
 wait $job
 check "the job's wsem run exits 0" test $? -eq 0
 check "after the hold time the idle share goes back to etcd" \
