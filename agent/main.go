@@ -10,6 +10,7 @@
 //
 //	wsem-agent [-c DIR_OR_FILE]...           run (a systemd unit's ExecStart)
 //	wsem-agent declare-dead NAME HOST        give back a dead host's share
+//	wsem-agent status NAME [--json]          the limit as etcd has it
 package main
 
 import (
@@ -346,26 +347,46 @@ func limitsOf(confs []string) ([]*limit, error) {
 	return readConfs(confs)
 }
 
-func declareDeadCmd(confs []string, name, host string) error {
+// limitNamed is the cluster limit called name in the -c paths or the
+// default files.
+func limitNamed(confs []string, name string) (*limit, error) {
 	lims, err := limitsOf(confs)
+	if err != nil {
+		return nil, err
+	}
+	for _, lim := range lims {
+		if lim.name == name {
+			return lim, nil
+		}
+	}
+	return nil, fmt.Errorf("%s: no cluster limit of that name", name)
+}
+
+// onLimit calls f with an etcd client for the cluster limit called name
+// and a context that ends after the limit's ttl=.
+func onLimit(confs []string, name string,
+	f func(context.Context, *store, *limit) error) error {
+	lim, err := limitNamed(confs, name)
 	if err != nil {
 		return err
 	}
-	for _, lim := range lims {
-		if lim.name != name {
-			continue
-		}
-		cli, err := lim.client()
-		if err != nil {
-			return err
-		}
-		defer cli.Close()
-		ctx, cancel := context.WithTimeout(context.Background(),
-			10*time.Second)
-		defer cancel()
-		return declareDead(ctx, cli, lim.prefix+"/"+name+"/", host)
+	cli, err := lim.client()
+	if err != nil {
+		return err
 	}
-	return fmt.Errorf("%s: no cluster limit of that name", name)
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(),
+		time.Duration(lim.ttl)*time.Second)
+	defer cancel()
+	return f(ctx, &store{cli: cli, prefix: lim.prefix + "/" + name + "/",
+		host: lim.host, ttl: lim.ttl}, lim)
+}
+
+func declareDeadCmd(confs []string, name, host string) error {
+	return onLimit(confs, name, func(ctx context.Context, st *store,
+		_ *limit) error {
+		return declareDead(ctx, st.cli, st.prefix, host)
+	})
 }
 
 // testDelay is WSEM_AGENT_TEST_DELAY_MS, a test's knob: how long an agent
@@ -394,9 +415,17 @@ func main() {
 		}
 		return
 	}
+	if flag.NArg() >= 2 && flag.NArg() <= 3 && flag.Arg(0) == "status" &&
+		(flag.NArg() == 2 || flag.Arg(2) == "--json") {
+		err := statusCmd(os.Stdout, confs, flag.Arg(1), flag.NArg() == 3)
+		if err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
 	if flag.NArg() != 0 {
 		fmt.Fprintln(os.Stderr, "usage: wsem-agent [-c PATH]... "+
-			"[declare-dead NAME HOST]")
+			"[declare-dead NAME HOST | status NAME [--json]]")
 		os.Exit(2)
 	}
 	lims, err := limitsOf(confs)
