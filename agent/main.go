@@ -10,6 +10,7 @@
 //
 //	wsem-agent [-c DIR_OR_FILE]...           run (a systemd unit's ExecStart)
 //	wsem-agent declare-dead NAME HOST        give back a dead host's share
+//	wsem-agent status NAME [--json]          the limit as etcd has it
 package main
 
 import (
@@ -36,28 +37,43 @@ type agent struct {
 	lim    *limit
 	st     *store
 	loc    *local
-	share  int64     // what this host has in etcd and lends
+	share  int64     // what etcd has as this host's share
+	loan   int64     // what the agent lends the host's semaphore: <= share
 	idle   time.Time // since when the share is above the rule's, or zero
 	grants int64     // the semaphore's grants when the host last looked
 	raced  int64     // growths that found a share changed in etcd
 }
 
-func (a *agent) setLoan(share int64, why string) error {
-	if err := a.loc.w.Lend(share); err != nil {
+// setLoan makes the host's semaphore take loan from the agent's handle.
+// A loan lowered below what is held revokes nothing: the host grants
+// nothing more until its holders are under the new loan.
+func (a *agent) setLoan(loan int64, why string) error {
+	if err := a.loc.w.Lend(loan); err != nil {
 		return err
 	}
+	if loan != a.loan {
+		log.Printf("%s: loan %d -> %d (%s)", a.lim.name, a.loan, loan,
+			why)
+	}
+	a.loan = loan
+	return nil
+}
+
+// setShare records what etcd has as this host's share.
+func (a *agent) setShare(share int64, why string) {
 	if share != a.share {
 		log.Printf("%s: share %d -> %d (%s)", a.lim.name, a.share, share,
 			why)
 	}
 	a.share = share
-	return nil
 }
 
 // reconcile brings the share to what the rule (plan.go) gives this host:
-// it grows in etcd first, then locally; it shrinks locally first, then in
-// etcd.  So the capacity the host grants from never exceeds what etcd
-// says it has.
+// it grows in etcd first, then the loan; it shrinks the loan first, then
+// etcd, never below what the host still holds.  So the host holds and
+// grants from no more than what etcd says it has: the loan never exceeds
+// the share, and after a loan is lowered below what is held, nothing more
+// is granted and the held weight only falls.
 func (a *agent) reconcile(ctx context.Context) error {
 	d, _, grants, err := a.loc.demand()
 	if err != nil {
@@ -78,10 +94,13 @@ func (a *agent) reconcile(ctx context.Context) error {
 			return err
 		}
 		// What etcd has is the share: less after declare-dead, more
-		// after a change that etcd took but the loan did not follow.
+		// after a change that etcd took but this agent did not see.
 		if got := v.shares[a.lim.host]; got != a.share {
-			if err := a.setLoan(got, "as etcd has it"); err != nil {
-				return err
+			a.setShare(got, "as etcd has it")
+			if a.loan > got {
+				if err := a.setLoan(got, "as etcd has it"); err != nil {
+					return err
+				}
 			}
 		}
 		target := v.targets()[a.lim.host]
@@ -90,68 +109,86 @@ func (a *agent) reconcile(ctx context.Context) error {
 			a.idle = time.Time{}
 			g := min64(target-a.share, v.free())
 			if g <= 0 {
-				return nil // the watch brings the next chance
+				return a.raiseLoan(a.share, d)
 			}
 			// (fleet_test widens the race it guards against)
 			time.Sleep(testDelay)
 			ok, err := a.st.growShare(ctx, rev, a.share+g)
-			if err != nil || ok {
-				return a.growLoan(err, a.share+g, d)
+			if err != nil {
+				return err
+			}
+			if ok {
+				a.setShare(a.share+g, "grown")
+				return a.raiseLoan(a.share, d)
 			}
 			a.raced++
 		case target < a.share:
 			return a.shrink(ctx, v, target)
 		default:
 			a.idle = time.Time{}
-			return nil
+			return a.raiseLoan(a.share, d)
 		}
 	}
 	return nil
 }
 
-func (a *agent) growLoan(err error, share int64, d demand) error {
-	if err != nil {
-		return err
+// raiseLoan lends up to loan, as the host's demand asks.
+func (a *agent) raiseLoan(loan int64, d demand) error {
+	if loan <= a.loan {
+		return nil
 	}
-	return a.setLoan(share, fmt.Sprintf("need %d, floor %d", d.need,
+	return a.setLoan(loan, fmt.Sprintf("need %d, floor %d", d.need,
 		d.floor))
 }
 
 // shrink gives back what the rule no longer gives this host: at once when
-// another host lacks capacity, else after the hold time.  What is held
-// stays the host's until it is released.
+// another host lacks capacity, else after the hold time.  The loan drops
+// to the rule's share at once, even below what is held (nothing is
+// revoked, nothing more is granted), and etcd gets back all but the
+// greater of that share and what is still held; each later look, woken
+// by a release, gives back more, until the share is the rule's.
 func (a *agent) shrink(ctx context.Context, v *view, target int64) error {
 	now := time.Now()
 	if a.idle.IsZero() {
 		a.idle = now
 	}
 	others := v.othersWait(a.lim.host)
-	if !others && now.Sub(a.idle) < a.lim.hold {
+	draining := a.loan <= target
+	if !draining && !others && now.Sub(a.idle) < a.lim.hold {
 		return nil
 	}
 	why := "idle"
 	if others {
 		why = "others wait"
 	}
-	old := a.share
-	if err := a.setLoan(target, why); err != nil {
-		return err
-	}
-	// Granted meanwhile from the old loan: kept until given back.
-	_, used, _, err := a.loc.demand()
-	if err == nil && used > a.share {
-		err = a.setLoan(used, fmt.Sprintf("%d still held", used))
-	}
-	if err != nil {
-		return err
-	}
-	if a.share < old {
-		// (if etcd has another share now, the next look follows it)
-		if _, err := a.st.shrinkShare(ctx, old, a.share); err != nil {
+	if a.loan > target {
+		if err := a.setLoan(target, why); err != nil {
 			return err
 		}
 	}
-	a.idle = time.Time{}
+	// Read after the loan is down: from here the held weight only falls.
+	_, used, _, err := a.loc.demand()
+	if err != nil {
+		return err
+	}
+	keep := target
+	if used > keep {
+		keep = used
+		why = fmt.Sprintf("%d still held", used)
+	}
+	if keep < a.share {
+		// (if etcd has another share now, the next look follows it)
+		ok, err := a.st.shrinkShare(ctx, a.share, keep)
+		if err != nil {
+			return err
+		}
+		if ok {
+			a.setShare(keep, why)
+		}
+	}
+	if a.share == target {
+		a.idle = time.Time{}
+	}
 	return nil
 }
 
@@ -227,11 +264,10 @@ func (a *agent) watch(ctx context.Context, poke func()) {
 func (a *agent) leave() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	old := a.share
 	err := a.setLoan(0, "agent stopped")
 	_, used, _, err2 := a.loc.demand()
-	if err == nil && err2 == nil && used < old {
-		_, err = a.st.shrinkShare(ctx, old, used)
+	if err == nil && err2 == nil && used < a.share {
+		_, err = a.st.shrinkShare(ctx, a.share, used)
 	}
 	log.Printf("%s: %d growths found another share changed in etcd "+
 		"and were computed again", a.lim.name, a.raced)
@@ -278,7 +314,8 @@ func start(ctx context.Context, lim *limit) (*agent, error) {
 	v, _, err := st.read(ctx)
 	if err == nil {
 		// A share outlives its agent: take up what etcd says is ours.
-		err = a.setLoan(v.shares[lim.host], "taken up from etcd")
+		a.setShare(v.shares[lim.host], "taken up from etcd")
+		err = a.setLoan(a.share, "taken up from etcd")
 	}
 	if err != nil {
 		st.close()
@@ -310,26 +347,46 @@ func limitsOf(confs []string) ([]*limit, error) {
 	return readConfs(confs)
 }
 
-func declareDeadCmd(confs []string, name, host string) error {
+// limitNamed is the cluster limit called name in the -c paths or the
+// default files.
+func limitNamed(confs []string, name string) (*limit, error) {
 	lims, err := limitsOf(confs)
+	if err != nil {
+		return nil, err
+	}
+	for _, lim := range lims {
+		if lim.name == name {
+			return lim, nil
+		}
+	}
+	return nil, fmt.Errorf("%s: no cluster limit of that name", name)
+}
+
+// onLimit calls f with an etcd client for the cluster limit called name
+// and a context that ends after the limit's ttl=.
+func onLimit(confs []string, name string,
+	f func(context.Context, *store, *limit) error) error {
+	lim, err := limitNamed(confs, name)
 	if err != nil {
 		return err
 	}
-	for _, lim := range lims {
-		if lim.name != name {
-			continue
-		}
-		cli, err := lim.client()
-		if err != nil {
-			return err
-		}
-		defer cli.Close()
-		ctx, cancel := context.WithTimeout(context.Background(),
-			10*time.Second)
-		defer cancel()
-		return declareDead(ctx, cli, lim.prefix+"/"+name+"/", host)
+	cli, err := lim.client()
+	if err != nil {
+		return err
 	}
-	return fmt.Errorf("%s: no cluster limit of that name", name)
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(),
+		time.Duration(lim.ttl)*time.Second)
+	defer cancel()
+	return f(ctx, &store{cli: cli, prefix: lim.prefix + "/" + name + "/",
+		host: lim.host, ttl: lim.ttl}, lim)
+}
+
+func declareDeadCmd(confs []string, name, host string) error {
+	return onLimit(confs, name, func(ctx context.Context, st *store,
+		_ *limit) error {
+		return declareDead(ctx, st.cli, st.prefix, host)
+	})
 }
 
 // testDelay is WSEM_AGENT_TEST_DELAY_MS, a test's knob: how long an agent
@@ -358,9 +415,17 @@ func main() {
 		}
 		return
 	}
+	if flag.NArg() >= 2 && flag.NArg() <= 3 && flag.Arg(0) == "status" &&
+		(flag.NArg() == 2 || flag.Arg(2) == "--json") {
+		err := statusCmd(os.Stdout, confs, flag.Arg(1), flag.NArg() == 3)
+		if err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
 	if flag.NArg() != 0 {
 		fmt.Fprintln(os.Stderr, "usage: wsem-agent [-c PATH]... "+
-			"[declare-dead NAME HOST]")
+			"[declare-dead NAME HOST | status NAME [--json]]")
 		os.Exit(2)
 	}
 	lims, err := limitsOf(confs)

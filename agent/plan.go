@@ -24,6 +24,7 @@ type view struct {
 	capacity int64
 	shares   map[string]int64  // each host's share (absent: 0)
 	demands  map[string]demand // hosts whose need is above 0
+	alive    map[string]bool   // hosts whose agent holds its claim
 }
 
 // free is the capacity no host has a share of.

@@ -120,10 +120,12 @@ func (s *store) read(ctx context.Context) (*view, int64, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	v := &view{shares: map[string]int64{}, demands: map[string]demand{}}
+	v := &view{shares: map[string]int64{}, demands: map[string]demand{},
+		alive: map[string]bool{}}
 	for _, kv := range r.Kvs {
 		rest := strings.TrimPrefix(string(kv.Key), s.prefix)
 		if strings.HasPrefix(rest, "alive/") {
+			v.alive[rest[len("alive/"):]] = true
 			continue
 		}
 		var n, floor int64

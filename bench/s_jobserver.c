@@ -34,6 +34,29 @@
  * share of reads that were hand-offs) and "waited" (the share whose
  * holder found nobody queued at first) show how often it comes up.
  *
+ * Beside each ring, peers run the same P processes with the same loop
+ * (ppoll, a non-blocking read, one WSEM_IOC_STAT as the job, a write) but
+ * hand the token round by name, with no jobserver: member i polls and
+ * reads its own eventfd (the floor) or its own pipe (the pipe ring) and
+ * writes the next member's, which wakes exactly that one.  What a
+ * hand-off among P processes costs this machine without wsem: if the
+ * peers slow down from P = 2 to 402 as the endpoint does, the cost is
+ * the machine's, not the module's.
+ *
+ * Each of these rings runs twice more with its members sharing one
+ * address space: made by clone(CLONE_VM | SIGCHLD) without CLONE_THREAD
+ * or CLONE_FILES, they are still processes of their own (thread groups,
+ * file tables), so the endpoint charges each as before, but a switch
+ * from one member to another changes no page tables.  A ring of
+ * processes switches address space at every hand-off unless each member
+ * has a CPU of its own (P = 2, free, on 2 CPUs: a member sleeps into the
+ * idle task, which keeps its address space loaded; pinned, even P = 2
+ * switches): a CR3 write, which an emulated CPU (QEMU TCG) answers by
+ * flushing its whole software TLB.
+ * These members share errno too (glibc's, in the one thread's TLS): a
+ * member takes EINTR and EAGAIN alike as "look again" (the stop flag
+ * ends the loop), so that another member's EAGAIN cannot fail its row.
+ *
  * Each P runs twice: free on all CPUs under the normal scheduler, as make
  * runs, the headline; then with every member pinned on one CPU as
  * SCHED_FIFO.  SCHED_FIFO tasks of one priority on one CPU are neither
@@ -51,8 +74,8 @@
  * its edges); guest = the whole machine's busy time from /proc/stat
  * (ticks), which adds the kernel's threads (a kworker expiring a
  * reservation, say) and this process.  Each row's rate is compared with
- * P = 2's under the same scheduling, measured seconds before in the same
- * run.
+ * P = 2's of the same ring under the same scheduling, measured seconds
+ * before in the same run; at each P, the rings run back to back.
  *
  * The ring stops on a flag and SIGUSR1: a member blocks the signal
  * except inside ppoll(), so none misses it.  Then every member must exit
@@ -71,6 +94,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -89,8 +113,24 @@
 #define FS_DIR		"/sys/fs/wsem"
 #define MNT_MAX		1024	/* the mount's path, with its NUL */
 
+#define STACK_SIZE	(256 * 1024)	/* a CLONE_VM member's stack */
+
 static const int sizes[] = { 2, 102, MAX_P };
 #define NSIZES	((int)(sizeof(sizes) / sizeof(sizes[0])))
+
+/* How the token goes round. */
+enum kind { K_ENDPOINT, K_EVENTFD, K_PIPE, NKINDS };
+
+static const char *const kind_name[] = { "endpoint", "floor", "pipe" };
+static const char *const kind_label[] = {
+	"endpoint", "floor (eventfd ring)", "pipe ring",
+};
+/* Keys: "" for the endpoint's, as before the peers came. */
+static const char *const kind_key[] = { "", "floor.", "pipe." };
+
+/* A group of rows: a ring, in own address spaces or one shared. */
+#define NVARIANTS	(2 * NKINDS)
+#define NSCHED		2
 
 /* One member's counters, written by it alone. */
 struct slot {
@@ -111,10 +151,12 @@ struct ring {
 	_Atomic int err;		/* a member's first errno */
 	_Atomic int err_at;		/* where: enum step */
 	bool pinned;			/* members on CPU 0, SCHED_FIFO */
-	bool chain;			/* the floor: eventfds, no endpoint */
+	enum kind kind;
+	bool shared;			/* one address space (CLONE_VM) */
 	int members;			/* P */
 	int semfd;			/* a handle of the semaphore */
-	int efd[MAX_P];			/* the chain's: member i's own */
+	int rfd[MAX_P];			/* a peer's: member i reads this */
+	int wfd[MAX_P];			/* and the one before writes this */
 	char path[MNT_MAX + 128];
 	struct slot slot[MAX_P];
 };
@@ -137,7 +179,8 @@ static const char *const sched_label[] = {
 struct row {
 	int p;
 	bool pinned;
-	bool chain;
+	enum kind kind;
+	bool shared;
 	double rate;
 	uint64_t reads, handoffs, eagain, waited, ns;
 	uint64_t cpu, busy;		/* ns: the members; the guest */
@@ -182,18 +225,29 @@ static int others_queued(struct ring *r, struct slot *s)
 }
 
 /*
- * A member of the floor: P processes that hand a token round by name, each
- * polling its own eventfd and writing the next member's, with the ring's
- * syscalls otherwise (ppoll, read, one WSEM_IOC_STAT as the job, write).
- * It wakes exactly the next one: what a hand-off among P processes costs
- * the machine without any jobserver, the floor of the endpoint's ring.
+ * A failed ppoll or read that only says "look again": EINTR (SIGUSR1 at
+ * the stop) or EAGAIN.  Either, as members that share an address space
+ * share errno, and one's may be another's.
+ */
+static bool again(void)
+{
+	return errno == EINTR || errno == EAGAIN;
+}
+
+/*
+ * A member of a peer ring: P processes that hand a token round by name,
+ * each polling its own eventfd or pipe and writing the next member's,
+ * with the endpoint ring's syscalls otherwise (ppoll, read, one
+ * WSEM_IOC_STAT as the job, write).  It wakes exactly the next one: what
+ * a hand-off among P processes costs the machine without any jobserver.
  */
 static void chain_member(struct ring *r, struct slot *s, int me, int p,
 			 const sigset_t *inside)
 {
-	struct pollfd pfd = { .fd = r->efd[me], .events = POLLIN };
+	struct pollfd pfd = { .fd = r->rfd[me], .events = POLLIN };
+	size_t len = r->kind == K_EVENTFD ? sizeof(uint64_t) : 1;
+	uint64_t token = 1;
 	struct wsem_stat st;
-	uint64_t v, one = 1;
 
 	atomic_fetch_add(&r->ready, 1);
 	futex_wait_for(&r->go, 0);
@@ -201,14 +255,14 @@ static void chain_member(struct ring *r, struct slot *s, int me, int p,
 	futex_wait_for(&r->start, 0);
 	while (!atomic_load(&r->stop)) {
 		if (ppoll(&pfd, 1, NULL, inside) < 0) {
-			if (errno == EINTR)
+			if (again())
 				continue;
 			member_fail(r, S_POLL);
 		}
 		if (!(pfd.revents & POLLIN))
 			continue;
-		if (read(pfd.fd, &v, sizeof(v)) != sizeof(v)) {
-			if (errno == EAGAIN)
+		if (read(pfd.fd, &token, len) != (ssize_t)len) {
+			if (again())
 				continue;
 			member_fail(r, S_READ);
 		}
@@ -218,8 +272,8 @@ static void chain_member(struct ring *r, struct slot *s, int me, int p,
 						  memory_order_relaxed);
 		if (wsem_stat(r->semfd, &st))
 			member_fail(r, S_STAT);
-		if (write(r->efd[(me + 1) % p], &one, sizeof(one)) !=
-		    sizeof(one))
+		token = 1;
+		if (write(r->wfd[(me + 1) % p], &token, len) != (ssize_t)len)
 			member_fail(r, S_WRITE);
 	}
 }
@@ -245,7 +299,7 @@ static void member(void *arg, int me)
 		if (sched_setscheduler(0, SCHED_FIFO, &fifo))
 			member_fail(r, S_SCHED);
 	}
-	if (r->chain) {
+	if (r->kind != K_ENDPOINT) {
 		chain_member(r, s, me, r->members, &inside);
 		return;
 	}
@@ -265,7 +319,7 @@ static void member(void *arg, int me)
 	futex_wait_for(&r->start, 0);
 	while (!atomic_load(&r->stop)) {
 		if (ppoll(&pfd, 1, NULL, &inside) < 0) {
-			if (errno == EINTR)
+			if (again())
 				continue;
 			member_fail(r, S_POLL);
 		}
@@ -276,7 +330,7 @@ static void member(void *arg, int me)
 		if (!(pfd.revents & POLLIN))
 			continue;
 		n = read(pfd.fd, &c, 1);
-		if (n < 0 && errno == EAGAIN) {
+		if (n < 0 && again()) {
 			atomic_fetch_add_explicit(&s->eagain, 1,
 						  memory_order_relaxed);
 			continue;
@@ -352,17 +406,90 @@ static int settle(int fd, struct row *row)
 	}
 }
 
+/* A member made by clone(CLONE_VM): what it runs. */
+struct start {
+	struct ring *r;
+	int me;
+};
+
+static int shared_start(void *arg)
+{
+	struct start *st = arg;
+
+	member(st->r, st->me);
+	_exit(0);
+}
+
+/*
+ * A member @me of @r that shares this address space, on @stack (STACK_SIZE
+ * bytes): its own process still, with its own file table and signal
+ * handlers.  Its pid, or -1.
+ */
+static pid_t spawn_shared(struct ring *r, int me, struct start *st,
+			  char *stack)
+{
+	st->r = r;
+	st->me = me;
+	fflush(NULL);
+	return clone(shared_start, stack + STACK_SIZE, CLONE_VM | SIGCHLD, st);
+}
+
+/* Open @r's peer ring's descriptors, @row->p of each: 0, or -1. */
+static int open_peers(struct ring *r, int p, int *nfd)
+{
+	int fds[2];
+
+	for (; *nfd < p; ++*nfd) {
+		if (r->kind == K_EVENTFD) {
+			fds[0] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+			fds[1] = fds[0];
+			if (fds[0] < 0) {
+				progress("jobserver: eventfd: %s",
+					 strerror(errno));
+				return -1;
+			}
+		} else if (pipe2(fds, O_NONBLOCK | O_CLOEXEC)) {
+			progress("jobserver: pipe2: %s", strerror(errno));
+			return -1;
+		}
+		r->rfd[*nfd] = fds[0];
+		r->wfd[*nfd] = fds[1];
+	}
+	return 0;
+}
+
+static void close_peers(struct ring *r, int nfd)
+{
+	while (nfd-- > 0) {
+		if (r->wfd[nfd] != r->rfd[nfd])
+			close(r->wfd[nfd]);
+		close(r->rfd[nfd]);
+	}
+}
+
 /* One ring of @row->p members on a fresh semaphore under @mnt. */
 static int run(struct row *row, const char *mnt)
 {
 	static pid_t pids[MAX_P];
+	static struct start starts[MAX_P];
 	struct ring *r = shared_alloc(sizeof(*r));
-	uint64_t v0[4], v1[4], c0, c1, b0, b1, t0, t1;
+	size_t stacks_len = row->shared ? (size_t)row->p * STACK_SIZE : 0;
+	char *stacks = NULL;
+	uint64_t v0[4], v1[4], c0, c1, b0, b1, t0, t1, one = 1;
 	int fd, made = 0, nefd = 0, i, ret = -1;
 	char name[64];
 
 	if (!r)
 		return -1;
+	if (stacks_len) {
+		stacks = mmap(NULL, stacks_len, PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+		if (stacks == MAP_FAILED) {
+			progress("jobserver: mmap: %s", strerror(errno));
+			shared_free(r, sizeof(*r));
+			return -1;
+		}
+	}
 	snprintf(name, sizeof(name), "bench-js-%d-%d", (int)getpid(), row->p);
 	fd = wsem_open(name, O_CREAT | O_EXCL, 0600, 1);
 	if (fd < 0) {
@@ -373,17 +500,16 @@ static int run(struct row *row, const char *mnt)
 	atomic_store(&r->last, -1);
 	r->members = row->p;
 	r->pinned = row->pinned;
-	r->chain = row->chain;
+	r->kind = row->kind;
+	r->shared = row->shared;
 	r->semfd = fd;
-	for (; r->chain && nefd < row->p; nefd++) {
-		r->efd[nefd] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-		if (r->efd[nefd] < 0) {
-			progress("jobserver: eventfd: %s", strerror(errno));
-			goto close_efd;
-		}
-	}
+	if (r->kind != K_ENDPOINT && open_peers(r, row->p, &nefd))
+		goto close_efd;
 	for (; made < row->p; made++) {
-		pids[made] = spawn(member, r, made);
+		pids[made] = row->shared ?
+			spawn_shared(r, made, &starts[made],
+				     stacks + (size_t)made * STACK_SIZE) :
+			spawn(member, r, made);
 		if (pids[made] < 0)
 			break;
 	}
@@ -399,8 +525,9 @@ static int run(struct row *row, const char *mnt)
 			 atomic_load(&r->queued));
 		goto stop;
 	}
-	if (r->chain && eventfd_write(r->efd[0], 1)) {
-		progress("jobserver: eventfd_write: %s", strerror(errno));
+	if (r->kind != K_ENDPOINT &&
+	    write(r->wfd[0], &one, r->kind == K_EVENTFD ? sizeof(one) : 1) < 0) {
+		progress("jobserver: the first token: %s", strerror(errno));
 		goto stop;
 	}
 	atomic_store(&r->start, 1);
@@ -450,12 +577,13 @@ stop:
 		ret = -1;
 	}
 close_efd:
-	while (nefd-- > 0)
-		close(r->efd[nefd]);
+	close_peers(r, nefd);
 	close(fd);
 	if (wsem_unlink(name))
 		ret = -1;
 out:
+	if (stacks)
+		munmap(stacks, stacks_len);
 	shared_free(r, sizeof(*r));
 	return ret;
 }
@@ -491,22 +619,39 @@ static int find_mount(char *dir, size_t len, bool *mounted)
 	return 0;
 }
 
-/* The rows of one scheduling, @rows[0] with P = 2. */
+/* Row @i (of sizes[]) of variant @v under scheduling @k. */
+static size_t at(int k, int v, int i)
+{
+	return ((size_t)k * NVARIANTS + (size_t)v) * NSIZES + (size_t)i;
+}
+
+/* The prefix of a group's metric keys: "vm." if shared, the kind's. */
+static void key_prefix(char *buf, size_t len, const struct row *g)
+{
+	snprintf(buf, len, "%s%s", g->shared ? "vm." : "", kind_key[g->kind]);
+}
+
+static const char *space_label(const struct row *g)
+{
+	return g->shared ? ", one address space (CLONE_VM)" : "";
+}
+
+/* The rows of one ring under one scheduling, @rows[0] with P = 2. */
 static void print_group(const struct row *rows, int n)
 {
 	const struct row *base = rows[0].ok ? &rows[0] : NULL;
-	const char *kind = rows[0].chain ? "floor." : "";
 	const char *sn = sched_name[rows[0].pinned];
 	double cpu, busy, cpu0 = NAN, busy0 = NAN;
-	char key[80], label[160];
+	char key[96], label[192], kind[16];
 	int i;
 
+	key_prefix(kind, sizeof(kind), &rows[0]);
 	if (base) {
 		cpu0 = per_op(base->cpu, base->handoffs);
 		busy0 = per_op(base->busy, base->handoffs);
 	}
-	table("   %s, %s\n", rows[0].chain ? "floor (eventfd chain)" :
-	      "endpoint", sched_label[rows[0].pinned]);
+	table("   %s%s, %s\n", kind_label[rows[0].kind], space_label(rows),
+	      sched_label[rows[0].pinned]);
 	plot("# jobserver-%s%s\n", kind, sn);
 	for (i = 0; i < n; i++) {
 		const struct row *r = &rows[i];
@@ -526,7 +671,8 @@ static void print_group(const struct row *rows, int n)
 		      r->ok ? "" : "  (FAILED)");
 		plot("%d %.1f %.4f %.1f %.1f\n", r->p, r->rate, q, cpu, busy);
 		json_begin(NULL);
-		json_str("ring", rows[0].chain ? "floor" : "endpoint");
+		json_str("ring", kind_name[rows[0].kind]);
+		json_str("address_space", rows[0].shared ? "shared" : "own");
 		json_str("scheduling", sn);
 		json_int("processes", r->p);
 		json_num("handoffs_per_s", r->rate);
@@ -572,19 +718,20 @@ static void print_group(const struct row *rows, int n)
 }
 
 /*
- * The endpoint against the floor under one scheduling: @ep and @fl are
- * that scheduling's rows (P = 2 first).  The endpoint's own share of a
- * hand-off is its time per hand-off over the floor's at the same P, and
- * its CPU above the floor's; "flat" is that quotient at P = 402 over the
- * one at P = 2: 1 when 400 more pollers cost the endpoint nothing more
- * than they cost the machine, above 1 when they cost it more.
+ * The endpoint against a peer ring under one scheduling: @ep and @fl are
+ * their rows (P = 2 first), in the same kind of address space.  The
+ * endpoint's own share of a hand-off is its time per hand-off over the
+ * peer's at the same P, and its CPU above the peer's; "flat" is that
+ * quotient at P = 402 over the one at P = 2: 1 when 400 more pollers cost
+ * the endpoint nothing more than they cost the machine, above 1 when they
+ * cost it more.
  */
 static void print_floor(const struct row *ep, const struct row *fl)
 {
 	const int last = NSIZES - 1;
 	const char *sn = sched_name[ep->pinned];
 	double f0 = NAN, f1 = NAN, over0 = NAN, over1 = NAN;
-	char key[64], label[128];
+	char key[96], label[192], pre[16], what[64];
 
 	if (ep[0].ok && fl[0].ok) {
 		f0 = ratio(fl[0].rate, ep[0].rate);
@@ -596,35 +743,59 @@ static void print_floor(const struct row *ep, const struct row *fl)
 		over1 = per_op(ep[last].cpu, ep[last].handoffs) -
 			per_op(fl[last].cpu, fl[last].handoffs);
 	}
-	table("   jobserver, %s: time per hand-off, endpoint / floor = %.2f at "
-	      "P=2, %.2f at P=%d: flat = %.2f\n", sn, f0, f1, MAX_P,
+	/* The keys of the eventfd floor in own spaces, as before the pipes. */
+	snprintf(pre, sizeof(pre), "%s%s", ep->shared ? "vm." : "",
+		 fl->kind == K_PIPE ? "pipe." : "");
+	snprintf(what, sizeof(what), "%s%s", fl->kind == K_PIPE ? "pipe ring" :
+		 "floor", ep->shared ? ", one space" : "");
+	table("   jobserver, %s: time per hand-off, endpoint / %s = %.2f at "
+	      "P=2, %.2f at P=%d: flat = %.2f\n", sn, what, f0, f1, MAX_P,
 	      ratio(f1, f0));
-	table("   jobserver, %s: the endpoint's CPU above the floor's per "
+	table("   jobserver, %s: the endpoint's CPU above the %s's per "
 	      "hand-off = %.0f ns at P=2, %.0f ns at P=%d (%.2f times)\n",
-	      sn, over0, over1, MAX_P, ratio(over1, over0));
-	snprintf(key, sizeof(key), "jobserver.%s.flat", sn);
-	snprintf(label, sizeof(label), "jobserver %s: time per hand-off, "
-		 "(endpoint / floor at P=%d) / (at P=2)", sn, MAX_P);
+	      sn, what, over0, over1, MAX_P, ratio(over1, over0));
+	snprintf(key, sizeof(key), "jobserver.%s%s.flat", pre, sn);
+	snprintf(label, sizeof(label), "jobserver %s (%s): time per hand-off, "
+		 "(endpoint / peer at P=%d) / (at P=2)", sn, what, MAX_P);
 	metric(key, label, ratio(f1, f0));
-	snprintf(key, sizeof(key), "jobserver.%s.over_floor_cpu_ratio", sn);
-	snprintf(label, sizeof(label), "jobserver %s: CPU above the floor "
-		 "per hand-off, P=%d / P=2", sn, MAX_P);
+	snprintf(key, sizeof(key), "jobserver.%s%s.over_floor_cpu_ratio", pre,
+		 sn);
+	snprintf(label, sizeof(label), "jobserver %s (%s): CPU above the "
+		 "peer's per hand-off, P=%d / P=2", sn, what, MAX_P);
 	metric(key, label, ratio(over1, over0));
 }
 
-/* @rows: 2 * @nsched groups of NSIZES: per scheduling, endpoint, floor. */
-static void print(const struct row *rows, int nsched, const char *mnt)
+/* One cell of the summary: time ratio (CPU ratio) of row @i to P=2's. */
+static void summary_cell(const struct row *g, int i)
+{
+	double c0 = per_op(g[0].cpu, g[0].handoffs);
+	double ci = per_op(g[i].cpu, g[i].handoffs);
+
+	if (!g[0].ok || !g[i].ok) {
+		table(" %13s", "-");
+		return;
+	}
+	table(" %6.2f (%4.2f)", ratio(g[0].rate, g[i].rate), ratio(ci, c0));
+}
+
+/* @rows: NSCHED * NVARIANTS groups of NSIZES (at()). */
+static void print(const struct row *rows, const char *mnt)
 {
 	const struct row *g;
-	int k;
+	char name[64];
+	int k, v;
 
 	table("\n11. Jobserver endpoint: a ring of P processes hands one token "
 	      "round, capacity 1\n    (%s/@jobserver/NAME; each: poll(POLLIN), "
 	      "non-blocking read of 1 byte,\n    a job lasting until another "
-	      "request is queued, write the byte back);\n    the floor: the "
-	      "same P hand a token round through an eventfd each, each\n    "
-	      "writing the next one's (poll, read, one WSEM_IOC_STAT, write): "
-	      "a hand-off\n    among P processes without a jobserver\n", mnt);
+	      "request is queued, write the byte back);\n    peers, a hand-off "
+	      "among P processes without a jobserver: the same P hand a\n    "
+	      "token round through an eventfd each (the floor) or a pipe each "
+	      "(the pipe ring),\n    each writing the next one's (poll, read, "
+	      "one WSEM_IOC_STAT, write);\n    each ring again with its members "
+	      "in one address space (clone(CLONE_VM), still\n    processes of "
+	      "their own): a switch between members changes no page tables\n",
+	      mnt);
 	table("   hand-offs/s (a read by another process than the last "
 	      "reader), %.1f s after %.1f s warm-up;\n   ratio = time per "
 	      "hand-off at P / at P=2: above 1 is slower than with 2;\n"
@@ -643,28 +814,49 @@ static void print(const struct row *rows, int nsched, const char *mnt)
 	json_str("endpoint_dir", mnt);
 	json_num("seconds", SECONDS * opt.scale);
 	json_begin_array("rows");
-	for (k = 0; k < 2 * nsched; k++)
-		print_group(&rows[k * NSIZES], NSIZES);
+	for (k = 0; k < NSCHED; k++)
+		for (v = 0; v < NVARIANTS; v++)
+			print_group(&rows[at(k, v, 0)], NSIZES);
 	json_end_array();
 	json_end();
-	for (k = 0; k < 2 * nsched; k++) {
-		g = &rows[k * NSIZES];
-		table("   jobserver%s, %s: time per hand-off with %d processes "
-		      "/ with 2 = %.2f\n", g->chain ? " floor" : "",
-		      sched_name[g->pinned], MAX_P,
+	table("   summary: time per hand-off at P / at P=2 (CPU per hand-off "
+	      "at P / at P=2)\n");
+	table("   %-38s %13s %13s %13s %13s\n", "", "free P=102", "free P=402",
+	      "pinned P=102", "pinned P=402");
+	for (v = 0; v < NVARIANTS; v++) {
+		g = &rows[at(0, v, 0)];
+		snprintf(name, sizeof(name), "%s%s", kind_label[g->kind],
+			 g->shared ? ", one space" : "");
+		table("   %-38s", name);
+		for (k = 0; k < NSCHED; k++) {
+			summary_cell(&rows[at(k, v, 0)], 1);
+			summary_cell(&rows[at(k, v, 0)], NSIZES - 1);
+		}
+		table("\n");
+	}
+	for (k = 0; k < NSCHED; k++) {
+		g = &rows[at(k, K_ENDPOINT, 0)];
+		table("   jobserver, %s: time per hand-off with %d processes "
+		      "/ with 2 = %.2f\n", sched_name[k], MAX_P,
 		      g[0].ok && g[NSIZES - 1].ok ?
 		      ratio(g[0].rate, g[NSIZES - 1].rate) : NAN);
 	}
-	for (k = 0; k < nsched; k++)
-		print_floor(&rows[2 * k * NSIZES], &rows[(2 * k + 1) * NSIZES]);
+	for (k = 0; k < NSCHED; k++) {
+		for (v = 0; v < NVARIANTS; v += NKINDS) {
+			print_floor(&rows[at(k, v + K_ENDPOINT, 0)],
+				    &rows[at(k, v + K_EVENTFD, 0)]);
+			print_floor(&rows[at(k, v + K_ENDPOINT, 0)],
+				    &rows[at(k, v + K_PIPE, 0)]);
+		}
+	}
 }
 
 void scenario_jobserver(void)
 {
-	struct row rows[4 * NSIZES], *r;
+	struct row rows[NSCHED * NVARIANTS * NSIZES], *r;
 	char mnt[MNT_MAX];
 	bool mounted;
-	int i, k, c, failed = 0;
+	int i, k, v, failed = 0;
 
 	memset(rows, 0, sizeof(rows));
 	raise_limits(MAX_P + 16, 2 * MAX_P + 256);
@@ -673,23 +865,25 @@ void scenario_jobserver(void)
 		return;
 	}
 	/*
-	 * Free first: the headline.  Each P's floor right after its
-	 * endpoint ring, so the two see the same machine.
+	 * Free first: the headline.  At each P, every ring right after the
+	 * endpoint's, so that they see the same machine.
 	 */
-	for (k = 0; k < 2; k++) {
+	for (k = 0; k < NSCHED; k++) {
 		for (i = 0; i < NSIZES; i++) {
-			for (c = 0; c < 2; c++) {
-				r = &rows[(2 * k + c) * NSIZES + i];
+			for (v = 0; v < NVARIANTS; v++) {
+				r = &rows[at(k, v, i)];
 				r->p = sizes[i];
 				r->pinned = k;
-				r->chain = c;
+				r->kind = (enum kind)(v % NKINDS);
+				r->shared = v >= NKINDS;
 				r->ok = !run(r, mnt);
 				failed += !r->ok;
-				progress("jobserver %s%-6s P=%3d: %.0f "
+				progress("jobserver %s%s %-6s P=%3d: %.0f "
 					 "hand-offs/s, CPU %.0f ns per "
 					 "hand-off (guest %.0f), alt %.1f%%, "
 					 "used after %llu%s",
-					 c ? "floor " : "",
+					 kind_name[r->kind],
+					 r->shared ? " vm" : "",
 					 sched_name[r->pinned], r->p, r->rate,
 					 per_op(r->cpu, r->handoffs),
 					 per_op(r->busy, r->handoffs),
@@ -706,6 +900,6 @@ void scenario_jobserver(void)
 			 FS_DIR, strerror(errno));
 	if (failed)
 		progress("jobserver: FAILED: %d of %d rows", failed,
-			 4 * NSIZES);
-	print(rows, 2, mnt);
+			 NSCHED * NVARIANTS * NSIZES);
+	print(rows, mnt);
 }

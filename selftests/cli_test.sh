@@ -167,7 +167,7 @@ JSON_OBJ="$JSON_OBJ"'"wait_ns_total":[0-9]+,"wait_ns_max":[0-9]+,'
 JSON_OBJ="$JSON_OBJ"'"queue_max":[0-9]+,"lent":[0-9]+,"lent_here":[0-9]+,'
 JSON_OBJ="$JSON_OBJ"'"ceiling":[0-9]+,"depth":[0-9]+,"parent_id":[0-9]+'
 # stat --json adds the IPC namespace's number, who holds and who waits
-JSON_STAT="$JSON_OBJ"',"ipc_ns":[0-9]+,"holders":\[[^]]*\],"queue":\[[^]]*\]\}'
+JSON_STAT="$JSON_OBJ"',"ipc_ns":[0-9]+,"holders":\[[^]]*\],"queue":\[[^]]*\],"children":\[[^]]*\]\}'
 JSON_OBJ="$JSON_OBJ"'\}'
 
 # ---- create, ls, stat, resize, rm ------------------------------------------
@@ -564,6 +564,29 @@ t_top_tree() {
 		"$T/out"
 }
 
+# stat of a parent lists its children that hold weight, and what each
+# holds of it, in the table and in --json; stat of one without any, none.
+t_stat_children() {
+	wsem create "$P-sg" 8
+	wsem create "$P-sa" 4 --parent "$P-sg"
+	wsem create "$P-sb" 6 --parent "$P-sg"
+	bg wsem run "$P-sa" -w 2 -- sleep 60
+	bg wsem run "$P-sb" -w 3 -- sleep 60
+	eventually is used "$P-sg" 5
+	expect 0 wsem stat "$P-sg"
+	sed -n '/^CHILDREN/,$p' "$T/out" >"$T/kids"
+	cat "$T/kids"
+	grep -Eq "^  CHILD +WEIGHT$" "$T/kids"
+	grep -Eq "^  $P-sa +2$" "$T/kids"
+	grep -Eq "^  $P-sb +3$" "$T/kids"
+	[ "$(grep -c "^  $P-s[ab] " "$T/kids")" -eq 2 ]
+	expect 0 wsem stat "$P-sg" --json
+	grep -q "\"children\":\[{\"name\":\"$P-s[ab]\",\"weight\":[23]},{\"name\":\"$P-s[ab]\",\"weight\":[23]}\]}$" "$T/out"
+	grep -q "{\"name\":\"$P-sa\",\"weight\":2}" "$T/out"
+	expect 0 wsem stat "$P-sa"
+	! grep -q "^CHILDREN" "$T/out"
+}
+
 t_wait_idle() {
 	wsem create "$P-w" 2
 	expect 0 wsem wait "$P-w" --idle
@@ -745,7 +768,7 @@ t_stat_json() {
 	grep -Eq "^$JSON_STAT\$" "$T/out"
 	grep -q "^{\"name\":\"$P-sj\",\"capacity\":6,\"used\":0," "$T/out"
 	grep -Eq '"mode":"0604","grants_at_once":0,' "$T/out"
-	grep -Eq '"queue_max":0,"lent":0,"lent_here":0,"ceiling":0,"depth":0,"parent_id":0,"ipc_ns":[0-9]+,"holders":\[\],"queue":\[\]}$' \
+	grep -Eq '"queue_max":0,"lent":0,"lent_here":0,"ceiling":0,"depth":0,"parent_id":0,"ipc_ns":[0-9]+,"holders":\[\],"queue":\[\],"children":\[\]}$' \
 		"$T/out"
 	expect 0 wsem stat --json "$P-sj"	# options go anywhere
 }
@@ -1985,6 +2008,7 @@ t_run_label run labels the handle with COMMAND, supervised and --inherit
 t_ls_long ls -l adds owner, group, mode and the longest wait
 t_top top -n N: plain rounds off a terminal, busiest first
 t_top_tree top draws the tree: children under their parent, what each holds of it
+t_stat_children stat of a parent lists what each child holds of it, table and JSON
 t_wait_idle wait [--idle]: returns when the last holder leaves; -t exits 124
 t_apply apply: creates, resizes, re-modes; idempotent; --dry-run, --prune; a bad file is one error
 t_apply_dirs apply without PATH: /etc, /run, /usr/lib wsem.d as sysctl.d; none is nothing declared

@@ -58,8 +58,8 @@ if [ "$(stat -f -c %t "$MNT" 2>/dev/null)" != "7773656d" ]; then
 	mounted=1
 fi
 # cargo and its rustc: the sid ones, a private home, no registry.  No
-# incremental state: rustc locks it with flock(2), which the debug
-# kernel (no CONFIG_FILE_LOCKING) does not have.
+# incremental state: every build here is a first one, with nothing to
+# reuse.
 export RUSTC=$SID/rustc CARGO_HOME="$T/cargo-home" CARGO_INCREMENTAL=0
 export CARGO_TERM_COLOR=never
 

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# make deb on this machine: the four packages build, lintian has nothing to
+# make deb on this machine: the five packages build, lintian has nothing to
 # say, the symbols file is exact (the build checks it), wsem-dkms's source
 # builds with dkms for each kernel whose headers are here, and wsem holds
 # the boot-time setup.  Skips without dpkg-buildpackage (deps.sh installs
@@ -42,7 +42,7 @@ if [ "$(id -u)" -eq 0 ]; then
 			chroots="$chroots $d"
 	done
 fi
-echo "1..$((4 + $(echo "$kvers" $chroots | wc -w)))"
+echo "1..$((5 + $(echo "$kvers" $chroots | wc -w)))"
 
 make -s -C "$ROOT" deb >"$T/deb.log" 2>&1
 st=$?
@@ -52,11 +52,11 @@ result "make deb: dpkg-buildpackage, exact symbols, lintian clean" $st
 out=$ROOT/build/deb
 missing=
 for p in wsem-dkms_1.0.0_all libwsem1_1.0.0_amd64 libwsem-dev_1.0.0_amd64 \
-	wsem_1.0.0_amd64; do
+	wsem_1.0.0_amd64 wsem-agent_1.0.0_amd64; do
 	[ -f "$out/$p.deb" ] || missing="$missing $p"
 done
 [ -z "$missing" ] || echo "# missing:$missing"
-result "the four packages" "$([ -z "$missing" ]; echo $?)"
+result "the five packages" "$([ -z "$missing" ]; echo $?)"
 
 # What each holds that matters on a real host.
 want_files() {
@@ -78,14 +78,24 @@ want_files libwsem-dev_1.0.0_amd64 usr/include/wsem.h \
 	usr/lib/x86_64-linux-gnu/pkgconfig/wsem.pc \
 	usr/share/man/man3/wsem_acquire_async.3.gz &&
 want_files wsem-dkms_1.0.0_all usr/src/wsem-1.0.0/dkms.conf \
-	usr/src/wsem-1.0.0/Kbuild usr/src/wsem-1.0.0/module/sem.c
-result "wsem: units, modules-load.d, udev rule; -dev: headers, .pc; -dkms: source" $?
+	usr/src/wsem-1.0.0/Kbuild usr/src/wsem-1.0.0/module/sem.c &&
+want_files wsem-agent_1.0.0_amd64 usr/bin/wsem-agent \
+	lib/systemd/system/wsem-agent.service \
+	usr/share/man/man8/wsem-agent.8.gz
+result "wsem: units, modules-load.d, udev rule; -dev: headers, .pc; -dkms: source; -agent: program, unit, man page" $?
 
 # The units enable at install and wait for the module: the postinst says so.
 dpkg-deb -e "$out/wsem_1.0.0_amd64.deb" "$T/ctl"
 grep -q 'deb-systemd-helper.*wsem-apply.service' "$T/ctl/postinst" &&
 	grep -q 'sys-fs-wsem.mount' "$T/ctl/postinst"
 result "wsem's postinst enables wsem-apply.service and sys-fs-wsem.mount" $?
+
+# The agent's unit is enabled only by an administrator (after declaring a
+# cluster limit): its postinst touches it only if it was enabled before.
+dpkg-deb -e "$out/wsem-agent_1.0.0_amd64.deb" "$T/actl"
+grep -q "debian-installed 'wsem-agent.service'" "$T/actl/postinst" &&
+	! grep -q "new installations run enable" "$T/actl/postinst"
+result "wsem-agent's postinst does not enable wsem-agent.service" $?
 
 # DKMS, as the package's postinst runs it, for each kernel here.
 dpkg-deb -x "$out/wsem-dkms_1.0.0_all.deb" "$T/root"

@@ -149,8 +149,8 @@ boot_install() {
 	(cd "$LANE/debs" && apt -y -q -o Dpkg::Use-Pty=0 \
 		install ./wsem*.deb) >"$log" 2>&1 </dev/null
 	tap $? "apt install ./wsem*.deb" "$log"
-	dpkg-query -W wsem wsem-dkms >>"$log" 2>&1
-	tap $? "dpkg: wsem and wsem-dkms installed" "$log"
+	dpkg-query -W wsem wsem-dkms wsem-agent >>"$log" 2>&1
+	tap $? "dpkg: wsem, wsem-dkms and wsem-agent installed" "$log"
 	# The library's packages too, so that apt purge is seen to take
 	# all four away.
 	say "apt install ./libwsem*.deb"
@@ -193,6 +193,8 @@ boot_installed() {
 		grep -q "\"capacity\":$CAP," "$log"
 	tap $? "boot 2: /etc/wsem.d applied: $SEM of capacity $CAP in /sys/fs/wsem" \
 		"$log"
+	boot_agent
+
 
 	bash "$LANE/distro-podman.sh" "$SEM" "$CAP" "$OUT"
 	tap_podman
@@ -215,15 +217,35 @@ tap_podman() {
 	done <"$OUT/podman.tap"
 }
 
+# The agent's package: its unit is there but neither enabled nor started
+# (no cluster=etcd line is declared), and the agent says so.
+boot_agent() {
+	local log=$OUT/agent.log st
+	{
+		ls -l /usr/bin/wsem-agent /lib/systemd/system/wsem-agent.service
+		systemctl is-enabled wsem-agent.service
+		systemctl is-active wsem-agent.service
+	} >"$log" 2>&1
+	[ -x /usr/bin/wsem-agent ] &&
+		[ "$(systemctl is-enabled wsem-agent.service 2>/dev/null)" = disabled ] &&
+		[ "$(systemctl is-active wsem-agent.service 2>/dev/null)" = inactive ]
+	tap $? "boot 2: wsem-agent installed, its unit disabled and not started" "$log"
+	wsem-agent >>"$log" 2>&1
+	st=$?
+	[ $st -eq 1 ] && grep -q "no cluster=etcd limit declared" "$log"
+	tap $? "boot 2: wsem-agent without a cluster limit: exit 1 ($st), says so" "$log"
+}
+
 purge() {
 	local log=$OUT/purge.log left
-	say "apt purge wsem wsem-dkms libwsem1 libwsem-dev"
-	apt -y -q -o Dpkg::Use-Pty=0 purge wsem wsem-dkms libwsem1 \
-		libwsem-dev >"$log" 2>&1 </dev/null
-	tap $? "apt purge wsem wsem-dkms libwsem1 libwsem-dev" "$log"
+	say "apt purge wsem wsem-dkms wsem-agent libwsem1 libwsem-dev"
+	apt -y -q -o Dpkg::Use-Pty=0 purge wsem wsem-dkms wsem-agent \
+		libwsem1 libwsem-dev >"$log" 2>&1 </dev/null
+	tap $? "apt purge wsem wsem-dkms wsem-agent libwsem1 libwsem-dev" "$log"
 	left=$( {
 		dpkg-query -W -f='${Package} ${db:Status-Abbrev}\n' wsem \
-			wsem-dkms libwsem1 libwsem-dev 2>/dev/null | grep -v ' un *$'
+			wsem-dkms wsem-agent libwsem1 libwsem-dev 2>/dev/null |
+			grep -v ' un *$'
 		ls -d /var/lib/dkms/wsem /usr/src/wsem-* 2>/dev/null
 		find /lib/modules -name 'wsem.ko*' 2>/dev/null
 		ls /lib/systemd/system/wsem-apply.service \
@@ -232,7 +254,9 @@ purge() {
 			/etc/systemd/system/*/sys-fs-wsem.mount \
 			/usr/lib/modules-load.d/wsem.conf \
 			/lib/udev/rules.d/60-wsem.rules /usr/bin/wsem \
-			/usr/bin/wsem-static /usr/include/wsem.h 2>/dev/null
+			/usr/bin/wsem-static /usr/include/wsem.h \
+			/usr/bin/wsem-agent \
+			/lib/systemd/system/wsem-agent.service 2>/dev/null
 	} )
 	echo "left after purge: ${left:-nothing}" >>"$log"
 	[ -z "$left" ]

@@ -155,11 +155,13 @@ uint64_t cli_now_ns(void);
 char *cli_makeflags(const char *old, const char *ours);
 
 /* who.c */
-ssize_t cli_who(int fd, struct wsem_holder **who, size_t *nholders);
+ssize_t cli_who(int fd, struct wsem_holder **who, size_t *nholders,
+		size_t *nchildren);
 const char *cli_duration_text(uint64_t ns, char *buf, size_t len);
-void cli_print_who(const struct wsem_holder *who, size_t n, size_t nholders);
+void cli_print_who(const struct wsem_holder *who, size_t n, size_t nholders,
+		   size_t nchildren);
 void cli_print_json_who(const struct wsem_holder *who, size_t n,
-			size_t nholders);
+			size_t nholders, size_t nchildren);
 
 /* conf.c: what "wsem apply" is told to make true */
 struct cli_decl {

@@ -185,13 +185,14 @@ static void print_stat(const struct wsem_stat *st, unsigned long ns, int hfd,
 		       bool json)
 {
 	struct wsem_holder *who = NULL;
-	size_t nholders = 0;
-	ssize_t n = hfd >= 0 ? cli_who(hfd, &who, &nholders) : -1;
+	size_t nholders = 0, nchildren = 0;
+	ssize_t n = hfd >= 0 ? cli_who(hfd, &who, &nholders, &nchildren) : -1;
 
 	if (json) {
 		/* who is not to be read: empty arrays, never absent keys */
 		cli_print_json_stat_open(st, ns);
-		cli_print_json_who(who, n > 0 ? (size_t)n : 0, nholders);
+		cli_print_json_who(who, n > 0 ? (size_t)n : 0, nholders,
+				   nchildren);
 		puts("}");
 	} else {
 		const char *parent = parent_name(st);
@@ -202,7 +203,7 @@ static void print_stat(const struct wsem_stat *st, unsigned long ns, int hfd,
 		printf("%-14s %s\n", "ipc_ns:", cli_ipc_ns_text(ns));
 		cli_print_stats(st);
 		if (n >= 0)
-			cli_print_who(who, (size_t)n, nholders);
+			cli_print_who(who, (size_t)n, nholders, nchildren);
 	}
 	free(who);
 }

@@ -11,24 +11,41 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "cli.h"
 
 /*
- * Every holder and waiter of @fd's semaphore, malloc()ed, into *@who; how
- * many, with *@nholders the holders among them; -1 with errno.
+ * Every holder and waiter of @fd's semaphore, then every child of it that
+ * holds weight (WSEM_HOLDER_CHILD: its name and what it holds of this
+ * one), malloc()ed, into *@who; how many in all, with *@nholders the
+ * holders and *@nchildren the children among them; -1 with errno.  The
+ * ioctl itself, since the library's wsem_holders() counts no children.
  */
-ssize_t cli_who(int fd, struct wsem_holder **who, size_t *nholders)
+ssize_t cli_who(int fd, struct wsem_holder **who, size_t *nholders,
+		size_t *nchildren)
 {
+	struct wsem_holders_args args;
 	struct wsem_holder *buf = NULL, *nbuf;
-	size_t room = 0;
-	ssize_t total;
+	size_t room = 0, total;
 
 	/* Loops only while processes queue under our feet. */
-	while ((total = wsem_holders(fd, buf, room, nholders)) >
-	       (ssize_t)room) {
-		room = (size_t)total + 8;
+	for (;;) {
+		args = (struct wsem_holders_args) {
+			.size = sizeof(args),
+			.entries = (uintptr_t)buf,
+			.count = (__u32)room,
+			.entry_size = sizeof(*buf),
+		};
+		if (ioctl(fd, WSEM_IOC_HOLDERS, &args)) {
+			free(buf);
+			return -1;
+		}
+		total = (size_t)args.holders + args.waiters + args.children;
+		if (total <= room)
+			break;
+		room = total + 8;
 		nbuf = realloc(buf, room * sizeof(*buf));
 		if (!nbuf) {
 			free(buf);
@@ -37,12 +54,10 @@ ssize_t cli_who(int fd, struct wsem_holder **who, size_t *nholders)
 		}
 		buf = nbuf;
 	}
-	if (total < 0) {
-		free(buf);
-		return -1;
-	}
+	*nholders = args.holders;
+	*nchildren = args.children;
 	*who = buf;
-	return total;
+	return (ssize_t)total;
 }
 
 /* A duration for people: 850ms, 12.5s, 3m07s, 2h05m. */
@@ -114,11 +129,40 @@ static void who_table(const char *title, const char *since,
 		       (int)sizeof(who[i].label), label_of(&who[i]));
 }
 
-/* stat: the holders, then the waiters in queue order. */
-void cli_print_who(const struct wsem_holder *who, size_t n, size_t nholders)
+/* The children that hold weight, [@from, @n) of @who: name, weight. */
+static void child_table(const struct wsem_holder *who, size_t from, size_t n)
+{
+	int w = 5;
+	size_t i;
+
+	puts("\nCHILDREN (what each holds of this one)");
+	if (from == n) {
+		puts("  (none)");
+		return;
+	}
+	for (i = from; i < n; i++) {
+		int len = (int)strnlen(who[i].label, sizeof(who[i].label));
+
+		w = len > w ? len : w;
+	}
+	printf("  %-*s  %s\n", w, "CHILD", "WEIGHT");
+	for (i = from; i < n; i++)
+		printf("  %-*.*s  %" PRIu64 "\n", w, (int)sizeof(who[i].label),
+		       who[i].label, (uint64_t)who[i].weight);
+}
+
+/*
+ * stat: the holders, then the waiters in queue order, then (only where
+ * there are any) the children that hold weight.
+ */
+void cli_print_who(const struct wsem_holder *who, size_t n, size_t nholders,
+		   size_t nchildren)
 {
 	who_table("HOLDERS", "HELD FOR", who, 0, nholders);
-	who_table("WAITERS (in queue order)", "WAITING FOR", who, nholders, n);
+	who_table("WAITERS (in queue order)", "WAITING FOR", who, nholders,
+		  n - nchildren);
+	if (nchildren)
+		child_table(who, n - nchildren, n);
 }
 
 static void json_entry(const struct wsem_holder *w, const char *age)
@@ -133,11 +177,14 @@ static void json_entry(const struct wsem_holder *w, const char *age)
 	       (uint64_t)w->weight, age, (uint64_t)w->age_ns);
 }
 
-/* --json: ,"holders":[...],"queue":[...] inside the stat object. */
+/*
+ * --json: ,"holders":[...],"queue":[...],"children":[...] inside the stat
+ * object; a child is {"name":...,"weight":N}.
+ */
 void cli_print_json_who(const struct wsem_holder *who, size_t n,
-			size_t nholders)
+			size_t nholders, size_t nchildren)
 {
-	size_t i;
+	size_t i, nwho = n - nchildren;
 
 	fputs(",\"holders\":[", stdout);
 	for (i = 0; i < nholders; i++) {
@@ -146,10 +193,18 @@ void cli_print_json_who(const struct wsem_holder *who, size_t n,
 		json_entry(&who[i], "held_ns");
 	}
 	fputs("],\"queue\":[", stdout);
-	for (i = nholders; i < n; i++) {
+	for (i = nholders; i < nwho; i++) {
 		if (i > nholders)
 			putchar(',');
 		json_entry(&who[i], "waiting_ns");
+	}
+	fputs("],\"children\":[", stdout);
+	for (i = nwho; i < n; i++) {
+		if (i > nwho)
+			putchar(',');
+		fputs("{\"name\":", stdout);
+		cli_json_string(stdout, who[i].label, sizeof(who[i].label));
+		printf(",\"weight\":%" PRIu64 "}", (uint64_t)who[i].weight);
 	}
 	putchar(']');
 }

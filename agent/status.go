@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: GPL-2.0
+
+package main
+
+// wsem-agent status NAME: the cluster limit as etcd has it, each host's
+// share, demand and place in the queue, and this host's semaphore.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+
+	"wsem.example/wsem"
+)
+
+// A hostStatus is one host's line.
+type hostStatus struct {
+	Host  string `json:"host"`
+	Share int64  `json:"share"`
+	Need  int64  `json:"need"`
+	Floor int64  `json:"floor"`
+	Queue int    `json:"queue"` // place in the cluster's queue, 0: none
+	Alive bool   `json:"alive"` // its agent holds its claim in etcd
+	This  bool   `json:"this"`
+}
+
+// A clusterStatus is what status prints.
+type clusterStatus struct {
+	Name     string       `json:"name"`
+	Prefix   string       `json:"prefix"`
+	Revision int64        `json:"revision"`
+	Capacity int64        `json:"capacity"`
+	Free     int64        `json:"free"`
+	Hosts    []hostStatus `json:"hosts"`
+	// This host's semaphore, if it can be read here.
+	Local *struct {
+		Capacity int64 `json:"capacity"`
+		Used     int64 `json:"used"`
+		Waiters  int64 `json:"waiters"`
+	} `json:"local,omitempty"`
+	LocalError string `json:"local_error,omitempty"`
+}
+
+func statusOf(ctx context.Context, st *store, lim *limit) (*clusterStatus, error) {
+	v, rev, err := st.read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cs := &clusterStatus{Name: lim.name, Prefix: st.prefix,
+		Revision: rev, Capacity: v.capacity, Free: v.free()}
+	seen := map[string]bool{}
+	for h := range v.shares {
+		seen[h] = true
+	}
+	for h := range v.demands {
+		seen[h] = true
+	}
+	for h := range v.alive {
+		seen[h] = true
+	}
+	queued := make([]string, 0, len(v.demands))
+	for h := range v.demands {
+		queued = append(queued, h)
+	}
+	sort.Slice(queued, func(i, j int) bool {
+		return v.demands[queued[i]].rev < v.demands[queued[j]].rev
+	})
+	place := map[string]int{}
+	for i, h := range queued {
+		place[h] = i + 1
+	}
+	for h := range seen {
+		d := v.demands[h]
+		cs.Hosts = append(cs.Hosts, hostStatus{Host: h,
+			Share: v.shares[h], Need: d.need, Floor: d.floor,
+			Queue: place[h], Alive: v.alive[h], This: h == lim.host})
+	}
+	sort.Slice(cs.Hosts, func(i, j int) bool {
+		return cs.Hosts[i].Host < cs.Hosts[j].Host
+	})
+	w, err := wsem.OpenWatch(lim.name)
+	if err == nil {
+		var s *wsem.Stat
+		if s, err = w.Stat(); err == nil {
+			cs.Local = &struct {
+				Capacity int64 `json:"capacity"`
+				Used     int64 `json:"used"`
+				Waiters  int64 `json:"waiters"`
+			}{s.Capacity, s.Used, s.Waiters}
+		}
+		w.Close()
+	}
+	if err != nil {
+		cs.LocalError = err.Error()
+	}
+	return cs, nil
+}
+
+func (cs *clusterStatus) print(out io.Writer) {
+	fmt.Fprintf(out, "%s: capacity %d across the cluster, %d free "+
+		"(etcd %s, revision %d)\n", cs.Name, cs.Capacity, cs.Free,
+		cs.Prefix, cs.Revision)
+	fmt.Fprintf(out, "%-20s %8s %8s %8s %6s %s\n", "HOST", "SHARE",
+		"NEED", "FLOOR", "QUEUE", "AGENT")
+	for _, h := range cs.Hosts {
+		name, q, agent := h.Host, "-", "gone"
+		if h.This {
+			name += " *"
+		}
+		if h.Queue > 0 {
+			q = fmt.Sprint(h.Queue)
+		}
+		if h.Alive {
+			agent = "alive"
+		}
+		fmt.Fprintf(out, "%-20s %8d %8d %8d %6s %s\n", name, h.Share,
+			h.Need, h.Floor, q, agent)
+	}
+	if cs.Local != nil {
+		fmt.Fprintf(out, "this host (*): %s lent %d, used %d, %d "+
+			"waiting\n", cs.Name, cs.Local.Capacity, cs.Local.Used,
+			cs.Local.Waiters)
+	} else {
+		fmt.Fprintf(out, "this host (*): %s\n", cs.LocalError)
+	}
+}
+
+func statusCmd(out io.Writer, confs []string, name string, asJSON bool) error {
+	return onLimit(confs, name, func(ctx context.Context, st *store,
+		lim *limit) error {
+		cs, err := statusOf(ctx, st, lim)
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			return json.NewEncoder(out).Encode(cs)
+		}
+		cs.print(out)
+		return nil
+	})
+}
