@@ -75,6 +75,11 @@ func (a *agent) setShare(share int64, why string) {
 // the share, and after a loan is lowered below what is held, nothing more
 // is granted and the held weight only falls.
 func (a *agent) reconcile(ctx context.Context) error {
+	// The claim on alive/HOST, made again at once if the lease was lost
+	// (each look, at least every hold/2).
+	if _, err := a.st.session(ctx); err != nil {
+		return err
+	}
 	d, _, grants, err := a.loc.demand()
 	if err != nil {
 		return err

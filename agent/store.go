@@ -24,6 +24,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"strconv"
 	"strings"
 
@@ -36,6 +37,7 @@ type store struct {
 	prefix string // PREFIX/NAME/
 	host   string
 	sess   *concurrency.Session
+	lease  clientv3.LeaseID // the lease alive/HOST was last claimed under
 	ttl    int
 }
 
@@ -45,7 +47,11 @@ func (s *store) key(kind string) string {
 
 // session is the agent's etcd lease, made anew when it was lost.  A new
 // one claims alive/HOST, which no other live agent may hold: one lender
-// per host.
+// per host.  A claim still under this agent's own earlier lease (one
+// whose keep-alive went unanswered, in a leader's change, while etcd has
+// not expired it yet) is taken over, not refused: else the agent would
+// run without a claim once that lease expired, and declare-dead could
+// give its host's share away.
 func (s *store) session(ctx context.Context) (*concurrency.Session, error) {
 	if s.sess != nil {
 		select {
@@ -60,10 +66,16 @@ func (s *store) session(ctx context.Context) (*concurrency.Session, error) {
 		return nil, err
 	}
 	k := s.key("alive")
+	claim := clientv3.OpPut(k, "", clientv3.WithLease(sess.Lease()))
 	r, err := s.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
-		Then(clientv3.OpPut(k, "", clientv3.WithLease(sess.Lease()))).
-		Commit()
+		Then(claim).Commit()
+	if err == nil && !r.Succeeded && s.lease != 0 {
+		r, err = s.cli.Txn(ctx).
+			If(clientv3.Compare(clientv3.LeaseValue(k), "=",
+				s.lease)).
+			Then(claim).Commit()
+	}
 	if err == nil && !r.Succeeded {
 		err = errHostTaken
 	}
@@ -71,7 +83,12 @@ func (s *store) session(ctx context.Context) (*concurrency.Session, error) {
 		sess.Close()
 		return nil, err
 	}
+	if s.lease != 0 {
+		log.Printf("%s: the etcd lease was lost; alive/%s claimed "+
+			"again under a new one", s.prefix, s.host)
+	}
 	s.sess = sess
+	s.lease = sess.Lease()
 	return sess, nil
 }
 

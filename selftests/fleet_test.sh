@@ -512,22 +512,15 @@ claimed() {
 	done
 }
 # An agent whose etcd lease lapsed in the leader's change (its keep-alive
-# unanswered for ttl= seconds) makes a new one, finds alive/HOST still
-# under the old one and gives up; once the old one expired the host has no
-# claim until its demand changes (the agent, 2026-11-26; reported): a TODO
-# until fixed, and the agents are started anew for what follows.
-desc="every agent's claim (alive/HOST, under its lease) is still in etcd"
-if claimed >"$T/out" 2>&1; then
-	result "$desc" 0
-else
-	n=$((n + 1))
-	echo "not ok $n $desc # TODO the agent does not claim alive/HOST again once its lease lapsed: $(cat "$T/out")"
-fi
-for h in $HOSTS; do
-	stop_agent TERM $h
-	start_agent $h
-done
-check "the agents, started anew, claim their hosts" until_true 15 claimed
+# unanswered for ttl= seconds) makes a new one at its next look and
+# claims alive/HOST again (taking it over if it is still under its old
+# lease): the host of a running agent always has its claim, so
+# declare-dead cannot give its share away.  (Before that fix, seen in 3
+# runs of 5: no claim until the host's demand changed.)
+check "every agent's claim (alive/HOST, under its lease) is in etcd after the leader's change" \
+	until_true 3 claimed
+lost=$(cat "$T"/agent*.log | grep -c "etcd lease was lost")
+echo "# agents whose lease lapsed and that claimed their host again: $lost"
 check "... no job failed" test ! -s "$T/jobs.err"
 
 # SIGKILL of a whole host (its PID namespace's init: its agent and its jobs
