@@ -291,8 +291,7 @@ func start(ctx context.Context, lim *limit) (*agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &store{cli: cli, prefix: lim.prefix + "/" + lim.name + "/",
-		host: lim.host, ttl: lim.ttl}
+	st := lim.store(cli)
 	if err := st.ensureCapacity(ctx, lim.capacity); err != nil {
 		return nil, err
 	}
@@ -383,8 +382,13 @@ func onLimit(confs []string, name string,
 	ctx, cancel := context.WithTimeout(context.Background(),
 		time.Duration(lim.ttl)*time.Second)
 	defer cancel()
-	return f(ctx, &store{cli: cli, prefix: lim.prefix + "/" + name + "/",
-		host: lim.host, ttl: lim.ttl}, lim)
+	return f(ctx, lim.store(cli), lim)
+}
+
+// store is the limit's keys in etcd, through cli.
+func (lim *limit) store(cli *clientv3.Client) *store {
+	return &store{cli: cli, prefix: lim.prefix + "/" + lim.name + "/",
+		host: lim.host, ttl: lim.ttl}
 }
 
 func declareDeadCmd(confs []string, name, host string) error {

@@ -26,6 +26,14 @@ type hostStatus struct {
 	This  bool   `json:"this"`
 }
 
+// A localStatus is this host's semaphore: its loan, what is held, who
+// waits.
+type localStatus struct {
+	Capacity int64 `json:"capacity"`
+	Used     int64 `json:"used"`
+	Waiters  int64 `json:"waiters"`
+}
+
 // A clusterStatus is what status prints.
 type clusterStatus struct {
 	Name     string       `json:"name"`
@@ -35,12 +43,8 @@ type clusterStatus struct {
 	Free     int64        `json:"free"`
 	Hosts    []hostStatus `json:"hosts"`
 	// This host's semaphore, if it can be read here.
-	Local *struct {
-		Capacity int64 `json:"capacity"`
-		Used     int64 `json:"used"`
-		Waiters  int64 `json:"waiters"`
-	} `json:"local,omitempty"`
-	LocalError string `json:"local_error,omitempty"`
+	Local      *localStatus `json:"local,omitempty"`
+	LocalError string       `json:"local_error,omitempty"`
 }
 
 func statusOf(ctx context.Context, st *store, lim *limit) (*clusterStatus, error) {
@@ -84,11 +88,7 @@ func statusOf(ctx context.Context, st *store, lim *limit) (*clusterStatus, error
 	if err == nil {
 		var s *wsem.Stat
 		if s, err = w.Stat(); err == nil {
-			cs.Local = &struct {
-				Capacity int64 `json:"capacity"`
-				Used     int64 `json:"used"`
-				Waiters  int64 `json:"waiters"`
-			}{s.Capacity, s.Used, s.Waiters}
+			cs.Local = &localStatus{s.Capacity, s.Used, s.Waiters}
 		}
 		w.Close()
 	}
