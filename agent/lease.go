@@ -78,24 +78,33 @@ func endMargin(ttl time.Duration) time.Duration {
 
 // renewLease renews the agent's lease every third of its TTL, recording
 // the local end of each answered renewal (the session's own keep-alive
-// renews it too, but does not say when it sent what was answered).
+// renews it too, but does not say when it sent what was answered).  Each
+// renewal may take up to the TTL (an answer that comes late still moves
+// the end on from its send time), so each is sent by a goroutine of its
+// own, and a slow one does not hold the next back.
 func (a *agent) renewLease(ctx context.Context) {
 	ttl := time.Duration(a.lim.ttl) * time.Second
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	for ctx.Err() == nil {
 		id, _ := a.st.end.get()
 		sent := time.Now()
 		if id != 0 {
-			rctx, cancel := context.WithTimeout(ctx, ttl/3)
-			r, err := a.st.cli.KeepAliveOnce(rctx, id)
-			cancel()
-			if err == nil && r.TTL > 0 {
-				a.st.end.renewed(id, sent,
-					time.Duration(r.TTL)*time.Second)
-			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rctx, cancel := context.WithTimeout(ctx, ttl)
+				defer cancel()
+				r, err := a.st.cli.KeepAliveOnce(rctx, id)
+				if err == nil && r.TTL > 0 {
+					a.st.end.renewed(id, sent,
+						time.Duration(r.TTL)*time.Second)
+				}
+			}()
 		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(time.Until(sent.Add(ttl / 3))):
+		case <-time.After(ttl / 3):
 		}
 	}
 }

@@ -74,7 +74,7 @@ func (a *agent) lent() int64 {
 }
 
 func (a *agent) lendLocked(loan int64, why string) error {
-	if err := a.loc.w.Lend(loan); err != nil {
+	if err := a.loc.lend(loan); err != nil {
 		return err
 	}
 	if loan != a.loan {
@@ -403,6 +403,7 @@ func start(ctx context.Context, lim *limit) (*agent, error) {
 		st.close()
 		return nil, err
 	}
+	loc.ends = lim.policy == "deadline"
 	a := &agent{lim: lim, st: st, loc: loc, lock: lock}
 	v, _, err := st.read(ctx)
 	if err == nil {

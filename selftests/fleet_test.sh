@@ -586,6 +586,8 @@ all_back "a host SIGKILLed"
 in_host_bg 1 wsem run $N -w 2 --timeout 60 -- sleep 25
 job=$!
 check "partition (finish): h1 holds 2" until_true 10 field_is 1 used 2
+HP0=$HP
+HP="$T/h1/$N $T/h2/$N $T/h3/$N"
 watch_start 28
 $IP link set vh1 down
 tc=$(date +%s)
@@ -606,6 +608,7 @@ check "h1 restored: it lends its share again" \
 wait $job
 result "... and h1's job ended well" $?
 watch_end "a host cut off (finish)"
+HP=$HP0
 all_back "a host cut off and restored"
 grep -h "lending nothing\|renewed the lease again\|claimed again" "$T/agent1.log" |
 	sed 's/^/# h1: /'
@@ -636,18 +639,18 @@ in_host_bg 2 wsem run $N -w 2 --timeout 30 -- sleep 60
 job=$!
 check "... h2 holds 2 (its share under its agent's lease)" \
 	until_true 10 field_is 2 used 2
-in_host_bg 3 wsem run $N -w 1 --timeout 40 -- true
+in_host_bg 3 wsem run $N -w 1 --timeout 40 -- sh -c "date +%s.%N >$T/job3.ran"
 job3=$!
 until_true 10 field_is 3 waiters 1
 HP0=$HP
 HP="$T/h2/$N $T/h3/$N"
 watch_start 14
 $IP link set vh2 down
-tc=$(date +%s)
+tc=$(date +%s.%N)
 wait $job
 r=$?
 check "h2 cut off: its job is ended (SIGKILL, wsem run's status $r)" test $r -ge 128
-echo "# h2's job ended $(($(date +%s) - tc)) s after the cut"
+echo "# h2's job ended $(echo "$(date +%s.%N) $tc" | awk '{ printf "%.1f", $1 - $2 }') s after the cut"
 check "... nothing held on h2, nothing lent" \
 	sh -c "[ \$(wsem stat $T/h2/$N --json | tr ',{}' '\n\n\n' |
 		sed -n 's/^ *\"used\": *//p') = 0 ]"
@@ -655,18 +658,32 @@ check "... h2's share leaves etcd with its lease, h3's job runs (within 10 s of 
 	until_true 10 sh -c "! kill -0 $job3 2>/dev/null"
 wait $job3
 result "... and ends well" $?
-echo "# h3's job ran $(($(date +%s) - tc)) s after the cut"
+ran=$(awk -v c="$tc" '{ printf "%.1f", $1 - c }' "$T/job3.ran" 2>/dev/null)
+echo "# h3's job ran ${ran:-?} s after the cut"
 watch_end "a host cut off (deadline)"
 $IP link set vh2 up
 check "h2 restored: its agent claims h2 again" \
 	until_true 30 grep -q "claimed again" "$T/gagent2.log"
-for h in 2 3; do
-	eval "p=\$gagent_$h"
-	kill "$(real_pid "$p")"
-	wait "$p"
-	result "gpus' agent on h$h stops on SIGTERM" $?
-done
-check "policy deadline: every share back in etcd" no_shares
+# The agent's own death: under deadline it lends with
+# WSEM_LEND_END_HOLDERS, and the kernel kills its host's holders when its
+# handle goes, however it dies (their share is under its lease).
+in_host_bg 3 wsem run $N -w 1 --timeout 30 -- sleep 60
+job=$!
+check "h3 holds 1 of gpus" until_true 15 field_is 3 used 1
+eval "p=\$gagent_3"
+kill -KILL "$(real_pid "$p")"
+wait "$p"
+wait $job
+r=$?
+check "SIGKILL of h3's deadline agent: the kernel ends h3's job at once (status $r)" \
+	test $r -ge 128
+check "... nothing held on h3" until_true 2 field_is 3 used 0
+eval "p=\$gagent_2"
+kill "$(real_pid "$p")"
+wait "$p"
+result "gpus' agent on h2 stops on SIGTERM" $?
+check "policy deadline: every share back in etcd (h3's with its dead agent's lease)" \
+	until_true 10 no_shares
 grep -h "lending nothing\|SIGKILL\|claimed again" "$T"/gagent*.log |
 	sed 's/^/# gpus: /'
 N=seats
