@@ -24,7 +24,6 @@ package main
 
 import (
 	"context"
-	"log"
 	"sync"
 	"syscall"
 	"time"
@@ -143,16 +142,16 @@ func (a *agent) setCut(over bool, until time.Time) bool {
 	a.cut = over
 	if !over {
 		a.ended = nil
-		log.Printf("%s: etcd renewed the lease again: looking at the "+
+		lg.Printf("%s: etcd renewed the lease again: looking at the "+
 			"share", a.lim.name)
 		return true
 	}
-	log.Printf("%s: etcd has not renewed the lease since %s: it may "+
+	lg.Printf("%s: etcd has not renewed the lease since %s: it may "+
 		"expire at %s; lending nothing", a.lim.name,
 		until.Add(-time.Duration(a.lim.ttl)*time.Second).Format(time.StampMilli),
 		until.Format(time.StampMilli))
 	if err := a.lendLocked(0, "the lease's local end"); err != nil {
-		log.Printf("%s: %v", a.lim.name, err)
+		lg.Printf("%s: %v", a.lim.name, err)
 	}
 	return false
 }
@@ -164,7 +163,7 @@ func (a *agent) setCut(over bool, until time.Time) bool {
 func (a *agent) endHolders() {
 	hs, err := a.loc.w.Holders()
 	if err != nil {
-		log.Printf("%s: %v", a.lim.name, err)
+		lg.Printf("%s: %v", a.lim.name, err)
 		return
 	}
 	for _, h := range hs {
@@ -179,13 +178,13 @@ func (a *agent) endHolders() {
 		}
 		a.ended[h.PID] = true
 		if h.PID <= 0 || h.Child {
-			log.Printf("%s: cannot end a holder of %d (%s): no "+
+			lg.Printf("%s: cannot end a holder of %d (%s): no "+
 				"process this agent sees", a.lim.name, h.Weight,
 				h.Label)
 			continue
 		}
 		err := syscall.Kill(h.PID, syscall.SIGKILL)
-		log.Printf("%s: SIGKILL to pid %d (%s, holding %d), the "+
+		lg.Printf("%s: SIGKILL to pid %d (%s, holding %d), the "+
 			"share's deadline: %v", a.lim.name, h.PID, h.Comm,
 			h.Weight, errOrOK(err))
 	}

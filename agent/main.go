@@ -34,6 +34,11 @@ import (
 	"go.etcd.io/etcd/pkg/transport"
 )
 
+// lg is the agent's log: standard error, one line per event, no time
+// (journald adds it).  Not the log package's own logger, whose output
+// etcd's client packages redirect into theirs (capnslog's prefix).
+var lg = log.New(os.Stderr, "wsem-agent: ", 0)
+
 // An agent serves one limit.
 type agent struct {
 	lim    *limit
@@ -78,7 +83,7 @@ func (a *agent) lendLocked(loan int64, why string) error {
 		return err
 	}
 	if loan != a.loan {
-		log.Printf("%s: loan %d -> %d (%s)", a.lim.name, a.loan, loan,
+		lg.Printf("%s: loan %d -> %d (%s)", a.lim.name, a.loan, loan,
 			why)
 	}
 	a.loan = loan
@@ -88,7 +93,7 @@ func (a *agent) lendLocked(loan int64, why string) error {
 // setShare records what etcd has as this host's share.
 func (a *agent) setShare(share int64, why string) {
 	if share != a.share {
-		log.Printf("%s: share %d -> %d (%s)", a.lim.name, a.share, share,
+		lg.Printf("%s: share %d -> %d (%s)", a.lim.name, a.share, share,
 			why)
 	}
 	a.share = share
@@ -259,7 +264,7 @@ func (a *agent) run(ctx context.Context) {
 		err := a.reconcile(lctx)
 		cancel()
 		if err != nil && ctx.Err() == nil {
-			log.Printf("%s: %v", a.lim.name, err)
+			lg.Printf("%s: %v", a.lim.name, err)
 			time.Sleep(a.lim.hold / 4)
 			poke()
 		}
@@ -280,7 +285,7 @@ func (a *agent) watch(ctx context.Context, poke func()) {
 			a.st.prefix, clientv3.WithPrefix())
 		for resp := range wc {
 			if err := resp.Err(); err != nil {
-				log.Printf("%s: etcd watch: %v", a.lim.name, err)
+				lg.Printf("%s: etcd watch: %v", a.lim.name, err)
 			}
 			for _, ev := range resp.Events {
 				k := strings.TrimPrefix(string(ev.Kv.Key),
@@ -312,12 +317,12 @@ func (a *agent) leave() {
 	if err == nil && err2 == nil && used < a.share {
 		_, err = a.st.shrinkShare(ctx, a.share, used)
 	}
-	log.Printf("%s: %d growths found another share changed in etcd "+
+	lg.Printf("%s: %d growths found another share changed in etcd "+
 		"and were computed again", a.lim.name, a.raced)
 	if err != nil {
-		log.Printf("%s: stopping: %v", a.lim.name, err)
+		lg.Printf("%s: stopping: %v", a.lim.name, err)
 	} else if used > 0 {
-		log.Printf("%s: stopped; %d still held stays this host's share",
+		lg.Printf("%s: stopped; %d still held stays this host's share",
 			a.lim.name, used)
 	}
 	a.st.close()
@@ -342,7 +347,7 @@ func runDir() string {
 func lockHost(lim *limit) (*os.File, error) {
 	dir := runDir()
 	if err := os.MkdirAll(dir, 0755); err != nil {
-		log.Printf("%s: no lock file (%v): a stopped agent's claim "+
+		lg.Printf("%s: no lock file (%v): a stopped agent's claim "+
 			"is waited for", lim.name, err)
 		return nil, nil
 	}
@@ -354,7 +359,7 @@ func lockHost(lim *limit) (*os.File, error) {
 	}
 	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 	if errors.Is(err, syscall.EWOULDBLOCK) {
-		log.Printf("%s: another wsem-agent serves this host (%s is "+
+		lg.Printf("%s: another wsem-agent serves this host (%s is "+
 			"locked): waiting", lim.name, p)
 		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
 	}
@@ -394,7 +399,7 @@ func start(ctx context.Context, lim *limit) (*agent, error) {
 			return nil, err
 		}
 		if !said {
-			log.Printf("%s: %v: waiting", lim.name, err)
+			lg.Printf("%s: %v: waiting", lim.name, err)
 		}
 		time.Sleep(time.Second)
 	}
@@ -415,7 +420,7 @@ func start(ctx context.Context, lim *limit) (*agent, error) {
 	}
 	if _, used, _, err2 := loc.demand(); err == nil && err2 == nil &&
 		lim.policy == "deadline" && used > a.share {
-		log.Printf("%s: %d held, etcd has a share of %d: the holders "+
+		lg.Printf("%s: %d held, etcd has a share of %d: the holders "+
 			"outlived their share (no agent took it over in time)",
 			lim.name, used, a.share)
 		ectx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -511,8 +516,6 @@ func (c *confList) Set(s string) error { *c = append(*c, s); return nil }
 
 func main() {
 	var confs confList
-	log.SetFlags(0)
-	log.SetPrefix("wsem-agent: ")
 	flag.Var(&confs, "c", "a .conf file or a directory of them "+
 		"(default: as wsem apply, /etc, /run, /usr/lib wsem.d)")
 	flag.Parse()
@@ -521,7 +524,7 @@ func main() {
 	}
 	if flag.NArg() == 3 && flag.Arg(0) == "declare-dead" {
 		if err := declareDeadCmd(confs, flag.Arg(1), flag.Arg(2)); err != nil {
-			log.Fatal(err)
+			lg.Fatal(err)
 		}
 		return
 	}
@@ -529,7 +532,7 @@ func main() {
 		(flag.NArg() == 2 || flag.Arg(2) == "--json") {
 		err := statusCmd(os.Stdout, confs, flag.Arg(1), flag.NArg() == 3)
 		if err != nil {
-			log.Fatal(err)
+			lg.Fatal(err)
 		}
 		return
 	}
@@ -543,7 +546,7 @@ func main() {
 		err = errors.New("no cluster=etcd limit declared")
 	}
 	if err != nil {
-		log.Fatal(err)
+		lg.Fatal(err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(),
 		syscall.SIGTERM, os.Interrupt)
@@ -552,9 +555,9 @@ func main() {
 	for _, lim := range lims {
 		a, err := start(ctx, lim)
 		if err != nil {
-			log.Fatalf("%s: %v", lim.name, err)
+			lg.Fatalf("%s: %v", lim.name, err)
 		}
-		log.Printf("%s: capacity %d across the cluster, host %s, "+
+		lg.Printf("%s: capacity %d across the cluster, host %s, "+
 			"share %d", lim.name, lim.capacity, lim.host, a.share)
 		wg.Add(1)
 		go func() {

@@ -26,7 +26,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log"
 	"strconv"
 	"strings"
 	"time"
@@ -97,7 +96,7 @@ func (s *store) session(ctx context.Context) (*concurrency.Session, error) {
 		return nil, err
 	}
 	if old != 0 {
-		log.Printf("%s: alive/%s claimed again under a new etcd lease "+
+		lg.Printf("%s: alive/%s claimed again under a new etcd lease "+
 			"(%s)", s.prefix, s.host, map[bool]string{
 			true:  "the lease was lost",
 			false: "taken over from an agent that stopped"}[s.lease != 0])
