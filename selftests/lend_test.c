@@ -420,7 +420,9 @@ TEST_F(lend, a_demand_poller_wakes_for_a_waiter)
 
 /*
  * A child process that closes its copy of @lender (so that the parent's
- * close releases the file), takes @weight through @fd, says so, waits.
+ * close releases the file), takes @weight through a handle of its own on
+ * @fd's semaphore (weight belongs to the open file: the parent's @fd would
+ * keep it after the child's death), says so, and waits.
  */
 static pid_t fork_holder(int fd, uint64_t weight, int lender)
 {
@@ -434,7 +436,8 @@ static pid_t fork_holder(int fd, uint64_t weight, int lender)
 	if (!pid) {
 		close(ready[0]);
 		close(lender);
-		if (weight && wsem_acquire(fd, weight))
+		fd = wsem_reopen(fd, 0);
+		if (fd < 0 || (weight && wsem_acquire(fd, weight)))
 			_exit(1);
 		if (write(ready[1], "x", 1) != 1)
 			_exit(1);
