@@ -117,17 +117,21 @@ func (a *agent) reconcile(ctx context.Context) error {
 	}
 	requeue := grants != a.grants
 	a.grants = grants
-	v, _, err := a.st.read(ctx)
+	v, rev, err := a.st.read(ctx)
 	if err != nil {
 		return err
 	}
-	if err := a.st.setDemand(ctx, v, d, requeue); err != nil {
+	wrote, err := a.st.setDemand(ctx, v, d, requeue)
+	if err != nil {
 		return err
 	}
 	for try := 0; try < 8; try++ {
-		v, rev, err := a.st.read(ctx)
-		if err != nil {
-			return err
+		// (the first read is still what etcd has, unless the demand
+		// was just written)
+		if try > 0 || wrote {
+			if v, rev, err = a.st.read(ctx); err != nil {
+				return err
+			}
 		}
 		// What etcd has is the share: less after declare-dead, more
 		// after a change that etcd took but this agent did not see.

@@ -260,30 +260,30 @@ func (s *store) shrinkShare(ctx context.Context, old, share int64) (bool, error)
 }
 
 // setDemand publishes this host's need and floor (nothing while the need
-// is 0).  The key keeps its revision, the host its place in the queue,
+// is 0); wrote: it changed something in etcd.  The key keeps its revision, the host its place in the queue,
 // unless requeue: a waiter of the host was granted, and the host goes to
 // the back.
 func (s *store) setDemand(ctx context.Context, v *view, d demand,
-	requeue bool) error {
+	requeue bool) (wrote bool, err error) {
 	old, queued := v.demands[s.host]
 	if queued && (d.need == 0 || requeue) {
 		if _, err := s.cli.Delete(ctx, s.key("demand")); err != nil {
-			return err
+			return true, err
 		}
-		queued = false
+		queued, wrote = false, true
 	}
 	if d.need == 0 || (queued && old.need == d.need &&
 		old.floor == d.floor) {
-		return nil
+		return wrote, nil
 	}
 	sess, err := s.session(ctx)
 	if err != nil {
-		return err
+		return true, err
 	}
 	_, err = s.cli.Put(ctx, s.key("demand"),
 		fmt.Sprintf("%d %d", d.need, d.floor),
 		clientv3.WithLease(sess.Lease()))
-	return err
+	return true, err
 }
 
 // declareDead gives back host's share and demand, for an administrator who
