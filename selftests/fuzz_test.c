@@ -219,6 +219,7 @@ struct shared {
 	uint64_t ns_deaths;		/* namespaces made to die */
 	uint64_t lends;			/* LENDs of more than 0 */
 	uint64_t withdrawn;		/* ... and of 0 */
+	uint64_t end_lends;		/* ... with WSEM_LEND_END_HOLDERS */
 	uint64_t loans_opened;		/* OPENs with WSEM_OPEN_LOANS */
 	uint64_t rounds;		/* lender rounds finished */
 	uint64_t round_kills;		/* ... lenders SIGKILLed */
@@ -1387,6 +1388,8 @@ static void check_ok(const struct step *s, long ret)
 				  (unsigned long long)s->a.lend.flags,
 				  (unsigned long long)s->a.lend.capacity);
 		add(s->a.lend.capacity ? &sh->lends : &sh->withdrawn, 1);
+		if (s->a.lend.flags == WSEM_LEND_END_HOLDERS)
+			add(&sh->end_lends, 1);
 		break;
 	case R_UNLINK:
 		if (!spec_name(s->a.unlink.name) || s->a.unlink.flags)
@@ -3740,12 +3743,14 @@ TEST_F_TIMEOUT(fuzz, ioctls, 1800)
 	       (unsigned long long)sh->js_shared,
 	       (unsigned long long)sh->js_uring);
 	/* No minimum: a short run (check-debug) may see few of these. */
-	TH_LOG("loans: %llu lends, %llu withdrawn by LEND 0, %llu opens "
+	TH_LOG("loans: %llu lends, %llu withdrawn by LEND 0 (%llu of "
+	       "them with END_HOLDERS), %llu opens "
 	       "with LOANS; %llu lender rounds (%llu lenders SIGKILLed, "
 	       "%llu POLLRDBANDs as the model said, %llu sleeping pollers "
 	       "woken by one, after %.1f ms at most)",
 	       (unsigned long long)sh->lends,
 	       (unsigned long long)sh->withdrawn,
+	       (unsigned long long)sh->end_lends,
 	       (unsigned long long)sh->loans_opened,
 	       (unsigned long long)sh->rounds,
 	       (unsigned long long)sh->round_kills,
