@@ -71,10 +71,11 @@ func parseLimit(name string, words []string) (*limit, error) {
 		case "endpoints":
 			lim.endpoints = strings.Split(v, ",")
 		case "policy":
-			if v != "finish" {
-				return nil, fmt.Errorf("policy=%s: this agent "+
-					"knows only finish", v)
+			if v != "finish" && v != "deadline" {
+				return nil, fmt.Errorf("policy=%s: finish or "+
+					"deadline", v)
 			}
+			lim.policy = v
 		case "host":
 			lim.host = v
 		case "prefix":

@@ -22,6 +22,17 @@ type local struct {
 	name  string
 	w     *wsem.Weighted
 	watch *os.File // a second handle, polled for POLLRDBAND
+	ends  bool     // policy deadline: the agent's death ends the holders
+}
+
+// lend lends n; under policy deadline with WSEM_LEND_END_HOLDERS, so that
+// the kernel kills the holders if the agent dies, however it dies: their
+// share is under the agent's etcd lease, which nobody renews any more.
+func (l *local) lend(n int64) error {
+	if l.ends {
+		return l.w.LendEndingHolders(n)
+	}
+	return l.w.Lend(n)
 }
 
 func openLocal(name string, ceiling int64, mode os.FileMode) (*local, error) {

@@ -20,8 +20,10 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,27 +34,56 @@ import (
 	"go.etcd.io/etcd/pkg/transport"
 )
 
+// lg is the agent's log: standard error, one line per event, no time
+// (journald adds it).  Not the log package's own logger, whose output
+// etcd's client packages redirect into theirs (capnslog's prefix).
+var lg = log.New(os.Stderr, "wsem-agent: ", 0)
+
 // An agent serves one limit.
 type agent struct {
 	lim    *limit
 	st     *store
 	loc    *local
-	share  int64     // what etcd has as this host's share
-	loan   int64     // what the agent lends the host's semaphore: <= share
-	idle   time.Time // since when the share is above the rule's, or zero
-	grants int64     // the semaphore's grants when the host last looked
-	raced  int64     // growths that found a share changed in etcd
+	share  int64        // what etcd has as this host's share
+	loan   int64        // what the agent lends the host's semaphore: <= share
+	idle   time.Time    // since when the share is above the rule's, or zero
+	grants int64        // the semaphore's grants when the host last looked
+	raced  int64        // growths that found a share changed in etcd
+	ended  map[int]bool // holders sent SIGKILL (lease.go's goroutine)
+	lock   *os.File     // the host's lock file (lockHost), or nil
+
+	// mu guards loan and cut: the look at etcd raises and lowers the
+	// loan, the lease's watch (lease.go) drops it to 0 near the lease's
+	// local end, and no raise is made while cut.
+	mu  sync.Mutex
+	cut bool // the lease's local end is near: lend nothing
 }
 
-// setLoan makes the host's semaphore take loan from the agent's handle.
-// A loan lowered below what is held revokes nothing: the host grants
-// nothing more until its holders are under the new loan.
+// setLoan makes the host's semaphore take loan from the agent's handle
+// (nothing while cut).  A loan lowered below what is held revokes
+// nothing: the host grants nothing more until its holders are under it.
 func (a *agent) setLoan(loan int64, why string) error {
-	if err := a.loc.w.Lend(loan); err != nil {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.cut {
+		loan = 0
+	}
+	return a.lendLocked(loan, why)
+}
+
+// lent is what the agent lends now.
+func (a *agent) lent() int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.loan
+}
+
+func (a *agent) lendLocked(loan int64, why string) error {
+	if err := a.loc.lend(loan); err != nil {
 		return err
 	}
 	if loan != a.loan {
-		log.Printf("%s: loan %d -> %d (%s)", a.lim.name, a.loan, loan,
+		lg.Printf("%s: loan %d -> %d (%s)", a.lim.name, a.loan, loan,
 			why)
 	}
 	a.loan = loan
@@ -62,7 +93,7 @@ func (a *agent) setLoan(loan int64, why string) error {
 // setShare records what etcd has as this host's share.
 func (a *agent) setShare(share int64, why string) {
 	if share != a.share {
-		log.Printf("%s: share %d -> %d (%s)", a.lim.name, a.share, share,
+		lg.Printf("%s: share %d -> %d (%s)", a.lim.name, a.share, share,
 			why)
 	}
 	a.share = share
@@ -86,23 +117,27 @@ func (a *agent) reconcile(ctx context.Context) error {
 	}
 	requeue := grants != a.grants
 	a.grants = grants
-	v, _, err := a.st.read(ctx)
+	v, rev, err := a.st.read(ctx)
 	if err != nil {
 		return err
 	}
-	if err := a.st.setDemand(ctx, v, d, requeue); err != nil {
+	wrote, err := a.st.setDemand(ctx, v, d, requeue)
+	if err != nil {
 		return err
 	}
 	for try := 0; try < 8; try++ {
-		v, rev, err := a.st.read(ctx)
-		if err != nil {
-			return err
+		// (the first read is still what etcd has, unless the demand
+		// was just written)
+		if try > 0 || wrote {
+			if v, rev, err = a.st.read(ctx); err != nil {
+				return err
+			}
 		}
 		// What etcd has is the share: less after declare-dead, more
 		// after a change that etcd took but this agent did not see.
 		if got := v.shares[a.lim.host]; got != a.share {
 			a.setShare(got, "as etcd has it")
-			if a.loan > got {
+			if a.lent() > got {
 				if err := a.setLoan(got, "as etcd has it"); err != nil {
 					return err
 				}
@@ -139,7 +174,7 @@ func (a *agent) reconcile(ctx context.Context) error {
 
 // raiseLoan lends up to loan, as the host's demand asks.
 func (a *agent) raiseLoan(loan int64, d demand) error {
-	if loan <= a.loan {
+	if loan <= a.lent() {
 		return nil
 	}
 	return a.setLoan(loan, fmt.Sprintf("need %d, floor %d", d.need,
@@ -158,7 +193,7 @@ func (a *agent) shrink(ctx context.Context, v *view, target int64) error {
 		a.idle = now
 	}
 	others := v.othersWait(a.lim.host)
-	draining := a.loan <= target
+	draining := a.lent() <= target
 	if !draining && !others && now.Sub(a.idle) < a.lim.hold {
 		return nil
 	}
@@ -166,7 +201,7 @@ func (a *agent) shrink(ctx context.Context, v *view, target int64) error {
 	if others {
 		why = "others wait"
 	}
-	if a.loan > target {
+	if a.lent() > target {
 		if err := a.setLoan(target, why); err != nil {
 			return err
 		}
@@ -206,7 +241,15 @@ func (a *agent) run(ctx context.Context) {
 		default:
 		}
 	}
-	wg.Add(2)
+	wg.Add(4)
+	go func() {
+		defer wg.Done()
+		a.renewLease(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		a.watchLeaseEnd(ctx, poke)
+	}()
 	go func() {
 		defer wg.Done()
 		for ctx.Err() == nil {
@@ -225,7 +268,7 @@ func (a *agent) run(ctx context.Context) {
 		err := a.reconcile(lctx)
 		cancel()
 		if err != nil && ctx.Err() == nil {
-			log.Printf("%s: %v", a.lim.name, err)
+			lg.Printf("%s: %v", a.lim.name, err)
 			time.Sleep(a.lim.hold / 4)
 			poke()
 		}
@@ -246,7 +289,7 @@ func (a *agent) watch(ctx context.Context, poke func()) {
 			a.st.prefix, clientv3.WithPrefix())
 		for resp := range wc {
 			if err := resp.Err(); err != nil {
-				log.Printf("%s: etcd watch: %v", a.lim.name, err)
+				lg.Printf("%s: etcd watch: %v", a.lim.name, err)
 			}
 			for _, ev := range resp.Events {
 				k := strings.TrimPrefix(string(ev.Kv.Key),
@@ -270,20 +313,65 @@ func (a *agent) leave() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := a.setLoan(0, "agent stopped")
+	if a.lim.policy == "deadline" {
+		// the share lives with the agent's lease, revoked below
+		a.endHoldersWithin(ctx)
+	}
 	_, used, _, err2 := a.loc.demand()
 	if err == nil && err2 == nil && used < a.share {
 		_, err = a.st.shrinkShare(ctx, a.share, used)
 	}
-	log.Printf("%s: %d growths found another share changed in etcd "+
+	lg.Printf("%s: %d growths found another share changed in etcd "+
 		"and were computed again", a.lim.name, a.raced)
 	if err != nil {
-		log.Printf("%s: stopping: %v", a.lim.name, err)
+		lg.Printf("%s: stopping: %v", a.lim.name, err)
 	} else if used > 0 {
-		log.Printf("%s: stopped; %d still held stays this host's share",
+		lg.Printf("%s: stopped; %d still held stays this host's share",
 			a.lim.name, used)
 	}
 	a.st.close()
 	a.loc.close()
+	if a.lock != nil {
+		a.lock.Close()
+	}
+}
+
+// runDir holds the agents' lock files: systemd's RuntimeDirectory (the
+// unit's /run/wsem-agent), else /run/wsem-agent.
+func runDir() string {
+	if d := os.Getenv("RUNTIME_DIRECTORY"); d != "" {
+		return d
+	}
+	return "/run/wsem-agent"
+}
+
+// lockHost takes the lock file of lim's host (PREFIX NAME HOST, escaped),
+// waiting while another agent on this machine has it; nil (and a log
+// line) where no lock file can be made.
+func lockHost(lim *limit) (*os.File, error) {
+	dir := runDir()
+	if err := os.MkdirAll(dir, 0755); err != nil {
+		lg.Printf("%s: no lock file (%v): a stopped agent's claim "+
+			"is waited for", lim.name, err)
+		return nil, nil
+	}
+	p := filepath.Join(dir, url.PathEscape(lim.prefix+"/"+lim.name+
+		"@"+lim.host)+".lock")
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0644)
+	if err != nil {
+		return nil, err
+	}
+	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		lg.Printf("%s: another wsem-agent serves this host (%s is "+
+			"locked): waiting", lim.name, p)
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	return f, nil
 }
 
 func start(ctx context.Context, lim *limit) (*agent, error) {
@@ -295,7 +383,17 @@ func start(ctx context.Context, lim *limit) (*agent, error) {
 	if err := st.ensureCapacity(ctx, lim.capacity); err != nil {
 		return nil, err
 	}
-	// A dead agent's claim lasts until its lease expires (ttl=).
+	// One agent per host on this machine: the lock file's flock, which
+	// a dead agent's process lets go of.  With it, a claim in etcd that
+	// is not this agent's is a stopped agent's, and is taken over at
+	// once (with a deadline share, before the dead agent's lease can
+	// expire); without it (another machine that says it is this host),
+	// the claim is waited for.
+	lock, err := lockHost(lim)
+	if err != nil {
+		return nil, err
+	}
+	st.takeover = lock != nil
 	for said := false; ; said = true {
 		_, err := st.session(ctx)
 		if err == nil {
@@ -305,7 +403,7 @@ func start(ctx context.Context, lim *limit) (*agent, error) {
 			return nil, err
 		}
 		if !said {
-			log.Printf("%s: %v: waiting", lim.name, err)
+			lg.Printf("%s: %v: waiting", lim.name, err)
 		}
 		time.Sleep(time.Second)
 	}
@@ -314,12 +412,24 @@ func start(ctx context.Context, lim *limit) (*agent, error) {
 		st.close()
 		return nil, err
 	}
-	a := &agent{lim: lim, st: st, loc: loc}
+	loc.ends = lim.policy == "deadline"
+	a := &agent{lim: lim, st: st, loc: loc, lock: lock}
 	v, _, err := st.read(ctx)
 	if err == nil {
-		// A share outlives its agent: take up what etcd says is ours.
+		// A share outlives its agent (finish; deadline: taken over
+		// from a stopped agent before its lease expired): take up
+		// what etcd says is ours.
 		a.setShare(v.shares[lim.host], "taken up from etcd")
 		err = a.setLoan(a.share, "taken up from etcd")
+	}
+	if _, used, _, err2 := loc.demand(); err == nil && err2 == nil &&
+		lim.policy == "deadline" && used > a.share {
+		lg.Printf("%s: %d held, etcd has a share of %d: the holders "+
+			"outlived their share (no agent took it over in time)",
+			lim.name, used, a.share)
+		ectx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		a.endHoldersWithin(ectx)
+		cancel()
 	}
 	if err != nil {
 		st.close()
@@ -388,7 +498,7 @@ func onLimit(confs []string, name string,
 // store is the limit's keys in etcd, through cli.
 func (lim *limit) store(cli *clientv3.Client) *store {
 	return &store{cli: cli, prefix: lim.prefix + "/" + lim.name + "/",
-		host: lim.host, ttl: lim.ttl}
+		host: lim.host, ttl: lim.ttl, leased: lim.policy == "deadline"}
 }
 
 func declareDeadCmd(confs []string, name, host string) error {
@@ -410,8 +520,6 @@ func (c *confList) Set(s string) error { *c = append(*c, s); return nil }
 
 func main() {
 	var confs confList
-	log.SetFlags(0)
-	log.SetPrefix("wsem-agent: ")
 	flag.Var(&confs, "c", "a .conf file or a directory of them "+
 		"(default: as wsem apply, /etc, /run, /usr/lib wsem.d)")
 	flag.Parse()
@@ -420,7 +528,7 @@ func main() {
 	}
 	if flag.NArg() == 3 && flag.Arg(0) == "declare-dead" {
 		if err := declareDeadCmd(confs, flag.Arg(1), flag.Arg(2)); err != nil {
-			log.Fatal(err)
+			lg.Fatal(err)
 		}
 		return
 	}
@@ -428,7 +536,7 @@ func main() {
 		(flag.NArg() == 2 || flag.Arg(2) == "--json") {
 		err := statusCmd(os.Stdout, confs, flag.Arg(1), flag.NArg() == 3)
 		if err != nil {
-			log.Fatal(err)
+			lg.Fatal(err)
 		}
 		return
 	}
@@ -442,7 +550,7 @@ func main() {
 		err = errors.New("no cluster=etcd limit declared")
 	}
 	if err != nil {
-		log.Fatal(err)
+		lg.Fatal(err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(),
 		syscall.SIGTERM, os.Interrupt)
@@ -451,9 +559,9 @@ func main() {
 	for _, lim := range lims {
 		a, err := start(ctx, lim)
 		if err != nil {
-			log.Fatalf("%s: %v", lim.name, err)
+			lg.Fatalf("%s: %v", lim.name, err)
 		}
-		log.Printf("%s: capacity %d across the cluster, host %s, "+
+		lg.Printf("%s: capacity %d across the cluster, host %s, "+
 			"share %d", lim.name, lim.capacity, lim.host, a.share)
 		wg.Add(1)
 		go func() {

@@ -5,10 +5,12 @@ package main
 // One cluster limit in etcd, under PREFIX/NAME/:
 //
 //	capacity      the cluster's capacity, written once by the first agent
-//	share/HOST    what HOST may lend to its semaphore: no lease, so a
-//	              share outlives its agent ("finish": the host's holders
-//	              keep it until they are gone, or an administrator
-//	              declares the host dead)
+//	share/HOST    what HOST may lend to its semaphore; policy finish:
+//	              no lease, so a share outlives its agent (the host's
+//	              holders keep it until they are gone, or an
+//	              administrator declares the host dead); policy deadline:
+//	              under the agent's lease, so etcd frees it when the lease
+//	              expires (lease.go: the host ended its holders before)
 //	demand/HOST   "NEED FLOOR": what HOST's semaphore holds plus what its
 //	              waiters ask for, and what it holds plus its first
 //	              waiter's weight; under the agent's etcd lease; its
@@ -24,21 +26,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.etcd.io/etcd/clientv3"
 	"go.etcd.io/etcd/clientv3/concurrency"
 )
 
 type store struct {
-	cli    *clientv3.Client
-	prefix string // PREFIX/NAME/
-	host   string
-	sess   *concurrency.Session
-	lease  clientv3.LeaseID // the lease alive/HOST was last claimed under
-	ttl    int
+	cli      *clientv3.Client
+	prefix   string // PREFIX/NAME/
+	host     string
+	sess     *concurrency.Session
+	lease    clientv3.LeaseID // the lease alive/HOST was last claimed under
+	ttl      int
+	takeover bool     // the host's lock is ours: take alive/HOST over
+	leased   bool     // policy deadline: share/HOST under the lease
+	end      leaseEnd // the lease's local end (lease.go)
 }
 
 func (s *store) key(kind string) string {
@@ -61,6 +66,7 @@ func (s *store) session(ctx context.Context) (*concurrency.Session, error) {
 			return s.sess, nil
 		}
 	}
+	sent := time.Now()
 	sess, err := concurrency.NewSession(s.cli, concurrency.WithTTL(s.ttl))
 	if err != nil {
 		return nil, err
@@ -70,26 +76,78 @@ func (s *store) session(ctx context.Context) (*concurrency.Session, error) {
 	r, err := s.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
 		Then(claim).Commit()
-	if err == nil && !r.Succeeded && s.lease != 0 {
+	old := s.lease
+	if err == nil && !r.Succeeded && old == 0 && s.takeover {
+		old, err = s.leaseOf(ctx, k)
+	}
+	if err == nil && !r.Succeeded && old != 0 {
 		r, err = s.cli.Txn(ctx).
-			If(clientv3.Compare(clientv3.LeaseValue(k), "=",
-				s.lease)).
+			If(clientv3.Compare(clientv3.LeaseValue(k), "=", old)).
 			Then(claim).Commit()
 	}
 	if err == nil && !r.Succeeded {
 		err = errHostTaken
 	}
+	if err == nil && old != 0 {
+		err = s.moveShare(ctx, old, sess.Lease())
+	}
 	if err != nil {
 		sess.Close()
 		return nil, err
 	}
-	if s.lease != 0 {
-		log.Printf("%s: the etcd lease was lost; alive/%s claimed "+
-			"again under a new one", s.prefix, s.host)
+	if old != 0 {
+		lg.Printf("%s: alive/%s claimed again under a new etcd lease "+
+			"(%s)", s.prefix, s.host, map[bool]string{
+			true:  "the lease was lost",
+			false: "taken over from an agent that stopped"}[s.lease != 0])
+		// its demand key goes with it; what is still needed is
+		// published again
+		s.cli.Revoke(ctx, old)
 	}
 	s.sess = sess
 	s.lease = sess.Lease()
+	s.end.start(s.lease, sent, time.Duration(s.ttl)*time.Second)
 	return sess, nil
+}
+
+// leaseOf is the lease that key k is under (0: none, or no such key).
+func (s *store) leaseOf(ctx context.Context, k string) (clientv3.LeaseID, error) {
+	r, err := s.cli.Get(ctx, k)
+	if err != nil || len(r.Kvs) == 0 {
+		return 0, err
+	}
+	return clientv3.LeaseID(r.Kvs[0].Lease), nil
+}
+
+// moveShare puts share/HOST under the new lease if it is still under the
+// old one (policy deadline): the share is the host's without a break.  If
+// the old lease expired, the share went with it: what etcd now has is 0.
+func (s *store) moveShare(ctx context.Context, old, lease clientv3.LeaseID) error {
+	if !s.leased {
+		return nil
+	}
+	k := s.key("share")
+	r, err := s.cli.Get(ctx, k)
+	if err != nil || len(r.Kvs) == 0 {
+		return err
+	}
+	_, err = s.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.LeaseValue(k), "=", old),
+			clientv3.Compare(clientv3.ModRevision(k), "=",
+				r.Kvs[0].ModRevision)).
+		Then(clientv3.OpPut(k, string(r.Kvs[0].Value),
+			clientv3.WithLease(lease))).Commit()
+	return err
+}
+
+// shareOp puts share/HOST at n, under the lease if the policy says so.
+func (s *store) shareOp(n int64) clientv3.Op {
+	v := strconv.FormatInt(n, 10)
+	if s.leased {
+		return clientv3.OpPut(s.key("share"), v,
+			clientv3.WithLease(s.lease))
+	}
+	return clientv3.OpPut(s.key("share"), v)
 }
 
 // errHostTaken: alive/HOST is another agent's (or a dead one's, until its
@@ -176,8 +234,7 @@ func (s *store) growShare(ctx context.Context, rev, share int64) (bool, error) {
 	r, err := s.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.ModRevision(s.prefix+"share/").
 			WithPrefix(), "<", rev+1)).
-		Then(clientv3.OpPut(s.key("share"), strconv.FormatInt(share, 10))).
-		Commit()
+		Then(s.shareOp(share)).Commit()
 	if err != nil {
 		return false, err
 	}
@@ -190,7 +247,7 @@ func (s *store) shrinkShare(ctx context.Context, old, share int64) (bool, error)
 	k := s.key("share")
 	op := clientv3.OpDelete(k)
 	if share > 0 {
-		op = clientv3.OpPut(k, strconv.FormatInt(share, 10))
+		op = s.shareOp(share)
 	}
 	r, err := s.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.Value(k), "=",
@@ -203,30 +260,30 @@ func (s *store) shrinkShare(ctx context.Context, old, share int64) (bool, error)
 }
 
 // setDemand publishes this host's need and floor (nothing while the need
-// is 0).  The key keeps its revision, the host its place in the queue,
+// is 0); wrote: it changed something in etcd.  The key keeps its revision, the host its place in the queue,
 // unless requeue: a waiter of the host was granted, and the host goes to
 // the back.
 func (s *store) setDemand(ctx context.Context, v *view, d demand,
-	requeue bool) error {
+	requeue bool) (wrote bool, err error) {
 	old, queued := v.demands[s.host]
 	if queued && (d.need == 0 || requeue) {
 		if _, err := s.cli.Delete(ctx, s.key("demand")); err != nil {
-			return err
+			return true, err
 		}
-		queued = false
+		queued, wrote = false, true
 	}
 	if d.need == 0 || (queued && old.need == d.need &&
 		old.floor == d.floor) {
-		return nil
+		return wrote, nil
 	}
 	sess, err := s.session(ctx)
 	if err != nil {
-		return err
+		return true, err
 	}
 	_, err = s.cli.Put(ctx, s.key("demand"),
 		fmt.Sprintf("%d %d", d.need, d.floor),
 		clientv3.WithLease(sess.Lease()))
-	return err
+	return true, err
 }
 
 // declareDead gives back host's share and demand, for an administrator who

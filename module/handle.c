@@ -38,7 +38,8 @@ struct wsem_handle *wsem_handle_alloc(void)
  * @h: the handle, bound or not, with nobody left inside a call on it
  *
  * The process group of WSEM_IOC_SET_KILL is sent SIGKILL first, so that
- * the lease ends no earlier than the kill of what it was for.
+ * the lease ends no earlier than the kill of what it was for; then, for a
+ * handle that lends with WSEM_LEND_END_HOLDERS, the semaphore's holders.
  *
  * Context: Process context.
  */
@@ -52,6 +53,7 @@ void wsem_handle_close(struct wsem_handle *h)
 		put_pid(pgrp);
 	}
 	if (sem) {
+		wsem_end_holders(h);
 		wsem_unbind(h);
 		wsem_put(sem);		/* the handle's */
 	}

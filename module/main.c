@@ -864,16 +864,19 @@ static int wsem_ioctl_set_kill(struct wsem_handle *h, void __user *uarg)
  * Lending more than the handle does needs what a resize needs: the
  * semaphore's owner or CAP_IPC_OWNER, asked only then.  Lending less needs
  * nothing: whoever has the handle may withdraw its loan, as closing it
- * would.
+ * would.  WSEM_LEND_END_HOLDERS, with which the handle's close kills the
+ * semaphore's holders whoever they are (wsem_end_holders()), needs
+ * CAP_KILL in the initial user namespace.
  *
  * Context: Process context.
- * Return: 0; -EINVAL (unbound handle, short struct, flags, a capacity in
- * force above WSEM_CAPACITY_MAX); -EPERM; -E2BIG, -EFAULT.
+ * Return: 0; -EINVAL (unbound handle, short struct, unknown flags, a
+ * capacity in force above WSEM_CAPACITY_MAX); -EPERM; -E2BIG, -EFAULT.
  */
 static int wsem_ioctl_lend(struct wsem_handle *h, void __user *uarg)
 {
 	struct wsem *sem = wsem_handle_sem(h);
 	struct wsem_lend_args args;
+	bool end;
 	int ret;
 
 	if (!sem)
@@ -881,11 +884,14 @@ static int wsem_ioctl_lend(struct wsem_handle *h, void __user *uarg)
 	ret = wsem_copy_args(&args, sizeof(args), WSEM_LEND_SIZE_VER0, uarg);
 	if (ret)
 		return ret;
-	if (args.flags)
+	if (args.flags & ~WSEM_LEND_END_HOLDERS)
 		return -EINVAL;
-	ret = wsem_lend(h, args.capacity, false);
+	end = args.flags & WSEM_LEND_END_HOLDERS;
+	if (end && !capable(CAP_KILL))
+		return -EPERM;
+	ret = wsem_lend(h, args.capacity, end, false);
 	if (ret == -EPERM && wsem_owner_or_capable(sem))
-		ret = wsem_lend(h, args.capacity, true);
+		ret = wsem_lend(h, args.capacity, end, true);
 	return ret;
 }
 

@@ -1136,6 +1136,8 @@ int wsem_set_capacity(struct wsem *sem, u64 capacity)
  * wsem_lend() - set the capacity a handle lends to its semaphore
  * @h: the bound handle
  * @capacity: what @h lends from now on; 0 withdraws its loan
+ * @end_holders: @h's close is to kill the holders (WSEM_LEND_END_HOLDERS,
+ *	checked for CAP_KILL by the caller)
  * @may_raise: the caller may lend more than @h does now (it owns the
  *	semaphore or has CAP_IPC_OWNER)
  *
@@ -1147,7 +1149,8 @@ int wsem_set_capacity(struct wsem *sem, u64 capacity)
  * capacity in force would exceed WSEM_CAPACITY_MAX.  Nothing changes on an
  * error.
  */
-int wsem_lend(struct wsem_handle *h, u64 capacity, bool may_raise)
+int wsem_lend(struct wsem_handle *h, u64 capacity, bool end_holders,
+	      bool may_raise)
 {
 	struct wsem *sem = h->sem;
 	struct wsem_wake wake;
@@ -1168,6 +1171,7 @@ int wsem_lend(struct wsem_handle *h, u64 capacity, bool may_raise)
 	before = wsem_events(sem);
 	sem->lent = sem->lent - h->lent + capacity;
 	h->lent = capacity;
+	h->end_holders = end_holders;
 	wsem_resize(sem, others + capacity, &wake);
 	wsem_unlock_and_wake(sem, before, &wake);
 	return 0;

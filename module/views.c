@@ -20,6 +20,7 @@
 #include <linux/pid.h>
 #include <linux/pid_namespace.h>
 #include <linux/sched.h>
+#include <linux/sched/signal.h>
 #include <linux/sched/task.h>
 #include <linux/slab.h>
 #include <linux/string.h>
@@ -158,6 +159,40 @@ static bool wsem_is_below(const struct wsem *sem, const struct wsem *top)
 			return true;
 	}
 	return false;
+}
+
+/**
+ * wsem_end_holders() - kill the holders under a lender that closes
+ * @h: the closing handle, bound
+ *
+ * If @h's last loan was made with WSEM_LEND_END_HOLDERS, the thread group
+ * that last acquired through each handle holding weight on @h's semaphore
+ * or on one of its descendants is sent SIGKILL, with the kernel's
+ * privilege (kill_pid()'s priv: the lender had CAP_KILL), before the loan
+ * is withdrawn.  The signals are sent under the tree's lock, so that a
+ * holder granted meanwhile is not missed; sending one takes only the
+ * target's sighand lock, which nothing holds while taking a tree's lock.
+ * A holder dies, and gives its weight back, when the signal is delivered.
+ *
+ * Context: Process context; takes the tree's lock.
+ */
+void wsem_end_holders(struct wsem_handle *h)
+{
+	struct wsem *sem = h->sem, *s;
+	struct wsem_handle *holder;
+
+	spin_lock(sem->lock);
+	if (h->end_holders) {
+		list_for_each_entry(s, &sem->root->tree, tree_node) {
+			if (!wsem_is_below(s, sem))
+				continue;
+			list_for_each_entry(holder, &s->holders, hold_node) {
+				if (holder->held && holder->pid)
+					kill_pid(holder->pid, SIGKILL, 1);
+			}
+		}
+	}
+	spin_unlock(sem->lock);
 }
 
 /**

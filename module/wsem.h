@@ -68,6 +68,10 @@
  *                         files; taken under an internal handle's
  *                         h->wqh.lock by the relay of its request's end
  *                         (wsem_js_relay())
+ *   sighand->siglock      the kernel's, taken by kill_pid() under
+ *                         sem->lock when a lender of WSEM_LEND_END_HOLDERS
+ *                         closes (wsem_end_holders()); no lock of ours
+ *                         under it
  *   tasklist_lock,        the kernel's, held when a thread group's exit
  *   pid->wait_pidfd.lock  wakes its pidfd waiters: wsem_js_death() only
  *                         queues a work item under them
@@ -324,6 +328,8 @@ enum wsem_spin_end {
  * @held: weight this handle holds; protected by @sem->lock
  * @lent: capacity this handle lends to @sem (WSEM_IOC_LEND), withdrawn when
  *	it is unbound; protected by @sem->lock
+ * @end_holders: its last WSEM_IOC_LEND had WSEM_LEND_END_HOLDERS: its close
+ *	kills the holders (wsem_end_holders()); protected by @sem->lock
  * @demand_seen: @sem->demand_seq when the handle last read the state of
  *	@sem (wsem_fill_stat()), or was bound; set by wsem_bind() before @sem
  *	is published, then protected by @sem->lock
@@ -359,6 +365,7 @@ struct wsem_handle {
 	struct wsem *sem;
 	u64 held;
 	u64 lent;
+	bool end_holders;
 	u32 demand_seen;
 	struct list_head hold_node;
 	struct pid *pid;
@@ -493,7 +500,9 @@ int wsem_bind(struct wsem_handle *h, struct wsem *sem);
 void wsem_unbind(struct wsem_handle *h);
 int wsem_release(struct wsem_handle *h, u64 weight);
 int wsem_set_capacity(struct wsem *sem, u64 capacity);
-int wsem_lend(struct wsem_handle *h, u64 capacity, bool may_raise);
+int wsem_lend(struct wsem_handle *h, u64 capacity, bool end_holders,
+	      bool may_raise);
+void wsem_end_holders(struct wsem_handle *h);
 void wsem_handle_put(struct wsem_handle *h);
 __poll_t wsem_poll(struct wsem *sem, struct wsem_handle *h, struct file *file,
 		   poll_table *wait);

@@ -579,6 +579,117 @@ watch_end "a host SIGKILLed whole"
 HOSTS="1 2 3"
 all_back "a host SIGKILLed"
 
+# A host's network cut off and restored, policy finish (seats): h1 holds
+# 2; cut off, its agent stops lending a margin before its etcd lease
+# (ttl=5) can expire, while its job runs on and its share stays in etcd;
+# the others run jobs in the rest; restored, h1 lends its share again.
+in_host_bg 1 wsem run $N -w 2 --timeout 60 -- sleep 25
+job=$!
+check "partition (finish): h1 holds 2" until_true 10 field_is 1 used 2
+HP0=$HP
+HP="$T/h1/$N $T/h2/$N $T/h3/$N"
+watch_start 28
+$IP link set vh1 down
+tc=$(date +%s)
+check "h1 cut off: it lends nothing before its lease can expire (within 5 s), 2 still held" \
+	until_true 5 field_is 1 capacity 0
+echo "# h1 stopped lending $(($(date +%s) - tc)) s after the cut"
+check "... its job runs on" field_is 1 used 2
+check "... its share of 2 stays in etcd (policy finish)" share_is 1 2
+in_host 2 wsem run $N -w 4 --timeout 20 -- true
+result "... a job of 4 (the rest) runs on h2 meanwhile" $?
+check "... a job of 5 on h3 times out (the cut host's 2 are not given away)" \
+	sh -c "nsenter -t $anchor_3 $NSF -- wsem run $N -w 5 --timeout 2 -- true 2>&1 |
+		grep -q 'timed out'"
+$IP link set vh1 up
+check "h1 restored: it lends its share again" \
+	until_true 30 sh -c "[ \$(wsem stat $T/h1/$N --json | tr ',{}' '\n\n\n' |
+		sed -n 's/^ *\"capacity\": *//p') -ge 2 ]"
+wait $job
+result "... and h1's job ended well" $?
+watch_end "a host cut off (finish)"
+HP=$HP0
+all_back "a host cut off and restored"
+grep -h "lending nothing\|renewed the lease again\|claimed again" "$T/agent1.log" |
+	sed 's/^/# h1: /'
+
+# The same under policy deadline (a second limit, gpus 2, on h2 and h3,
+# share/HOST under the agent's lease): h2 holds 2, h3 waits for 1; h2
+# cut off, its agent ends its job a margin before the lease can expire,
+# etcd deletes the share when it does, and h3's job runs: within ttl=5
+# and the others' look at etcd; never more than 2 held on both together.
+CAP0=$CAP
+N=gpus
+CAP=2
+for h in 2 3; do
+	echo "$N capacity=$CAP cluster=etcd endpoints=$EP host=h$h hold=300 ttl=5 policy=deadline" \
+		>"$T/g$h.conf"
+	in_host_bg $h wsem-agent -c "$T/g$h.conf" >>"$T/gagent$h.log" 2>&1
+	eval "gagent_$h=\$!"
+done
+# deadline_ready: both hosts' gpus are loans semaphores
+deadline_ready() {
+	for h in 2 3; do
+		field_is $h ceiling $CAP || return 1
+	done
+}
+check "policy deadline: two agents start (gpus 2 on h2 and h3)" \
+	until_true 30 deadline_ready
+in_host_bg 2 wsem run $N -w 2 --timeout 30 -- sleep 60
+job=$!
+check "... h2 holds 2 (its share under its agent's lease)" \
+	until_true 10 field_is 2 used 2
+in_host_bg 3 wsem run $N -w 1 --timeout 40 -- sh -c "date +%s.%N >$T/job3.ran"
+job3=$!
+until_true 10 field_is 3 waiters 1
+HP0=$HP
+HP="$T/h2/$N $T/h3/$N"
+watch_start 14
+$IP link set vh2 down
+tc=$(date +%s.%N)
+wait $job
+r=$?
+check "h2 cut off: its job is ended (SIGKILL, wsem run's status $r)" test $r -ge 128
+echo "# h2's job ended $(echo "$(date +%s.%N) $tc" | awk '{ printf "%.1f", $1 - $2 }') s after the cut"
+check "... nothing held on h2, nothing lent" \
+	sh -c "[ \$(wsem stat $T/h2/$N --json | tr ',{}' '\n\n\n' |
+		sed -n 's/^ *\"used\": *//p') = 0 ]"
+check "... h2's share leaves etcd with its lease, h3's job runs (within 10 s of the cut)" \
+	until_true 10 sh -c "! kill -0 $job3 2>/dev/null"
+wait $job3
+result "... and ends well" $?
+ran=$(awk -v c="$tc" '{ printf "%.1f", $1 - c }' "$T/job3.ran" 2>/dev/null)
+echo "# h3's job ran ${ran:-?} s after the cut"
+watch_end "a host cut off (deadline)"
+$IP link set vh2 up
+check "h2 restored: its agent claims h2 again" \
+	until_true 30 grep -q "claimed again" "$T/gagent2.log"
+# The agent's own death: under deadline it lends with
+# WSEM_LEND_END_HOLDERS, and the kernel kills its host's holders when its
+# handle goes, however it dies (their share is under its lease).
+in_host_bg 3 wsem run $N -w 1 --timeout 30 -- sleep 60
+job=$!
+check "h3 holds 1 of gpus" until_true 15 field_is 3 used 1
+eval "p=\$gagent_3"
+kill -KILL "$(real_pid "$p")"
+wait "$p"
+wait $job
+r=$?
+check "SIGKILL of h3's deadline agent: the kernel ends h3's job at once (status $r)" \
+	test $r -ge 128
+check "... nothing held on h3" until_true 2 field_is 3 used 0
+eval "p=\$gagent_2"
+kill "$(real_pid "$p")"
+wait "$p"
+result "gpus' agent on h2 stops on SIGTERM" $?
+check "policy deadline: every share back in etcd (h3's with its dead agent's lease)" \
+	until_true 10 no_shares
+grep -h "lending nothing\|SIGKILL\|claimed again" "$T"/gagent*.log |
+	sed 's/^/# gpus: /'
+N=seats
+CAP=$CAP0
+HP=$HP0
+
 # One agent per host: a second one for h3 waits, lending nothing.
 in_host_bg 3 wsem-agent -c "$T/h3.conf" >"$T/agentx.log" 2>&1
 agent_x=$!

@@ -55,14 +55,17 @@
  *
  * Loans (issue 31): the workers lend through their handles (WSEM_IOC_LEND:
  * 0, a little, the edges of WSEM_CAPACITY_MAX and past it, flags now and
- * then), raising and lowering what each handle lends, and some semaphores
+ * then, WSEM_LEND_END_HOLDERS among them: such a lender's close SIGKILLs
+ * the workers that hold weight on its semaphore, which are respawned like
+ * any killed worker), raising and lowering what each handle lends, and some semaphores
  * they create take their capacity from loans (WSEM_OPEN_LOANS: own
  * capacity 0 and a ceiling; SET_CAPACITY 0 is taken there).  The lending
  * handles are closed, passed, dup()ed and their workers killed like any
- * other.  The errors that the arguments decide are checked exactly: flags,
- * or LOANS without CREAT or ANON, are EINVAL; root gets nothing but EINVAL
- * from LEND; nobody may get EPERM, but not for a withdrawal (0), which
- * fails only as an unbound handle does (EINVAL).  Every stat of the new
+ * other.  The errors that the arguments decide are checked exactly:
+ * unknown flags, or LOANS without CREAT or ANON, are EINVAL; root gets
+ * nothing but EINVAL from LEND; nobody may get EPERM, for a raise or for
+ * WSEM_LEND_END_HOLDERS (CAP_KILL), but not for a plain withdrawal (0),
+ * which fails only as an unbound handle does (EINVAL).  Every stat of the new
  * size must add up: a capacity of 0 only with a ceiling, the loans part of
  * the capacity, what a handle lends part of them, and 0 in a list.
  *
@@ -216,6 +219,7 @@ struct shared {
 	uint64_t ns_deaths;		/* namespaces made to die */
 	uint64_t lends;			/* LENDs of more than 0 */
 	uint64_t withdrawn;		/* ... and of 0 */
+	uint64_t end_lends;		/* ... with WSEM_LEND_END_HOLDERS */
 	uint64_t loans_opened;		/* OPENs with WSEM_OPEN_LOANS */
 	uint64_t rounds;		/* lender rounds finished */
 	uint64_t round_kills;		/* ... lenders SIGKILLed */
@@ -971,9 +975,10 @@ static int expected_err(const struct step *s, int *alt)
 
 /*
  * A LEND or an OPEN whose own arguments reached the kernel failed with
- * @err: what the arguments decide.  Root may always raise a loan, so only
- * EINVAL is left to it (unbound, flags, a capacity in force too large);
- * nobody may also meet EPERM, but never for a withdrawal (0).  LOANS
+ * @err: what the arguments decide.  Root may always raise a loan and has
+ * CAP_KILL, so only EINVAL is left to it (unbound, flags, a capacity in
+ * force too large); nobody may also meet EPERM, for a raise or for
+ * WSEM_LEND_END_HOLDERS, but never for a plain withdrawal (0).  LOANS
  * without CREAT or ANON is EINVAL.
  */
 static void check_loan_err(const struct step *s, int err)
@@ -987,11 +992,13 @@ static void check_loan_err(const struct step *s, int err)
 			  (unsigned long long)s->a.open.flags, strerror(err));
 	if (s->q != R_LEND || err == EINVAL)
 		return;
-	if (l->flags || !l->capacity || geteuid() == 0 || err != EPERM)
-		violation("LEND flags %llx capacity %llu (uid %u): %s",
-			  (unsigned long long)l->flags,
-			  (unsigned long long)l->capacity, geteuid(),
-			  strerror(err));
+	if (err == EPERM && geteuid() != 0 &&
+	    ((l->flags == 0 && l->capacity) ||
+	     l->flags == WSEM_LEND_END_HOLDERS))
+		return;
+	violation("LEND flags %llx capacity %llu (uid %u): %s",
+		  (unsigned long long)l->flags,
+		  (unsigned long long)l->capacity, geteuid(), strerror(err));
 }
 
 /* Could the kernel take these OPEN arguments (issue 31's included)? */
@@ -1374,11 +1381,15 @@ static void check_ok(const struct step *s, long ret)
 				  s->a.kill.__pad, s->a.kill.pgid);
 		break;
 	case R_LEND:
-		if (s->a.lend.flags || s->a.lend.capacity > WSEM_CAPACITY_MAX)
+		if ((s->a.lend.flags && (s->a.lend.flags != WSEM_LEND_END_HOLDERS ||
+					 geteuid() != 0)) ||
+		    s->a.lend.capacity > WSEM_CAPACITY_MAX)
 			violation("LEND flags %llx capacity %llu succeeded",
 				  (unsigned long long)s->a.lend.flags,
 				  (unsigned long long)s->a.lend.capacity);
 		add(s->a.lend.capacity ? &sh->lends : &sh->withdrawn, 1);
+		if (s->a.lend.flags == WSEM_LEND_END_HOLDERS)
+			add(&sh->end_lends, 1);
 		break;
 	case R_UNLINK:
 		if (!spec_name(s->a.unlink.name) || s->a.unlink.flags)
@@ -1466,7 +1477,12 @@ static void build_label(struct rng *r, struct step *s, char *buf,
 	s->cmd = WSEM_IOC_SET_LABEL;
 	memset(l, 0, sizeof(*l));
 	l->size = s->usize = pick_size(r, WSEM_LABEL_SIZE_VER0);
-	l->flags = chance(r, 92) ? 0 : rnd(r);
+	if (chance(r, 80))
+		l->flags = 0;
+	else if (chance(r, 60))
+		l->flags = WSEM_LEND_END_HOLDERS;
+	else
+		l->flags = rnd(r);
 	for (i = 0; i < n; i++)
 		l->label[i] = chance(r, 97) ? 0x20 + below(r, 95) : rnd(r);
 	memcpy(buf, l, sizeof(*l));
@@ -1507,7 +1523,12 @@ static void build_lend(struct rng *r, struct step *s, char *buf, size_t *len)
 	s->cmd = WSEM_IOC_LEND;
 	memset(l, 0, sizeof(*l));
 	l->size = s->usize = pick_size(r, WSEM_LEND_SIZE_VER0);
-	l->flags = chance(r, 92) ? 0 : rnd(r);
+	if (chance(r, 80))
+		l->flags = 0;
+	else if (chance(r, 60))
+		l->flags = WSEM_LEND_END_HOLDERS;
+	else
+		l->flags = rnd(r);
 	if (chance(r, 30))
 		l->capacity = 0;
 	else if (chance(r, 60))
@@ -3722,12 +3743,14 @@ TEST_F_TIMEOUT(fuzz, ioctls, 1800)
 	       (unsigned long long)sh->js_shared,
 	       (unsigned long long)sh->js_uring);
 	/* No minimum: a short run (check-debug) may see few of these. */
-	TH_LOG("loans: %llu lends, %llu withdrawn by LEND 0, %llu opens "
+	TH_LOG("loans: %llu lends, %llu withdrawn by LEND 0 (%llu of "
+	       "them with END_HOLDERS), %llu opens "
 	       "with LOANS; %llu lender rounds (%llu lenders SIGKILLed, "
 	       "%llu POLLRDBANDs as the model said, %llu sleeping pollers "
 	       "woken by one, after %.1f ms at most)",
 	       (unsigned long long)sh->lends,
 	       (unsigned long long)sh->withdrawn,
+	       (unsigned long long)sh->end_lends,
 	       (unsigned long long)sh->loans_opened,
 	       (unsigned long long)sh->rounds,
 	       (unsigned long long)sh->round_kills,

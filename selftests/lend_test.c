@@ -14,7 +14,10 @@
  *  - bad calls fail with the errno that names the cause and change
  *    nothing;
  *  - POLLRDBAND tells a handle that demand (used weight, waiters, queued
- *    weight) changed since it last read the state, and wakes a poller.
+ *    weight) changed since it last read the state, and wakes a poller;
+ *  - a lender of WSEM_LEND_END_HOLDERS (CAP_KILL) kills, when its file is
+ *    released, every process that holds weight on the semaphore or on a
+ *    child of it, and nobody else; a LEND without the flag forgets it.
  *
  * Every test owns a semaphore of its own, anonymous but for the one about
  * permission, which needs a name to be opened by another user.
@@ -25,6 +28,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -322,7 +326,7 @@ TEST_F(lend, bad_calls_change_nothing)
 
 	ASSERT_LE(0, unbound);
 	ASSERT_EQ(0, lend(self->lender, 3));
-	EXPECT_EQ(-1, lend_flags(self->lender, 4, 1));
+	EXPECT_EQ(-1, lend_flags(self->lender, 4, WSEM_LEND_END_HOLDERS << 1));
 	EXPECT_EQ(EINVAL, errno);
 	EXPECT_EQ(-1, lend(unbound, 1));
 	EXPECT_EQ(EINVAL, errno);
@@ -412,6 +416,154 @@ TEST_F(lend, a_demand_poller_wakes_for_a_waiter)
 	ASSERT_EQ(0, wsem_release(self->fd, 2));
 	ASSERT_EQ(0, pthread_join(th, NULL));
 	EXPECT_EQ(1, stat_of(self->lender).held);
+}
+
+/*
+ * A child process that closes its copy of @lender (so that the parent's
+ * close releases the file), takes @weight through a handle of its own on
+ * @fd's semaphore (weight belongs to the open file: the parent's @fd would
+ * keep it after the child's death), says so, and waits.
+ */
+static pid_t fork_holder(int fd, uint64_t weight, int lender)
+{
+	int ready[2];
+	pid_t pid;
+	char c;
+
+	if (pipe(ready))
+		return -1;
+	pid = fork();
+	if (!pid) {
+		close(ready[0]);
+		close(lender);
+		fd = wsem_reopen(fd, 0);
+		if (fd < 0 || (weight && wsem_acquire(fd, weight)))
+			_exit(1);
+		if (write(ready[1], "x", 1) != 1)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(ready[1]);
+	if (pid > 0 && read(ready[0], &c, 1) != 1)
+		pid = -1;
+	close(ready[0]);
+	return pid;
+}
+
+/* @pid ended by SIGKILL within LONG_MS (and is reaped). */
+static bool killed_within(pid_t pid)
+{
+	int status, ms;
+
+	for (ms = 0; ms < LONG_MS; ms += 10) {
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			return WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+		usleep(10000);
+	}
+	return false;
+}
+
+/*
+ * WSEM_LEND_END_HOLDERS: the lender's close kills the processes that hold
+ * weight on the semaphore and on its child, not one that only has a
+ * handle; their weight comes back.
+ */
+TEST(end_holders_kills_the_holders_at_the_lenders_close)
+{
+	int fd, child, lender, idle_fd, status;
+	pid_t a, b, idle;
+
+	if (access("/dev/wsem", F_OK))
+		SKIP(return, "/dev/wsem is missing (module not loaded)");
+	if (geteuid())
+		SKIP(return, "needs CAP_KILL");
+	fd = open_loans(4);
+	ASSERT_LE(0, fd);
+	lender = wsem_reopen(fd, 0);
+	ASSERT_LE(0, lender);
+	child = wsem_open_child(fd, NULL, 0, 0, 2);
+	ASSERT_LE(0, child);
+	idle_fd = wsem_reopen(fd, 0);
+	ASSERT_LE(0, idle_fd);
+	ASSERT_EQ(0, lend_flags(lender, 3, WSEM_LEND_END_HOLDERS));
+	a = fork_holder(fd, 1, lender);
+	ASSERT_LT(0, a);
+	b = fork_holder(child, 2, lender);
+	ASSERT_LT(0, b);
+	idle = fork_holder(idle_fd, 0, lender);
+	ASSERT_LT(0, idle);
+	EXPECT_EQ(3, stat_of(fd).used);
+	ASSERT_EQ(0, close(lender));
+	EXPECT_TRUE(killed_within(a));
+	EXPECT_TRUE(killed_within(b));
+	EXPECT_EQ(0, stat_of(fd).used);
+	EXPECT_EQ(0, stat_of(fd).capacity);
+	/* A process that held nothing lives on. */
+	EXPECT_EQ(0, waitpid(idle, &status, WNOHANG));
+	EXPECT_EQ(0, kill(idle, SIGKILL));
+	EXPECT_EQ(idle, waitpid(idle, &status, 0));
+	close(idle_fd);
+	close(child);
+	close(fd);
+}
+
+/* A LEND without the flag forgets it: the close only withdraws. */
+TEST(end_holders_is_forgotten_by_a_plain_lend)
+{
+	int fd, lender, status;
+	pid_t a;
+
+	if (access("/dev/wsem", F_OK))
+		SKIP(return, "/dev/wsem is missing (module not loaded)");
+	if (geteuid())
+		SKIP(return, "needs CAP_KILL");
+	fd = open_loans(4);
+	ASSERT_LE(0, fd);
+	lender = wsem_reopen(fd, 0);
+	ASSERT_LE(0, lender);
+	ASSERT_EQ(0, lend_flags(lender, 2, WSEM_LEND_END_HOLDERS));
+	ASSERT_EQ(0, lend(lender, 2));
+	a = fork_holder(fd, 1, lender);
+	ASSERT_LT(0, a);
+	ASSERT_EQ(0, close(lender));
+	usleep(100000);
+	EXPECT_EQ(0, waitpid(a, &status, WNOHANG));
+	EXPECT_EQ(1, stat_of(fd).used);
+	EXPECT_EQ(0, kill(a, SIGKILL));
+	EXPECT_EQ(a, waitpid(a, &status, 0));
+	EXPECT_EQ(0, stat_of(fd).used);
+	close(fd);
+}
+
+/* WSEM_LEND_END_HOLDERS needs CAP_KILL: EPERM, and nothing changes. */
+TEST_F(lend, end_holders_needs_cap_kill)
+{
+	int status;
+	pid_t pid;
+
+	if (geteuid())
+		SKIP(return, "needs root to become another user");
+	ASSERT_EQ(0, lend(self->lender, 1));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		if (setresgid(65534, 65534, 65534) ||
+		    setresuid(65534, 65534, 65534))
+			_exit(10);
+		if (lend_flags(self->lender, 1, WSEM_LEND_END_HOLDERS) != -1 ||
+		    errno != EPERM)
+			_exit(11);
+		if (lend_flags(self->lender, 0, WSEM_LEND_END_HOLDERS) != -1 ||
+		    errno != EPERM)
+			_exit(12);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	EXPECT_EQ(3, stat_of(self->fd).capacity);
+	EXPECT_EQ(1, stat_of(self->fd).lent);
 }
 
 TEST_HARNESS_MAIN

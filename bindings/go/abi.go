@@ -164,6 +164,9 @@ type statArgs struct {
 	parentID     uint64
 }
 
+// struct wsem_lend_args.flags
+const lendEndHolders = 1 << 0 // WSEM_LEND_END_HOLDERS
+
 type lendArgs struct {
 	size     uint64
 	flags    uint64

@@ -39,6 +39,7 @@ func goABI() map[string]uint64 {
 		"WSEM_OPEN_EXCL":                   openExcl,
 		"WSEM_OPEN_ANON":                   openAnon,
 		"WSEM_OPEN_LOANS":                  openLoans,
+		"WSEM_LEND_END_HOLDERS":            lendEndHolders,
 		"WSEM_ACQUIRE_TRY":                 acquireTry,
 		"WSEM_ACQUIRE_ASYNC":               acquireAsync,
 		"WSEM_REOPEN_CLOEXEC":              reopenCloexec,

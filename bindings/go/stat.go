@@ -114,6 +114,20 @@ func (w *Weighted) Resize(n int64) error {
 // revokes nothing held.  Lending more needs the owner or CAP_IPC_OWNER
 // (an error matching syscall.EPERM); lending less never does.
 func (w *Weighted) Lend(n int64) error {
+	return w.lend(n, 0)
+}
+
+// LendEndingHolders lends n as Lend does, and has the kernel send SIGKILL,
+// when this Weighted's file is released (closed, or its process dead,
+// however it dies), to the process that holds weight through each handle
+// on the semaphore or on a child of it, before the loan is withdrawn: for
+// an agent whose loan is good only while it lives.  A later Lend forgets
+// it.  Needs CAP_KILL (an error matching syscall.EPERM).
+func (w *Weighted) LendEndingHolders(n int64) error {
+	return w.lend(n, lendEndHolders)
+}
+
+func (w *Weighted) lend(n int64, flags uint64) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
@@ -122,7 +136,7 @@ func (w *Weighted) Lend(n int64) error {
 	if n < 0 {
 		return os.NewSyscallError("wsem lend", syscall.EINVAL)
 	}
-	a := lendArgs{capacity: uint64(n)}
+	a := lendArgs{flags: flags, capacity: uint64(n)}
 	a.size = uint64(unsafe.Sizeof(a))
 	if _, err := w.base.do(iocLend, unsafe.Pointer(&a)); err != nil {
 		return os.NewSyscallError("wsem lend", err)

@@ -12,7 +12,7 @@
 #
 # Environment: KVERS (kernels to test), VM_TIMEOUT (seconds per guest),
 # TEST_TIMEOUT (seconds per test program; the 6.12 lane gives fleet_test.sh
-# 300, TEST_TIMEOUT_fleet_test), TESTS (test programs to run),
+# 420, TEST_TIMEOUT_fleet_test), TESTS (test programs to run),
 # VM_JOBS (guests at once, default 1), NO_LINT=1, NO_DEPS=1, CHROOTS
 # (releases, "" for none; KVERS may name them, or their kernels: "5.10").
 set -u -o pipefail
@@ -132,7 +132,7 @@ boot() {
 	# the agent only).
 	# (3 etcd members, 4 hosts, members and a host SIGKILLed: about
 	# 140-190 s under TCG, over the 120 s of the other tests).
-	6.12.*-amd64) kenv="WSEM_FLEET_FULL=1 TEST_TIMEOUT_fleet_test=300" ;;
+	6.12.*-amd64) kenv="WSEM_FLEET_FULL=1 TEST_TIMEOUT_fleet_test=420" ;;
 	esac
 	WSEM_VM_ENV="$kenv${WSEM_VM_ENV:+ $WSEM_VM_ENV}" \
 		bash "$VMDIR/run.sh" ${image:+-I "$image"} -k "$k" -K "$ko" \

@@ -351,7 +351,7 @@ struct wsem_kill_args {
 /**
  * struct wsem_lend_args - capacity lent by a handle (WSEM_IOC_LEND)
  * @size: sizeof(struct wsem_lend_args)
- * @flags: zero
+ * @flags: 0 or WSEM_LEND_END_HOLDERS
  * @capacity: what the handle lends from now on; 0 withdraws its loan
  */
 struct wsem_lend_args {
@@ -361,6 +361,16 @@ struct wsem_lend_args {
 };
 
 #define WSEM_LEND_SIZE_VER0	24
+
+/*
+ * WSEM_IOC_LEND flags.  WSEM_LEND_END_HOLDERS: when the handle's file is
+ * released (however its process dies), SIGKILL goes first to the thread
+ * group that last acquired through each handle that holds weight on the
+ * semaphore or on one of its descendants; a call without it forgets it.
+ * For an agent whose loan is only good while it lives (a cluster share
+ * under its etcd lease).  Needs CAP_KILL.
+ */
+#define WSEM_LEND_END_HOLDERS	_BITULL(0)
 
 /* How many semaphores one gang request (WSEM_IOC_ACQUIRE_MANY) may ask. */
 #define WSEM_MANY_MAX		8
@@ -471,7 +481,8 @@ struct wsem_many_args {
  * wait on.  Lending more needs what WSEM_IOC_SET_CAPACITY needs (owner or
  * CAP_IPC_OWNER); lending less never does.  Needs a bound handle open for
  * reading and writing; 0 or -1 with EINVAL (unbound, flags, capacity in
- * force above WSEM_CAPACITY_MAX), EPERM, EBADF, EFAULT.
+ * force above WSEM_CAPACITY_MAX), EPERM (also WSEM_LEND_END_HOLDERS
+ * without CAP_KILL), EBADF, EFAULT.
  *
  * poll(2) on a handle reports POLLRDBAND (EPOLLRDBAND) while the demand on
  * its semaphore (waiters, queued weight, held weight) has changed since the

@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: GPL-2.0
+
+package main
+
+// The local end of the agent's etcd lease.  etcd expires a lease TTL
+// seconds after the leader last renewed it, and a leader renews it only
+// on a request it received; a request this agent sent at time t and that
+// etcd answered was received after t, so etcd keeps the lease at least
+// until t + TTL, by this host's clock (a new leader only extends leases).
+// The agent keeps that instant, its lease's local end, from the send time
+// of each answered renewal (not the answer's time: an answer can come late)
+// and acts a margin before it:
+//
+//	both policies: the host's loan drops to 0, so the host grants nothing
+//	    more from a share that etcd may soon consider free (finish: from
+//	    then on an administrator may declare the host dead);
+//	deadline: the holders are also ended (SIGKILL of each holder's
+//	    process, again at each tick while any holds), because under that
+//	    policy the share is a key under the lease, which etcd deletes when
+//	    it expires, so that the other hosts can take it up.
+//
+// When a renewal is answered again before etcd expired the lease, the
+// agent looks at etcd again and lends what etcd still has as its share.
+
+import (
+	"context"
+	"sync"
+	"syscall"
+	"time"
+
+	"go.etcd.io/etcd/clientv3"
+)
+
+// leaseEnd is the local end of one lease: set when the lease is granted,
+// moved on by each answered renewal.
+type leaseEnd struct {
+	mu    sync.Mutex
+	id    clientv3.LeaseID
+	until time.Time
+}
+
+// start is a new lease id, granted by a request sent at sent.
+func (e *leaseEnd) start(id clientv3.LeaseID, sent time.Time, ttl time.Duration) {
+	e.mu.Lock()
+	e.id, e.until = id, sent.Add(ttl)
+	e.mu.Unlock()
+}
+
+// renewed: a renewal of id sent at sent was answered with ttl.
+func (e *leaseEnd) renewed(id clientv3.LeaseID, sent time.Time, ttl time.Duration) {
+	e.mu.Lock()
+	if e.id == id && sent.Add(ttl).After(e.until) {
+		e.until = sent.Add(ttl)
+	}
+	e.mu.Unlock()
+}
+
+func (e *leaseEnd) get() (clientv3.LeaseID, time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.id, e.until
+}
+
+// endMargin is how long before its lease's local end the agent stops
+// lending (and, under deadline, ends the holders): a fifth of the TTL,
+// at least half a second, and at most 5 seconds.
+func endMargin(ttl time.Duration) time.Duration {
+	m := ttl / 5
+	if m < 500*time.Millisecond {
+		m = 500 * time.Millisecond
+	}
+	if m > 5*time.Second {
+		m = 5 * time.Second
+	}
+	return m
+}
+
+// renewLease renews the agent's lease every third of its TTL, recording
+// the local end of each answered renewal (the session's own keep-alive
+// renews it too, but does not say when it sent what was answered).  Each
+// renewal may take up to the TTL (an answer that comes late still moves
+// the end on from its send time), so each is sent by a goroutine of its
+// own, and a slow one does not hold the next back.
+func (a *agent) renewLease(ctx context.Context) {
+	ttl := time.Duration(a.lim.ttl) * time.Second
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for ctx.Err() == nil {
+		id, _ := a.st.end.get()
+		sent := time.Now()
+		if id != 0 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rctx, cancel := context.WithTimeout(ctx, ttl)
+				defer cancel()
+				r, err := a.st.cli.KeepAliveOnce(rctx, id)
+				if err == nil && r.TTL > 0 {
+					a.st.end.renewed(id, sent,
+						time.Duration(r.TTL)*time.Second)
+				}
+			}()
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(ttl / 3):
+		}
+	}
+}
+
+// watchLeaseEnd looks ten times a second whether the lease's local end
+// is near, and acts on it (see the top of this file); poke wakes the
+// agent's look at etcd when a renewal came through again.
+func (a *agent) watchLeaseEnd(ctx context.Context, poke func()) {
+	margin := endMargin(time.Duration(a.lim.ttl) * time.Second)
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for ctx.Err() == nil {
+		id, until := a.st.end.get()
+		over := id != 0 && !time.Now().Before(until.Add(-margin))
+		if a.setCut(over, until) {
+			poke()
+		}
+		if over && a.lim.policy == "deadline" {
+			a.endHolders()
+		}
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+	}
+}
+
+// setCut records whether the lease's local end is near; true when it no
+// longer is (etcd answered again).
+func (a *agent) setCut(over bool, until time.Time) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if over == a.cut {
+		return false
+	}
+	a.cut = over
+	if !over {
+		a.ended = nil
+		lg.Printf("%s: etcd renewed the lease again: looking at the "+
+			"share", a.lim.name)
+		return true
+	}
+	lg.Printf("%s: etcd has not renewed the lease since %s: it may "+
+		"expire at %s; lending nothing", a.lim.name,
+		until.Add(-time.Duration(a.lim.ttl)*time.Second).Format(time.StampMilli),
+		until.Format(time.StampMilli))
+	if err := a.lendLocked(0, "the lease's local end"); err != nil {
+		lg.Printf("%s: %v", a.lim.name, err)
+	}
+	return false
+}
+
+// endHolders sends SIGKILL to the process of each of the host's holders
+// (a "wsem run" takes its command's process group along: its kill group).
+// A holder whose process this agent cannot see, or a child semaphore's
+// weight, is only logged.
+func (a *agent) endHolders() {
+	hs, err := a.loc.w.Holders()
+	if err != nil {
+		lg.Printf("%s: %v", a.lim.name, err)
+		return
+	}
+	for _, h := range hs {
+		if h.Waiting {
+			continue
+		}
+		if a.ended == nil {
+			a.ended = map[int]bool{}
+		}
+		if a.ended[h.PID] {
+			continue
+		}
+		a.ended[h.PID] = true
+		if h.PID <= 0 || h.Child {
+			lg.Printf("%s: cannot end a holder of %d (%s): no "+
+				"process this agent sees", a.lim.name, h.Weight,
+				h.Label)
+			continue
+		}
+		err := syscall.Kill(h.PID, syscall.SIGKILL)
+		lg.Printf("%s: SIGKILL to pid %d (%s, holding %d), the "+
+			"share's deadline: %v", a.lim.name, h.PID, h.Comm,
+			h.Weight, errOrOK(err))
+	}
+}
+
+// endHoldersWithin ends the holders and waits until nothing is held, or
+// ctx ends.
+func (a *agent) endHoldersWithin(ctx context.Context) {
+	for ctx.Err() == nil {
+		_, used, _, err := a.loc.demand()
+		if err != nil || used == 0 {
+			return
+		}
+		a.endHolders()
+		select {
+		case <-ctx.Done():
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func errOrOK(err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	return "sent"
+}
