@@ -171,10 +171,11 @@ bench-jobserver: userlib
 	@bash $(VM)/deps.sh
 	@bash bench/jobserver.sh $(KVER)
 
-bench-cluster: userlib selftests
+bench-cluster:
+	@bash $(VM)/deps.sh
+	@$(MAKE) -s --no-print-directory userlib selftests
 	@$(MAKE) -s --no-print-directory -C agent
 	@$(MAKE) -s --no-print-directory -C bench/cluster
-	@bash $(VM)/deps.sh
 	@bash bench/cluster.sh $(KVER)
 
 clean:

@@ -10,6 +10,7 @@
 # console.txt).  About 4 minutes on 2 CPUs.
 #
 # usage: cluster.sh [KVER]
+#        cluster.sh --summary   the table again from build/bench-cluster/raw.txt
 # WSEM_BC_PHASE=S (default 10): the seconds of each phase of the job
 # script; WSEM_BC_TRIES=N (default 30): acquires that get a share from etcd.
 # WSEM_BENCH_WAIT=S (default 600): how long to wait for other VMs on this
@@ -27,51 +28,62 @@ tries=${WSEM_BC_TRIES:-30}
 log() { printf '%s\n' "$*" >&2; }
 die() { log "bench-cluster: $*"; exit 1; }
 
-[ -x "$BIN" ] || die "no $BIN: run make bench-cluster"
-[ -x "$ROOT/build/agent/wsem-agent" ] ||
-	die "no build/agent/wsem-agent (make -C agent; golang-etcd-server-dev)"
-command -v etcd >/dev/null && command -v etcdctl >/dev/null ||
-	die "no etcd or etcdctl (apt-get install etcd-server etcd-client)"
-mkdir -p "$OUT"
+# run_vm: the guest; its "@@" lines and the host's into raw.txt.
+run_vm() {
+	[ -x "$BIN" ] || die "no $BIN: run make bench-cluster"
+	[ -x "$ROOT/build/agent/wsem-agent" ] ||
+		die "no build/agent/wsem-agent (make -C agent; golang-etcd-server-dev)"
+	command -v etcd >/dev/null && command -v etcdctl >/dev/null ||
+		die "no etcd or etcdctl (apt-get install etcd-server etcd-client)"
+	mkdir -p "$OUT"
 
-# Other VMs on this machine slow ours: wait for them (as bench/run.sh).
-others=0
-waited=0
-while pgrep -x qemu-system-x86 >/dev/null; do
-	if [ "$waited" -ge "${WSEM_BENCH_WAIT:-600}" ]; then
-		others=$(pgrep -x qemu-system-x86 | wc -l)
-		log "bench-cluster: $others other VM(s) still run: the figures" \
-			"will be disturbed"
-		break
-	fi
-	[ "$waited" -eq 0 ] && log "bench-cluster: waiting for other VMs to end"
-	sleep 5
-	waited=$((waited + 5))
-done
-load=$(cut -d' ' -f1 /proc/loadavg)
+	# Other VMs on this machine slow ours: wait for them (as bench/run.sh).
+	# (others: global, for the summary)
+	others=0
+	waited=0
+	while pgrep -x qemu-system-x86 >/dev/null; do
+		if [ "$waited" -ge "${WSEM_BENCH_WAIT:-600}" ]; then
+			others=$(pgrep -x qemu-system-x86 | wc -l)
+			log "bench-cluster: $others other VM(s) still run: the figures" \
+				"will be disturbed"
+			break
+		fi
+		[ "$waited" -eq 0 ] && log "bench-cluster: waiting for other VMs to end"
+		sleep 5
+		waited=$((waited + 5))
+	done
+	load=$(cut -d' ' -f1 /proc/loadavg)
 
-rev=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
-git -C "$ROOT" diff --quiet HEAD -- Kbuild module uapi userlib agent bench \
-	2>/dev/null || rev="$rev-dirty"
+	rev=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
+	git -C "$ROOT" diff --quiet HEAD -- Kbuild module uapi userlib agent bench \
+		2>/dev/null || rev="$rev-dirty"
 
-cmd="WSEM_BC_PHASE=$phase; WSEM_BC_TRIES=$tries; export WSEM_BC_PHASE WSEM_BC_TRIES
-$(cat "$BENCH/cluster-guest.sh")"
-log "bench-cluster: booting the VM (phases of $phase s, $tries tries)"
-# TESTS=fleet_test.sh: mkinitramfs.sh then brings etcd, etcdctl and
-# wsem-agent into the guest, as for that test.
-TESTS=fleet_test.sh WSEM_VM_BINS=$BIN "$ROOT/selftests/vm/run.sh" \
-	${kver:+-k "$kver"} -T 1200 -m cmd -c "$cmd" 2>&1 |
-	tr -d '\r' | tee "$OUT/console.txt" | grep --line-buffered '^# '
-st=${PIPESTATUS[0]}
-[ "$st" -eq 0 ] || die "the benchmark failed in the VM (status $st): $OUT/console.txt"
-grep -a '^@@' "$OUT/console.txt" >"$OUT/raw.txt"
+	cmd="WSEM_BC_PHASE=$phase; WSEM_BC_TRIES=$tries; export WSEM_BC_PHASE WSEM_BC_TRIES
+	$(cat "$BENCH/cluster-guest.sh")"
+	log "bench-cluster: booting the VM (phases of $phase s, $tries tries)"
+	# TESTS=fleet_test.sh: mkinitramfs.sh then brings etcd, etcdctl and
+	# wsem-agent into the guest, as for that test.
+	TESTS=fleet_test.sh WSEM_VM_BINS=$BIN "$ROOT/selftests/vm/run.sh" \
+		${kver:+-k "$kver"} -T 1200 -m cmd -c "$cmd" 2>&1 |
+		tr -d '\r' | tee "$OUT/console.txt" | grep --line-buffered '^# '
+	st=${PIPESTATUS[0]}
+	[ "$st" -eq 0 ] || die "the benchmark failed in the VM (status $st): $OUT/console.txt"
+	{
+		grep -a '^@@' "$OUT/console.txt"
+		echo "@@meta date $(date -u '+%Y-%m-%d_%H:%M_UTC')"
+		echo "@@meta rev $rev"
+		echo "@@meta phase $phase"
+		echo "@@meta load $load"
+		echo "@@meta others $others"
+	} >"$OUT/raw.txt"
+}
 
+[ "$kver" = --summary ] || run_vm
+[ -s "$OUT/raw.txt" ] || die "no $OUT/raw.txt"
 # fetch: the tries' figures, sorted by time, for the percentiles.
 grep '^@@fetch ' "$OUT/raw.txt" | sort -n -k2 >"$OUT/fetch.txt"
 
-awk -v date="$(date -u '+%Y-%m-%d %H:%M UTC')" -v rev="$rev" \
-    -v phase="$phase" -v load="$load" -v others="$others" \
-    -v hz="$(getconf CLK_TCK)" '
+awk -v hz="$(getconf CLK_TCK)" '
 function r2(a, b) { return b > 0 ? sprintf("%.2f", a / b) : "-" }
 $1 == "@@meta" { meta[$2] = $3 }
 $1 == "@@pair" && NF == 9 { pm[$2] = $3; p99[$2] = $4; mean[$2] = $5
@@ -90,10 +102,11 @@ $1 == "@@agent" { aticks[$2] = $3; alines[$2] = $4 }
 END {
 	# the tries come sorted by their time: nearest-rank percentiles
 	med = ft[int((n + 1) / 2)]; p99i = int(0.99 * n + 0.999999)
+	phase = meta["phase"]; date = meta["date"]; gsub(/_/, " ", date)
 	printf "wsem cluster bench: %s, kernel %s, %s vCPUs (QEMU TCG), git %s\n",
-	       date, meta["kernel"], meta["cpus"], rev
+	       date, meta["kernel"], meta["cpus"], meta["rev"]
 	printf "host: load average %s at the start, %d other VM(s) running\n",
-	       load, others
+	       meta["load"], meta["others"]
 	printf "one etcd member (guest loopback), 3 simulated hosts (IPC namespaces), cluster capacity 6\n\n"
 
 	print "1. acquire(1)+release(1) on h1, whose share suffices (1 lent), next to a plain"
@@ -121,11 +134,13 @@ END {
 
 	printf "2. acquire(1) on h2, which has no share: its agent gets one from etcd\n"
 	printf "   (hold=100 gives it back between tries); %d tries; p99 by nearest rank\n", n
+	if (p99i == n)
+		printf "   (with %d tries the p99 is the largest)\n", n
 	printf "   %-22s %9s %9s %9s %9s\n", "", "median", "p99", "min", "max"
 	printf "   %-22s %9.1f %9.1f %9.1f %9.1f\n", "ms from call to grant",
 	       med / 1e6, ft[p99i] / 1e6, ft[1] / 1e6, ft[n] / 1e6
-	printf "   median / the local pair (1., plain median): %.0f\n",
-	       pm["plain"] > 0 ? med / pm["plain"] : 0
+	printf "   median / the plain pair of 1. (median): %s\n",
+	       (pm["plain"] > 0 ? sprintf("%.0f", med / pm["plain"]) : "-")
 	# CPU during the try of median time, and the mean over the tries
 	for (i = 1; i <= n; i++) { ss += fs[i]; sa += fa[i]; se += fe[i] }
 	printf "   CPU per acquire, mean over the tries: self %.2f ms, agent %.1f ms, etcd %.1f ms\n\n",
@@ -159,6 +174,9 @@ END {
 		       cag[s] / jobs[k] / 1e6, cet[s] / jobs[k] / 1e6,
 		       cob[s] / 1e6, maxu[s], chg[s]
 	}
+	printf "   the agents and etcd kept %.0f %% of the %d vCPUs busy over the cluster run\n",
+	       (cag["@@cluster"] + cet["@@cluster"]) / (3 * phase * 1e9 * meta["cpus"]) * 100,
+	       meta["cpus"]
 	print ""
 	print "4. agent CPU (utime + stime, /proc/PID/stat) per share change (its log lines"
 	print "   \"share A -> B\"), over each run"
