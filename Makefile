@@ -47,6 +47,15 @@
 #                   --jobserver, a plain make jobserver pipe, each -jC
 #                   alone, one after another; wall and CPU time of each
 #                   (bench/jobserver.sh; results in build/bench-jobserver/)
+# make bench-cluster  a cluster limit on etcd in one VM (KVER=..., default
+#                   6.12): one etcd member, three simulated hosts each with
+#                   its wsem-agent; acquire+release with the host's share
+#                   sufficing next to a plain semaphore's, acquire when the
+#                   share must come from etcd, utilisation and largest wait
+#                   under shifting demand against a static per-host split,
+#                   the agent's CPU per share change (bench/cluster.sh;
+#                   results in build/bench-cluster/); about 4 minutes;
+#                   not part of make test
 # make bench-host   the same program on this machine (needs /dev/wsem, or root
 #                   and a built ./wsem.ko); results in build/bench-host/
 # make lint         W=1 -Werror, sparse, kernel-doc, checkpatch, uapi header
@@ -63,7 +72,7 @@ cmd_arg = '$(subst ','\'',$(value CMD))'
 .PHONY: all module userlib selftests test check check-debug check-distro \
 	check-host vm demo \
 	install deb lint deps clean bench bench-host bench-bin storm fuzz \
-	bench-jobserver
+	bench-jobserver bench-cluster
 
 all: userlib selftests
 ifneq ($(wildcard $(KDIR)/Makefile),)
@@ -162,11 +171,19 @@ bench-jobserver: userlib
 	@bash $(VM)/deps.sh
 	@bash bench/jobserver.sh $(KVER)
 
+bench-cluster:
+	@bash $(VM)/deps.sh
+	@$(MAKE) -s --no-print-directory userlib selftests
+	@$(MAKE) -s --no-print-directory -C agent
+	@$(MAKE) -s --no-print-directory -C bench/cluster
+	@bash bench/cluster.sh $(KVER)
+
 clean:
 	-$(MAKE) -C userlib clean
 	-$(MAKE) -C selftests clean
 	-$(MAKE) -C examples clean
 	-$(MAKE) -C bench clean
+	-$(MAKE) -C bench/cluster clean
 	rm -rf build .tmp_versions
 	rm -f *.ko *.o .*.o *.mod *.mod.c modules.order Module.symvers \
 		.*.cmd module/*.o module/.*.cmd \
