@@ -346,9 +346,10 @@ func runDir() string {
 }
 
 // lockHost takes the lock file of lim's host (PREFIX NAME HOST, escaped),
-// waiting while another agent on this machine has it; nil (and a log
-// line) where no lock file can be made.
-func lockHost(lim *limit) (*os.File, error) {
+// waiting while another agent on this machine has it (trying every second,
+// so that a SIGTERM ends the wait); nil (and a log line) where no lock
+// file can be made.
+func lockHost(ctx context.Context, lim *limit) (*os.File, error) {
 	dir := runDir()
 	if err := os.MkdirAll(dir, 0755); err != nil {
 		lg.Printf("%s: no lock file (%v): a stopped agent's claim "+
@@ -361,11 +362,22 @@ func lockHost(lim *limit) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-	if errors.Is(err, syscall.EWOULDBLOCK) {
-		lg.Printf("%s: another wsem-agent serves this host (%s is "+
-			"locked): waiting", lim.name, p)
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+	for said := false; ; said = true {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			break
+		}
+		if !said {
+			lg.Printf("%s: another wsem-agent serves this host "+
+				"(%s is locked): waiting", lim.name, p)
+		}
+		select {
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-time.After(time.Second):
+			continue
+		}
+		break
 	}
 	if err != nil {
 		f.Close()
@@ -389,7 +401,7 @@ func start(ctx context.Context, lim *limit) (*agent, error) {
 	// once (with a deadline share, before the dead agent's lease can
 	// expire); without it (another machine that says it is this host),
 	// the claim is waited for.
-	lock, err := lockHost(lim)
+	lock, err := lockHost(ctx, lim)
 	if err != nil {
 		return nil, err
 	}
@@ -558,6 +570,10 @@ func main() {
 	var wg sync.WaitGroup
 	for _, lim := range lims {
 		a, err := start(ctx, lim)
+		if err != nil && ctx.Err() != nil {
+			lg.Printf("%s: stopped while starting", lim.name)
+			break
+		}
 		if err != nil {
 			lg.Fatalf("%s: %v", lim.name, err)
 		}

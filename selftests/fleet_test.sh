@@ -699,6 +699,7 @@ check "a second agent for h3 waits for the first one's claim" \
 check "... and does not serve it" sh -c "! grep -q 'across the cluster' $T/agentx.log"
 kill "$(real_pid $agent_x)"
 wait "$agent_x"
+result "... and stops on SIGTERM while it waits, exit 0" $?
 
 # An agent SIGKILLed while its host holds 2: the host grants nothing more,
 # the share stays in etcd, a new agent takes it up once the dead one's
