@@ -591,8 +591,8 @@ HP="$T/h1/$N $T/h2/$N $T/h3/$N"
 watch_start 28
 $IP link set vh1 down
 tc=$(date +%s)
-check "h1 cut off: it lends nothing before its lease can expire (within 5 s), 2 still held" \
-	until_true 5 field_is 1 capacity 0
+check "h1 cut off: it lends nothing before its lease can expire (within 6 s), 2 still held" \
+	until_true 6 field_is 1 capacity 0
 echo "# h1 stopped lending $(($(date +%s) - tc)) s after the cut"
 check "... its job runs on" field_is 1 used 2
 check "... its share of 2 stays in etcd (policy finish)" share_is 1 2
