@@ -11,7 +11,10 @@
 #
 # usage: twoguest.sh [-a KVER] [-A KO] [-b KVER] [-B KO] [-q]
 #   -A, -B   a's and b's wsem.ko (built for their kernel when not given)
-#   -q       no summary line (make check counts the logs itself)
+#   -q       make check's: no summary line (make check counts the logs
+#            itself), the userspace not built again
+# make check runs it once, after its other guests (check.sh);
+# make check-twoguest alone.
 # The consoles go to build/twoguest/a.log and b.log, their TAP (and the
 # harness's) counted by summary.awk as the lanes "twoguest-a (KVER)" and
 # "twoguest-b (KVER)".  Each guest gets TWOGUEST_TIMEOUT seconds (default
@@ -33,7 +36,9 @@ done
 vm_timeout=${TWOGUEST_TIMEOUT:-180}
 test_timeout=$((vm_timeout - 30))
 
+take_check_lock
 check_begin twoguest
+[ -n "$quiet" ] || build_userspace
 ka=$(resolve_kernel "$ka") kb=$(resolve_kernel "$kb")
 if [ -z "$ka" ] || [ -z "$kb" ]; then
 	n=$((n + 1))
