@@ -223,8 +223,8 @@ if [ "$ROLE" = a ]; then
 	[ ! -e "$T/over" ] && [ "$max" -le $CAP ]
 	result "a: the sum of the shares in etcd never above $CAP ($k samples)" \
 		$? "$T/over"
-	[ "$k" -ge 20 ] && [ "$max" -ge 3 ]
-	result "a: the sampler read etcd at least 20 times and saw a's 3" $?
+	[ "$k" -ge 10 ] && [ "$max" -ge 3 ]
+	result "a: the sampler read etcd at least 10 times and saw a's 3" $?
 	check "a: nothing held on a" field_is used 0
 	check "a: every share back in etcd (their sum 0)" \
 		until_true 10 test "$(shares_sum)" = 0

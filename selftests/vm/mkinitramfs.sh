@@ -139,12 +139,14 @@ add_net_modules() {
 case " $tests " in
 *" fleet_test.sh "* | *" twoguest.sh "*)
 	for f in "$(command -v etcd || true)" "$(command -v etcdctl || true)" \
-		"$BUILD/agent/wsem-agent" "$ROOT/selftests/fleet_watch"; do
+		"$BUILD/agent/wsem-agent"; do
 		[ -n "$f" ] && [ -f "$f" ] && add_elf "$f" "$stage/bin/${f##*/}"
 	done ;;
 esac
 case " $tests " in
 *" fleet_test.sh "*)
+	f=$ROOT/selftests/fleet_watch
+	[ -f "$f" ] && add_elf "$f" "$stage/bin/fleet_watch"
 	iproute=$(PATH=/usr/sbin:/sbin:$PATH command -v ip || true)
 	if [ -n "$iproute" ] && [ "$(readlink -f "$iproute")" != "$busybox" ]; then
 		mkdir -p "$stage/usr/lib/iproute2"
