@@ -145,6 +145,28 @@ sample() {
 	echo "$k $max" >"$T/sample"
 }
 
+# replay: every change of a share in etcd since its start (etcdctl watch
+# from revision 1, stopped after 4 s), the sum of the shares after each
+# (each of the agents' transactions changes one share: a change is a
+# revision); "CHANGES MAX OVER LAST" in $T/replay
+replay() {
+	timeout 4 etcdctl --endpoints $EP watch --prefix "/wsem/$N/share/" \
+		--rev=1 >"$T/watch" 2>&1
+	awk -v cap=$CAP '
+	function sum_now() {
+		c++
+		if (s > max)
+			max = s
+		if (s > cap)
+			over++
+	}
+	st == 0 && ($0 == "PUT" || $0 == "DELETE") { t = $0; st = 1; next }
+	st == 1 && t == "DELETE" { s -= v[$0]; v[$0] = 0; sum_now(); st = 0; next }
+	st == 1 { k = $0; st = 2; next }
+	st == 2 { s += $0 - v[k]; v[k] = $0; sum_now(); st = 0; next }
+	END { print c + 0, max + 0, over + 0, s + 0 }' "$T/watch" >"$T/replay"
+}
+
 agent=
 etcd_pid=
 job=
@@ -232,6 +254,12 @@ if [ "$ROLE" = a ]; then
 	wait $agent
 	result "a: the agent stops on SIGTERM, exit 0" $? "$T/agent.log"
 	agent=
+	replay
+	read -r c max over last <"$T/replay"
+	echo "# a: $c changes of a share in etcd, the largest sum $max"
+	[ "$over" = 0 ] && [ "$c" -ge 4 ] && [ "$max" -ge 3 ] && [ "$last" = 0 ]
+	result "a: etcd's history: after each of its $c changes of a share the sum at most $CAP, 0 at the end" \
+		$? "$T/watch"
 else
 	check "b: a's agent's claim of host a is in etcd" \
 		until_true 30 claimed a
