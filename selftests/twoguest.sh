@@ -11,7 +11,9 @@
 # a: an etcd member at $NET.1:2379 and an agent (host=a); b: an agent
 # (host=b) whose endpoints= is a's etcd.  Both declare "seats" of
 # capacity $CAP.  The guests wait for each other through keys of their own
-# in etcd (/twoguest/...), every wait bounded: a job of 3 on a takes a
+# in etcd (/twoguest/...), every wait bounded; a guest whose etcd or agent
+# fails stops there and says so (/twoguest/ROLE-done), and the other gives
+# up waiting for it at once.  A job of 3 on a takes a
 # share of 3; a job of 2 on b then waits while a holds it (b is lent at
 # most 1), and runs once a's job ends (b's share 2); meanwhile a samples
 # the sum of the shares in etcd; at the end b's agent stops and b says so
@@ -29,8 +31,8 @@ T=/tmp/twoguest.$$
 export ETCDCTL_API=3
 
 case $ROLE in
-a) me=1 ;;
-b) me=2 ;;
+a) me=1 peer=b ;;
+b) me=2 peer=a ;;
 *)
 	echo "1..0 # SKIP TWOGUEST_ROLE is not a or b: selftests/vm/twoguest.sh runs this"
 	exit 4 ;;
@@ -95,6 +97,28 @@ until_true() {
 		[ "$(date +%s)" -le "$end" ] || return 1
 		sleep 0.1
 	done
+}
+# peer_wait SECONDS CMD...: as until_true, but given up as soon as the
+# other guest has ended its part (PEER-done: it stopped early on a failure)
+peer_wait() {
+	end=$(($(date +%s) + $1))
+	shift
+	while ! "$@" 2>/dev/null; do
+		marked $peer-done && { echo "$peer stopped first"; return 1; }
+		[ "$(date +%s)" -le "$end" ] || return 1
+		sleep 0.1
+	done
+}
+# stop_if_failed: after a failure that leaves nothing to test (etcd, the
+# agents), end here, and tell the other guest (ROLE-done) so that it does
+# not wait for us
+stop_if_failed() {
+	[ $fails -eq 0 ] && return 0
+	mark "$ROLE-done" $fails 2>/dev/null
+	sed "s/^/# $ROLE agent: /" "$T/agent.log" 2>/dev/null
+	echo "# $ROLE: stopping here, $fails failed"
+	tap_end
+	exit
 }
 
 # net_up: the NIC's driver (the guest kernel's e1000, mkinitramfs.sh), its
@@ -201,6 +225,7 @@ else
 		until_true 120 ectl endpoint health
 fi
 echo "# $ROLE: etcd answered after $(($(date +%s) - te)) s"
+stop_if_failed
 
 echo "$N capacity=$CAP cluster=etcd endpoints=$EP host=$ROLE hold=300 ttl=5" \
 	>"$T/wsem.conf"
@@ -210,12 +235,14 @@ check "$ROLE: the agent starts: $N is a loans semaphore of ceiling $CAP, lent no
 	until_true 30 field_is ceiling $CAP
 check "$ROLE: the agent claims host $ROLE in etcd (alive/$ROLE)" \
 	until_true 15 claimed "$ROLE"
+stop_if_failed
 
 if [ "$ROLE" = a ]; then
 	sample &
 	sampler=$!
 	check "a: b's agent claims host b in etcd (over the link)" \
-		until_true 150 claimed b
+		peer_wait 150 claimed b
+	stop_if_failed
 
 	wsem run $N -w 3 --timeout 60 -- \
 		sh -c "until [ -e '$T/job-end' ]; do sleep 0.1; done" &
@@ -226,14 +253,13 @@ if [ "$ROLE" = a ]; then
 	mark a-holds
 
 	check "a: b's job of 2 waits while a holds 3 (b says so)" \
-		until_true 60 marked b-waits
+		peer_wait 60 marked b-waits
 	touch "$T/job-end"
 	wait $job
 	check "a: a's job ends, exit 0" test $? -eq 0
 	job=
 	check "a: a's share goes back (b's job waits for it)" \
 		until_true 15 share_is a 0
-	mark a-done
 
 	check "a: b ends its part (b-done) within 90 s" \
 		until_true 90 marked b-done
@@ -262,8 +288,9 @@ if [ "$ROLE" = a ]; then
 		$? "$T/watch"
 else
 	check "b: a's agent's claim of host a is in etcd" \
-		until_true 30 claimed a
-	check "b: a's job holds (a says so)" until_true 90 marked a-holds
+		peer_wait 30 claimed a
+	stop_if_failed
+	check "b: a's job holds (a says so)" peer_wait 90 marked a-holds
 	check "b: a's share in etcd is 3" share_is a 3
 
 	wsem run $N -w 2 --timeout 60 -- sh -c \
