@@ -70,6 +70,7 @@ VM := selftests/vm
 cmd_arg = '$(subst ','\'',$(value CMD))'
 
 .PHONY: all module userlib selftests test check check-debug check-distro \
+	check-twoguest \
 	check-host vm demo \
 	install deb lint deps clean bench bench-host bench-bin storm fuzz \
 	bench-jobserver bench-cluster
@@ -104,6 +105,9 @@ check-debug:
 
 check-distro:
 	@bash $(VM)/check-distro.sh
+
+check-twoguest:
+	@bash $(VM)/twoguest.sh
 
 # The long runs: one test program on every kernel, its knobs passed into
 # the guest (WSEM_VM_ENV), lint left out.

@@ -14,7 +14,9 @@
 # TEST_TIMEOUT (seconds per test program; the 6.12 lane gives fleet_test.sh
 # 420, TEST_TIMEOUT_fleet_test), TESTS (test programs to run),
 # VM_JOBS (guests at once, default 1), NO_LINT=1, NO_DEPS=1, CHROOTS
-# (releases, "" for none; KVERS may name them, or their kernels: "5.10").
+# (releases, "" for none; KVERS may name them, or their kernels: "5.10"),
+# TWOGUEST=0 (not the two-guest test: twoguest.sh, run with the 6.12 lane
+# when TESTS is unset or names twoguest.sh).
 set -u -o pipefail
 . "$(dirname "$0")/lib.sh"
 preflight || { echo "0 passed, 1 failed"; exit 1; }
@@ -181,6 +183,25 @@ done
 for k in "${queue[@]}"; do
 	report "$k"
 done
+
+# The cluster limit across two guests (twoguest.sh: 6.1 and 6.12 at once,
+# joined by QEMU's socket netdev), once per make check, after the other
+# guests: with the 6.12 lane, when TESTS is unset or names twoguest.sh
+# (not with TWOGUEST=0); 6.1's module is this run's when its lane ran.
+k612=$(grep '^6\.12\..*-amd64$' <<<"$kernels" | grep -v -- '-rt-' | tail -n 1)
+k61=$(resolve_kernel 6.1)
+if [ -n "$k612" ] && [ -f "$BUILD/$k612/mod/wsem.ko" ] && [ -n "$k61" ] &&
+   [ "${TWOGUEST:-1}" != 0 ] &&
+   { [ -z "${TESTS:-}" ] || list_tests | grep -qx twoguest.sh; }; then
+	stage "one limit across two guests ($k61 and $k612)"
+	ko61=
+	grep -qx "$k61" <<<"$kernels" && ko61=$BUILD/$k61/mod/wsem.ko
+	bash "$VMDIR/twoguest.sh" -q -a "$k61" ${ko61:+-A "$ko61"} -b "$k612" \
+		-B "$BUILD/$k612/mod/wsem.ko"
+	inputs+=(label=- "$BUILD/twoguest/build.tap"
+		 label="twoguest-a ($k61)" "$BUILD/twoguest/a.log"
+		 label="twoguest-b ($k612)" "$BUILD/twoguest/b.log")
+fi
 
 stage "summary ($(($(date +%s) - t0))s)"
 awk -f "$VMDIR/summary.awk" "${inputs[@]}"

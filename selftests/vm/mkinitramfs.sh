@@ -102,22 +102,51 @@ case " $tests " in
 		[ -f "$f" ] && add_elf "$f" "$stage/bin/${f##*/}"
 	done ;;
 esac
+# add_net_modules MOD...: the guest kernel's modules MOD (in that order),
+# unpacked, in /lib/modules/net/, listed in the order to load them in
+# /lib/modules/net/order (Debian builds them as modules, xz-compressed; a
+# kernel not under /lib/modules, a chroot's, gets none).
+add_net_modules() {
+	local kver mdir m f
+	kver=$(modinfo -F vermagic "$ko" 2>/dev/null | cut -d' ' -f1)
+	mdir=/lib/modules/$kver
+	[ -n "$kver" ] && [ -f "$mdir/modules.dep" ] || return 0
+	mkdir -p "$stage/lib/modules/net"
+	for m in "$@"; do
+		f=$(find "$mdir/kernel/net" "$mdir/kernel/drivers/net" \
+			-name "$m.ko*" 2>/dev/null | head -n 1)
+		case $f in
+		'') continue ;;
+		*.xz) xz -dc "$f" >"$stage/lib/modules/net/$m.ko" ;;
+		*.zst) zstd -qdc "$f" >"$stage/lib/modules/net/$m.ko" ;;
+		*.gz) gzip -dc "$f" >"$stage/lib/modules/net/$m.ko" ;;
+		*) cp "$f" "$stage/lib/modules/net/$m.ko" ;;
+		esac
+		echo "$m" >>"$stage/lib/modules/net/order"
+	done
+}
 # fleet_test.sh: Debian's etcd and etcdctl, wsem-agent (agent/ builds it)
 # and the observer fleet_watch; for its whole scenario (a network namespace
 # per etcd member and per host, joined by veth pairs into a bridge) iproute2's
 # ip as /usr/lib/iproute2/ip, run by that path (busybox's makes no veth, and
 # busybox sh runs its own applet for "ip" whatever /bin/ip is; iproute2's ip
 # takes a name "ipX" as "ip X"), and the guest kernel's
-# llc, stp, bridge and veth modules, unpacked, in /lib/modules/net/ in the
-# order to load them (Debian builds them as modules, xz-compressed; a
-# kernel not under /lib/modules, a chroot's, gets none: its lane runs the
-# smoke test, which needs no network).
+# llc, stp, bridge and veth modules (add_net_modules: a chroot's kernel
+# gets none; its lane runs the smoke test, which needs no network).
+# twoguest.sh (selftests/vm/twoguest.sh's two guests): etcd, etcdctl,
+# wsem-agent and the e1000 module, the driver of the NIC on QEMU's socket
+# netdev (busybox's ip sets its address).
+case " $tests " in
+*" fleet_test.sh "* | *" twoguest.sh "*)
+	for f in "$(command -v etcd || true)" "$(command -v etcdctl || true)" \
+		"$BUILD/agent/wsem-agent"; do
+		[ -n "$f" ] && [ -f "$f" ] && add_elf "$f" "$stage/bin/${f##*/}"
+	done ;;
+esac
 case " $tests " in
 *" fleet_test.sh "*)
-	for f in "$(command -v etcd || true)" "$(command -v etcdctl || true)" \
-		"$BUILD/agent/wsem-agent" "$ROOT/selftests/fleet_watch"; do
-		[ -n "$f" ] && [ -f "$f" ] && add_elf "$f" "$stage/bin/${f##*/}"
-	done
+	f=$ROOT/selftests/fleet_watch
+	[ -f "$f" ] && add_elf "$f" "$stage/bin/fleet_watch"
 	iproute=$(PATH=/usr/sbin:/sbin:$PATH command -v ip || true)
 	if [ -n "$iproute" ] && [ "$(readlink -f "$iproute")" != "$busybox" ]; then
 		mkdir -p "$stage/usr/lib/iproute2"
@@ -125,23 +154,10 @@ case " $tests " in
 	else
 		log "mkinitramfs: no iproute2: fleet_test's whole scenario fails"
 	fi
-	kver=$(modinfo -F vermagic "$ko" 2>/dev/null | cut -d' ' -f1)
-	mdir=/lib/modules/$kver
-	if [ -n "$kver" ] && [ -f "$mdir/modules.dep" ]; then
-		mkdir -p "$stage/lib/modules/net"
-		for m in llc stp bridge veth; do
-			f=$(find "$mdir/kernel/net" "$mdir/kernel/drivers/net" \
-				-name "$m.ko*" 2>/dev/null | head -n 1)
-			case $f in
-			'') continue ;;
-			*.xz) xz -dc "$f" >"$stage/lib/modules/net/$m.ko" ;;
-			*.zst) zstd -qdc "$f" >"$stage/lib/modules/net/$m.ko" ;;
-			*.gz) gzip -dc "$f" >"$stage/lib/modules/net/$m.ko" ;;
-			*) cp "$f" "$stage/lib/modules/net/$m.ko" ;;
-			esac
-			echo "$m" >>"$stage/lib/modules/net/order"
-		done
-	fi ;;
+	add_net_modules llc stp bridge veth ;;
+esac
+case " $tests " in
+*" twoguest.sh "*) add_net_modules e1000 ;;
 esac
 # readme_run_test.sh runs the README's shell blocks.
 case " $tests " in

@@ -5,7 +5,7 @@
 #
 # usage: run.sh [-k KVER] [-K KO] [-m check|cmd|shell] [-c CMD]
 #               [-T VM_TIMEOUT] [-t TEST_TIMEOUT] [-l LOG]
-#               [-I IMAGE -k NAME -K KO] [-a KERNEL_ARGS]
+#               [-I IMAGE -k NAME -K KO] [-a KERNEL_ARGS] [-n NIC]
 #   check  run the selftests and the harness checks; the console goes to LOG
 #          (default build/KVER/console.log); exits 0 if the guest finished,
 #          the TAP verdict is summary.awk's.  A guest still running after
@@ -16,14 +16,16 @@
 # Without -K the module is built for KVER first.
 # -I boots IMAGE (a kernel not in /boot, as make check-debug's) instead of
 # /boot/vmlinuz-KVER: -k only names it then, and -K is required.  -a adds
-# to the kernel command line.  WSEM_VM_ENV ("NAME=VALUE ...") is exported
+# to the kernel command line.  -n gives the guest one NIC, QEMU's
+# "-nic NIC" (twoguest.sh's: "socket,listen=...,model=e1000,mac=..."),
+# instead of none.  WSEM_VM_ENV ("NAME=VALUE ...") is exported
 # in the guest (mkinitramfs.sh).
 set -u -o pipefail
 . "$(dirname "$0")/lib.sh"
 
 kver='' ko='' mode=check cmd='' vm_timeout='' test_timeout=${TEST_TIMEOUT:-120} logf=''
-image='' append=''
-while getopts k:K:m:c:T:t:l:I:a: opt; do
+image='' append='' nic=none
+while getopts k:K:m:c:T:t:l:I:a:n: opt; do
 	case $opt in
 	k) kver=$OPTARG ;;
 	K) ko=$OPTARG ;;
@@ -34,6 +36,7 @@ while getopts k:K:m:c:T:t:l:I:a: opt; do
 	l) logf=$OPTARG ;;
 	I) image=$OPTARG ;;
 	a) append=$OPTARG ;;
+	n) nic=$OPTARG ;;
 	*) exit 2 ;;
 	esac
 done
@@ -92,7 +95,7 @@ fi
 bash "$VMDIR/mkinitramfs.sh" -k "$ko" -o "$img" -m "$mode" -t "$test_timeout" \
 	${cmdfile:+-c "$cmdfile"} || die "packing the initramfs failed"
 
-qemu=(qemu-system-x86_64 -accel tcg -m "$mem" -smp 2 -nographic -no-reboot -nic none
+qemu=(qemu-system-x86_64 -accel tcg -m "$mem" -smp 2 -nographic -no-reboot -nic "$nic"
 	-kernel "$kernel" -initrd "$img"
 	-append "console=ttyS0 panic=-1 quiet loglevel=4${append:+ $append}")
 
