@@ -42,6 +42,7 @@ type agent struct {
 	idle   time.Time // since when the share is above the rule's, or zero
 	grants int64     // the semaphore's grants when the host last looked
 	raced  int64     // growths that found a share changed in etcd
+	shown  viewFile  // what wsem stat shows (view.go)
 }
 
 // setLoan makes the host's semaphore take loan from the agent's handle.
@@ -224,6 +225,7 @@ func (a *agent) run(ctx context.Context) {
 			time.Duration(a.lim.ttl)*time.Second)
 		err := a.reconcile(lctx)
 		cancel()
+		a.publish(err)
 		if err != nil && ctx.Err() == nil {
 			log.Printf("%s: %v", a.lim.name, err)
 			time.Sleep(a.lim.hold / 4)
@@ -269,6 +271,7 @@ func (a *agent) watch(ctx context.Context, poke func()) {
 func (a *agent) leave() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	a.unpublish()
 	err := a.setLoan(0, "agent stopped")
 	_, used, _, err2 := a.loc.demand()
 	if err == nil && err2 == nil && used < a.share {

@@ -39,6 +39,7 @@ type store struct {
 	sess   *concurrency.Session
 	lease  clientv3.LeaseID // the lease alive/HOST was last claimed under
 	ttl    int
+	last   readView // the last view read, for wsem stat (view.go)
 }
 
 func (s *store) key(kind string) string {
@@ -167,6 +168,7 @@ func (s *store) read(ctx context.Context) (*view, int64, error) {
 	if v.capacity <= 0 {
 		return nil, 0, fmt.Errorf("%scapacity: missing", s.prefix)
 	}
+	s.last = readView{v, r.Header.Revision, bootTime()}
 	return v, r.Header.Revision, nil
 }
 
