@@ -366,6 +366,7 @@ result "wsem-agent status: h1's share, need and floor, its agent alive, h2's, th
 # /run/wsem-agent/IPCNS/seats after each look (never from etcd itself):
 # a failing look shows (etcd stopped), so does the view of an agent that
 # died (stale); an agent that stops removes its view.
+tv=$(date +%s)
 # view_has H RE: host H's wsem stat --json (and its notes) match RE
 view_has() {
 	in_host "$1" wsem stat $N --json 2>&1 | grep -Eq "$2"
@@ -410,6 +411,7 @@ check "... and removes its view: wsem stat on h2 shows none" no_view 2
 start_agent 2
 check "h2's new agent writes its view" \
 	until_true 20 view_has 2 '"this":true'
+echo "# wsem stat's view: $(($(date +%s) - tv)) s"
 touch "$T/job-end"
 wait $job
 check "the job's wsem run exits 0" test $? -eq 0
