@@ -51,6 +51,7 @@ type agent struct {
 	raced  int64        // growths that found a share changed in etcd
 	ended  map[int]bool // holders sent SIGKILL (lease.go's goroutine)
 	lock   *os.File     // the host's lock file (lockHost), or nil
+	shown  viewFile     // what wsem stat shows (view.go)
 
 	// mu guards loan and cut: the look at etcd raises and lowers the
 	// loan, the lease's watch (lease.go) drops it to 0 near the lease's
@@ -267,6 +268,7 @@ func (a *agent) run(ctx context.Context) {
 			time.Duration(a.lim.ttl)*time.Second)
 		err := a.reconcile(lctx)
 		cancel()
+		a.publish(err)
 		if err != nil && ctx.Err() == nil {
 			lg.Printf("%s: %v", a.lim.name, err)
 			time.Sleep(a.lim.hold / 4)
@@ -312,6 +314,7 @@ func (a *agent) watch(ctx context.Context, poke func()) {
 func (a *agent) leave() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	a.unpublish()
 	err := a.setLoan(0, "agent stopped")
 	if a.lim.policy == "deadline" {
 		// the share lives with the agent's lease, revoked below

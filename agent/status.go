@@ -47,13 +47,9 @@ type clusterStatus struct {
 	LocalError string       `json:"local_error,omitempty"`
 }
 
-func statusOf(ctx context.Context, st *store, lim *limit) (*clusterStatus, error) {
-	v, rev, err := st.read(ctx)
-	if err != nil {
-		return nil, err
-	}
-	cs := &clusterStatus{Name: lim.name, Prefix: st.prefix,
-		Revision: rev, Capacity: v.capacity, Free: v.free()}
+// hostRows is a line for each host that has a share, a demand or a live
+// agent in v, in the order of the host names; me is this host.
+func (v *view) hostRows(me string) []hostStatus {
 	seen := map[string]bool{}
 	for h := range v.shares {
 		seen[h] = true
@@ -75,15 +71,27 @@ func statusOf(ctx context.Context, st *store, lim *limit) (*clusterStatus, error
 	for i, h := range queued {
 		place[h] = i + 1
 	}
+	rows := make([]hostStatus, 0, len(seen))
 	for h := range seen {
 		d := v.demands[h]
-		cs.Hosts = append(cs.Hosts, hostStatus{Host: h,
-			Share: v.shares[h], Need: d.need, Floor: d.floor,
-			Queue: place[h], Alive: v.alive[h], This: h == lim.host})
+		rows = append(rows, hostStatus{Host: h, Share: v.shares[h],
+			Need: d.need, Floor: d.floor, Queue: place[h],
+			Alive: v.alive[h], This: h == me})
 	}
-	sort.Slice(cs.Hosts, func(i, j int) bool {
-		return cs.Hosts[i].Host < cs.Hosts[j].Host
+	sort.Slice(rows, func(i, j int) bool {
+		return rows[i].Host < rows[j].Host
 	})
+	return rows
+}
+
+func statusOf(ctx context.Context, st *store, lim *limit) (*clusterStatus, error) {
+	v, rev, err := st.read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cs := &clusterStatus{Name: lim.name, Prefix: st.prefix,
+		Revision: rev, Capacity: v.capacity, Free: v.free(),
+		Hosts: v.hostRows(lim.host)}
 	w, err := wsem.OpenWatch(lim.name)
 	if err == nil {
 		var s *wsem.Stat

@@ -44,6 +44,7 @@ type store struct {
 	takeover bool     // the host's lock is ours: take alive/HOST over
 	leased   bool     // policy deadline: share/HOST under the lease
 	end      leaseEnd // the lease's local end (lease.go)
+	last     readView // the last view read, for wsem stat (view.go)
 }
 
 func (s *store) key(kind string) string {
@@ -225,6 +226,7 @@ func (s *store) read(ctx context.Context) (*view, int64, error) {
 	if v.capacity <= 0 {
 		return nil, 0, fmt.Errorf("%scapacity: missing", s.prefix)
 	}
+	s.last = readView{v, r.Header.Revision, bootTime()}
 	return v, r.Header.Revision, nil
 }
 

@@ -1990,6 +1990,107 @@ t_apply_cluster() {
 	nsenter -t "$ns" -i "$WSEM" stat seats --json | grep -q '"capacity":6,'
 }
 
+# stat shows what wsem-agent keeps of a cluster limit in
+# /run/wsem-agent/IPCNS/NAME (agent/view.go has the format), read from
+# that file alone: the cluster's capacity and what is free, each host's
+# line with this host marked, a failing look, a stale view.  A bad file,
+# or another semaphore's, is one note on stderr: stat exits 0 without it.
+t_stat_cluster() {
+	wsem create "$P-cv" 2
+	ns=$(readlink /proc/self/ns/ipc | tr -dc 0-9)
+	d=/run/wsem-agent/$ns
+	f=$d/$P-cv
+	mkdir -p "$d"
+	trap 'rm -f "$f"; rmdir "$d" /run/wsem-agent 2>/dev/null || :' EXIT
+	id=$(wsem run "$P-cv" --inherit -- \
+		sh -c 'sed -n "s/^wsem-id:[[:space:]]*//p" /proc/self/fdinfo/$WSEM_FD')
+	[ -n "$id" ]
+	# boot_ns AGO: CLOCK_BOOTTIME less AGO nanoseconds (the guest does not
+	# suspend: /proc/uptime's clock)
+	boot_ns() {
+		awk -v a="$1" '{ printf "%.0f\n", $1 * 1000000000 - a }' /proc/uptime
+	}
+	# view LOOK_AGO ID [LINE...]: the file, as an agent whose last look
+	# ended LOOK_AGO ns ago writes it, with LINEs before the hosts'
+	view() {
+		{
+			echo "wsem-agent-view 1"
+			printf 'name %s\nid %s\npid 4242\nthis h1\nprefix /wsem/%s/\n' \
+				"$P-cv" "$2" "$P-cv"
+			printf 'look %s\nrefresh 5300000000\nread %s\nrevision 42\n' \
+				"$(boot_ns "$1")" "$(boot_ns 200000000)"
+			printf 'capacity 6\nfree 3\n'
+			shift 2
+			for l in "$@"; do
+				echo "$l"
+			done
+			printf 'host h%%202 1 0 0 0 0\nhost h1 2 2 2 2 1\n'
+		} >"$f"
+	}
+	# the view of a running agent whose looks fail since 3 s, with a key
+	# of a later agent and a host name with a blank (%20)
+	view 100000000 "$id" "failing $(boot_ns 3000000000) context deadline exceeded" \
+		"later-key 1 2 3"
+	expect 0 wsem stat "$P-cv"
+	cat "$T/out"
+	[ ! -s "$T/err" ]
+	[ "$(wc -l <"$T/out")" -eq 31 ]
+	[ "$(sed -n '25p;27,30p' "$T/out" | tr '\n' '|')" = \
+		"|  capacity 6 across the cluster, 3 free; this host is h1 (*)|  HOST     SHARE  NEED  FLOOR  QUEUE  AGENT|  h%202        1     0      0      -  gone|  h1 *         2     2      2      2  alive|" ]
+	grep -Eq "^CLUSTER \(wsem-agent's view of etcd /wsem/$P-cv/ at revision 42, read [0-9]+ms ago\)\$" \
+		"$T/out"
+	grep -Eq '^  h%202 +1 +0 +0 +- +gone$' "$T/out"
+	grep -Eq '^  h1 \* +2 +2 +2 +2 +alive$' "$T/out"
+	grep -Eq "^  etcd: the agent's looks have failed for [3-9]\.[0-9]s: context deadline exceeded\$" \
+		"$T/out"
+	! grep -q stale "$T/out" || exit 1
+	view 100000000 "$id" "failing $(boot_ns 3000000000) context deadline exceeded"
+	expect 0 wsem stat "$P-cv" --json
+	[ ! -s "$T/err" ]
+	[ "$(wc -l <"$T/out")" -eq 1 ]
+	grep -Eq "\"children\":\[\],\"cluster\":\{\"host\":\"h1\",\"prefix\":\"/wsem/$P-cv/\",\"revision\":42,\"capacity\":6,\"free\":3,\"age_ns\":[0-9]+,\"look_age_ns\":[0-9]+,\"refresh_ns\":5300000000,\"stale\":false,\"etcd_ok\":false,\"error\":\"context deadline exceeded\",\"failing_ns\":[3-9][0-9]{9},\"pid\":4242,\"hosts\":\[\{\"host\":\"h 2\",\"share\":1,\"need\":0,\"floor\":0,\"queue\":0,\"alive\":false,\"this\":false\},\{\"host\":\"h1\",\"share\":2,\"need\":2,\"floor\":2,\"queue\":2,\"alive\":true,\"this\":true\}\]\}\}\$" \
+		"$T/out"
+	# an agent that has not looked for a minute: stale
+	view 60000000000 "$id"
+	expect 0 wsem stat "$P-cv"
+	grep -Eq '^  stale: not rewritten for 1m0[0-9]s, while a running agent rewrites it every 5\.3s at most: is wsem-agent \(pid 4242\) running\?$' \
+		"$T/out"
+	! grep -q '^  etcd:' "$T/out" || exit 1
+	expect 0 wsem stat "$P-cv" --json
+	grep -q '"refresh_ns":5300000000,"stale":true,"etcd_ok":true,"error":"","failing_ns":0,' \
+		"$T/out"
+	# bad files: a note, the rest of stat as without a view, exit 0
+	for bad in "host h3 1 2 3" "host h3 1 2 3 4 2" "free -1" "capacity 6 7" \
+	    "this h%2" "wsem-agent-view 2" "" "no-free"; do
+		case $bad in
+		"") printf '' >"$f"; why="empty" ;;
+		no-free) view 0 "$id"; sed -i '/^free /d' "$f"; why='no "free" line' ;;
+		wsem-agent-view*) view 0 "$id"; sed -i "1s/.*/$bad/" "$f"
+			why='line 1: not "wsem-agent-view 1"' ;;
+		*) view 0 "$id" "$bad"; why="line 13: not understood" ;;
+		esac
+		expect 0 wsem stat "$P-cv"
+		err_is "wsem: note: $f: $why: no cluster view shown"
+		[ "$(wc -l <"$T/out")" -eq 24 ]
+		expect 0 wsem stat "$P-cv" --json
+		err_is "wsem: note: $f: $why: no cluster view shown"
+		grep -Eq "^$JSON_STAT\$" "$T/out"
+	done
+	view 0 "$id"
+	printf 'host h4 0 0 0 0 1' >>"$f"		# no newline at the end
+	expect 0 wsem stat "$P-cv"
+	err_is "wsem: note: $f: line 15: no newline at its end: no cluster view shown"
+	# the view of an earlier semaphore of that name
+	view 0 $((id + 1))
+	expect 0 wsem stat "$P-cv"
+	err_is "wsem: note: $f: the view of another semaphore $P-cv (id $((id + 1)), this one's is $id): no cluster view shown"
+	# none: nothing said
+	rm "$f"
+	expect 0 wsem stat "$P-cv"
+	[ ! -s "$T/err" ]
+	[ "$(wc -l <"$T/out")" -eq 24 ]
+}
+
 TESTS="
 t_create create makes a semaphore: capacity, used 0, mode 0600, owner
 t_create_mode create --mode is exact, the default masked by the umask
@@ -2053,6 +2154,7 @@ t_create_parent_path create --parent PATH and --parent-fd N; read-only refused
 t_run_gang run --and: all held while COMMAND runs, none if one is busy
 t_apply_parent apply parent=: parents first, never moved, loops refused
 t_apply_cluster apply cluster=etcd: a loans semaphore for wsem-agent; its keys only with cluster=
+t_stat_cluster stat shows wsem-agent's view of a cluster limit; a bad view file is a note, exit 0
 "
 
 # Kill what the last test left running and remove its semaphores.

@@ -362,6 +362,56 @@ grep -Eq '^h1 \* +2 +2 +2 +[-0-9]+ alive$' "$T/status" &&
 	grep -q '"local":{"capacity":2,"used":2,"waiters":0}' "$T/status.json"
 result "wsem-agent status: h1's share, need and floor, its agent alive, h2's, the free capacity, h1's semaphore" \
 	$? "$T/status" "$T/status.json"
+# wsem stat on a host shows the cluster from the view its agent writes to
+# /run/wsem-agent/IPCNS/seats after each look (never from etcd itself):
+# a failing look shows (etcd stopped), so does the view of an agent that
+# died (stale); an agent that stops removes its view.
+tv=$(date +%s)
+# view_has H RE: host H's wsem stat --json (and its notes) match RE
+view_has() {
+	in_host "$1" wsem stat $N --json 2>&1 | grep -Eq "$2"
+}
+# no_view H: host H's wsem stat shows no view, and says nothing of one
+no_view() {
+	! in_host "$1" wsem stat $N --json 2>&1 | grep -q cluster
+}
+check "wsem stat on h1: the capacity and what is free, h1's share, need and floor, its agent alive, h1 this host" \
+	until_true 10 view_has 1 "\"cluster\":\\{\"host\":\"h1\",\"prefix\":\"/wsem/$N/\",\"revision\":[0-9]+,\"capacity\":$CAP,\"free\":$((CAP - 2)),.*\"stale\":false,\"etcd_ok\":true,.*\\{\"host\":\"h1\",\"share\":2,\"need\":2,\"floor\":2,\"queue\":[0-9]+,\"alive\":true,\"this\":true\\}"
+in_host 1 wsem stat $N >"$T/stat" 2>&1
+grep -Eq "^CLUSTER \\(wsem-agent's view of etcd /wsem/$N/ at revision [0-9]+, read [0-9.]+m?s ago\\)\$" "$T/stat" &&
+	grep -Eq '^  h1 \* +2 +2 +2 +[-0-9]+ +alive$' "$T/stat" &&
+	grep -Eq '^  h2 +0 +0 +0 +- +alive$' "$T/stat" &&
+	! grep -q stale "$T/stat"
+result "... and in its text, h2 there too" $? "$T/stat"
+check "wsem stat on h2: h2 is this host there" \
+	view_has 2 '\{"host":"h2","share":0,"need":0,"floor":0,"queue":0,"alive":true,"this":true\}'
+# etcd stopped (every member) and h3's agent SIGKILLed: h1's looks fail
+# within ttl=5 s, h3's view is stale within ttl= + hold=
+MEMBERS=1
+[ "$FULL" != 1 ] || MEMBERS="1 2 3"
+for i in $MEMBERS; do
+	eval "kill -STOP \$etcd_$i"
+done
+stop_agent KILL 3
+check "etcd stopped: wsem stat on h1 shows the agent's looks failing, and why" \
+	until_true 12 view_has 1 '"etcd_ok":false,"error":"[^"]+","failing_ns":[1-9]'
+check "h3's agent SIGKILLed: wsem stat on h3 shows its view stale" \
+	until_true 12 view_has 3 '"stale":true'
+for i in $MEMBERS; do
+	eval "kill -CONT \$etcd_$i"
+done
+check "etcd back: h1's looks succeed again" \
+	until_true 20 view_has 1 '"stale":false,"etcd_ok":true,'
+start_agent 3
+check "a new agent on h3: its view is fresh again" \
+	until_true 20 view_has 3 '"stale":false,"etcd_ok":true,'
+stop_agent TERM 2
+result "agent h2 stops on SIGTERM, exit 0" $?
+check "... and removes its view: wsem stat on h2 shows none" no_view 2
+start_agent 2
+check "h2's new agent writes its view" \
+	until_true 20 view_has 2 '"this":true'
+echo "# wsem stat's view: $(($(date +%s) - tv)) s"
 touch "$T/job-end"
 wait $job
 check "the job's wsem run exits 0" test $? -eq 0

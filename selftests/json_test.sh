@@ -159,6 +159,31 @@ t_wait() {
 	return $r
 }
 
+# stat --json of a cluster limit: wsem-agent's view (agent/view.go), with
+# host names that hold '%', '"', '\\', a blank and 'é' (a blank and '%' the
+# file escapes as %XX), an error with '"' and a byte not UTF-8.
+t_cluster() {
+	N5=json5$$
+	wsem create "$N5" 1 || return 1
+	d=/run/wsem-agent/$(readlink /proc/self/ns/ipc | tr -dc 0-9)
+	mkdir -p "$d" || return 1
+	printf '%s\n' "wsem-agent-view 1" "name $N5" "id 0" "pid 1" "this h\"é" \
+		"prefix /wsem/$N5/" "look 1" "refresh 1" "read 1" "revision 3" \
+		"capacity 6" "free 5" "failing 1 etcd: \"down\" $(printf '\377')" \
+		"host h\"é 1 1 1 1 1" "host a%20b%25\\ 0 2 2 2 0" >"$d/$N5"
+	parses "j['cluster']['host'] == 'h\"é' and \
+		j['cluster']['error'] == 'etcd: \"down\" \\ufffd' and \
+		[h['host'] for h in j['cluster']['hosts']] == ['h\"é', 'a b%\\\\'] and \
+		j['cluster']['hosts'][0]['this'] is True and \
+		j['cluster']['stale'] is True and j['cluster']['free'] == 5" \
+		wsem stat "$N5" --json
+	r=$?
+	rm -f "$d/$N5"
+	rmdir "$d" /run/wsem-agent 2>/dev/null
+	wsem rm "$N5"
+	return $r
+}
+
 exec 3>&1
 check "stat --json: a comm cut inside 'é' parses, U+FFFD; label escaped" t_stat
 check "stat --json: a non-ASCII cgroup name" t_cgroup
@@ -168,6 +193,7 @@ check "stat --json as nobody (read permission): holders and queue" t_nobody
 check "run --json: the lease, one line before COMMAND's output" t_run
 check "run --json: waited_ns after a wait" t_run_waited
 check "wait --json: idle, and timed out (124)" t_wait
+check "stat --json of a cluster limit: host names and the error escaped" t_cluster
 
 kill "$holder" "$job" 2>/dev/null
 wait "$holder" "$job" "$waiter" 2>/dev/null

@@ -144,6 +144,10 @@ void cli_print_json_stat(const struct wsem_stat *st);
 void cli_print_json_stat_ns(const struct wsem_stat *st, unsigned long ns);
 void cli_print_json_stat_open(const struct wsem_stat *st, unsigned long ns);
 
+/* cluster.c */
+void cli_print_cluster(const struct wsem_stat *st, unsigned long ns,
+		       uint64_t id, bool json);
+
 /* json.c */
 void cli_json_string(FILE *out, const char *s, size_t max);
 void cli_print_json_lease(const char *name, int fd, uint64_t weight,

@@ -180,19 +180,24 @@ static const char *parent_name(const struct wsem_stat *st)
 	return name[0] ? name : NULL;
 }
 
-/* stat's output: the fields, the statistics, who holds and who waits. */
+/*
+ * stat's output: the fields, the statistics, who holds and who waits, and
+ * for a cluster limit the view wsem-agent keeps of it (cluster.c).
+ */
 static void print_stat(const struct wsem_stat *st, unsigned long ns, int hfd,
 		       bool json)
 {
 	struct wsem_holder *who = NULL;
 	size_t nholders = 0, nchildren = 0;
 	ssize_t n = hfd >= 0 ? cli_who(hfd, &who, &nholders, &nchildren) : -1;
+	uint64_t id = hfd >= 0 ? cli_fd_sem_id(hfd) : 0;
 
 	if (json) {
 		/* who is not to be read: empty arrays, never absent keys */
 		cli_print_json_stat_open(st, ns);
 		cli_print_json_who(who, n > 0 ? (size_t)n : 0, nholders,
 				   nchildren);
+		cli_print_cluster(st, ns, id, true);
 		puts("}");
 	} else {
 		const char *parent = parent_name(st);
@@ -204,6 +209,7 @@ static void print_stat(const struct wsem_stat *st, unsigned long ns, int hfd,
 		cli_print_stats(st);
 		if (n >= 0)
 			cli_print_who(who, (size_t)n, nholders, nchildren);
+		cli_print_cluster(st, ns, id, false);
 	}
 	free(who);
 }
