@@ -22,6 +22,10 @@
 # "@@agent ..." lines here); the progress as "# ..." lines.
 # shellcheck disable=SC2154 # anchor_H, agent_H: set through eval
 set -u
+# until_true: the selftests' helpers (mkinitramfs.sh packs util.sh beside
+# the tests, at /selftests in the guest)
+# shellcheck source=../selftests/util.sh
+. /selftests/util.sh
 
 T=/tmp/cb
 N=seats
@@ -40,16 +44,6 @@ fail() {
 		[ -f "$f" ] && tail -n 15 "$f" | sed "s|^|# ${f##*/}: |"
 	done
 	exit 1
-}
-
-# until_true SECONDS CMD...: CMD succeeds within SECONDS (tenths polled)
-until_true() {
-	end=$(($(date +%s) + $1))
-	shift
-	while ! "$@" 2>/dev/null; do
-		[ "$(date +%s)" -le "$end" ] || return 1
-		sleep 0.1
-	done
 }
 
 # in_host H CMD...: CMD in host H's IPC namespace (nsenter execs CMD)

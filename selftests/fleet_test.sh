@@ -128,16 +128,6 @@ other_ipc_ns() {
 	[ "$(readlink "/proc/$1/ns/ipc")" != "$(readlink /proc/self/ns/ipc)" ]
 }
 
-# until_true SECONDS CMD...: CMD succeeds within SECONDS (tenths polled)
-until_true() {
-	end=$(($(date +%s) + $1))
-	shift
-	while ! "$@" 2>/dev/null; do
-		[ "$(date +%s)" -le "$end" ] || return 1
-		sleep 0.1
-	done
-}
-
 # start_agent H [DELAY_MS]: host H's agent, its pid (or its nsenter's) in
 # agent_H; with DELAY_MS, the agent waits that long between reading etcd
 # and growing its share there (WSEM_AGENT_TEST_DELAY_MS)

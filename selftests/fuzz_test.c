@@ -1477,12 +1477,7 @@ static void build_label(struct rng *r, struct step *s, char *buf,
 	s->cmd = WSEM_IOC_SET_LABEL;
 	memset(l, 0, sizeof(*l));
 	l->size = s->usize = pick_size(r, WSEM_LABEL_SIZE_VER0);
-	if (chance(r, 80))
-		l->flags = 0;
-	else if (chance(r, 60))
-		l->flags = WSEM_LEND_END_HOLDERS;
-	else
-		l->flags = rnd(r);
+	l->flags = chance(r, 92) ? 0 : rnd(r);
 	for (i = 0; i < n; i++)
 		l->label[i] = chance(r, 97) ? 0x20 + below(r, 95) : rnd(r);
 	memcpy(buf, l, sizeof(*l));

@@ -89,15 +89,6 @@ field_is() {
 waits() {
 	field_is used 0 && field_is waiters 1
 }
-# until_true SECONDS CMD...: CMD succeeds within SECONDS (tenths polled)
-until_true() {
-	end=$(($(date +%s) + $1))
-	shift
-	while ! "$@" 2>/dev/null; do
-		[ "$(date +%s)" -le "$end" ] || return 1
-		sleep 0.1
-	done
-}
 # peer_wait SECONDS CMD...: as until_true, but given up as soon as the
 # other guest has ended its part (PEER-done: it stopped early on a failure)
 peer_wait() {

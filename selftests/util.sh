@@ -25,6 +25,16 @@ need_module_and_python3() {
 	fi
 }
 
+# until_true SECONDS CMD...: CMD succeeds within SECONDS (tenths polled)
+until_true() {
+	end=$(($(date +%s) + $1))
+	shift
+	while ! "$@" 2>/dev/null; do
+		[ "$(date +%s)" -le "$end" ] || return 1
+		sleep 0.1
+	done
+}
+
 # result DESCRIPTION STATUS [FILE...]: one TAP line for STATUS; after a
 # "not ok", the FILEs, commented.
 result() {
