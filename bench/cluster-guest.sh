@@ -60,8 +60,7 @@ other_ipc_ns() {
 
 # stat_field H NAME FIELD: a field of host H's semaphore NAME
 stat_field() {
-	wsem stat "$T/h$1/$2" --json | tr ',{}' '\n\n\n' |
-		sed -n "s/^ *\"$3\": *//p"
+	stat_key "$T/h$1/$2" "$3"
 }
 field_is() {
 	[ "$(stat_field "$1" "$2" "$3")" = "$4" ]

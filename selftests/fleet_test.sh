@@ -98,8 +98,7 @@ stop_agent() {
 
 # used H, cap_of H: host H's semaphore's used weight and capacity in force
 stat_field() {
-	wsem stat "$T/h$1/$N" --json | tr ',{}' '\n\n\n' |
-		sed -n "s/^ *\"$2\": *//p"
+	stat_key "$T/h$1/$N" "$2"
 }
 
 # share H: host H's share in etcd (0: none)
@@ -642,9 +641,11 @@ check "... a job of 5 on h3 times out (the cut host's 2 are not given away)" \
 	sh -c "nsenter -t $anchor_3 $NSF -- wsem run $N -w 5 --timeout 2 -- true 2>&1 |
 		grep -q 'timed out'"
 $IP link set vh1 up
-check "h1 restored: it lends its share again" \
-	until_true 30 sh -c "[ \$(wsem stat $T/h1/$N --json | tr ',{}' '\n\n\n' |
-		sed -n 's/^ *\"capacity\": *//p') -ge 2 ]"
+# lends_again: h1 lends at least its share of 2 again
+lends_again() {
+	[ "$(stat_field 1 capacity)" -ge 2 ]
+}
+check "h1 restored: it lends its share again" until_true 30 lends_again
 wait $job
 result "... and h1's job ended well" $?
 watch_end "a host cut off (finish)"
@@ -691,9 +692,11 @@ wait $job
 r=$?
 check "h2 cut off: its job is ended (SIGKILL, wsem run's status $r)" test $r -ge 128
 echo "# h2's job ended $(echo "$(date +%s.%N) $tc" | awk '{ printf "%.1f", $1 - $2 }') s after the cut"
-check "... nothing held on h2, nothing lent" \
-	sh -c "[ \$(wsem stat $T/h2/$N --json | tr ',{}' '\n\n\n' |
-		sed -n 's/^ *\"used\": *//p') = 0 ]"
+# holds_and_lends_nothing H: host H's semaphore holds nothing, lent nothing
+holds_and_lends_nothing() {
+	field_is "$1" used 0 && field_is "$1" capacity 0
+}
+check "... nothing held on h2, nothing lent" holds_and_lends_nothing 2
 check "... h2's share leaves etcd with its lease, h3's job runs (within 10 s of the cut)" \
 	until_true 10 sh -c "! kill -0 $job3 2>/dev/null"
 wait $job3

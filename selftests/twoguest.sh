@@ -80,7 +80,7 @@ shares_sum() {
 }
 # field F: this guest's semaphore's field F (wsem stat --json)
 field() {
-	wsem stat $N --json | tr ',{}' '\n\n\n' | sed -n "s/^ *\"$1\": *//p"
+	stat_key $N "$1"
 }
 field_is() {
 	[ "$(field "$1")" = "$2" ]

@@ -35,6 +35,14 @@ until_true() {
 	done
 }
 
+# stat_key SEM KEY: KEY's value in "wsem stat SEM --json", the first one:
+# the semaphore's own (a "cluster" object, which wsem stat adds for a
+# cluster limit of the caller's namespace, comes after it)
+stat_key() {
+	wsem stat "$1" --json | tr ',{}' '\n\n\n' |
+		sed -n "s/^ *\"$2\": *//p" | head -n 1
+}
+
 # result DESCRIPTION STATUS [FILE...]: one TAP line for STATUS; after a
 # "not ok", the FILEs, commented.
 result() {
