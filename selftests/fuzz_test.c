@@ -2939,7 +2939,8 @@ static void round_lend(struct round *rd, unsigned int i, uint64_t v)
 }
 
 /*
- * Bad loans change nothing: flags, a capacity past WSEM_CAPACITY_MAX, a
+ * Bad loans change nothing: unknown flags (any bit above
+ * WSEM_LEND_END_HOLDERS), a capacity past WSEM_CAPACITY_MAX, a
  * capacity in force one past it.  A loan that brings it exactly to the
  * largest capacity takes, and then no resize may raise it.
  */
@@ -2948,7 +2949,7 @@ static void round_bad_lend(struct round *rd, struct rng *r, unsigned int i)
 	uint64_t others = round_cap(rd) - rd->lent[i];
 	int fd = rd->lender[i];
 
-	round_expect(rd, "LEND with flags", lend_err(fd, 1ULL << below(r, 64),
+	round_expect(rd, "LEND with flags", lend_err(fd, 2ULL << below(r, 63),
 						     1), EINVAL);
 	round_expect(rd, "LEND past the largest capacity",
 		     lend_err(fd, 0, chance(r, 50) ? WSEM_CAPACITY_MAX + 1 :

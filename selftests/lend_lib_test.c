@@ -177,12 +177,12 @@ TEST_F(lend, bad_input_einval)
 {
 	struct wsem_lend_args args = {
 		.size = sizeof(args),
-		.flags = 1,
+		.flags = WSEM_LEND_END_HOLDERS << 1,
 		.capacity = 1,
 	};
 	int unbound, watch;
 
-	/* flags */
+	/* unknown flags */
 	errno = 0;
 	EXPECT_EQ(-1, ioctl(self->fd, WSEM_IOC_LEND, &args));
 	EXPECT_EQ(EINVAL, errno);
