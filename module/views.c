@@ -173,23 +173,26 @@ static bool wsem_is_below(const struct wsem *sem, const struct wsem *top)
  * holder granted meanwhile is not missed; sending one takes only the
  * target's sighand lock, which nothing holds while taking a tree's lock.
  * A holder dies, and gives its weight back, when the signal is delivered.
+ * The flag is read before the lock: at the close no LEND of @h can run
+ * any more, so it cannot change, and a close of any other handle takes no
+ * lock here.
  *
- * Context: Process context; takes the tree's lock.
+ * Context: Process context; takes the tree's lock if @h ends holders.
  */
 void wsem_end_holders(struct wsem_handle *h)
 {
 	struct wsem *sem = h->sem, *s;
 	struct wsem_handle *holder;
 
+	if (!h->end_holders)
+		return;
 	spin_lock(sem->lock);
-	if (h->end_holders) {
-		list_for_each_entry(s, &sem->root->tree, tree_node) {
-			if (!wsem_is_below(s, sem))
-				continue;
-			list_for_each_entry(holder, &s->holders, hold_node) {
-				if (holder->held && holder->pid)
-					kill_pid(holder->pid, SIGKILL, 1);
-			}
+	list_for_each_entry(s, &sem->root->tree, tree_node) {
+		if (!wsem_is_below(s, sem))
+			continue;
+		list_for_each_entry(holder, &s->holders, hold_node) {
+			if (holder->held && holder->pid)
+				kill_pid(holder->pid, SIGKILL, 1);
 		}
 	}
 	spin_unlock(sem->lock);

@@ -329,7 +329,8 @@ enum wsem_spin_end {
  * @lent: capacity this handle lends to @sem (WSEM_IOC_LEND), withdrawn when
  *	it is unbound; protected by @sem->lock
  * @end_holders: its last WSEM_IOC_LEND had WSEM_LEND_END_HOLDERS: its close
- *	kills the holders (wsem_end_holders()); protected by @sem->lock
+ *	kills the holders (wsem_end_holders()); written under @sem->lock,
+ *	read without it at the close, when no LEND can run any more
  * @demand_seen: @sem->demand_seq when the handle last read the state of
  *	@sem (wsem_fill_stat()), or was bound; set by wsem_bind() before @sem
  *	is published, then protected by @sem->lock
