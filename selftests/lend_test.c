@@ -464,24 +464,52 @@ static bool killed_within(pid_t pid)
 	return false;
 }
 
+/* A loans semaphore of ceiling 4 and a handle to lend to it, as root. */
+FIXTURE(end) {
+	int fd;
+	int lender;	/* -1 once the test closed it */
+};
+
+FIXTURE_SETUP(end)
+{
+	self->fd = self->lender = -1;
+	if (access("/dev/wsem", F_OK))
+		SKIP(return, "/dev/wsem is missing (module not loaded)");
+	if (geteuid())
+		SKIP(return, "needs CAP_KILL");
+	self->fd = open_loans(4);
+	ASSERT_LE(0, self->fd);
+	self->lender = wsem_reopen(self->fd, 0);
+	ASSERT_LE(0, self->lender);
+}
+
+FIXTURE_TEARDOWN(end)
+{
+	if (self->lender >= 0)
+		close(self->lender);
+	if (self->fd >= 0)
+		close(self->fd);
+}
+
+/* The test's close of the lender. */
+static int close_lender(int *lender)
+{
+	int fd = *lender;
+
+	*lender = -1;
+	return close(fd);
+}
+
 /*
  * WSEM_LEND_END_HOLDERS: the lender's close kills the processes that hold
  * weight on the semaphore and on its child, not one that only has a
  * handle; their weight comes back.
  */
-TEST(end_holders_kills_the_holders_at_the_lenders_close)
+TEST_F(end, end_holders_kills_the_holders_at_the_lenders_close)
 {
-	int fd, child, lender, idle_fd, status;
+	int fd = self->fd, lender = self->lender, child, idle_fd, status;
 	pid_t a, b, idle;
 
-	if (access("/dev/wsem", F_OK))
-		SKIP(return, "/dev/wsem is missing (module not loaded)");
-	if (geteuid())
-		SKIP(return, "needs CAP_KILL");
-	fd = open_loans(4);
-	ASSERT_LE(0, fd);
-	lender = wsem_reopen(fd, 0);
-	ASSERT_LE(0, lender);
 	child = wsem_open_child(fd, NULL, 0, 0, 2);
 	ASSERT_LE(0, child);
 	idle_fd = wsem_reopen(fd, 0);
@@ -494,7 +522,7 @@ TEST(end_holders_kills_the_holders_at_the_lenders_close)
 	idle = fork_holder(idle_fd, 0, lender);
 	ASSERT_LT(0, idle);
 	EXPECT_EQ(3, stat_of(fd).used);
-	ASSERT_EQ(0, close(lender));
+	ASSERT_EQ(0, close_lender(&self->lender));
 	EXPECT_TRUE(killed_within(a));
 	EXPECT_TRUE(killed_within(b));
 	EXPECT_EQ(0, stat_of(fd).used);
@@ -505,35 +533,25 @@ TEST(end_holders_kills_the_holders_at_the_lenders_close)
 	EXPECT_EQ(idle, waitpid(idle, &status, 0));
 	close(idle_fd);
 	close(child);
-	close(fd);
 }
 
 /* A LEND without the flag forgets it: the close only withdraws. */
-TEST(end_holders_is_forgotten_by_a_plain_lend)
+TEST_F(end, end_holders_is_forgotten_by_a_plain_lend)
 {
-	int fd, lender, status;
+	int fd = self->fd, lender = self->lender, status;
 	pid_t a;
 
-	if (access("/dev/wsem", F_OK))
-		SKIP(return, "/dev/wsem is missing (module not loaded)");
-	if (geteuid())
-		SKIP(return, "needs CAP_KILL");
-	fd = open_loans(4);
-	ASSERT_LE(0, fd);
-	lender = wsem_reopen(fd, 0);
-	ASSERT_LE(0, lender);
 	ASSERT_EQ(0, lend_flags(lender, 2, WSEM_LEND_END_HOLDERS));
 	ASSERT_EQ(0, lend(lender, 2));
 	a = fork_holder(fd, 1, lender);
 	ASSERT_LT(0, a);
-	ASSERT_EQ(0, close(lender));
+	ASSERT_EQ(0, close_lender(&self->lender));
 	usleep(100000);
 	EXPECT_EQ(0, waitpid(a, &status, WNOHANG));
 	EXPECT_EQ(1, stat_of(fd).used);
 	EXPECT_EQ(0, kill(a, SIGKILL));
 	EXPECT_EQ(a, waitpid(a, &status, 0));
 	EXPECT_EQ(0, stat_of(fd).used);
-	close(fd);
 }
 
 /* WSEM_LEND_END_HOLDERS needs CAP_KILL: EPERM, and nothing changes. */
