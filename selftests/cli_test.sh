@@ -1350,6 +1350,60 @@ t_run_supervised() {
 	done
 }
 
+# A systemd service of KillMode=control-group: its manager signals every
+# process of the unit, COMMAND too, so wsem does not pass its signals on.
+# Played here: a shell that is the "manager" ($MANAGERPID, a user manager)
+# puts itself in a cgroup NAME.service, runs wsem with $INVOCATION_ID, and
+# sends SIGTERM to wsem alone, then to COMMAND; a systemctl on PATH
+# answers for the unit.  With another KillMode, or another invocation id
+# in systemctl's answer, wsem passes the SIGTERM on, as everywhere.
+t_run_unit_signal() {
+	cg=/sys/fs/cgroup/wsemtest-$$.service
+	[ -w /sys/fs/cgroup/cgroup.procs ] || { echo "no cgroup2"; exit 77; }
+	mkdir -p "$T/fakebin" "$cg"
+	cat >"$T/fakebin/systemctl" <<-EOF
+	#!/bin/sh
+	echo "\$*" >>"$T/systemctl.args"
+	printf 'KillMode=%s\nInvocationID=%s\n' "\$FAKE_MODE" "\$FAKE_ID"
+	EOF
+	chmod +x "$T/fakebin/systemctl"
+	cat >"$T/mgr.sh" <<-EOF
+	#!/bin/sh
+	export MANAGERPID=\$\$ INVOCATION_ID=0123456789abcdef0123456789abcdef
+	export PATH="$T/fakebin:\$PATH" FAKE_MODE="\$1" FAKE_ID="\$2"
+	echo \$\$ >"$cg/cgroup.procs"
+	rm -f "$T/us-sig" "$T/us-ready"
+	wsem run "$P-us" -- sh -c 'echo \$\$ >"$T/us-cmd"
+		trap "echo term >>$T/us-sig; exit 0" TERM
+		touch "$T/us-ready"; while :; do sleep 0.1; done' &
+	w=\$!
+	until [ -e "$T/us-ready" ]; do sleep 0.1; done
+	kill -TERM \$w
+	sleep 1
+	cat "$T/us-sig" >"$T/us-sig-wsem" 2>/dev/null || :
+	kill -TERM "\$(cat "$T/us-cmd")" 2>/dev/null || :
+	wait \$w
+	EOF
+	wsem create "$P-us" 1
+	id=0123456789abcdef0123456789abcdef
+	# control-group, this invocation: COMMAND has it once, from the manager
+	expect 0 sh "$T/mgr.sh" control-group $id
+	[ ! -s "$T/us-sig-wsem" ]
+	[ "$(cat "$T/us-sig")" = term ]
+	[ "$(cat "$T/systemctl.args")" = "--user show --property=KillMode --property=InvocationID -- wsemtest-$$.service" ]
+	is used "$P-us" 0
+	# mixed, or another invocation's answer: wsem passes it on, once
+	for how in "mixed $id" "control-group 0123456789abcdef0123456789abcde0"
+	do
+		# shellcheck disable=SC2086 # two words
+		expect 0 sh "$T/mgr.sh" $how
+		[ "$(cat "$T/us-sig-wsem")" = term ]
+		[ "$(cat "$T/us-sig")" = term ]
+		is used "$P-us" 0
+	done
+	rmdir "$cg"
+}
+
 # Killing a supervising wsem, even with SIGKILL, kills COMMAND (its
 # PR_SET_PDEATHSIG): COMMAND never runs without its lease.
 t_run_pdeathsig() {
@@ -2050,7 +2104,9 @@ t_stat_cluster() {
 	[ "$(wc -l <"$T/out")" -eq 1 ]
 	grep -Eq "\"children\":\[\],\"cluster\":\{\"host\":\"h1\",\"prefix\":\"/wsem/$P-cv/\",\"revision\":42,\"capacity\":6,\"free\":3,\"age_ns\":[0-9]+,\"look_age_ns\":[0-9]+,\"refresh_ns\":5300000000,\"stale\":false,\"etcd_ok\":false,\"error\":\"context deadline exceeded\",\"failing_ns\":[3-9][0-9]{9},\"pid\":4242,\"hosts\":\[\{\"host\":\"h 2\",\"share\":1,\"need\":0,\"floor\":0,\"queue\":0,\"alive\":false,\"this\":false\},\{\"host\":\"h1\",\"share\":2,\"need\":2,\"floor\":2,\"queue\":2,\"alive\":true,\"this\":true\}\]\}\}\$" \
 		"$T/out"
-	# an agent that has not looked for a minute: stale
+	# an agent that has not looked for a minute: stale (and the guest up
+	# for more than that, so that the look's boot time is not negative)
+	until [ "$(cut -d. -f1 /proc/uptime)" -ge 62 ]; do sleep 1; done
 	view 60000000000 "$id"
 	expect 0 wsem stat "$P-cv"
 	grep -Eq '^  stale: not rewritten for 1m0[0-9]s, while a running agent rewrites it every 5\.3s at most: is wsem-agent \(pid 4242\) running\?$' \
@@ -2135,6 +2191,7 @@ t_run_kill_grants killing the holder lets the queued run start
 t_run_held_visible a job's held weight shows in wsem stat while it runs
 t_run_descendant --inherit: a descendant keeps the lease; supervised: not
 t_run_supervised run waits for COMMAND, forwards signals, exits with its status
+t_run_unit_signal run in a KillMode=control-group unit: the manager's signals reach COMMAND once
 t_run_pdeathsig SIGKILL to a supervising wsem kills COMMAND too
 t_run_gang_kill SIGKILL to wsem run --and: COMMAND's group killed, every semaphore freed
 t_run_inherited_other_ns stat/resize/run NAME use WSEM_FD in another IPC namespace

@@ -101,6 +101,13 @@ struct cli_opt *cli_opt(struct cli_opt *opts, const char *name);
 /* command.c */
 int cli_check_command(const char *name);
 
+/*
+ * The service manager whose signals reach every process of wsem's unit
+ * (a systemd service of KillMode=control-group, the invocation in
+ * $INVOCATION_ID), asked of systemctl; 0 when there is none (unit.c).
+ */
+pid_t cli_unit_manager(void);
+
 /* number.c */
 bool cli_parse_u64(const char *s, uint64_t *v);
 bool cli_parse_mode(const char *s, mode_t *mode);

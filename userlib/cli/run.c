@@ -488,11 +488,25 @@ static volatile sig_atomic_t received;
 static struct sigaction saved[NR_FORWARDED];
 
 /*
+ * The service manager whose signals reach every process of wsem's unit,
+ * COMMAND too (cli_unit_manager()); 0: none.
+ */
+static pid_t unit_manager;
+
+/* Did @si come from that manager, which sent it to COMMAND as well? */
+static bool sent_to_unit(const siginfo_t *si)
+{
+	return unit_manager > 0 && si->si_pid == unit_manager &&
+	       (si->si_code == SI_USER || si->si_code == SI_QUEUE);
+}
+
+/*
  * Pass a signal on to COMMAND, which has a process group of its own (its
  * pid): one sent to wsem by pid or to wsem's group reaches COMMAND only
  * this way, once.  One the terminal sent (SI_KERNEL: wsem's group was the
  * foreground one, which COMMAND's is not) goes to COMMAND's whole group,
- * as the terminal would have sent it.
+ * as the terminal would have sent it.  One from the manager of a unit
+ * that signals all its processes is not passed on: COMMAND has it.
  */
 static void forward(int sig, siginfo_t *si, void *uc)
 {
@@ -502,7 +516,7 @@ static void forward(int sig, siginfo_t *si, void *uc)
 	received |= 1 << sig;
 	if (sig != SIGUSR1 && sig != SIGUSR2 && sig != SIGWINCH)
 		told_to_end = 1;
-	if (child_pid > 0)
+	if (child_pid > 0 && !sent_to_unit(si))
 		kill(si->si_code == SI_KERNEL ? -child_pid : child_pid, sig);
 	errno = err;
 }
@@ -943,6 +957,8 @@ static int run_leased(int fd, struct run_req *req)
 		ret = own_failure(jobserver_setup(req));
 	if (ret)
 		return ret;
+	if (!req->inherit)
+		unit_manager = cli_unit_manager();
 	start = cli_now_ns();
 	req->gang.fds[0] = fd;
 	req->gang.names[0] = req->name;
