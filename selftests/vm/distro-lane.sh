@@ -194,7 +194,8 @@ boot_installed() {
 	tap $? "boot 2: /etc/wsem.d applied: $SEM of capacity $CAP in /sys/fs/wsem" \
 		"$log"
 	boot_agent
-
+	unit_signal control-group 0
+	unit_signal mixed 1
 
 	bash "$LANE/distro-podman.sh" "$SEM" "$CAP" "$OUT"
 	tap_podman
@@ -215,6 +216,43 @@ tap_podman() {
 	while read -r st name; do
 		tap "$st" "$name" "$OUT/podman.log"
 	done <"$OUT/podman.tap"
+}
+
+# unit_signal MODE N: wsem run as the main process of a transient service
+# of KillMode=MODE.  SIGTERM from systemd to wsem alone (systemctl kill
+# --kill-who=main) reaches COMMAND N times: 0 under control-group, where
+# systemd's stop signals COMMAND itself, 1 under mixed, where wsem passes it
+# on.  The stop then ends the unit with COMMAND signalled once in all, and
+# nothing held.
+unit_signal() {
+	local mode=$1 want=$2 u=wsem-sig-$1 f=/run/wsem-sig-$1 n1=x n2=x
+	local log=$OUT/unit-$1.log
+	rm -f "$f" "$f.ready"
+	systemd-run --unit="$u" -p KillMode="$mode" wsem run "$SEM" -- sh -c \
+		"trap 'echo term >>$f' TERM; touch $f.ready
+		 while [ ! -s $f ]; do sleep 0.1; done; sleep 1; exit 0" \
+		>"$log" 2>&1
+	for _ in $(seq 300); do
+		[ -e "$f.ready" ] && break
+		sleep 0.1
+	done
+	if [ -e "$f.ready" ]; then
+		systemctl kill --kill-who=main -s TERM "$u" >>"$log" 2>&1
+		sleep 2
+		n1=$(wc -l <"$f" 2>/dev/null || echo 0)
+		systemctl stop "$u" >>"$log" 2>&1
+		n2=$(wc -l <"$f" 2>/dev/null || echo 0)
+	fi
+	{
+		echo "COMMAND's SIGTERMs: $n1 after the kill of wsem, $n2 after the stop"
+		systemctl status --no-pager "$u"
+		wsem stat "$SEM" --json
+	} >>"$log" 2>&1
+	[ "$n1" = "$want" ] && [ "$n2" = 1 ] &&
+		[ "$(systemctl is-active "$u")" != active ] &&
+		grep -q '"used":0,' "$log"
+	tap $? "boot 2: wsem run as a KillMode=$mode service: systemd's SIGTERM to wsem alone reaches COMMAND $want times, the stop once in all" \
+		"$log"
 }
 
 # The agent's package: its unit is there but neither enabled nor started
