@@ -212,7 +212,7 @@ TEST_F(nest, sigkill_gives_back_on_every_level)
 TEST_F(nest, the_parent_shows_what_each_child_holds)
 {
 	struct wsem_holder h[8];
-	size_t nholders;
+	size_t nholders, nchildren;
 	char text[4096];
 	ssize_t n;
 	int i, kids = 0;
@@ -232,6 +232,18 @@ TEST_F(nest, the_parent_shows_what_each_child_holds)
 		EXPECT_EQ('[', h[i].label[0]);
 	}
 	EXPECT_EQ(2, kids);
+	/* wsem_holders_children() counts them, and says there are two */
+	memset(h, 0, sizeof(h));
+	nholders = nchildren = 9;
+	EXPECT_EQ(3, wsem_holders_children(self->root, h, 8, &nholders,
+					   &nchildren));
+	EXPECT_EQ(1, nholders);
+	EXPECT_EQ(2, nchildren);
+	EXPECT_EQ(0, h[0].flags);
+	EXPECT_EQ(WSEM_HOLDER_CHILD, h[1].flags);
+	EXPECT_EQ(WSEM_HOLDER_CHILD, h[2].flags);
+	EXPECT_EQ(3, h[1].weight + h[2].weight);
+	EXPECT_EQ(3, wsem_holders_children(self->root, NULL, 0, NULL, NULL));
 	memset(text, 0, sizeof(text));
 	ASSERT_LT(0, pread(self->root, text, sizeof(text) - 1, 0));
 	EXPECT_NE(NULL, strstr(text, " weight 2\n"));

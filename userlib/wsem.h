@@ -152,6 +152,20 @@ ssize_t wsem_holders_sized(int fd, struct wsem_holder *buf, size_t n,
 			   (nholders))
 
 /*
+ * The same, then one entry per child semaphore that holds weight (flags
+ * WSEM_HOLDER_CHILD: what it holds of this one, its name in @label).
+ * Returns how many entries there are in all, with *@nholders and
+ * *@nchildren set (either may be NULL); -1 with errno.
+ */
+ssize_t wsem_holders_children_sized(int fd, struct wsem_holder *buf,
+				    size_t n, size_t size, size_t *nholders,
+				    size_t *nchildren);
+#define wsem_holders_children(fd, buf, n, nholders, nchildren) \
+	wsem_holders_children_sized((fd), (buf), (n), \
+				    sizeof(struct wsem_holder), (nholders), \
+				    (nchildren))
+
+/*
  * Lend capacity: @fd's loan becomes @capacity (0 withdraws it).  The
  * semaphore's capacity in force (wsem_stat()'s capacity) is its own plus
  * every open handle's loan, and a loan is withdrawn when the handle's last

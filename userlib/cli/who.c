@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * Who holds and who waits, for wsem stat: aligned tables for people,
- * arrays for --json.  The entries come from a handle (WSEM_IOC_HOLDERS):
+ * arrays for --json.  The entries come from a handle
  * for a NAME or a PATH, a watching one (wsem_open_watch()), which needs
- * read permission only.
+ * read permission only; wsem_holders_children() lists them.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -20,30 +19,24 @@
  * Every holder and waiter of @fd's semaphore, then every child of it that
  * holds weight (WSEM_HOLDER_CHILD: its name and what it holds of this
  * one), malloc()ed, into *@who; how many in all, with *@nholders the
- * holders and *@nchildren the children among them; -1 with errno.  The
- * ioctl itself, since the library's wsem_holders() counts no children.
+ * holders and *@nchildren the children among them; -1 with errno.
  */
 ssize_t cli_who(int fd, struct wsem_holder **who, size_t *nholders,
 		size_t *nchildren)
 {
-	struct wsem_holders_args args;
 	struct wsem_holder *buf = NULL, *nbuf;
-	size_t room = 0, total;
+	size_t room = 0;
+	ssize_t total;
 
 	/* Loops only while processes queue under our feet. */
 	for (;;) {
-		args = (struct wsem_holders_args) {
-			.size = sizeof(args),
-			.entries = (uintptr_t)buf,
-			.count = (__u32)room,
-			.entry_size = sizeof(*buf),
-		};
-		if (ioctl(fd, WSEM_IOC_HOLDERS, &args)) {
+		total = wsem_holders_children(fd, buf, room, nholders,
+					      nchildren);
+		if (total < 0) {
 			free(buf);
 			return -1;
 		}
-		total = (size_t)args.holders + args.waiters + args.children;
-		if (total <= room)
+		if ((size_t)total <= room)
 			break;
 		room = total + 8;
 		nbuf = realloc(buf, room * sizeof(*buf));
@@ -54,10 +47,8 @@ ssize_t cli_who(int fd, struct wsem_holder **who, size_t *nholders,
 		}
 		buf = nbuf;
 	}
-	*nholders = args.holders;
-	*nchildren = args.children;
 	*who = buf;
-	return (ssize_t)total;
+	return total;
 }
 
 /* A duration for people: 850ms, 12.5s, 3m07s, 2h05m. */

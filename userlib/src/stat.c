@@ -94,26 +94,19 @@ ssize_t (wsem_list)(struct wsem_stat *buf, size_t n)
 	return wsem_list_sized(buf, n, WSEM_STAT_SIZE_VER0);
 }
 
-/**
- * wsem_holders_sized() - who holds weight, then who waits, in queue order
- * @fd: a bound handle, open for reading
- * @buf: room for @n entries of @size bytes; may be NULL when @n is 0
- * @n: entries in @buf
- * @size: the caller's sizeof(struct wsem_holder)
- * @nholders: set to how many hold (may be NULL)
- *
- * Return: how many hold and wait in all, or -1 with errno.
+/*
+ * WSEM_IOC_HOLDERS into @buf (@n entries of @size bytes), its counts in
+ * *@args; 0, or -1 with errno.
  */
-ssize_t wsem_holders_sized(int fd, struct wsem_holder *buf, size_t n,
-			   size_t size, size_t *nholders)
+static int holders_ioctl(int fd, struct wsem_holder *buf, size_t n,
+			 size_t size, struct wsem_holders_args *args)
 {
-	struct wsem_holders_args args = {
-		.size = sizeof(args),
+	*args = (struct wsem_holders_args) {
+		.size = sizeof(*args),
 		.entries = (uintptr_t)buf,
 		.count = n > UINT32_MAX ? UINT32_MAX : (__u32)n,
 		.entry_size = (__u32)size,
 	};
-
 	if (!buf && n) {
 		errno = EFAULT;
 		return -1;
@@ -122,11 +115,64 @@ ssize_t wsem_holders_sized(int fd, struct wsem_holder *buf, size_t n,
 		errno = EINVAL;
 		return -1;
 	}
-	if (ioctl(fd, WSEM_IOC_HOLDERS, &args))
+	return ioctl(fd, WSEM_IOC_HOLDERS, args) ? -1 : 0;
+}
+
+/**
+ * wsem_holders_sized() - who holds weight, then who waits, in queue order
+ * @fd: a bound handle, open for reading
+ * @buf: room for @n entries of @size bytes; may be NULL when @n is 0
+ * @n: entries in @buf
+ * @size: the caller's sizeof(struct wsem_holder)
+ * @nholders: set to how many hold (may be NULL)
+ *
+ * Entries that fit after the waiters are children holding weight
+ * (WSEM_HOLDER_CHILD), which the count leaves out: see
+ * wsem_holders_children_sized() for a count of them.
+ *
+ * Return: how many hold and wait in all, or -1 with errno.
+ */
+ssize_t wsem_holders_sized(int fd, struct wsem_holder *buf, size_t n,
+			   size_t size, size_t *nholders)
+{
+	struct wsem_holders_args args;
+
+	if (holders_ioctl(fd, buf, n, size, &args))
 		return -1;
 	if (nholders)
 		*nholders = args.holders;
 	return (ssize_t)args.holders + args.waiters;
+}
+
+/**
+ * wsem_holders_children_sized() - the holders, the waiters, and the
+ *	children that hold weight
+ * @fd: a bound handle, open for reading
+ * @buf: room for @n entries of @size bytes; may be NULL when @n is 0
+ * @n: entries in @buf
+ * @size: the caller's sizeof(struct wsem_holder)
+ * @nholders: set to how many hold (may be NULL)
+ * @nchildren: set to how many children hold weight (may be NULL)
+ *
+ * As wsem_holders_sized(), and then one entry per child semaphore that
+ * holds weight (WSEM_HOLDER_CHILD: what it and its own children hold of
+ * @fd's semaphore, and its name in @label), counted.
+ *
+ * Return: how many entries in all, or -1 with errno.
+ */
+ssize_t wsem_holders_children_sized(int fd, struct wsem_holder *buf,
+				    size_t n, size_t size, size_t *nholders,
+				    size_t *nchildren)
+{
+	struct wsem_holders_args args;
+
+	if (holders_ioctl(fd, buf, n, size, &args))
+		return -1;
+	if (nholders)
+		*nholders = args.holders;
+	if (nchildren)
+		*nchildren = args.children;
+	return (ssize_t)args.holders + args.waiters + args.children;
 }
 
 /**
