@@ -11,9 +11,10 @@ set -u
 # dkms and lintian make deb; pip, setuptools and wheel for
 # python_pip_test's offline "pip install"; debootstrap, qemu-utils and
 # e2fsprogs build make check-distro's image; golang-etcd-server-dev (the
-# etcd client), etcd-server and etcd-client for wsem-agent and fleet_test.
+# etcd client), etcd-server and etcd-client for wsem-agent and fleet_test;
+# clang for header_test's clang and clang++ half.
 PKGS="build-essential pkg-config make gcc libc6-dev gcc-multilib binutils perl
-python3 xz-utils gzip
+python3 xz-utils gzip clang
 cpio kmod busybox-static qemu-system-x86 sparse codespell
 linux-image-amd64 linux-headers-amd64
 linux-image-6.12-amd64 linux-headers-6.12-amd64
