@@ -36,7 +36,7 @@
  */
 static bool cgroup_service(char *unit, size_t size)
 {
-	char line[4096], *p, *end, *best = NULL;
+	char line[4096] = "", *p, *end, *best = NULL;
 	size_t len = 0;
 	FILE *f = fopen("/proc/self/cgroup", "re");
 
