@@ -43,6 +43,10 @@ cd "$ROOT" || exit 1
 shopt -s nullglob
 kfiles=(module/*.c module/*.h uapi/linux/*.h)
 cfiles=(module/*.c module/*.h uapi/linux/wsem.h)
+# Not the probes' header that an in-tree "make module" generates.
+generated=module/compat-probes.h
+mapfile -t kfiles < <(printf '%s\n' "${kfiles[@]}" | grep -vx "$generated")
+mapfile -t cfiles < <(printf '%s\n' "${cfiles[@]}" | grep -vx "$generated")
 
 csdict=
 command -v codespell >/dev/null && csdict=$(codespell_dict)
