@@ -25,20 +25,21 @@ type limit struct {
 	prefix    string
 	ttl       int           // seconds of the agent's etcd lease
 	hold      time.Duration // an idle share goes back after this
+	turn      time.Duration // a served host keeps its place this long
 	mode      os.FileMode
 	cacert    string
 	cert, key string
 }
 
 // The largest value of each numeric key: capacity as the kernel takes it,
-// ttl an hour, hold a day (in milliseconds).
+// ttl an hour, hold and turn a day (in milliseconds).
 var limits = map[string]int64{
-	"capacity": 1 << 62, "ttl": 3600, "hold": 86400000,
+	"capacity": 1 << 62, "ttl": 3600, "hold": 86400000, "turn": 86400000,
 }
 
 func parseLimit(name string, words []string) (*limit, error) {
 	lim := &limit{name: name, policy: "finish", prefix: "/wsem", ttl: 10,
-		hold: time.Second, mode: 0600}
+		hold: time.Second, turn: time.Second, mode: 0600}
 	host, err := os.Hostname()
 	if err != nil {
 		return nil, err
@@ -64,6 +65,8 @@ func parseLimit(name string, words []string) (*limit, error) {
 			lim.ttl = int(n)
 		case "hold":
 			lim.hold = time.Duration(n) * time.Millisecond
+		case "turn":
+			lim.turn = time.Duration(n) * time.Millisecond
 		case "cluster":
 			if v != "etcd" {
 				return nil, fmt.Errorf("cluster=%s: only etcd", v)

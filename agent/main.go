@@ -48,6 +48,9 @@ type agent struct {
 	loan   int64        // what the agent lends the host's semaphore: <= share
 	idle   time.Time    // since when the share is above the rule's, or zero
 	grants int64        // the semaphore's grants when the host last looked
+	served time.Time    // since when served all at the queue's front, or zero
+	fell   time.Time    // since when the need is below the published one
+	again  time.Time    // look again then (toPublish's grace), or zero
 	raced  int64        // growths that found a share changed in etcd
 	ended  map[int]bool // holders sent SIGKILL (lease.go's goroutine)
 	lock   *os.File     // the host's lock file (lockHost), or nil
@@ -116,13 +119,15 @@ func (a *agent) reconcile(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	requeue := grants != a.grants
+	granted := grants != a.grants
 	a.grants = grants
+	a.again = time.Time{}
 	v, rev, err := a.st.read(ctx)
 	if err != nil {
 		return err
 	}
-	wrote, err := a.st.setDemand(ctx, v, d, requeue)
+	wrote, err := a.st.setDemand(ctx, v, a.toPublish(v, d),
+		a.turnOver(v, granted))
 	if err != nil {
 		return err
 	}
@@ -171,6 +176,63 @@ func (a *agent) reconcile(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// turnOver says whether this host leaves its place in the queue for the
+// back: it is at the front (its demand key is the oldest) and a request on
+// it was granted (granted: since the last look) turn= or more after it
+// first had, at the front, all that the rule gives it (its share as large
+// as the rule's, read in v: the other hosts gave back what it needed).  The
+// host at the front is served for a turn, not for one grant: the shares do
+// not move from host to host (each move a drain of the host that gives up
+// its share) at every grant, and the time the others take to give their
+// shares back is not taken from the turn.  Other hosts keep their places.
+func (a *agent) turnOver(v *view, granted bool) bool {
+	if !v.front(a.lim.host) {
+		a.served = time.Time{}
+		return false
+	}
+	now := time.Now()
+	if a.served.IsZero() && v.shares[a.lim.host] >= v.targets()[a.lim.host] {
+		a.served = now
+	}
+	if !granted || a.served.IsZero() || now.Sub(a.served) < a.lim.turn {
+		return false
+	}
+	a.served = time.Time{}
+	return true
+}
+
+// toPublish is the demand to publish in etcd: d, but a fall of the need
+// (with no rise of the floor) only once it has lasted the grace.  What a
+// host's jobs give back, its next jobs mostly ask for again at once: the
+// rule then does not take the share away and give it back, and the other
+// agents are not woken by the dip.  A demand kept too high for the grace
+// only keeps an idle share that long.
+func (a *agent) toPublish(v *view, d demand) demand {
+	old, queued := v.demands[a.lim.host]
+	if !queued || d.need >= old.need || d.floor > old.floor {
+		a.fell = time.Time{}
+		return d
+	}
+	now := time.Now()
+	if a.fell.IsZero() {
+		a.fell = now
+	}
+	if end := a.fell.Add(a.grace()); now.Before(end) {
+		a.again = end
+		return old
+	}
+	return d
+}
+
+// grace is how long a fall of the host's need waits before it is
+// published: 100 ms, or hold= if shorter.
+func (a *agent) grace() time.Duration {
+	if a.lim.hold < 100*time.Millisecond {
+		return a.lim.hold
+	}
+	return 100 * time.Millisecond
 }
 
 // raiseLoan lends up to loan, as the host's demand asks.
@@ -263,6 +325,7 @@ func (a *agent) run(ctx context.Context) {
 		a.watch(ctx, poke)
 	}()
 	for ctx.Err() == nil {
+		looked := time.Now()
 		// Every etcd call of a look ends within the lease's time.
 		lctx, cancel := context.WithTimeout(ctx,
 			time.Duration(a.lim.ttl)*time.Second)
@@ -274,10 +337,18 @@ func (a *agent) run(ctx context.Context) {
 			time.Sleep(a.lim.hold / 4)
 			poke()
 		}
+		// (a fall of the need is published when its grace ends)
+		var again <-chan time.Time
+		if err == nil && !a.again.IsZero() {
+			again = time.After(time.Until(a.again))
+		}
 		select {
 		case <-wake:
+		case <-again:
 		case <-ctx.Done():
 		}
+		// The events of the next lookGap are taken in by one look.
+		time.Sleep(time.Until(looked.Add(lookGap)))
 	}
 	wg.Wait()
 	a.leave()
@@ -308,6 +379,11 @@ func (a *agent) watch(ctx context.Context, poke func()) {
 		}
 	}
 }
+
+// lookGap is the least time from a look's start to the next: the demand
+// events of a burst of grants and releases, and the watch events of other
+// agents' changes, are one look, not one each.
+const lookGap = 20 * time.Millisecond
 
 // leave is the end of a stopped agent: the host grants nothing more, and
 // etcd gets back all of the share but what is still held.

@@ -37,10 +37,13 @@ func (v *view) free() int64 {
 }
 
 // targets is each host's share as the rule has it.  When the needs fit,
-// every host gets its need.  When they do not: first the floors, in queue
-// order, so that the host that waited longest for a grant gets its first
-// waiter's weight before any other host gets more than its own floor;
-// then what is left, shared max-min fairly by what each still needs.
+// every host gets its need.  When they do not: first the host at the front
+// of the queue its whole need (up to the capacity: the host whose turn it
+// is, see turnOver in main.go, is served whole), then the other hosts'
+// floors in queue order, so that the host that waited longest gets its
+// first waiter's weight before any other host but the front gets more than
+// its own floor; then what is left, shared max-min fairly by what each
+// still needs.
 // Hosts without a demand get 0.  The targets never add up to more than the
 // capacity.
 func (v *view) targets() map[string]int64 {
@@ -61,8 +64,11 @@ func (v *view) targets() map[string]int64 {
 		return v.demands[hosts[i]].rev < v.demands[hosts[j]].rev
 	})
 	left := v.capacity
-	for _, h := range hosts {
+	for i, h := range hosts {
 		f := min64(v.demands[h].floor, left)
+		if i == 0 {
+			f = min64(v.demands[h].need, left)
+		}
 		t[h] = f
 		left -= f
 	}
@@ -96,6 +102,21 @@ func (v *view) targets() map[string]int64 {
 		}
 	}
 	return t
+}
+
+// front says whether host h is at the front of the queue: its demand key
+// is the oldest.
+func (v *view) front(h string) bool {
+	d, ok := v.demands[h]
+	if !ok {
+		return false
+	}
+	for _, o := range v.demands {
+		if o.rev < d.rev {
+			return false
+		}
+	}
+	return true
 }
 
 // othersWait says whether another host lacks capacity: an idle share then

@@ -2,7 +2,10 @@
 
 package main
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func sum(t map[string]int64) int64 {
 	var s int64
@@ -22,15 +25,23 @@ func TestTargetsWhenTheNeedsFit(t *testing.T) {
 	}
 }
 
-func TestTargetsFloorsFirstInQueueOrder(t *testing.T) {
-	// b waited longest: its first waiter (5) comes before a's.
-	v := view{capacity: 6, demands: map[string]demand{
-		"a": {need: 6, floor: 4, rev: 9},
-		"b": {need: 6, floor: 5, rev: 3},
+func TestTargetsFrontWholeThenFloorsInQueueOrder(t *testing.T) {
+	// b is at the front: its whole need (4) comes first; then c's floor
+	// (2) before a's, though a's need is larger.
+	v := view{capacity: 7, demands: map[string]demand{
+		"a": {need: 6, floor: 2, rev: 9},
+		"b": {need: 4, floor: 1, rev: 3},
+		"c": {need: 3, floor: 2, rev: 5},
 	}}
 	got := v.targets()
-	if got["b"] != 5 || got["a"] != 1 {
-		t.Fatalf("targets = %v, want b 5 (its floor), a 1", got)
+	if got["b"] != 4 || got["c"] != 2 || got["a"] != 1 {
+		t.Fatalf("targets = %v, want b 4 (its need), c 2 (its floor), a 1", got)
+	}
+	// The front's need above the capacity: all of it to the front.
+	v.demands["b"] = demand{need: 9, floor: 1, rev: 3}
+	got = v.targets()
+	if got["b"] != 7 || got["c"] != 0 || got["a"] != 0 {
+		t.Fatalf("targets = %v, want b 7, c 0, a 0", got)
 	}
 }
 
@@ -77,5 +88,47 @@ func TestOthersWait(t *testing.T) {
 	v.demands["b"] = demand{need: 2, floor: 2, rev: 7}
 	if !v.othersWait("a") || v.othersWait("b") {
 		t.Fatal("othersWait: b lacks 2")
+	}
+}
+
+func TestFrontIsTheOldestDemand(t *testing.T) {
+	v := view{capacity: 6, demands: map[string]demand{
+		"a": {need: 6, floor: 3, rev: 9},
+		"b": {need: 6, floor: 3, rev: 3},
+	}}
+	if !v.front("b") || v.front("a") || v.front("c") {
+		t.Fatalf("front: b %v a %v c %v, want b only", v.front("b"),
+			v.front("a"), v.front("c"))
+	}
+}
+
+func TestTurnOverAfterTheTurnAtTheFront(t *testing.T) {
+	v := &view{capacity: 6, shares: map[string]int64{"a": 3},
+		demands: map[string]demand{
+			"a": {need: 6, floor: 6, rev: 3},
+			"b": {need: 6, floor: 3, rev: 9},
+		}}
+	a := &agent{lim: &limit{host: "a", turn: time.Hour}}
+	if a.turnOver(v, true) || !a.served.IsZero() {
+		t.Fatal("a share below the rule's (3 of 6): the turn has not begun")
+	}
+	v.shares["a"] = 6
+	if a.turnOver(v, false) || a.served.IsZero() {
+		t.Fatal("the share is the rule's: the turn begins")
+	}
+	if a.turnOver(v, true) {
+		t.Fatal("a grant within the turn: the host keeps its place")
+	}
+	a.served = time.Now().Add(-2 * time.Hour)
+	if a.turnOver(v, false) {
+		t.Fatal("no grant: the host keeps its place")
+	}
+	if !a.turnOver(v, true) || !a.served.IsZero() {
+		t.Fatal("a grant after the turn: the host goes to the back")
+	}
+	b := &agent{lim: &limit{host: "b", turn: time.Nanosecond}}
+	b.served = time.Now().Add(-time.Hour)
+	if b.turnOver(v, true) || !b.served.IsZero() {
+		t.Fatal("a host not at the front keeps its place")
 	}
 }

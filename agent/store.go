@@ -263,8 +263,8 @@ func (s *store) shrinkShare(ctx context.Context, old, share int64) (bool, error)
 
 // setDemand publishes this host's need and floor (nothing while the need
 // is 0); wrote: it changed something in etcd.  The key keeps its revision, the host its place in the queue,
-// unless requeue: a waiter of the host was granted, and the host goes to
-// the back.
+// unless requeue: the host's turn at the front is over (turnOver in
+// main.go), and the host goes to the back.
 func (s *store) setDemand(ctx context.Context, v *view, d demand,
 	requeue bool) (wrote bool, err error) {
 	old, queued := v.demands[s.host]

@@ -2015,7 +2015,7 @@ t_apply_parent() {
 # cluster=; an existing semaphore of another kind left as it is.
 t_apply_cluster() {
 	apply_ns wsem-cluster.d
-	printf 'seats capacity=6 cluster=etcd endpoints=http://127.0.0.1:2379 host=h1 mode=0666\n' \
+	printf 'seats capacity=6 cluster=etcd endpoints=http://127.0.0.1:2379 host=h1 turn=500 mode=0666\n' \
 		>"$d/10-seats.conf"
 	expect 0 nsenter -t "$ns" -i "$WSEM" apply "$d"
 	[ "$(cat "$T/out")" = "create seats loans ceiling 6 mode 0666" ]

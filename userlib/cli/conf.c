@@ -84,8 +84,8 @@ static bool name_valid(const char *name)
 static bool agent_key(const char *key)
 {
 	static const char *const keys[] = {
-		"endpoints", "host", "prefix", "ttl", "hold", "policy",
-		"cacert", "cert", "key",
+		"endpoints", "host", "prefix", "ttl", "hold", "turn",
+		"policy", "cacert", "cert", "key",
 	};
 	size_t i;
 
