@@ -269,6 +269,27 @@ FIXTURE_SETUP(wsemfs)
 	self->ready = true;
 }
 
+/*
+ * Unmount and remove @path, a directory or a file bind target; 0 or -1.
+ * A process that a killed race worker had forked may still mount on a
+ * directory a moment after the kill (it is not killed with its parent):
+ * a busy directory is unmounted again, for up to 2 s.
+ */
+static int remove_extra(const char *path)
+{
+	int i;
+
+	for (i = 0; i < 200; i++) {
+		umount2(path, MNT_DETACH);
+		if (!rmdir(path))
+			return 0;
+		if (errno != EBUSY)
+			return unlink(path);
+		usleep(10000);
+	}
+	return -1;
+}
+
 FIXTURE_TEARDOWN(wsemfs)
 {
 	int i;
@@ -276,11 +297,8 @@ FIXTURE_TEARDOWN(wsemfs)
 	if (self->fd >= 0)
 		EXPECT_EQ(0, close(self->fd));
 	for (i = 3; i >= 0; i--) {
-		if (!self->extra[i][0])
-			continue;
-		umount2(self->extra[i], MNT_DETACH);
-		if (rmdir(self->extra[i]))	/* a file bind target */
-			EXPECT_EQ(0, unlink(self->extra[i]));
+		if (self->extra[i][0])
+			EXPECT_EQ(0, remove_extra(self->extra[i]));
 	}
 	if (self->dir[0]) {
 		EXPECT_EQ(0, umount2(self->dir, MNT_DETACH));
