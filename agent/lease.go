@@ -24,11 +24,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"syscall"
 	"time"
 
 	"go.etcd.io/etcd/clientv3"
+	"go.etcd.io/etcd/etcdserver/api/v3rpc/rpctypes"
 )
 
 // leaseEnd is the local end of one lease: set when the lease is granted,
@@ -37,13 +39,31 @@ type leaseEnd struct {
 	mu    sync.Mutex
 	id    clientv3.LeaseID
 	until time.Time
+	gone  bool // etcd answered a renewal: no such lease
 }
 
 // start is a new lease id, granted by a request sent at sent.
 func (e *leaseEnd) start(id clientv3.LeaseID, sent time.Time, ttl time.Duration) {
 	e.mu.Lock()
-	e.id, e.until = id, sent.Add(ttl)
+	e.id, e.until, e.gone = id, sent.Add(ttl), false
 	e.mu.Unlock()
+}
+
+// expired: etcd answered a renewal of id with "no such lease".
+func (e *leaseEnd) expired(id clientv3.LeaseID) {
+	e.mu.Lock()
+	if e.id == id {
+		e.gone = true
+	}
+	e.mu.Unlock()
+}
+
+// lost: id is not the lease any more, etcd said it is gone, or its local
+// end passed (etcd may have expired it).
+func (e *leaseEnd) lost(id clientv3.LeaseID) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.id != id || e.gone || !time.Now().Before(e.until)
 }
 
 // renewed: a renewal of id sent at sent was answered with ttl.
@@ -76,8 +96,9 @@ func endMargin(ttl time.Duration) time.Duration {
 }
 
 // renewLease renews the agent's lease every third of its TTL, recording
-// the local end of each answered renewal (the session's own keep-alive
-// renews it too, but does not say when it sent what was answered).  Each
+// the local end of each answered renewal (the agent's only renewals: a
+// stream of etcd's client would renew it too, but does not say when it
+// sent what was answered), or that etcd has no such lease.  Each
 // renewal may take up to the TTL (an answer that comes late still moves
 // the end on from its send time), so each is sent by a goroutine of its
 // own, and a slow one does not hold the next back.
@@ -98,6 +119,8 @@ func (a *agent) renewLease(ctx context.Context) {
 				if err == nil && r.TTL > 0 {
 					a.st.end.renewed(id, sent,
 						time.Duration(r.TTL)*time.Second)
+				} else if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+					a.st.end.expired(id)
 				}
 			}()
 		}

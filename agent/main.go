@@ -415,54 +415,55 @@ func (a *agent) leave() {
 	}
 }
 
-// runDir holds the agents' lock files: systemd's RuntimeDirectory (the
-// unit's /run/wsem-agent), else /run/wsem-agent.
-func runDir() string {
-	if d := os.Getenv("RUNTIME_DIRECTORY"); d != "" {
-		return d
-	}
-	return "/run/wsem-agent"
-}
-
-// lockHost takes the lock file of lim's host (PREFIX NAME HOST, escaped),
-// waiting while another agent on this machine has it (trying every second,
-// so that a SIGTERM ends the wait); nil (and a log line) where no lock
-// file can be made.
+// lockHost takes the lock file of lim's host (PREFIX NAME HOST, escaped,
+// in runDir), waiting while another agent on this machine has it; nil (and
+// a log line) where no lock file can be made.
 func lockHost(ctx context.Context, lim *limit) (*os.File, error) {
-	dir := runDir()
-	if err := os.MkdirAll(dir, 0755); err != nil {
+	if err := os.MkdirAll(runDir, 0755); err != nil {
 		lg.Printf("%s: no lock file (%v): a stopped agent's claim "+
 			"is waited for", lim.name, err)
 		return nil, nil
 	}
-	p := filepath.Join(dir, url.PathEscape(lim.prefix+"/"+lim.name+
+	p := filepath.Join(runDir, url.PathEscape(lim.prefix+"/"+lim.name+
 		"@"+lim.host)+".lock")
 	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0644)
 	if err != nil {
 		return nil, err
 	}
-	for said := false; ; said = true {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			break
+	locked := fmt.Errorf("another wsem-agent serves this host (%s is "+
+		"locked)", p)
+	err = waitWhile(ctx, lim.name, locked, func() error {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return locked
 		}
-		if !said {
-			lg.Printf("%s: another wsem-agent serves this host "+
-				"(%s is locked): waiting", lim.name, p)
-		}
-		select {
-		case <-ctx.Done():
-			err = ctx.Err()
-		case <-time.After(time.Second):
-			continue
-		}
-		break
-	}
+		return err
+	})
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("%s: %w", p, err)
 	}
 	return f, nil
+}
+
+// waitWhile calls try every second while it fails with busy (logging the
+// first such failure, the wait's reason), until it succeeds, fails
+// otherwise or ctx ends (so that a SIGTERM ends the wait).
+func waitWhile(ctx context.Context, name string, busy error, try func() error) error {
+	for said := false; ; said = true {
+		err := try()
+		if !errors.Is(err, busy) {
+			return err
+		}
+		if !said {
+			lg.Printf("%s: %v: waiting", name, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 func start(ctx context.Context, lim *limit) (*agent, error) {
@@ -485,18 +486,12 @@ func start(ctx context.Context, lim *limit) (*agent, error) {
 		return nil, err
 	}
 	st.takeover = lock != nil
-	for said := false; ; said = true {
+	err = waitWhile(ctx, lim.name, errHostTaken, func() error {
 		_, err := st.session(ctx)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, errHostTaken) || ctx.Err() != nil {
-			return nil, err
-		}
-		if !said {
-			lg.Printf("%s: %v: waiting", lim.name, err)
-		}
-		time.Sleep(time.Second)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	loc, err := openLocal(lim.name, lim.capacity, lim.mode)
 	if err != nil {

@@ -31,14 +31,13 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/clientv3"
-	"go.etcd.io/etcd/clientv3/concurrency"
+	"go.etcd.io/etcd/mvcc/mvccpb"
 )
 
 type store struct {
 	cli      *clientv3.Client
 	prefix   string // PREFIX/NAME/
 	host     string
-	sess     *concurrency.Session
 	lease    clientv3.LeaseID // the lease alive/HOST was last claimed under
 	ttl      int
 	takeover bool     // the host's lock is ours: take alive/HOST over
@@ -51,29 +50,26 @@ func (s *store) key(kind string) string {
 	return s.prefix + kind + "/" + s.host
 }
 
-// session is the agent's etcd lease, made anew when it was lost.  A new
-// one claims alive/HOST, which no other live agent may hold: one lender
-// per host.  A claim still under this agent's own earlier lease (one
-// whose keep-alive went unanswered, in a leader's change, while etcd has
-// not expired it yet) is taken over, not refused: else the agent would
-// run without a claim once that lease expired, and declare-dead could
-// give its host's share away.
-func (s *store) session(ctx context.Context) (*concurrency.Session, error) {
-	if s.sess != nil {
-		select {
-		case <-s.sess.Done():
-			s.sess = nil
-		default:
-			return s.sess, nil
-		}
+// session is the agent's etcd lease, granted anew when it was lost: etcd
+// said it is gone, or its local end passed (lease.go; renewLease is what
+// renews it).  A new one claims alive/HOST, which no other live agent may
+// hold: one lender per host.  A claim still under this agent's own
+// earlier lease (one whose renewals went unanswered, in a leader's change,
+// while etcd has not expired it yet) is taken over, not refused: else the
+// agent would run without a claim once that lease expired, and
+// declare-dead could give its host's share away.
+func (s *store) session(ctx context.Context) (clientv3.LeaseID, error) {
+	if s.lease != 0 && !s.end.lost(s.lease) {
+		return s.lease, nil
 	}
 	sent := time.Now()
-	sess, err := concurrency.NewSession(s.cli, concurrency.WithTTL(s.ttl))
+	g, err := s.cli.Grant(ctx, int64(s.ttl))
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
+	lease := g.ID
 	k := s.key("alive")
-	claim := clientv3.OpPut(k, "", clientv3.WithLease(sess.Lease()))
+	claim := clientv3.OpPut(k, "", clientv3.WithLease(lease))
 	r, err := s.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
 		Then(claim).Commit()
@@ -90,34 +86,53 @@ func (s *store) session(ctx context.Context) (*concurrency.Session, error) {
 		err = errHostTaken
 	}
 	if err == nil && old != 0 {
-		err = s.moveShare(ctx, old, sess.Lease())
+		err = s.moveShare(ctx, old, lease)
 	}
 	if err != nil {
-		sess.Close()
-		return nil, err
+		s.revoke(lease)
+		return 0, err
 	}
 	if old != 0 {
+		why := "taken over from an agent that stopped"
+		if s.lease != 0 {
+			why = "the lease was lost"
+		}
 		lg.Printf("%s: alive/%s claimed again under a new etcd lease "+
-			"(%s)", s.prefix, s.host, map[bool]string{
-			true:  "the lease was lost",
-			false: "taken over from an agent that stopped"}[s.lease != 0])
+			"(%s)", s.prefix, s.host, why)
 		// its demand key goes with it; what is still needed is
 		// published again
 		s.cli.Revoke(ctx, old)
 	}
-	s.sess = sess
-	s.lease = sess.Lease()
-	s.end.start(s.lease, sent, time.Duration(s.ttl)*time.Second)
-	return sess, nil
+	s.lease = lease
+	s.end.start(lease, sent, time.Duration(s.ttl)*time.Second)
+	return lease, nil
+}
+
+// revoke ends lease in etcd (its keys go with it), waiting at most its
+// TTL for the answer.
+func (s *store) revoke(lease clientv3.LeaseID) {
+	ctx, cancel := context.WithTimeout(context.Background(),
+		time.Duration(s.ttl)*time.Second)
+	defer cancel()
+	s.cli.Revoke(ctx, lease)
+}
+
+// getKey is key k as etcd has it now (nil: no such key).
+func (s *store) getKey(ctx context.Context, k string) (*mvccpb.KeyValue, error) {
+	r, err := s.cli.Get(ctx, k)
+	if err != nil || len(r.Kvs) == 0 {
+		return nil, err
+	}
+	return r.Kvs[0], nil
 }
 
 // leaseOf is the lease that key k is under (0: none, or no such key).
 func (s *store) leaseOf(ctx context.Context, k string) (clientv3.LeaseID, error) {
-	r, err := s.cli.Get(ctx, k)
-	if err != nil || len(r.Kvs) == 0 {
+	kv, err := s.getKey(ctx, k)
+	if kv == nil {
 		return 0, err
 	}
-	return clientv3.LeaseID(r.Kvs[0].Lease), nil
+	return clientv3.LeaseID(kv.Lease), nil
 }
 
 // moveShare puts share/HOST under the new lease if it is still under the
@@ -128,15 +143,15 @@ func (s *store) moveShare(ctx context.Context, old, lease clientv3.LeaseID) erro
 		return nil
 	}
 	k := s.key("share")
-	r, err := s.cli.Get(ctx, k)
-	if err != nil || len(r.Kvs) == 0 {
+	kv, err := s.getKey(ctx, k)
+	if kv == nil {
 		return err
 	}
 	_, err = s.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.LeaseValue(k), "=", old),
 			clientv3.Compare(clientv3.ModRevision(k), "=",
-				r.Kvs[0].ModRevision)).
-		Then(clientv3.OpPut(k, string(r.Kvs[0].Value),
+				kv.ModRevision)).
+		Then(clientv3.OpPut(k, string(kv.Value),
 			clientv3.WithLease(lease))).Commit()
 	return err
 }
@@ -158,9 +173,9 @@ var errHostTaken = errors.New("another wsem-agent serves this host " +
 
 // close revokes the agent's lease: its demand and alive keys go at once.
 func (s *store) close() {
-	if s.sess != nil {
-		s.sess.Close()
-		s.sess = nil
+	if s.lease != 0 {
+		s.revoke(s.lease)
+		s.lease = 0
 	}
 }
 
@@ -278,13 +293,13 @@ func (s *store) setDemand(ctx context.Context, v *view, d demand,
 		old.floor == d.floor) {
 		return wrote, nil
 	}
-	sess, err := s.session(ctx)
+	lease, err := s.session(ctx)
 	if err != nil {
 		return true, err
 	}
 	_, err = s.cli.Put(ctx, s.key("demand"),
 		fmt.Sprintf("%d %d", d.need, d.floor),
-		clientv3.WithLease(sess.Lease()))
+		clientv3.WithLease(lease))
 	return true, err
 }
 

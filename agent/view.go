@@ -51,8 +51,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// viewDir holds the views, a directory for each IPC namespace.
-const viewDir = "/run/wsem-agent"
+// runDir holds the agents' lock files (lockHost) and their views, a
+// directory for each IPC namespace, where wsem stat reads them: the unit's
+// RuntimeDirectory, made here if the agent runs without the unit.
+const runDir = "/run/wsem-agent"
 
 // A readView is what the store last read from etcd.
 type readView struct {
@@ -158,7 +160,7 @@ func (a *agent) writeView(text []byte) error {
 	if err := syscall.Stat("/proc/self/ns/ipc", &ns); err != nil {
 		return err
 	}
-	dir := filepath.Join(viewDir, strconv.FormatUint(ns.Ino, 10))
+	dir := filepath.Join(runDir, strconv.FormatUint(ns.Ino, 10))
 	if err := os.MkdirAll(dir, 0755); err != nil {
 		return err
 	}
