@@ -66,20 +66,9 @@ field_is() {
 	[ "$(stat_field "$1" "$2" "$3")" = "$4" ]
 }
 
-# share H: host H's share in etcd (0: none)
-share() {
-	s=$(etcdctl --endpoints $EP get --print-value-only "/wsem/$N/share/h$1")
-	echo "${s:-0}"
-}
-share_is() {
-	[ "$(share "$1")" = "$2" ]
-}
-no_shares() {
-	[ -z "$(etcdctl --endpoints $EP get --prefix /wsem/$N/share/)" ]
-}
 # no_share H: etcd has no share of host H, and its semaphore no loan
 no_share() {
-	share_is "$1" 0 && field_is "$1" $N capacity 0
+	share_is "h$1" 0 && field_is "$1" $N capacity 0
 }
 
 # start_agent H CONF_WORDS: host H's agent for "seats" with the words
@@ -129,11 +118,7 @@ say "kernel $(uname -r), $(nproc) CPUs; phases of $PHASE s, $TRIES tries"
 echo "@@meta kernel $(uname -r)"
 echo "@@meta cpus $(nproc)"
 ip link set lo up
-etcd --name m1 --data-dir "$T/etcd" --listen-client-urls $EP \
-	--advertise-client-urls $EP --listen-peer-urls http://127.0.0.1:2380 \
-	--initial-advertise-peer-urls http://127.0.0.1:2380 \
-	--initial-cluster m1=http://127.0.0.1:2380 >"$T/etcd.log" 2>&1 &
-etcd_pid=$!
+etcd_alone m1 "$T/etcd" "$T/etcd.log"
 until_true 120 etcdctl --endpoints $EP put /probe 1 >/dev/null ||
 	fail "etcd does not answer"
 say "etcd answers"
@@ -190,7 +175,7 @@ start_agent 1 "ttl=5 hold=600000"
 in_host 1 wsem create plain $CAP || fail "wsem create plain"
 in_host 1 wsem run $N -w 1 --timeout 60 -- true || fail "the first job on h1"
 until_true 10 field_is 1 $N capacity 1 || fail "h1 has no loan of 1"
-share_is 1 1 || fail "h1's share in etcd is $(share 1), not 1"
+share_is h1 1 || fail "h1's share in etcd is $(share h1), not 1"
 in_host 1 $B pair $N plain "$agent_1" "$etcd_pid" || fail "the pairs"
 stop_agent 1
 

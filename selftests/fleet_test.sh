@@ -101,16 +101,7 @@ stat_field() {
 	stat_key "$T/h$1/$N" "$2"
 }
 
-# share H: host H's share in etcd (0: none)
-share() {
-	s=$(etcdctl --endpoints $EP get --print-value-only "/wsem/$N/share/h$1")
-	echo "${s:-0}"
-}
-
-# share_is H V, field_is H FIELD V: predicates for until_true and check
-share_is() {
-	[ "$(share "$1")" = "$2" ]
-}
+# field_is H FIELD V: a predicate for until_true and check
 field_is() {
 	[ "$(stat_field "$1" "$2")" = "$3" ]
 }
@@ -183,14 +174,11 @@ more_done() {
 	[ "$(jobs_done)" -gt "$1" ]
 }
 
-# wait_quiet: nothing held on any host; no_shares: no share left in etcd
+# wait_quiet: nothing held on any host (no_shares, util.sh: none in etcd)
 wait_quiet() {
 	for h in $HOSTS; do
 		[ "$(stat_field $h used)" = 0 ] || return 1
 	done
-}
-no_shares() {
-	[ -z "$(etcdctl --endpoints $EP get --prefix /wsem/$N/share/)" ]
 }
 
 # The etcd members (full mode): member I at $NET.I in the network
@@ -296,11 +284,8 @@ if [ "$FULL" = 1 ]; then
 		until_true 60 etcdctl --endpoints $EP put /probe 1
 else
 	ip link set lo up
-	etcd --name m1 --data-dir "$T/etcd" --listen-client-urls $EP \
-		--advertise-client-urls $EP --listen-peer-urls http://127.0.0.1:2380 \
-		--initial-advertise-peer-urls http://127.0.0.1:2380 \
-		--initial-cluster m1=http://127.0.0.1:2380 >"$T/m1.log" 2>&1 &
-	etcd_1=$!
+	etcd_alone m1 "$T/etcd" "$T/m1.log"
+	etcd_1=$etcd_pid
 	te=$(date +%s)
 	check "etcd answers" until_true 120 etcdctl --endpoints $EP put /probe 1
 fi
@@ -343,7 +328,7 @@ in_host 1 wsem run $N -w 2 --timeout 60 -- \
 	sh -c "until [ -e '$T/job-end' ]; do sleep 0.1; done" &
 job=$!
 check "a job of 2 on h1 runs once the agent took a share of 2 from etcd" \
-	until_true 10 share_is 1 2
+	until_true 10 share_is h1 2
 in_host 1 wsem-agent -c "$T/h1.conf" status $N >"$T/status" 2>&1
 in_host 1 wsem-agent -c "$T/h1.conf" status $N --json >"$T/status.json" 2>&1
 grep -Eq '^h1 \* +2 +2 +2 +[-0-9]+ alive$' "$T/status" &&
@@ -407,7 +392,7 @@ touch "$T/job-end"
 wait $job
 check "the job's wsem run exits 0" test $? -eq 0
 check "after the hold time the idle share goes back to etcd" \
-	until_true 5 share_is 1 0
+	until_true 5 share_is h1 0
 
 if [ "$FULL" != 1 ]; then
 	for h in $HOSTS; do
@@ -475,7 +460,7 @@ done
 jobs_loop 3 $CAP 0.3 &
 loops="$loops $!"
 check "demand moves to h3: it gets all $CAP within 5 s" \
-	until_true 5 share_is 3 $CAP
+	until_true 5 share_is h3 $CAP
 all_back "steady jobs"
 
 # The race the growth's transaction guards against, reached every run: the
@@ -583,23 +568,25 @@ until_true 5 claimed
 in_host_bg 4 wsem run $N -w 1 --timeout 60 -- sleep 100
 check "h4 holds weight" until_true 20 holds 4
 eval "kill -KILL \$anchor_4"
-s4=$(share 4)
+s4=$(share h4)
 eval "wait \$agent_4"
 echo "# SIGKILL of h4's PID namespace with a share of $s4"
+# (at once: the dead agent's lease has 3-5 s left, ttl=5 renewed every
+# third of it, and the checks below may take seconds under load)
+check "h4 SIGKILLed whole: declare-dead refused while its agent's lease lasts" \
+	sh -c "! wsem-agent -c $T/h1.conf declare-dead $N h4 ||
+		{ tail -n 8 $T/agent4.log; exit 1; }"
 # gone_or_idle H: host H's semaphore is gone (its last handle closed) or
 # holds nothing and is lent nothing
 gone_or_idle() {
 	[ ! -e "$T/h$1/$N" ] || { field_is "$1" used 0 && field_is "$1" capacity 0; }
 }
-check "h4 SIGKILLed whole: its semaphore holds nothing and is lent nothing (or is gone)" \
+check "... its semaphore holds nothing and is lent nothing (or is gone)" \
 	until_true 5 gone_or_idle 4
-check "... its share stays in etcd" test "$(share 4)" -gt 0
-check "... declare-dead refused while its agent's lease lasts" \
-	sh -c "! wsem-agent -c $T/h1.conf declare-dead $N h4 ||
-		{ tail -n 8 $T/agent4.log; exit 1; }"
-check "... and done once it has expired" \
+check "... its share stays in etcd" test "$(share h4)" -gt 0
+check "... declare-dead done once the lease has expired" \
 	until_true 12 wsem-agent -c "$T/h1.conf" declare-dead $N h4
-check "... no share of h4 left" share_is 4 0
+check "... no share of h4 left" share_is h4 0
 # shares_full: hosts 1-3 have all of the capacity in etcd, read at one
 # revision (under steady demand the shares move from host to host all the
 # time: three reads would rarely add up)
@@ -612,7 +599,7 @@ if until_true 10 shares_full; then
 else
 	result "... and the other hosts take all $CAP up" 1
 	for h in 1 2 3; do
-		echo "# h$h: share $(share $h); $(tail -n 3 "$T/agent$h.log" |
+		echo "# h$h: share $(share h$h); $(tail -n 3 "$T/agent$h.log" |
 			tr '\n' ' ')"
 	done
 fi
@@ -636,7 +623,7 @@ check "h1 cut off: it lends nothing before its lease can expire (within 6 s), 2 
 	until_true 6 field_is 1 capacity 0
 echo "# h1 stopped lending $(($(date +%s) - tc)) s after the cut"
 check "... its job runs on" field_is 1 used 2
-check "... its share of 2 stays in etcd (policy finish)" share_is 1 2
+check "... its share of 2 stays in etcd (policy finish)" share_is h1 2
 in_host 2 wsem run $N -w 4 --timeout 20 -- true
 result "... a job of 4 (the rest) runs on h2 meanwhile" $?
 check "... a job of 5 on h3 times out (the cut host's 2 are not given away)" \
@@ -756,13 +743,13 @@ stop_agent KILL 1
 check "SIGKILL of h1's agent: the loan is withdrawn (capacity 0)" \
 	field_is 1 capacity 0
 check "... and 2 still held" field_is 1 used 2
-check "... and h1's share of 2 stays in etcd" share_is 1 2
+check "... and h1's share of 2 stays in etcd" share_is h1 2
 start_agent 1
 check "a new agent on h1 takes its share of 2 up" \
 	until_true 9 field_is 1 capacity 2
 wait $job
 check "... and gives it back once the job ends" \
-	until_true 5 share_is 1 0
+	until_true 5 share_is h1 0
 
 # declare-dead: a host whose agent and jobs are gone for good.
 in_host_bg 2 wsem run $N -w 1 --timeout 30 -- sleep 30
@@ -771,12 +758,12 @@ check "a job of 1 on h2" until_true 10 field_is 2 used 1
 stop_agent KILL 2
 kill -KILL "$(real_pid $job)"
 wait $job
-check "h2 dead, its job too, with a share of 1 in etcd" share_is 2 1
+check "h2 dead, its job too, with a share of 1 in etcd" share_is h2 1
 check "wsem-agent declare-dead $N h2 is refused while the agent's lease lasts" \
 	sh -c "! wsem-agent -c $T/h1.conf declare-dead $N h2"
 check "... and gives the share back once it has expired" \
 	until_true 10 wsem-agent -c "$T/h1.conf" declare-dead $N h2
-check "... no share of h2 left" share_is 2 0
+check "... no share of h2 left" share_is h2 0
 
 for h in 1 3; do
 	stop_agent TERM $h

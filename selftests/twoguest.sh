@@ -49,10 +49,6 @@ for b in etcd etcdctl wsem-agent; do
 done
 mkdir -p "$T"
 
-# ectl ARGS...: etcdctl on a's etcd, each call bounded
-ectl() {
-	etcdctl --endpoints $EP --dial-timeout=2s --command-timeout=3s "$@"
-}
 # mark KEY [VALUE]: tell the other guest (/twoguest/KEY in etcd)
 mark() {
 	ectl put "/twoguest/$1" "${2:-1}" >/dev/null
@@ -60,14 +56,6 @@ mark() {
 # marked KEY: the other guest said KEY
 marked() {
 	[ -n "$(ectl get --print-value-only "/twoguest/$1")" ]
-}
-# share H: host H's share in etcd (0: none)
-share() {
-	s=$(ectl get --print-value-only "/wsem/$N/share/$1")
-	echo "${s:-0}"
-}
-share_is() {
-	[ "$(share "$1")" = "$2" ]
 }
 # claimed H: host H's agent's claim, alive/H, is in etcd
 claimed() {
@@ -200,12 +188,7 @@ check "$ROLE: no other address than the link's and the loopback's, no route off 
 	only_link_address
 
 if [ "$ROLE" = a ]; then
-	etcd --name a --data-dir "$T/etcd" --listen-client-urls $EP \
-		--advertise-client-urls $EP \
-		--listen-peer-urls http://127.0.0.1:2380 \
-		--initial-advertise-peer-urls http://127.0.0.1:2380 \
-		--initial-cluster a=http://127.0.0.1:2380 >"$T/etcd.log" 2>&1 &
-	etcd_pid=$!
+	etcd_alone a "$T/etcd" "$T/etcd.log"
 	te=$(date +%s)
 	check "a: etcd answers at $EP" until_true 60 ectl put /twoguest/probe 1
 else

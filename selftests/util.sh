@@ -143,6 +143,37 @@ at_cap_after_cheat() {
 	[ "$m" -eq "$CAP" ] || { echo "$2 not at $CAP after the cheat"; return 1; }
 }
 
+# The cluster limit's tests (fleet_test.sh, twoguest.sh and
+# bench/cluster-guest.sh) on etcd: EP is etcd's client URL (or URLs), N
+# the limit.
+# etcd_alone NAME DIR LOG: a cluster of one etcd member NAME, in the
+# background, data in DIR, serving EP, its peer port on the loopback; its
+# pid in etcd_pid
+etcd_alone() {
+	etcd --name "$1" --data-dir "$2" --listen-client-urls "$EP" \
+		--advertise-client-urls "$EP" \
+		--listen-peer-urls http://127.0.0.1:2380 \
+		--initial-advertise-peer-urls http://127.0.0.1:2380 \
+		--initial-cluster "$1=http://127.0.0.1:2380" >"$3" 2>&1 &
+	etcd_pid=$!
+}
+# ectl ARGS...: etcdctl on EP, each call bounded
+ectl() {
+	etcdctl --endpoints "$EP" --dial-timeout=2s --command-timeout=3s "$@"
+}
+# share HOST: HOST's share of N in etcd (0: none); share_is HOST V: it is
+# V; no_shares: etcd has no host's share of N
+share() {
+	s=$(ectl get --print-value-only "/wsem/$N/share/$1")
+	echo "${s:-0}"
+}
+share_is() {
+	[ "$(share "$1")" = "$2" ]
+}
+no_shares() {
+	[ -z "$(ectl get --prefix "/wsem/$N/share/")" ]
+}
+
 # tap_end: the TAP plan, last; true if every check passed.
 tap_end() {
 	echo "1..$n"
