@@ -14,7 +14,7 @@
 # TEST_TIMEOUT (seconds per test program; the 6.12 lane gives fleet_test.sh
 # 420, TEST_TIMEOUT_fleet_test), TESTS (test programs to run),
 # VM_JOBS (guests at once, default 2; the 6.12 lane always runs alone,
-# first: solo_lane), NO_LINT=1, NO_DEPS=1, CHROOTS
+# last: solo_lane), NO_LINT=1, NO_DEPS=1, CHROOTS
 # (releases, "" for none; KVERS may name them, or their kernels: "5.10"),
 # TWOGUEST=0 (not the two-guest test: twoguest.sh, run with the 6.12 lane
 # when TESTS is unset or names twoguest.sh).
@@ -121,7 +121,8 @@ declare -A pids
 queue=()
 # solo_lane KVER: KVER's guest runs the cluster limit's whole scenario,
 # whose utilisation check needs the machine to itself (44-66 % under
-# load, 88-94 % alone): it is booted first, with no other guest beside it.
+# load, 88-94 % alone): it is booted last, with no other guest beside it,
+# once the chroots that a new machine builds in the background are built.
 solo_lane() {
 	case $1 in
 	*-rt-amd64) return 1 ;;
@@ -160,10 +161,9 @@ boot() {
 	pids[$k]=$!
 	queue+=("$k")
 }
-for k in $(for k in $kernels; do solo_lane "$k" && echo "$k"; done) \
-	 $(for k in $kernels; do solo_lane "$k" || echo "$k"; done); do
+for k in $kernels; do
 	ko=$BUILD/$k/mod/wsem.ko
-	[ -f "$ko" ] && boot "$k" "$ko"
+	solo_lane "$k" || { [ -f "$ko" ] && boot "$k" "$ko"; }
 done
 
 # The other releases' kernels: their chroot (waited for if it is being
@@ -198,6 +198,10 @@ for r in $releases; do
 	ko=$BUILD/$k/mod/wsem.ko
 	chroot_booted "$r" || continue
 	[ -f "$ko" ] && boot "$k" "$ko" "$cdir/root/boot/vmlinuz-$k"
+done
+for k in $kernels; do
+	ko=$BUILD/$k/mod/wsem.ko
+	solo_lane "$k" && [ -f "$ko" ] && boot "$k" "$ko"
 done
 for k in "${queue[@]}"; do
 	report "$k"
