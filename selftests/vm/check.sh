@@ -149,12 +149,12 @@ boot() {
 	# host) instead of 9000-10000.
 	case $k in
 	*-rt-amd64) kenv="WSEM_FUZZ_OPS=150000" ;;
-	# The cluster limit's whole scenario on one lane (the others start
-	# the agent only).
+	esac
+	# The cluster limit's whole scenario on the solo lane (the others
+	# start the agent only).
 	# (3 etcd members, 4 hosts, members and a host SIGKILLed: about
 	# 140-190 s under TCG, over the 120 s of the other tests).
-	6.12.*-amd64) kenv="WSEM_FLEET_FULL=1 TEST_TIMEOUT_fleet_test=420" ;;
-	esac
+	solo_lane "$k" && kenv="WSEM_FLEET_FULL=1 TEST_TIMEOUT_fleet_test=420"
 	WSEM_VM_ENV="$kenv${WSEM_VM_ENV:+ $WSEM_VM_ENV}" \
 		bash "$VMDIR/run.sh" ${image:+-I "$image"} -k "$k" -K "$ko" \
 		-m check -l "$logf" >"$out/run-$k.log" 2>&1 &
