@@ -125,14 +125,15 @@ add_net_modules() {
 		echo "$m" >>"$stage/lib/modules/net/order"
 	done
 }
-# fleet_test.sh: Debian's etcd and etcdctl, wsem-agent (agent/ builds it)
-# and the observer fleet_watch; for its whole scenario (a network namespace
-# per etcd member and per host, joined by veth pairs into a bridge) iproute2's
-# ip as /usr/lib/iproute2/ip, run by that path (busybox's makes no veth, and
-# busybox sh runs its own applet for "ip" whatever /bin/ip is; iproute2's ip
-# takes a name "ipX" as "ip X"), and the guest kernel's
-# llc, stp, bridge and veth modules (add_net_modules: a chroot's kernel
-# gets none; its lane runs the smoke test, which needs no network).
+# fleet_test.sh: Debian's etcd and etcdctl, wsem-agent (agent/ builds it),
+# the observer fleet_watch and the steady jobs fleet_jobs; for its whole
+# scenario (a network namespace per etcd member and per host, joined by
+# veth pairs into a bridge) iproute2's ip as /usr/lib/iproute2/ip, run by
+# that path (busybox's makes no veth, and busybox sh runs its own applet for
+# "ip" whatever /bin/ip is; iproute2's ip takes a name "ipX" as "ip X"), and
+# the guest kernel's llc, stp, bridge and veth modules (add_net_modules: a
+# chroot's kernel gets none; its lane runs the smoke test, which needs no
+# network).
 # twoguest.sh (selftests/vm/twoguest.sh's two guests): etcd, etcdctl,
 # wsem-agent and the e1000 module, the driver of the NIC on QEMU's socket
 # netdev (busybox's ip sets its address).
@@ -145,8 +146,11 @@ case " $tests " in
 esac
 case " $tests " in
 *" fleet_test.sh "*)
-	f=$ROOT/selftests/fleet_watch
-	[ -f "$f" ] && add_elf "$f" "$stage/bin/fleet_watch"
+	for f in fleet_watch fleet_jobs; do
+		if [ -f "$ROOT/selftests/$f" ]; then
+			add_elf "$ROOT/selftests/$f" "$stage/bin/$f"
+		fi
+	done
 	iproute=$(PATH=/usr/sbin:/sbin:$PATH command -v ip || true)
 	if [ -n "$iproute" ] && [ "$(readlink -f "$iproute")" != "$busybox" ]; then
 		mkdir -p "$stage/usr/lib/iproute2"
