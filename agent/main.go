@@ -115,7 +115,7 @@ func (a *agent) reconcile(ctx context.Context) error {
 	if _, err := a.st.session(ctx); err != nil {
 		return err
 	}
-	d, _, grants, err := a.loc.demand()
+	d, used, grants, err := a.loc.demand()
 	if err != nil {
 		return err
 	}
@@ -126,8 +126,17 @@ func (a *agent) reconcile(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	wrote, err := a.st.setDemand(ctx, v, a.toPublish(v, d),
-		a.turnOver(v, granted))
+	turned := a.turnOver(v, granted)
+	if turned && v.othersWait(a.lim.host) && a.lent() > used {
+		// The turn is over and other hosts wait: nothing more is
+		// granted here from now on (a job started while the queue
+		// changes in etcd would hold its weight into the next
+		// host's turn).  The look below lends what the rule gives.
+		if err := a.setLoan(used, "turn over, others wait"); err != nil {
+			return err
+		}
+	}
+	wrote, err := a.st.setDemand(ctx, v, a.toPublish(v, d), turned)
 	if err != nil {
 		return err
 	}
