@@ -17,7 +17,8 @@
 # last: solo_lane), NO_LINT=1, NO_DEPS=1, CHROOTS
 # (releases, "" for none; KVERS may name them, or their kernels: "5.10"),
 # TWOGUEST=0 (not the two-guest test: twoguest.sh, run with the 6.12 lane
-# when TESTS is unset or names twoguest.sh).
+# when TESTS is unset or names twoguest.sh), CHECK_QUIET_PID (a process the
+# solo lane waits for before it boots: check-all.sh's background build).
 set -u -o pipefail
 . "$(dirname "$0")/lib.sh"
 preflight || { echo "0 passed, 1 failed"; exit 1; }
@@ -130,6 +131,19 @@ solo_lane() {
 	esac
 	return 1
 }
+# quiet_wait: the solo lane waits for the build that make test runs in the
+# background (CHECK_QUIET_PID: check-all.sh's debug kernel, the first time on
+# a machine): beside it, even at nice 19, the utilisation check read 82 %
+# in one run on a new machine, where it read 88-94 % alone.
+quiet_wait() {
+	local p=${CHECK_QUIET_PID:-} ws
+	[ -n "$p" ] && kill -0 "$p" 2>/dev/null || return 0
+	ws=$(date +%s)
+	while kill -0 "$p" 2>/dev/null; do
+		sleep 5
+	done
+	echo "check: waited $(($(date +%s) - ws))s for the background build"
+}
 # boot KVER KO [IMAGE]: queue KVER's guest (IMAGE: a kernel not in /boot).
 boot() {
 	local k=$1 ko=$2 image=${3:-} logf=$BUILD/$1/console.log kenv= jobs
@@ -143,6 +157,7 @@ boot() {
 		report "${queue[0]}"
 		queue=("${queue[@]:1}")
 	done
+	solo_lane "$k" && quiet_wait
 	echo "booting $k"
 	# PREEMPT_RT under TCG: the kernel's spinlocks sleep, and the fuzzer
 	# makes 2000-4000 requests/s (with the wsemfs chaos, on a loaded
