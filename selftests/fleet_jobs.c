@@ -12,6 +12,7 @@
  * longest wait of one, in ms (the last wait included); exit 1 if an
  * acquire failed or waited 30 s.  Its weight goes back with its handle.
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -23,16 +24,10 @@
 
 #include <wsem.h>
 
+#include "util.h"
+
 /* A job that waits this long has starved: the test fails, and ends. */
-#define WAIT_MAX_NS (30 * 1000000000LL)
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
+#define WAIT_MAX_NS (30 * NSEC)
 
 static void sleep_ms(long ms)
 {
@@ -44,8 +39,9 @@ static void sleep_ms(long ms)
 
 int main(int argc, char **argv)
 {
-	double t, waited, longest = 0;
+	int64_t t, waited, longest = 0;
 	long lo, hi, jobs = 0;
+	struct rng rng;
 	uint64_t w;
 	int fd;
 
@@ -65,27 +61,28 @@ int main(int argc, char **argv)
 		fprintf(stderr, "fleet_jobs: %s: %s\n", argv[1], strerror(errno));
 		return 2;
 	}
-	srand(getpid());
+	rng.s = getpid();
 	while (access(argv[5], F_OK)) {
-		t = now_ms();
+		t = now_ns();
 		if (wsem_acquire_timeout(fd, w, WAIT_MAX_NS)) {
 			fprintf(stderr, "fleet_jobs: acquire %llu: %s\n",
 				(unsigned long long)w, strerror(errno));
 			return 1;
 		}
-		waited = now_ms() - t;
+		waited = now_ns() - t;
 		if (waited > longest)
 			longest = waited;
 		/* granted once the others stopped: not a job of the phase */
 		if (!access(argv[5], F_OK))
 			break;
-		sleep_ms(lo + rand() % (hi - lo + 1));
+		sleep_ms(lo + below(&rng, hi - lo + 1));
 		if (wsem_release(fd, w)) {
 			perror("fleet_jobs: release");
 			return 1;
 		}
 		jobs++;
 	}
-	printf("jobs %ld longest %.0f\n", jobs, longest);
+	printf("jobs %ld longest %lld\n", jobs,
+	       (long long)(longest / 1000000));
 	return 0;
 }

@@ -463,9 +463,12 @@ result "utilisation while hosts wait: ${util:-?} % (at least 90)" \
 for h in 1 2 3; do
 	touch "$T/stop-$h"
 done
-# shellcheck disable=SC2086 # pids
-wait $steady
-result "every steady job's acquire and release succeeded" $? \
+# Each pid's own status: wait with several pids tells the last one's.
+st=0
+for p in $steady; do
+	wait "$p" || st=1
+done
+result "every steady job's acquire and release succeeded" $st \
 	"$T"/steady-*
 # No host's request starves: each weight on each host ran jobs.  And no
 # job waits longer than the turns ahead of it (README, Fairness): a host's

@@ -16,6 +16,7 @@
  * utilisation over them: the sum over CAPACITY, weighted by the time it
  * lasted (from one round to the next; the sum changes only at events).
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -27,14 +28,13 @@
 
 #include <wsem.h>
 
+#include "util.h"
+
 #define MAX_HOSTS 16
 
 static double now_s(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
+	return (double)now_ns() / NSEC;
 }
 
 /* One round: the weight held and the waiters on all hosts together. */
