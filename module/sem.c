@@ -157,12 +157,6 @@ static void wsem_wake_up(struct wsem_wake *wake)
 	}
 }
 
-/* The used weight or the queue changed: the demand event is new. */
-static void wsem_note_demand(struct wsem *sem)
-{
-	WRITE_ONCE(sem->demand_seq, sem->demand_seq + 1);
-}
-
 /*
  * What poll() reports without an asynchronous request: EPOLLIN while a
  * try-acquire of 1 would succeed (nobody queued in the tree, weight free
@@ -178,26 +172,6 @@ __poll_t wsem_events(const struct wsem *sem)
 	if (!sem->used && !sem->nr_waiters)
 		events |= EPOLLPRI;
 	return events;
-}
-
-/* @task, acquiring through @h, is granted @weight, on @sem and above. */
-void wsem_add_held(struct wsem *sem, struct wsem_handle *h, u64 weight,
-		   struct task_struct *task)
-{
-	struct wsem *s;
-
-	for (s = sem; s; s = s->parent) {
-		s->used += weight;
-		wsem_note_demand(s);
-	}
-	if (!h->held) {
-		/* Once on @sem->holders, a handle stays there until unbound. */
-		if (unlikely(list_empty(&h->hold_node)))
-			list_add_tail(&h->hold_node, &sem->holders);
-		sem->nr_holders++;
-	}
-	h->held += weight;
-	wsem_note_holder(h, task);
 }
 
 /* @h gives back @weight of what it holds. */
@@ -477,29 +451,6 @@ static bool wsem_has_pollers(struct wsem *sem, __poll_t events)
 	return (events & EPOLLPRI) && waitqueue_active(&sem->idle_waiters);
 }
 
-/*
- * Which of @sem and its ancestors have pollers, looked at as
- * wsem_has_pollers() does: bit i for the one i levels up.  Their demand
- * changed (a grant at once, a request queued) and wsem_tell_demand()
- * tells them once @sem->lock is dropped.
- */
-u32 wsem_demand_pollers(struct wsem *sem)
-{
-	struct wsem *s;
-	u32 mask = 0;
-	int i = 0;
-
-	lockdep_assert_held(sem->lock);
-
-	for (s = sem; s; s = s->parent) {
-		/* Ordered by @sem->lock, as wsem_has_pollers() says. */
-		if (waitqueue_active(&s->pollers))
-			mask |= BIT(i);
-		i++;
-	}
-	return mask;
-}
-
 /* Tell the pollers that wsem_demand_pollers() found in @mask. */
 void wsem_tell_demand(struct wsem *sem, u32 mask)
 {
@@ -510,6 +461,19 @@ void wsem_tell_demand(struct wsem *sem, u32 mask)
 			wake_up_poll(&s->pollers, EPOLLRDBAND);
 		mask >>= 1;
 	}
+}
+
+/*
+ * The events of @sem before a change, for wsem_unlock_and_wake() to tell
+ * the new ones; with nobody polling, every event, so that none is new: a
+ * poller that queues itself meanwhile looks at the state once it has
+ * @sem->lock, as wsem_has_pollers() says, and need not be told it.
+ */
+static __poll_t wsem_events_before(struct wsem *sem)
+{
+	if (!wsem_has_pollers(sem, EPOLLPRI))
+		return EPOLLIN | EPOLLRDNORM | EPOLLPRI;
+	return wsem_events(sem);
 }
 
 /*
@@ -558,10 +522,16 @@ void wsem_unlock_and_wake(struct wsem *sem, __poll_t before,
 		wsem_wake_up(wake);
 		return;
 	}
-	/* Demand changed with all but a resize: worth no look of its own. */
-	wake->events = (wsem_events(sem) & ~before) | EPOLLRDBAND;
-	if (!wsem_has_pollers(sem, wake->events))
-		wake->events = 0;
+	/*
+	 * Demand changed with all but a resize: worth no look of its own.
+	 * Without pollers of any event, nothing is worth the look.
+	 */
+	wake->events = 0;
+	if (wsem_has_pollers(sem, EPOLLPRI)) {
+		wake->events = (wsem_events(sem) & ~before) | EPOLLRDBAND;
+		if (!wsem_has_pollers(sem, wake->events))
+			wake->events = 0;
+	}
 	wake->sem = sem;
 	spin_unlock(sem->lock);
 	wsem_wake_up(wake);
@@ -1088,7 +1058,7 @@ int wsem_release(struct wsem_handle *h, u64 weight)
 		spin_unlock(sem->lock);
 		return -EINVAL;
 	}
-	before = wsem_events(sem);
+	before = wsem_events_before(sem);
 	wsem_sub_held(sem, h, weight);
 	trace_wsem_release(sem->id, weight, sem->used);
 	wsem_unlock_and_wake(sem, before, &wake);

@@ -513,13 +513,10 @@ __poll_t wsem_events(const struct wsem *sem);
 void wsem_enqueue(struct wsem *sem, struct wsem_waiter *w);
 void wsem_remove_waiter(struct wsem *sem, struct wsem_waiter *w, int result,
 			u64 now);
-void wsem_add_held(struct wsem *sem, struct wsem_handle *h, u64 weight,
-		   struct task_struct *task);
 void wsem_end_wait(struct wsem *sem, struct wsem_waiter *w, int result,
 		   u64 now, struct wsem_wake *wake);
 bool wsem_abandoned(const struct wsem_waiter *w);
 void wsem_free_parked(struct wsem_waiter *w);
-u32 wsem_demand_pollers(struct wsem *sem);
 void wsem_tell_demand(struct wsem *sem, u32 mask);
 void wsem_unlock_and_wake(struct wsem *sem, __poll_t before,
 			  struct wsem_wake *wake) __releases(sem->lock);
@@ -547,6 +544,61 @@ int wsem_async_end(struct wsem_handle *h, bool cancel);
 void wsem_note_holder(struct wsem_handle *h, struct task_struct *task);
 void wsem_handle_forget(struct wsem_handle *h);
 void wsem_set_label(struct wsem_handle *h, const char *label);
+
+/*
+ * The grant's and the uncontended acquire's steps, inline in sem.c and
+ * wait.c: on the path of every acquire, where a call costs what the step
+ * does.
+ */
+
+/* The used weight or the queue changed: the demand event is new. */
+static inline void wsem_note_demand(struct wsem *sem)
+{
+	WRITE_ONCE(sem->demand_seq, sem->demand_seq + 1);
+}
+
+/* @task, acquiring through @h, is granted @weight, on @sem and above. */
+static inline void wsem_add_held(struct wsem *sem, struct wsem_handle *h,
+				 u64 weight, struct task_struct *task)
+{
+	struct wsem *s;
+
+	for (s = sem; s; s = s->parent) {
+		s->used += weight;
+		wsem_note_demand(s);
+	}
+	if (!h->held) {
+		/* Once on @sem->holders, a handle stays there until unbound. */
+		if (unlikely(list_empty(&h->hold_node)))
+			list_add_tail(&h->hold_node, &sem->holders);
+		sem->nr_holders++;
+	}
+	h->held += weight;
+	wsem_note_holder(h, task);
+}
+
+/*
+ * Which of @sem and its ancestors have pollers, looked at as sem.c's
+ * wsem_has_pollers() does: bit i for the one i levels up.  Their demand
+ * changed (a grant at once, a request queued) and wsem_tell_demand()
+ * tells them once @sem->lock is dropped.
+ */
+static inline u32 wsem_demand_pollers(struct wsem *sem)
+{
+	struct wsem *s;
+	u32 mask = 0;
+	int i = 0;
+
+	lockdep_assert_held(sem->lock);
+
+	for (s = sem; s; s = s->parent) {
+		/* Ordered by @sem->lock, as wsem_has_pollers() says. */
+		if (waitqueue_active(&s->pollers))
+			mask |= BIT(i);
+		i++;
+	}
+	return mask;
+}
 
 /* perm.c: permission */
 int wsem_permission(const struct wsem *sem, int mask, bool audit);
