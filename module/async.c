@@ -14,8 +14,12 @@
 
 #include "wsem.h"
 
-/* Queue @h's asynchronous request for @weight; the caller checked it. */
+/*
+ * Queue @h's asynchronous request for @weight; the caller checked it.
+ * Entered with @sem->lock held, which it drops.
+ */
 void wsem_queue_async(struct wsem *sem, struct wsem_handle *h, u64 weight)
+	__releases(sem->lock)
 {
 	struct wsem_waiter *w = &h->async;
 
@@ -28,7 +32,7 @@ void wsem_queue_async(struct wsem *sem, struct wsem_handle *h, u64 weight)
 	w->status = WSEM_WAITING;
 	w->async = true;
 	h->requested = true;
-	wsem_enqueue(sem, w);
+	wsem_queue_and_unlock(sem, w);
 }
 
 /**

@@ -29,15 +29,26 @@
  * the semaphore as ready as it was wakes nobody.
  *
  * Semaphores nest.  A child semaphore has a parent, which may have one, up
- * to a root: a tree, which shares its root's lock and its root's queue.
- * Weight granted through a handle bound to a child counts as used on the
- * child and on every ancestor of it, and goes back to all of them at once.
- * Every request in a tree needs the root, so the one arrival order of the
- * tree's queue is the FIFO order of each of its semaphores: the head is
- * granted when it fits on its semaphore and on each ancestor, and nobody
- * behind it is granted before it.  A waiter that its own child's capacity
- * holds back so holds back its whole tree, the price of strict FIFO that
- * one semaphore pays too.  A change in a tree may change what any of its
+ * to a root: a tree, which shares its root's lock.  Weight granted through
+ * a handle bound to a child counts as used on the child and on every
+ * ancestor of it (its line), and goes back to all of them at once.
+ *
+ * A request holds up its own semaphore from its arrival, and an ancestor
+ * only once it fits on every semaphore of its line below that ancestor, so
+ * that a child at its own limit never stops its siblings.  Each semaphore
+ * has a queue ordered by the tree's arrival tickets, and each request is
+ * in exactly one queue of its line, its level: it joins its own
+ * semaphore's, and the grant walk moves the first of a queue up to the
+ * parent's queue when it fits there (wsem_grant_at()): it stands in its
+ * place at every level it has passed, where everyone after it came later
+ * and must pass through the same queues.  At the root the first is
+ * granted when it fits.  A request first in a queue that no longer fits a
+ * semaphore below (one before it was granted there) goes back down to
+ * the lowest of them, so it holds up nothing it would not.  Strict FIFO
+ * in each queue keeps a large request from being overtaken once it has
+ * reached that level, and a walk only ever looks at the first of a queue:
+ * its work is bounded by the depth and the requests it moves, never by the
+ * length of a queue.  A change in a tree may change what any of its
  * semaphores reports to poll(): all of them that have pollers look again.
  *
  * The rest is in files of their own, which call this one and never the
@@ -167,7 +178,7 @@ __poll_t wsem_events(const struct wsem *sem)
 {
 	__poll_t events = 0;
 
-	if (list_empty(&sem->root->waiters) && wsem_fits_up(sem, 1))
+	if (wsem_may_grant_now(sem, 1))
 		events |= EPOLLIN | EPOLLRDNORM;
 	if (!sem->used && !sem->nr_waiters)
 		events |= EPOLLPRI;
@@ -190,17 +201,63 @@ static void wsem_sub_held(struct wsem *sem, struct wsem_handle *h, u64 weight)
 		sem->nr_holders--;
 }
 
+/* Put @w into @level's queue, in ticket order. */
+static void wsem_queue_insert(struct wsem *level, struct wsem_waiter *w)
+{
+	struct rb_node **link = &level->queue.rb_root.rb_node, *up = NULL;
+	bool leftmost = true;
+
+	while (*link) {
+		up = *link;
+		if (w->ticket < rb_entry(up, struct wsem_waiter, qnode)->ticket) {
+			link = &up->rb_left;
+		} else {
+			link = &up->rb_right;
+			leftmost = false;
+		}
+	}
+	rb_link_node(&w->qnode, up, link);
+	rb_insert_color_cached(&w->qnode, &level->queue, leftmost);
+	w->level = level;
+}
+
+/* Move @w from its level's queue to @level's: one up, or back down. */
+static void wsem_queue_move(struct wsem_waiter *w, struct wsem *level)
+{
+	rb_erase_cached(&w->qnode, &w->level->queue);
+	wsem_queue_insert(level, w);
+}
+
+/* @w takes @old's place in its queues (parking, and coming back). */
+void wsem_replace_waiter(struct wsem_waiter *old, struct wsem_waiter *w)
+{
+	list_replace(&old->node, &w->node);
+	rb_replace_node_cached(&old->qnode, &w->qnode, &old->level->queue);
+	w->level = old->level;
+	w->ticket = old->ticket;
+}
+
+/* The first request of @sem's queue, or NULL. */
+static struct wsem_waiter *wsem_queue_first(struct wsem *sem)
+{
+	struct rb_node *first = rb_first_cached(&sem->queue);
+
+	return first ? rb_entry(first, struct wsem_waiter, qnode) : NULL;
+}
+
 /*
- * Queue @w, a request on @sem, at the tail of the tree's queue; it counts
- * as a waiter of @sem and of each of its ancestors.
+ * Queue @w, a request on @sem, with the tree's next ticket, in @sem's own
+ * queue (the grant walk moves it up as it fits: wsem_grant_waiters()); it
+ * counts as a waiter of @sem and of each of its ancestors.
  */
 void wsem_enqueue(struct wsem *sem, struct wsem_waiter *w)
 {
-	struct list_head *queue = &sem->root->waiters;
 	struct wsem *s;
 
-	w->head = list_empty(queue);
-	list_add_tail(&w->node, queue);
+	w->head = RB_EMPTY_ROOT(&sem->queue.rb_root);
+	w->ticket = sem->root->next_ticket++;
+	list_add_tail(&w->node, &sem->root->waiters);
+	wsem_queue_insert(sem, w);
 	for (s = sem; s; s = s->parent) {
 		s->nr_waiters++;
 		wsem_note_demand(s);
@@ -245,6 +302,7 @@ static void wsem_dequeue(struct wsem *sem, struct wsem_waiter *w)
 	struct wsem *s;
 
 	list_del(&w->node);
+	rb_erase_cached(&w->qnode, &w->level->queue);
 	for (s = sem; s; s = s->parent) {
 		s->nr_waiters--;
 		wsem_note_demand(s);
@@ -332,14 +390,13 @@ bool wsem_abandoned(const struct wsem_waiter *w)
 }
 
 /*
- * Do the parts of @g in @root's tree stand first in its queue, and fit
- * there together (a part on a child counts on its ancestors too, and two
- * parts on one line add up)?  The weights are added for the look and
- * taken off again; u64 arithmetic wraps back exactly.
+ * Do the parts of @g in @root's tree fit there together (a part on a child
+ * counts on its ancestors too, and two parts on one line add up)?  The
+ * weights are added for the look and taken off again; u64 arithmetic
+ * wraps back exactly.
  */
-static bool wsem_gang_fits(struct wsem_gang *g, struct wsem *root)
+static bool wsem_gang_weights_fit(struct wsem_gang *g, struct wsem *root)
 {
-	struct list_head *pos = &root->waiters;
 	bool fits = true, wrapped = false;
 	struct wsem_waiter *p;
 	struct wsem *s;
@@ -347,13 +404,6 @@ static bool wsem_gang_fits(struct wsem_gang *g, struct wsem *root)
 
 	lockdep_assert_held(root->lock);
 
-	for (i = 0; i < g->nr; i++) {
-		if (g->part[i].handle->sem->root != root)
-			continue;
-		pos = pos->next;
-		if (pos != &g->part[i].node)
-			return false;
-	}
 	for (i = 0, p = g->part; i < g->nr; i++, p++) {
 		if (p->handle->sem->root != root)
 			continue;
@@ -374,6 +424,26 @@ static bool wsem_gang_fits(struct wsem_gang *g, struct wsem *root)
 			s->used -= p->weight;
 	}
 	return fits && !wrapped;
+}
+
+/*
+ * Do the parts of @g in @root's tree stand first in the root's queue (they
+ * hold consecutive tickets there: nothing comes between them), and fit
+ * there together?
+ */
+static bool wsem_gang_fits(struct wsem_gang *g, struct wsem *root)
+{
+	struct rb_node *pos = rb_first_cached(&root->queue);
+	unsigned int i;
+
+	for (i = 0; i < g->nr; i++) {
+		if (g->part[i].handle->sem->root != root)
+			continue;
+		if (!pos || rb_entry(pos, struct wsem_waiter, qnode)->gang != g)
+			return false;
+		pos = rb_next(pos);
+	}
+	return wsem_gang_weights_fit(g, root);
 }
 
 /*
@@ -398,37 +468,101 @@ static struct wsem *wsem_waiter_sem(const struct wsem_waiter *w)
 }
 
 /*
- * Grant the head of @sem's tree's queue, and the next, while each fits on
- * the semaphore it asked through and on every ancestor of that one, and
- * @wake has room.  Return: true if it stopped for room, with a head that
- * may fit.
+ * The lowest semaphore of @w's line below @level on which @w does not fit
+ * (one granted before it there since it passed), or NULL.
+ */
+static struct wsem *wsem_misfit_below(const struct wsem_waiter *w,
+				      const struct wsem *level)
+{
+	struct wsem *s;
+
+	for (s = wsem_waiter_sem(w); s != level; s = s->parent) {
+		if (!wsem_fits(s, w->weight))
+			return s;
+	}
+	return NULL;
+}
+
+/* How a walk of one queue ended (wsem_grant_at()). */
+enum wsem_walk_end {
+	WSEM_WALK_HELD,		/* its first is held up here, or it is empty */
+	WSEM_WALK_FULL,		/* @wake has no room left */
+	WSEM_WALK_GRANTED,	/* at the root, a grant: its line to look at */
+};
+
+/*
+ * Move the first requests of @level's queue on while they fit on @level:
+ * up to the parent's queue or, at the root, to their grant (a gang's to
+ * its task, wsem_poke_gang()); one that no longer fits below goes back
+ * down (wsem_misfit_below()).  At the root it returns after each grant,
+ * with the semaphore the grantee asked through in *@granted, whose line
+ * may now hold requests that fit no more.
+ */
+static enum wsem_walk_end wsem_grant_at(struct wsem *level, u64 *now,
+					struct wsem_wake *wake,
+					struct wsem **granted)
+{
+	struct wsem_waiter *w;
+	struct wsem *low;
+
+	while ((w = wsem_queue_first(level))) {
+		if (wsem_wake_full(wake))
+			return WSEM_WALK_FULL;
+		if (!*now)
+			*now = ktime_get_ns();
+		if (unlikely(wsem_abandoned(w))) {
+			wsem_end_wait(wsem_waiter_sem(w), w, -EINTR, *now, wake);
+			list_move(&w->park_node, &wake->parked);
+			continue;
+		}
+		low = wsem_misfit_below(w, level);
+		if (unlikely(low)) {
+			wsem_queue_move(w, low);
+			continue;
+		}
+		if (!wsem_fits(level, w->weight))
+			break;
+		if (level->parent) {
+			wsem_queue_move(w, level->parent);
+			continue;
+		}
+		if (unlikely(w->gang)) {
+			/* A gang grants itself, under all its trees' locks. */
+			if (wsem_gang_fits(w->gang, level))
+				wsem_poke_gang(w->gang, 0, wake);
+			break;
+		}
+		*granted = wsem_waiter_sem(w);
+		wsem_end_wait(*granted, w, 0, *now, wake);
+		return WSEM_WALK_GRANTED;
+	}
+	return WSEM_WALK_HELD;
+}
+
+/*
+ * After a change on @sem's line (weight back, a request queued or gone, a
+ * resize): walk the queues of the line from @sem up (wsem_grant_at()),
+ * granting at the root whoever fits, while @wake has room; after each
+ * grant, the grantee's line again, where what it took may send requests
+ * back down.  Return: true if it stopped for room.
  */
 static bool wsem_grant_waiters(struct wsem *sem, struct wsem_wake *wake)
 {
-	struct wsem_waiter *w, *next;
+	struct wsem *level = sem, *granted;
 	u64 now = 0;
 
 	lockdep_assert_held(sem->lock);
 
-	list_for_each_entry_safe(w, next, &sem->root->waiters, node) {
-		if (wsem_wake_full(wake))
+	while (level) {
+		switch (wsem_grant_at(level, &now, wake, &granted)) {
+		case WSEM_WALK_FULL:
 			return true;
-		if (unlikely(w->gang)) {
-			/* A gang grants itself, under all its trees' locks. */
-			if (wsem_gang_fits(w->gang, sem->root))
-				wsem_poke_gang(w->gang, 0, wake);
+		case WSEM_WALK_GRANTED:
+			level = granted;
 			break;
+		default:
+			level = level->parent;
 		}
-		if (!now)
-			now = ktime_get_ns();
-		if (unlikely(wsem_abandoned(w))) {
-			wsem_end_wait(wsem_waiter_sem(w), w, -EINTR, now, wake);
-			list_move(&w->park_node, &wake->parked);
-			continue;
-		}
-		if (!wsem_fits_up(wsem_waiter_sem(w), w->weight))
-			break;
-		wsem_end_wait(wsem_waiter_sem(w), w, 0, now, wake);
 	}
 	return false;
 }
@@ -538,11 +672,96 @@ void wsem_unlock_and_wake(struct wsem *sem, __poll_t before,
 }
 
 /*
+ * What @g asks of @sem, through its parts on it and on its descendants
+ * together; U64_MAX if that does not fit in 64 bits.
+ */
+static u64 wsem_gang_need(const struct wsem_gang *g, const struct wsem *sem)
+{
+	const struct wsem_waiter *p;
+	const struct wsem *s;
+	unsigned int i;
+	u64 need = 0;
+
+	for (i = 0, p = g->part; i < g->nr; i++, p++) {
+		for (s = p->handle->sem; s; s = s->parent) {
+			if (s == sem && check_add_overflow(need, p->weight, &need))
+				return U64_MAX;
+		}
+	}
+	return need;
+}
+
+/*
+ * Could @g ever be granted in @root's tree (in every tree, for a NULL
+ * @root)?  Not if what it asks of one of its semaphores there, summed over
+ * its parts, exceeds what that one can ever give (wsem_max_weight()), as a
+ * single request fails that asks more than its line can give.  Under the
+ * lock of that tree (of every tree).
+ */
+static bool wsem_gang_can_fit(const struct wsem_gang *g,
+			      const struct wsem *root)
+{
+	const struct wsem_waiter *p;
+	const struct wsem *s;
+	unsigned int i;
+
+	for (i = 0, p = g->part; i < g->nr; i++, p++) {
+		if (root && p->handle->sem->root != root)
+			continue;
+		for (s = p->handle->sem; s; s = s->parent) {
+			if (wsem_gang_need(g, s) > wsem_max_weight(s))
+				return false;
+		}
+	}
+	return true;
+}
+
+/**
+ * wsem_queue_and_unlock() - queue a request and let it take its place
+ * @sem: the semaphore it asks of, locked
+ * @w: the request, not granted at once (wsem_may_grant_now())
+ *
+ * In a tree, the request moves up its line at once as far as it fits
+ * (wsem_grant_waiters()), so that it holds up the ancestors it should
+ * from its arrival on; such a walk may grant it, or others, at once.
+ * The demand pollers are told.
+ *
+ * Context: Process context; drops @sem->lock.
+ * Return: whether @w was queued first in its root's queue (it polls).
+ */
+bool wsem_queue_and_unlock(struct wsem *sem, struct wsem_waiter *w)
+	__releases(sem->lock)
+{
+	struct wsem_wake wake;
+	__poll_t before;
+	bool first;
+	u32 tell;
+
+	if (likely(list_is_singular(&sem->root->tree))) {
+		wsem_enqueue(sem, w);
+		first = wsem_queue_first(sem) == w;
+		tell = wsem_demand_pollers(sem);
+		spin_unlock(sem->lock);
+		if (tell)
+			wsem_tell_demand(sem, tell);
+		return first;
+	}
+	wsem_wake_init(&wake);
+	before = wsem_events_before(sem);
+	wsem_enqueue(sem, w);
+	first = !sem->parent && wsem_queue_first(sem) == w;
+	wsem_unlock_and_wake(sem, before, &wake);
+	return first;
+}
+
+/*
  * After a shrink in @sem's tree: end with -EINVAL the waits of the waiters
  * heavier than the capacity of the semaphore they asked through or of one
  * of its ancestors (never one with a ceiling, whose waiters are all within
- * it), at *@now (taken at the first of them), while @wake has
- * room.  Return: true if it stopped for room, with more of them left.
+ * it), and fail the gangs whose parts in the tree together ask more than
+ * one of its semaphores can give, at *@now (taken at the first of them),
+ * while @wake has room.  Return: true if it stopped for room, with more of
+ * them left.
  */
 static bool wsem_fail_overweight(struct wsem *sem, u64 *now,
 				 struct wsem_wake *wake)
@@ -552,14 +771,19 @@ static bool wsem_fail_overweight(struct wsem *sem, u64 *now,
 	lockdep_assert_held(sem->lock);
 
 	list_for_each_entry_safe(w, next, &sem->root->waiters, node) {
+		if (unlikely(w->gang)) {
+			if (w->gang->fail ||
+			    wsem_gang_can_fit(w->gang, sem->root))
+				continue;
+			if (wsem_wake_full(wake))
+				return true;
+			wsem_poke_gang(w->gang, -EINVAL, wake);
+			continue;
+		}
 		if (w->weight <= wsem_max_weight_up(wsem_waiter_sem(w)))
 			continue;
 		if (wsem_wake_full(wake))
 			return true;
-		if (unlikely(w->gang)) {
-			wsem_poke_gang(w->gang, -EINVAL, wake);
-			continue;
-		}
 		if (!*now)
 			*now = ktime_get_ns();
 		wsem_end_wait(wsem_waiter_sem(w), w, -EINVAL, *now, wake);
@@ -627,6 +851,7 @@ struct wsem *wsem_alloc(u64 capacity, u64 ceiling, umode_t mode,
 	sem->capacity = capacity;
 	sem->ceiling = ceiling;
 	INIT_LIST_HEAD(&sem->waiters);
+	sem->queue = RB_ROOT_CACHED;
 	INIT_LIST_HEAD(&sem->holders);
 	init_waitqueue_head(&sem->pollers);
 	init_waitqueue_head(&sem->idle_waiters);
@@ -662,7 +887,7 @@ struct wsem *wsem_alloc(u64 capacity, u64 ceiling, umode_t mode,
 void wsem_free(struct wsem *sem)
 {
 	WARN_ON_ONCE(!list_empty(&sem->waiters) || sem->used ||
-		     sem->nr_waiters);
+		     sem->nr_waiters || !RB_EMPTY_ROOT(&sem->queue.rb_root));
 	if (sem->parent) {
 		/* Its tree's walkers may see it until a grace period ends. */
 		spin_lock(sem->lock);
@@ -853,19 +1078,29 @@ static void wsem_gang_unlock(struct wsem_gang *g)
 
 /*
  * After a gang changed its trees under wsem_gang_lock() and dropped the
- * locks (@before: each tree's root's events before the change): grant in
- * each tree whoever fits now, and wake, tree by tree.  The walks need not
+ * locks (@before: each tree's root's events before the change): walk the
+ * line of each of its parts, granting whoever fits now (its own parts
+ * move up as they fit), and wake, tree by tree.  The walks need not
  * follow the change at once: whoever changes a tree in between walks it.
  */
 static void wsem_gang_walk(struct wsem_gang *g, const __poll_t *before)
 {
+	struct wsem *root, *sem;
 	struct wsem_wake wake;
-	unsigned int i;
+	unsigned int i, j;
 
 	for (i = 0; i < g->nr_roots; i++) {
+		root = g->roots[i];
 		wsem_wake_init(&wake);
-		spin_lock(g->roots[i]->lock);
-		wsem_unlock_and_wake(g->roots[i], before[i], &wake);
+		spin_lock(root->lock);
+		for (j = 0; j < g->nr; j++) {
+			sem = g->part[j].handle->sem;
+			if (sem->root != root)
+				continue;
+			while (wsem_grant_waiters(sem, &wake))
+				wsem_wake_batch(root, &wake);
+		}
+		wsem_unlock_and_wake(root, before[i], &wake);
 	}
 }
 
@@ -928,47 +1163,6 @@ int wsem_gang_look(struct wsem_gang *g)
 	return ret;
 }
 
-/*
- * What @g asks of @sem, through its parts on it and on its descendants
- * together; U64_MAX if that does not fit in 64 bits.
- */
-static u64 wsem_gang_need(const struct wsem_gang *g, const struct wsem *sem)
-{
-	const struct wsem_waiter *p;
-	const struct wsem *s;
-	unsigned int i;
-	u64 need = 0;
-
-	for (i = 0, p = g->part; i < g->nr; i++, p++) {
-		for (s = p->handle->sem; s; s = s->parent) {
-			if (s == sem && check_add_overflow(need, p->weight, &need))
-				return U64_MAX;
-		}
-	}
-	return need;
-}
-
-/*
- * Could @g ever be granted?  Not if what it asks of one of its semaphores
- * exceeds what that one can ever give (wsem_max_weight()), as a single
- * request fails that asks more than its line can give.  Under every
- * tree's lock.
- */
-static bool wsem_gang_can_fit(const struct wsem_gang *g)
-{
-	const struct wsem_waiter *p;
-	const struct wsem *s;
-	unsigned int i;
-
-	for (i = 0, p = g->part; i < g->nr; i++, p++) {
-		for (s = p->handle->sem; s; s = s->parent) {
-			if (wsem_gang_need(g, s) > wsem_max_weight(s))
-				return false;
-		}
-	}
-	return true;
-}
-
 /* Take @g off its queues for @why, a negative errno; return @why. */
 int wsem_gang_leave(struct wsem_gang *g, int why)
 {
@@ -995,43 +1189,42 @@ int wsem_gang_queue(struct wsem_gang *g, u64 flags, clockid_t clock,
 		    const ktime_t *deadline)
 {
 	__poll_t before[WSEM_MANY_MAX];
-	bool empty = true;
+	bool now = true;
 	unsigned int i;
 	int ret;
 
 	wsem_gang_lock(g);
-	if (!wsem_gang_can_fit(g)) {
+	if (!wsem_gang_can_fit(g, NULL)) {
 		wsem_gang_unlock(g);
 		return -EINVAL;
 	}
-	for (i = 0; i < g->nr_roots; i++) {
-		before[i] = wsem_events(g->roots[i]);
-		empty &= list_empty(&g->roots[i]->waiters);
-	}
-	/* Queued for the look: granted at once, or taken off again. */
+	/* At once only if nobody is held up on any line it asks of. */
 	for (i = 0; i < g->nr; i++)
-		wsem_enqueue(g->part[i].handle->sem, &g->part[i]);
-	ret = WSEM_WAITING;
-	if (empty && wsem_gang_fits_all(g)) {
-		for (i = 0; i < g->nr; i++) {
-			struct wsem_waiter *p = &g->part[i];
-			struct wsem *sem = p->handle->sem;
-
-			wsem_dequeue(sem, p);
-			wsem_add_held(sem, p->handle, p->weight, current);
-			sem->stats.grants_at_once++;
-			trace_wsem_grant(sem->id, current->pid, p->weight, 0);
-		}
-		ret = 0;
-	}
-	if (ret == WSEM_WAITING &&
+		now &= wsem_may_grant_now(g->part[i].handle->sem, 0);
+	for (i = 0; i < g->nr_roots; i++)
+		now &= wsem_gang_weights_fit(g, g->roots[i]);
+	if (!now &&
 	    ((flags & WSEM_ACQUIRE_TRY) ||
 	     (deadline && ktime_compare(*deadline, wsem_now(clock)) <= 0))) {
-		/* It never waited: no wait to count, as for one. */
-		for (i = 0; i < g->nr; i++)
-			wsem_dequeue(g->part[i].handle->sem, &g->part[i]);
-		ret = flags & WSEM_ACQUIRE_TRY ? -EAGAIN : -ETIMEDOUT;
+		/* It never waited and changed nothing, as for one. */
+		wsem_gang_unlock(g);
+		return flags & WSEM_ACQUIRE_TRY ? -EAGAIN : -ETIMEDOUT;
 	}
+	for (i = 0; i < g->nr_roots; i++)
+		before[i] = wsem_events(g->roots[i]);
+	for (i = 0; i < g->nr; i++) {
+		struct wsem_waiter *p = &g->part[i];
+		struct wsem *sem = p->handle->sem;
+
+		if (!now) {
+			wsem_enqueue(sem, p);
+			continue;
+		}
+		wsem_add_held(sem, p->handle, p->weight, current);
+		sem->stats.grants_at_once++;
+		trace_wsem_grant(sem->id, current->pid, p->weight, 0);
+	}
+	ret = now ? 0 : WSEM_WAITING;
 	wsem_gang_unlock(g);
 	wsem_gang_walk(g, before);
 	return ret;

@@ -79,7 +79,7 @@ static int wsem_park(struct wsem *sem, struct wsem_waiter *w)
 		*p = *w;
 		p->parked = true;
 		get_task_struct(p->task);
-		list_replace(&w->node, &p->node);
+		wsem_replace_waiter(w, p);
 		list_add_tail(&p->park_node, &w->handle->parked);
 		wsem_test_count_parked(1);
 		p = NULL;
@@ -240,28 +240,19 @@ static int __sched wsem_wait(struct wsem *sem, struct wsem_handle *h,
 		.since = ktime_get_ns(),
 		.status = WSEM_WAITING,
 	};
-	bool timed_out = false, head;
-	u32 tell = 0;
+	bool timed_out = false;
 	int ret;
 
 	if (parked) {
 		w.since = parked->since;
 		w.head = parked->head;
-		list_replace(&parked->node, &w.node);
+		wsem_replace_waiter(parked, &w);
 		list_del(&parked->park_node);
-	} else {
-		wsem_enqueue(sem, &w);
-		tell = wsem_demand_pollers(sem);
-	}
-	head = list_is_first(&w.node, &sem->root->waiters);
-	spin_unlock(sem->lock);
-	if (tell)
-		wsem_tell_demand(sem, tell);
-
-	if (parked)
+		spin_unlock(sem->lock);
 		wsem_free_parked(parked);
-	else if (head)
+	} else if (wsem_queue_and_unlock(sem, &w)) {
 		wsem_spin(sem, &w, clock, deadline);
+	}
 
 	for (;;) {
 		set_current_state(TASK_INTERRUPTIBLE);
@@ -347,8 +338,7 @@ again:
 		ret = -EINVAL;
 	} else if ((flags & WSEM_ACQUIRE_ASYNC) && h->requested) {
 		ret = -EBUSY;
-	} else if (list_empty(&sem->root->waiters) &&
-		   wsem_fits_up(sem, weight)) {
+	} else if (wsem_may_grant_now(sem, weight)) {
 		wsem_add_held(sem, h, weight, current);
 		sem->stats.grants_at_once++;
 		trace_wsem_grant(sem->id, current->pid, weight, 0);
@@ -357,8 +347,7 @@ again:
 		ret = -EAGAIN;
 	} else if (flags & WSEM_ACQUIRE_ASYNC) {
 		wsem_queue_async(sem, h, weight);
-		tell = wsem_demand_pollers(sem);
-		ret = -EINPROGRESS;
+		return -EINPROGRESS;
 	} else if (until && ktime_compare(deadline, wsem_now(clock)) <= 0) {
 		sem->stats.timeouts++;
 		trace_wsem_wait_end(sem->id, current->pid, weight, -ETIMEDOUT,

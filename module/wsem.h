@@ -172,10 +172,15 @@ struct wsem_user;
  *	most 2^62, so the exact sum is @queued_carry * 2^64 + @queued_weight
  * @nr_waiters: how many queued requests ask for weight on this semaphore
  *	(its own handles', and its descendants')
- * @waiters: in a root, the queue of the whole tree: struct wsem_waiter in
- *	arrival order, only the head may be granted; empty in a child, whose
- *	requests queue in its root's, since every request of a tree needs
- *	the root
+ * @waiters: in a root, every queued request of the whole tree (struct
+ *	wsem_waiter, node) in arrival order, for the views and the shrink's
+ *	failing walk; empty in a child.  Grants follow @queue, not this
+ * @queue: the requests held up here (struct wsem_waiter, qnode), by
+ *	ticket: those asked of this semaphore that are first in line, or
+ *	not yet fitting, on it, and those of its descendants that fit every
+ *	semaphore of their line below it; only the first may go on, up to
+ *	the parent's queue or, at the root, to its grant (see sem.c)
+ * @next_ticket: in a root, the ticket of the tree's next request
  * @linked: @name is in its namespace; written under the namespace's lock
  *	and @lock
  * @holders: struct wsem_handle (hold_node) that held weight since they
@@ -234,6 +239,8 @@ struct wsem {
 	u64 queued_carry;
 	u64 nr_waiters;
 	struct list_head waiters;
+	struct rb_root_cached queue;
+	u64 next_ticket;
 	bool linked;
 	struct list_head holders;
 	u32 nr_holders;
@@ -273,7 +280,11 @@ struct wsem {
 /**
  * struct wsem_waiter - one queue entry: on the stack of a sleeper, in a
  *	handle for an asynchronous request, or parked (see below)
- * @node: in sem->waiters while WSEM_WAITING
+ * @node: in its root's waiters while WSEM_WAITING
+ * @qnode: in @level->queue while WSEM_WAITING
+ * @level: the semaphore of its line whose queue holds it: where it is held
+ *	up (see sem.c)
+ * @ticket: its place in the arrival order of its tree
  * @task: the sleeper, or the requester (an asynchronous or parked waiter
  *	holds a reference)
  * @handle: where a granted weight is accounted
@@ -297,6 +308,9 @@ struct wsem {
  */
 struct wsem_waiter {
 	struct list_head node;
+	struct rb_node qnode;
+	struct wsem *level;
+	u64 ticket;
 	struct task_struct *task;
 	struct wsem_handle *handle;
 	u64 weight;
@@ -413,21 +427,24 @@ static __always_inline void wsem_wake_init(struct wsem_wake *wake)
  * @task: the requester, who sleeps in wsem_acquire_many()
  * @nr: how many semaphores
  * @nr_roots: how many trees they are in
- * @look: set by a grant walk that found the gang's first part in its tree
- *	at the head and fitting there (wsem_poke_gang()), under that tree's
- *	lock; cleared by @task under every tree's lock, when it looks
+ * @look: set by a grant walk that found the gang's parts in its tree first
+ *	in the root's queue and fitting there together (wsem_poke_gang()),
+ *	or that failed it, under that tree's lock; cleared by @task under
+ *	every tree's lock, when it looks
  * @fail: 0, or the errno a shrink made its lot (-EINVAL), set like @look
  * @roots: the roots of the trees, in lock order: by increasing id
- * @part: one queue entry per semaphore, in its tree's queue; the parts of
- *	one tree follow each other there, queued at once
+ * @part: one request per semaphore, each queued and moved up its line as
+ *	a plain one is; the parts of one tree take consecutive tickets,
+ *	queued at once, so they stand together once at the root
  *
  * A gang is granted by its own task alone, under the locks of all its
  * trees, taken in @roots order (spin_lock_nested(), a subclass per tree):
  * a grant walk of one tree, which holds that tree's lock only, stops at a
- * gang and, if the gang fits in its tree, wakes the task to look at every
- * tree (wsem_gang_look()).  All its parts were queued at once under all
- * those locks, so two gangs are in the same order in every tree they
- * share, and a wait only ever points at an earlier arrival: no deadlock.
+ * gang's part first in the root's queue and, if the gang's parts there
+ * fit together, wakes the task to look at every tree (wsem_gang_look()).
+ * All its parts were queued at once under all those locks, so two gangs
+ * are in the same order in every tree they share, and a wait only ever
+ * points at an earlier arrival or at held weight: no deadlock.
  */
 struct wsem_gang {
 	struct task_struct *task;
@@ -451,13 +468,16 @@ static inline bool wsem_fits(const struct wsem *sem, u64 weight)
 	       weight <= sem->capacity - sem->used;
 }
 
-/* Does @weight fit on @sem and on each of its ancestors (its line)? */
-static inline bool wsem_fits_up(const struct wsem *sem, u64 weight)
+/*
+ * May a new request for @weight on @sem be granted at once: nobody held up
+ * on it or an ancestor (their queues are empty), and room on each?
+ */
+static inline bool wsem_may_grant_now(const struct wsem *sem, u64 weight)
 {
 	const struct wsem *s;
 
 	for (s = sem; s; s = s->parent) {
-		if (!wsem_fits(s, weight))
+		if (!RB_EMPTY_ROOT(&s->queue.rb_root) || !wsem_fits(s, weight))
 			return false;
 	}
 	return true;
@@ -511,6 +531,9 @@ void wsem_sem_exit(void);
 /* ... and its queue and grants, for wait.c and async.c */
 __poll_t wsem_events(const struct wsem *sem);
 void wsem_enqueue(struct wsem *sem, struct wsem_waiter *w);
+bool wsem_queue_and_unlock(struct wsem *sem, struct wsem_waiter *w)
+	__releases(sem->lock);
+void wsem_replace_waiter(struct wsem_waiter *old, struct wsem_waiter *w);
 void wsem_remove_waiter(struct wsem *sem, struct wsem_waiter *w, int result,
 			u64 now);
 void wsem_end_wait(struct wsem *sem, struct wsem_waiter *w, int result,
@@ -537,7 +560,8 @@ int wsem_wait_idle(struct wsem_handle *h, u64 flags, clockid_t clock,
 		   ktime_t deadline);
 
 /* async.c: asynchronous requests */
-void wsem_queue_async(struct wsem *sem, struct wsem_handle *h, u64 weight);
+void wsem_queue_async(struct wsem *sem, struct wsem_handle *h, u64 weight)
+	__releases(sem->lock);
 int wsem_async_end(struct wsem_handle *h, bool cancel);
 
 /* holders.c: what is noted of holders */

@@ -19,6 +19,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -439,6 +440,76 @@ TEST(a_child_and_its_parent_add_up)
 	EXPECT_EQ(0, used(root));
 	close(kid);
 	close(root);
+}
+
+/*
+ * A queued gang whose parts, summed on one semaphore, no longer fit its
+ * capacity after a shrink fails with EINVAL, as a plain request does,
+ * though each part alone would still fit: {child:3, root:2} on a root of
+ * 5 shrunk to 4.
+ */
+TEST(a_shrink_fails_a_gang_that_can_no_longer_fit_together)
+{
+	struct gang_call c = { .n = 2, .timeout_ns = 20 * NSEC };
+	int root, kid, other;
+	pthread_t g;
+
+	if (access("/dev/wsem", F_OK))
+		SKIP(return, "/dev/wsem is missing (module not loaded)");
+	root = wsem_open_anon(5, 0);
+	ASSERT_LE(0, root);
+	kid = wsem_open_child(root, NULL, 0, 0, 4);
+	ASSERT_LE(0, kid);
+	other = wsem_reopen(root, 0);
+	ASSERT_LE(0, other);
+	/* 1 held: 3 + 2 more do not fit the root of 5, so the gang waits. */
+	ASSERT_EQ(0, wsem_acquire(other, 1));
+	c.fds[0] = kid;
+	c.fds[1] = root;
+	c.w[0] = 3;
+	c.w[1] = 2;
+	ASSERT_EQ(0, pthread_create(&g, NULL, gang_main, &c));
+	ASSERT_EQ(0, waiters_reach(root, 2));
+	ASSERT_EQ(0, wsem_set_capacity(root, 4));
+	ASSERT_EQ(0, pthread_join(g, NULL));
+	EXPECT_EQ(-1, c.ret);
+	EXPECT_EQ(EINVAL, c.err);
+	EXPECT_EQ(0, stat_of(root).waiters);
+	EXPECT_EQ(0, stat_of(kid).waiters);
+	EXPECT_EQ(1, used(root));
+	EXPECT_EQ(0, used(kid));
+	/* The tree goes on: a plain request is granted at once. */
+	EXPECT_EQ(0, wsem_tryacquire(root, 3));
+	close(other);
+	close(kid);
+	close(root);
+}
+
+/*
+ * A gang's try that fails changes nothing, as a plain try: the longest
+ * queue stays 0 and a watcher of demand (EPOLLRDBAND) hears nothing.
+ */
+TEST_F(gang, a_failed_try_changes_nothing)
+{
+	struct pollfd p = { .events = POLLRDBAND };
+	int fds[2] = { self->x, self->y };
+	uint64_t w[2] = { 1, 1 };
+	struct wsem_stat st;
+
+	ASSERT_EQ(0, wsem_acquire(self->y, 2));
+	p.fd = wsem_reopen(self->x, 0);
+	ASSERT_LE(0, p.fd);
+	/* Reading the state marks the demand seen. */
+	ASSERT_EQ(0, wsem_stat(p.fd, &st));
+	ASSERT_EQ(0, poll(&p, 1, 0));
+	EXPECT_EQ(-1, wsem_acquire_many(fds, w, 2, 0));
+	EXPECT_EQ(EAGAIN, errno);
+	EXPECT_EQ(0, poll(&p, 1, 0));
+	EXPECT_EQ(0, stat_of(self->x).queue_max);
+	EXPECT_EQ(0, stat_of(self->y).queue_max);
+	EXPECT_EQ(0, used(self->x));
+	ASSERT_EQ(0, wsem_release(self->y, 2));
+	close(p.fd);
 }
 
 /* Bad calls say why and change nothing. */

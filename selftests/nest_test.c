@@ -6,8 +6,11 @@
  *    given back to all of them by a release, a close or a SIGKILL;
  *  - a child's capacity bounds its holders and its children together, and
  *    the tree's never exceed the root's;
- *  - one arrival order for a whole tree: nobody is granted before an
- *    earlier waiter of the same tree (every request needs the root);
+ *  - one arrival order for a whole tree: on the semaphore it asked for,
+ *    nobody is granted before an earlier waiter; on an ancestor, only
+ *    once it fits every semaphore below there (a child at its own limit
+ *    never stops its siblings, a large request that fits its child is
+ *    never overtaken at the parent);
  *  - a shrink anywhere on its line fails a waiter heavier than that;
  *  - depth is bounded (WSEM_DEPTH_MAX, ELOOP past it); a parent lives while
  *    it has children, unlinked or not;
@@ -131,7 +134,10 @@ TEST_F(nest, a_grandchild_counts_on_every_ancestor)
 	EXPECT_EQ(0, used(self->root));
 }
 
-/* One arrival order for the tree: nobody overtakes an earlier waiter. */
+/*
+ * One arrival order for the tree: a waiter that fits its own child holds
+ * up the parent, and nobody overtakes it there.
+ */
 TEST_F(nest, one_order_for_the_whole_tree)
 {
 	int w = wsem_reopen(self->a, 0);
@@ -159,6 +165,137 @@ TEST_F(nest, one_order_for_the_whole_tree)
 	ASSERT_EQ(0, close(w));
 	ASSERT_EQ(0, wsem_release(self->root, 1));
 	EXPECT_EQ(0, used(self->root));
+}
+
+/*
+ * A child at its own limit, with a waiter queued that only its own
+ * capacity holds back, never stops its sibling while the parent has room
+ * (issue 42's containers: a on gpu-a, b on gpu-b).
+ */
+TEST_F(nest, a_full_child_never_stops_its_siblings)
+{
+	int w = wsem_reopen(self->a, 0), late = wsem_reopen(self->b, 0);
+
+	ASSERT_LE(0, w);
+	ASSERT_LE(0, late);
+	ASSERT_EQ(0, wsem_acquire(self->a, 3));
+	/* a is full: this waits for a, not for the root (1 of 4 free). */
+	ASSERT_EQ(-1, wsem_acquire_async(w, 1));
+	ASSERT_EQ(EINPROGRESS, errno);
+	EXPECT_EQ(1, stat_of(self->root).waiters);
+	/* b is granted at once, by a try and by a plain acquire. */
+	EXPECT_EQ(0, wsem_tryacquire(self->b, 1));
+	EXPECT_EQ(0, wsem_release(self->b, 1));
+	EXPECT_EQ(0, wsem_acquire_timeout(self->b, 1, 0));
+	EXPECT_EQ(4, used(self->root));
+	/* A later waiter on b queues behind nobody of a's: b's release ... */
+	ASSERT_EQ(-1, wsem_acquire_async(late, 1));
+	ASSERT_EQ(EINPROGRESS, errno);
+	ASSERT_EQ(0, wsem_release(self->b, 1));
+	/* ... grants it, though a's waiter came first. */
+	EXPECT_EQ(0, wsem_acquire_result(late));
+	EXPECT_EQ(-1, wsem_acquire_result(w));
+	EXPECT_EQ(EINPROGRESS, errno);
+	/* a gives back: its waiter fits a and the root (3 held of 4). */
+	ASSERT_EQ(0, wsem_release(self->a, 1));
+	EXPECT_EQ(0, wsem_acquire_result(w));
+	EXPECT_EQ(3, used(self->a));
+	EXPECT_EQ(4, used(self->root));
+	ASSERT_EQ(0, close(w));
+	ASSERT_EQ(0, close(late));
+	ASSERT_EQ(0, wsem_release(self->a, 2));
+	EXPECT_EQ(0, used(self->root));
+	EXPECT_EQ(0, stat_of(self->root).waiters);
+}
+
+/*
+ * A waiter holds up its parent from the moment it fits its own child, not
+ * before: then a stream of small requests from a sibling never overtakes
+ * it at the parent, however large it is.
+ */
+TEST_F(nest, a_waiter_holds_the_parent_once_it_fits_its_child)
+{
+	int w = wsem_reopen(self->a, 0), h = wsem_reopen(self->a, 0);
+	int i;
+
+	ASSERT_LE(0, w);
+	ASSERT_LE(0, h);
+	ASSERT_EQ(0, wsem_acquire(h, 1));
+	ASSERT_EQ(0, wsem_acquire(self->b, 1));
+	/* 3 on a does not fit a (1 of 3 held): the root is not held up. */
+	ASSERT_EQ(-1, wsem_acquire_async(w, 3));
+	ASSERT_EQ(EINPROGRESS, errno);
+	EXPECT_EQ(0, wsem_tryacquire(self->b, 1));
+	/* b holds 2, the root 3 of 4. */
+	ASSERT_EQ(0, close(h));
+	/* Now 3 fits a, not the root (2 held): it holds the root up. */
+	EXPECT_EQ(-1, wsem_acquire_result(w));
+	EXPECT_EQ(EINPROGRESS, errno);
+	for (i = 0; i < 3; i++) {
+		EXPECT_EQ(-1, wsem_tryacquire(self->b, 1));
+		EXPECT_EQ(EAGAIN, errno);
+		EXPECT_EQ(-1, wsem_tryacquire(self->root, 1));
+		EXPECT_EQ(EAGAIN, errno);
+	}
+	EXPECT_EQ(2, used(self->root));
+	ASSERT_EQ(0, wsem_release(self->b, 1));
+	EXPECT_EQ(0, wsem_acquire_result(w));
+	EXPECT_EQ(4, used(self->root));
+	ASSERT_EQ(0, close(w));
+	ASSERT_EQ(0, wsem_release(self->b, 1));
+	EXPECT_EQ(0, used(self->root));
+}
+
+/*
+ * A waiter that fit its child, and so held up the parent, but fits the
+ * child no more (an earlier request took the child's room first) holds up
+ * the parent no more either.
+ */
+TEST_F(nest, a_waiter_that_no_longer_fits_its_child_lets_go)
+{
+	int g = child(self->a, 2), h, early, w, late;
+
+	ASSERT_LE(0, g);
+	h = wsem_reopen(g, 0);
+	early = wsem_reopen(g, 0);
+	w = wsem_reopen(self->a, 0);
+	late = wsem_reopen(self->b, 0);
+	ASSERT_LE(0, h);
+	ASSERT_LE(0, early);
+	ASSERT_LE(0, w);
+	ASSERT_LE(0, late);
+	/* g: 1 of 2 held, a: 1 of 3, the root 3 of 4 (b holds 2). */
+	ASSERT_EQ(0, wsem_acquire(h, 1));
+	ASSERT_EQ(0, wsem_acquire(self->b, 2));
+	/* early (2 on g) waits for g; w (2 on a) fits a, not the root. */
+	ASSERT_EQ(-1, wsem_acquire_async(early, 2));
+	ASSERT_EQ(EINPROGRESS, errno);
+	ASSERT_EQ(-1, wsem_acquire_async(w, 2));
+	ASSERT_EQ(EINPROGRESS, errno);
+	EXPECT_EQ(-1, wsem_tryacquire(self->b, 1));
+	EXPECT_EQ(EAGAIN, errno);
+	/* g has room: early, first in line, takes a's room and the root's. */
+	ASSERT_EQ(0, close(h));
+	EXPECT_EQ(0, wsem_acquire_result(early));
+	EXPECT_EQ(2, used(self->a));
+	EXPECT_EQ(4, used(self->root));
+	/* w no longer fits a (2 + 2 > 3): a later request on b goes first. */
+	ASSERT_EQ(-1, wsem_acquire_async(late, 1));
+	ASSERT_EQ(EINPROGRESS, errno);
+	ASSERT_EQ(0, wsem_release(self->b, 1));
+	EXPECT_EQ(0, wsem_acquire_result(late));
+	EXPECT_EQ(-1, wsem_acquire_result(w));
+	EXPECT_EQ(EINPROGRESS, errno);
+	/* a has room again: w, held up by the root no more, is granted. */
+	ASSERT_EQ(0, close(early));
+	EXPECT_EQ(0, wsem_acquire_result(w));
+	EXPECT_EQ(4, used(self->root));
+	ASSERT_EQ(0, close(w));
+	ASSERT_EQ(0, close(late));
+	ASSERT_EQ(0, wsem_release(self->b, 1));
+	ASSERT_EQ(0, close(g));
+	EXPECT_EQ(0, used(self->root));
+	EXPECT_EQ(0, stat_of(self->root).waiters);
 }
 
 /* A shrink on a waiter's line fails it if it can no longer fit. */

@@ -22,8 +22,9 @@ const MaxMany = manyMax
 // creating it with capacity n (1..2^62) of its own and permission bits
 // perm (less the umask) if it does not exist; an empty name makes an
 // anonymous child.  Weight acquired on the child is acquired on w's
-// semaphore and every ancestor too, at once, and a whole tree queues in
-// one arrival order.  w must be open for reading and writing (not
+// semaphore and every ancestor too, at once.  A request holds up later
+// ones on an ancestor only once it fits every semaphore of its line below
+// it, so a full child never stops its siblings.  w must be open for reading and writing (not
 // OpenWatch).  A name that exists under another parent, or as a root, is
 // an error matching os.ErrExist; more than 8 levels below the root,
 // syscall.ELOOP.
