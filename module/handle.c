@@ -53,7 +53,6 @@ void wsem_handle_close(struct wsem_handle *h)
 		put_pid(pgrp);
 	}
 	if (sem) {
-		wsem_end_holders(h);
 		wsem_unbind(h);
 		wsem_put(sem);		/* the handle's */
 	}

@@ -888,7 +888,7 @@ static int wsem_ioctl_set_kill(struct wsem_handle *h, void __user *uarg)
  * semaphore's owner or CAP_IPC_OWNER, asked only then.  Lending less needs
  * nothing: whoever has the handle may withdraw its loan, as closing it
  * would.  WSEM_LEND_END_HOLDERS, with which the handle's close kills the
- * semaphore's holders whoever they are (wsem_end_holders()), needs
+ * semaphore's holders whoever they are (wsem_kill_holders()), needs
  * CAP_KILL in the initial user namespace.
  *
  * Context: Process context.

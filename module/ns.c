@@ -516,8 +516,9 @@ int wsem_ns_open(struct wsem_handle *h, const char *name, u64 flags,
 		return wns ? PTR_ERR(wns) : -ENOENT;
 	if (create) {
 		new = wsem_ns_alloc(flags, capacity, mode, name, parent);
-		if (!new) {
-			ret = -ENOMEM;
+		/* A full tree may still open a child that exists. */
+		if (IS_ERR(new) && PTR_ERR(new) != -ENOSPC) {
+			ret = PTR_ERR(new);
 			goto out;
 		}
 	}
@@ -525,8 +526,11 @@ int wsem_ns_open(struct wsem_handle *h, const char *name, u64 flags,
 	mutex_lock(&wns->lock);
 	sem = wsem_ns_find(wns, name);
 	if (!sem) {
-		ret = new ? wsem_ns_add(wns, h, new) : -ENOENT;
-		created = new && !ret;
+		if (IS_ERR(new))
+			ret = PTR_ERR(new);
+		else
+			ret = new ? wsem_ns_add(wns, h, new) : -ENOENT;
+		created = !IS_ERR_OR_NULL(new) && !ret;
 		new = NULL;
 	} else if ((create && (flags & WSEM_OPEN_EXCL)) ||
 		   (parent && sem->parent != parent)) {
@@ -539,7 +543,7 @@ int wsem_ns_open(struct wsem_handle *h, const char *name, u64 flags,
 	mutex_unlock(&wns->lock);
 	if (created)
 		wsem_ns_notify(wns, name, FS_CREATE);
-	if (new)
+	if (!IS_ERR_OR_NULL(new))
 		wsem_put(new);	/* not needed: never charged */
 out:
 	wsem_ns_put(wns);
@@ -573,12 +577,12 @@ int wsem_ns_open_anon(struct wsem_handle *h, u64 flags, u64 capacity,
 	if (IS_ERR(wns))
 		return PTR_ERR(wns);
 	sem = wsem_ns_alloc(flags, capacity, 0600, NULL, parent);
-	if (sem) {
+	if (!IS_ERR(sem)) {
 		mutex_lock(&wns->lock);
 		ret = wsem_ns_add(wns, h, sem);
 		mutex_unlock(&wns->lock);
 	} else {
-		ret = -ENOMEM;
+		ret = PTR_ERR(sem);
 	}
 	wsem_ns_put(wns);
 	return ret;

@@ -23,6 +23,11 @@ module_param(max_sems_per_user, uint, 0644);
 MODULE_PARM_DESC(max_sems_per_user,
 		 "Semaphores one user may have created in one IPC namespace (default 256)");
 
+unsigned int max_tree_size = 1024;
+module_param(max_tree_size, uint, 0644);
+MODULE_PARM_DESC(max_tree_size,
+		 "Semaphores one tree (a root and all its descendants) may hold, whoever creates them and in whichever namespace (default 1024); a child past it is ENOSPC");
+
 /*
  * spin_ns above this is refused: a poll that long is a busy wait.  Test
  * builds have the same bound, so that tests see what users get.
@@ -99,6 +104,18 @@ void wsem_test_count_parked(int delta)
 module_param_cb(test_parked, &wsem_test_counter_ops, &wsem_test_parked, 0444);
 MODULE_PARM_DESC(test_parked,
 		 "Test builds only: parked waiters not yet freed (read-only)");
+
+static atomic_t wsem_test_walked = ATOMIC_INIT(0);
+
+void wsem_test_count_walked(void)
+{
+	atomic_inc(&wsem_test_walked);
+}
+
+module_param_cb(test_shrink_walked, &wsem_test_counter_ops, &wsem_test_walked,
+		0444);
+MODULE_PARM_DESC(test_shrink_walked,
+		 "Test builds only: waiters that shrinks' failing walks looked at (read-only)");
 
 static unsigned int test_cgroup_tryget_fail;
 module_param(test_cgroup_tryget_fail, uint, 0600);

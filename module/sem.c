@@ -760,51 +760,61 @@ bool wsem_queue_and_unlock(struct wsem *sem, struct wsem_waiter *w)
  * of its ancestors (never one with a ceiling, whose waiters are all within
  * it), and fail the gangs whose parts in the tree together ask more than
  * one of its semaphores can give, at *@now (taken at the first of them),
- * while @wake has room.  Return: true if it stopped for room, with more of
- * them left.
+ * from @mark on, while @wake has room.  Return: true if it stopped for
+ * room, with @mark moved to just before the first waiter not looked at.
  */
-static bool wsem_fail_overweight(struct wsem *sem, u64 *now,
-				 struct wsem_wake *wake)
+static bool wsem_fail_overweight(struct wsem *sem, struct wsem_waiter *mark,
+				 u64 *now, struct wsem_wake *wake)
 {
-	struct wsem_waiter *w, *next;
+	struct wsem_waiter *w = mark, *next;
 
 	lockdep_assert_held(sem->lock);
 
-	list_for_each_entry_safe(w, next, &sem->root->waiters, node) {
+	list_for_each_entry_safe_continue(w, next, &sem->root->waiters, node) {
+		if (unlikely(wsem_is_mark(w)))
+			continue;
+		wsem_test_count_walked();
 		if (unlikely(w->gang)) {
-			if (w->gang->fail ||
+			if (READ_ONCE(w->gang->fail) ||
 			    wsem_gang_can_fit(w->gang, sem->root))
 				continue;
-			if (wsem_wake_full(wake))
-				return true;
+		} else if (w->weight <= wsem_max_weight_up(wsem_waiter_sem(w))) {
+			continue;
+		}
+		if (wsem_wake_full(wake)) {
+			list_move_tail(&mark->node, &w->node);
+			return true;
+		}
+		if (unlikely(w->gang)) {
 			wsem_poke_gang(w->gang, -EINVAL, wake);
 			continue;
 		}
-		if (w->weight <= wsem_max_weight_up(wsem_waiter_sem(w)))
-			continue;
-		if (wsem_wake_full(wake))
-			return true;
 		if (!*now)
 			*now = ktime_get_ns();
 		wsem_end_wait(wsem_waiter_sem(w), w, -EINVAL, *now, wake);
 	}
+	list_del(&mark->node);
 	return false;
 }
 
 /*
  * Set the capacity in force of @sem to @capacity.  A shrink fails the
  * waiters heavier than it (wsem_fail_overweight()); the caller grants those
- * that fit (wsem_unlock_and_wake()).
+ * that fit (wsem_unlock_and_wake()).  The walk keeps its place in the
+ * tree's waiters with a mark (a waiter without a task) while it wakes a
+ * full batch without the lock, so it looks at each waiter once.
  */
 static void wsem_resize(struct wsem *sem, u64 capacity, struct wsem_wake *wake)
 {
+	struct wsem_waiter mark = { };
 	u64 now = 0;
 
 	lockdep_assert_held(sem->lock);
 
 	trace_wsem_capacity(sem->id, sem->capacity, capacity);
 	sem->capacity = capacity;
-	while (wsem_fail_overweight(sem, &now, wake))
+	list_add(&mark.node, &sem->root->waiters);
+	while (wsem_fail_overweight(sem, &mark, &now, wake))
 		wsem_wake_batch(sem, wake);
 }
 
@@ -822,11 +832,12 @@ static void wsem_resize(struct wsem *sem, u64 capacity, struct wsem_wake *wake)
  *	until it is freed (wsem_put() drops it after wsem_free())
  *
  * A child joins its parent's tree: it takes the root's lock for its own,
- * and its requests queue in the root's queue.
+ * and counts against the tree's bound (max_tree_size).
  *
  * Context: Process context, may sleep.
- * Return: the semaphore with one reference (wsem_put()), or NULL when out
- * of memory.
+ * Return: the semaphore with one reference (wsem_put()), or
+ * ERR_PTR(-ENOMEM), or ERR_PTR(-ENOSPC) for a child of a tree that holds
+ * max_tree_size semaphores already.
  */
 struct wsem *wsem_alloc(u64 capacity, u64 ceiling, umode_t mode,
 			const char *name, struct user_namespace *user_ns,
@@ -836,11 +847,11 @@ struct wsem *wsem_alloc(u64 capacity, u64 ceiling, umode_t mode,
 
 	sem = kzalloc(sizeof(*sem), WSEM_GFP);
 	if (!sem)
-		return NULL;
+		return ERR_PTR(-ENOMEM);
 	sem->id = ida_alloc_min(&wsem_ida, 1, GFP_KERNEL);
 	if (sem->id < 0) {
 		kfree(sem);
-		return NULL;
+		return ERR_PTR(-ENOMEM);
 	}
 
 	spin_lock_init(&sem->own_lock);
@@ -848,6 +859,8 @@ struct wsem *wsem_alloc(u64 capacity, u64 ceiling, umode_t mode,
 	sem->root = sem;
 	INIT_LIST_HEAD(&sem->tree);
 	list_add(&sem->tree_node, &sem->tree);
+	sem->tree_size = 1;
+	INIT_LIST_HEAD(&sem->children);
 	sem->capacity = capacity;
 	sem->ceiling = ceiling;
 	INIT_LIST_HEAD(&sem->waiters);
@@ -864,15 +877,24 @@ struct wsem *wsem_alloc(u64 capacity, u64 ceiling, umode_t mode,
 	if (name)
 		strscpy(sem->name, name, sizeof(sem->name));
 	if (parent) {
+		spin_lock(parent->lock);
+		if (parent->root->tree_size >= READ_ONCE(max_tree_size)) {
+			spin_unlock(parent->lock);
+			put_user_ns(sem->user_ns);
+			ida_free(&wsem_ida, sem->id);
+			kfree(sem);
+			return ERR_PTR(-ENOSPC);
+		}
 		kref_get(&parent->ref);
 		sem->parent = parent;
 		sem->root = parent->root;
 		sem->depth = parent->depth + 1;
 		sem->lock = parent->lock;
-		spin_lock(sem->lock);
 		list_add_tail_rcu(&sem->tree_node, &sem->root->tree);
+		list_add_tail(&sem->sibling, &parent->children);
 		parent->nr_children++;
-		spin_unlock(sem->lock);
+		sem->root->tree_size++;
+		spin_unlock(parent->lock);
 	}
 	return sem;
 }
@@ -892,7 +914,9 @@ void wsem_free(struct wsem *sem)
 		/* Its tree's walkers may see it until a grace period ends. */
 		spin_lock(sem->lock);
 		list_del_rcu(&sem->tree_node);
+		list_del(&sem->sibling);
 		sem->parent->nr_children--;
+		sem->root->tree_size--;
 		spin_unlock(sem->lock);
 	}
 	put_user_ns(sem->user_ns);
@@ -959,12 +983,49 @@ int wsem_bind(struct wsem_handle *h, struct wsem *sem)
 	return 0;
 }
 
+/*
+ * The close of a lender of WSEM_LEND_END_HOLDERS: send SIGKILL to the
+ * thread group that last acquired through each handle holding weight on
+ * @sem or on one of its descendants, with the kernel's privilege
+ * (kill_pid()'s priv: the lender had CAP_KILL).  Called under the tree's
+ * lock in the same hold that withdraws the loan (wsem_unbind()), so that
+ * no holder is granted between the two and none is granted from the loan
+ * being withdrawn; sending one takes only the target's sighand lock,
+ * which nothing holds while taking a tree's lock.  A holder dies, and
+ * gives its weight back, when the signal is delivered.
+ *
+ * What it ends is, per holding handle, the one thread group that last
+ * acquired through it (struct wsem_handle @pid): a process that shares
+ * the handle (fork after the acquire, SCM_RIGHTS) and never acquired
+ * through it lives on, and the weight goes back only when the last of
+ * them closes the handle.
+ */
+static void wsem_kill_holders(struct wsem *sem)
+{
+	struct wsem_handle *holder;
+	struct wsem *s;
+
+	lockdep_assert_held(sem->lock);
+
+	list_for_each_entry(s, &sem->root->tree, tree_node) {
+		if (!wsem_is_below(s, sem))
+			continue;
+		list_for_each_entry(holder, &s->holders, hold_node) {
+			if (holder->held && holder->pid)
+				kill_pid(holder->pid, SIGKILL, 1);
+		}
+	}
+}
+
 /**
  * wsem_unbind() - give back what a closing handle holds
  * @h: the handle, bound, with no caller left inside an ioctl on it
  *
  * The handle's weight returns to the semaphore and the waiters that now fit
  * are granted; its queued request and its parked waiters leave the queue.
+ * Its loan is withdrawn, and if it lends with WSEM_LEND_END_HOLDERS the
+ * holders are sent SIGKILL in the same hold of the lock
+ * (wsem_kill_holders()).
  * The handle's reference to the semaphore is left to the caller to drop
  * (wsem_put()), since the last one is its namespace's to uncharge.
  *
@@ -1000,6 +1061,9 @@ void wsem_unbind(struct wsem_handle *h)
 		wsem_remove_waiter(sem, w, -ECANCELED, now);
 	}
 	list_splice_init(&h->parked, &parked);
+	/* The flag cannot change: no LEND of @h can run any more. */
+	if (h->end_holders)
+		wsem_kill_holders(sem);
 	if (h->held)
 		trace_wsem_release(sem->id, h->held, sem->used - h->held);
 	wsem_sub_held(sem, h, h->held);

@@ -151,53 +151,6 @@ static void wsem_describe(struct wsem_who *who, struct wsem_holder *out)
 #endif
 }
 
-/* Is @sem @top, or one of its descendants? */
-static bool wsem_is_below(const struct wsem *sem, const struct wsem *top)
-{
-	for (; sem; sem = sem->parent) {
-		if (sem == top)
-			return true;
-	}
-	return false;
-}
-
-/**
- * wsem_end_holders() - kill the holders under a lender that closes
- * @h: the closing handle, bound
- *
- * If @h's last loan was made with WSEM_LEND_END_HOLDERS, the thread group
- * that last acquired through each handle holding weight on @h's semaphore
- * or on one of its descendants is sent SIGKILL, with the kernel's
- * privilege (kill_pid()'s priv: the lender had CAP_KILL), before the loan
- * is withdrawn.  The signals are sent under the tree's lock, so that a
- * holder granted meanwhile is not missed; sending one takes only the
- * target's sighand lock, which nothing holds while taking a tree's lock.
- * A holder dies, and gives its weight back, when the signal is delivered.
- * The flag is read before the lock: at the close no LEND of @h can run
- * any more, so it cannot change, and a close of any other handle takes no
- * lock here.
- *
- * Context: Process context; takes the tree's lock if @h ends holders.
- */
-void wsem_end_holders(struct wsem_handle *h)
-{
-	struct wsem *sem = h->sem, *s;
-	struct wsem_handle *holder;
-
-	if (!h->end_holders)
-		return;
-	spin_lock(sem->lock);
-	list_for_each_entry(s, &sem->root->tree, tree_node) {
-		if (!wsem_is_below(s, sem))
-			continue;
-		list_for_each_entry(holder, &s->holders, hold_node) {
-			if (holder->held && holder->pid)
-				kill_pid(holder->pid, SIGKILL, 1);
-		}
-	}
-	spin_unlock(sem->lock);
-}
-
 /**
  * wsem_holders() - who holds weight, and who waits, in queue order
  * @sem: the semaphore
@@ -282,7 +235,7 @@ int wsem_holders(struct wsem *sem, u32 count, struct wsem_holder **out,
 	list_for_each_entry(w, &sem->root->waiters, node) {
 		if (n == count)
 			break;
-		if (!wsem_is_below(w->handle->sem, sem))
+		if (wsem_is_mark(w) || !wsem_is_below(w->handle->sem, sem))
 			continue;
 		get_task_struct(w->task);
 		who[n].task = w->task;
@@ -293,10 +246,10 @@ int wsem_holders(struct wsem *sem, u32 count, struct wsem_holder **out,
 	}
 	if (children)
 		*children = 0;
-	list_for_each_entry(c, &sem->root->tree, tree_node) {
+	list_for_each_entry(c, &sem->children, sibling) {
 		if (!children)
 			break;
-		if (c->parent != sem || !c->used)
+		if (!c->used)
 			continue;
 		++*children;
 		if (n == count)

@@ -70,7 +70,7 @@
  *                         (wsem_js_relay())
  *   sighand->siglock      the kernel's, taken by kill_pid() under
  *                         sem->lock when a lender of WSEM_LEND_END_HOLDERS
- *                         closes (wsem_end_holders()); no lock of ours
+ *                         closes (wsem_kill_holders()); no lock of ours
  *                         under it
  *   tasklist_lock,        the kernel's, held when a thread group's exit
  *   pid->wait_pidfd.lock  wakes its pidfd waiters: wsem_js_death() only
@@ -205,8 +205,12 @@ struct wsem_user;
  * @root: the root of the tree, itself for a root
  * @depth: 0 for a root, a child's parent's + 1, at most WSEM_DEPTH_MAX
  * @nr_children: how many semaphores have this one for parent; under @lock
+ * @children: those semaphores (sibling); under @lock
+ * @sibling: in the parent's @children
  * @tree: in a root, every semaphore of the tree (tree_node), itself first;
  *	added to under @lock, walked under it or under RCU
+ * @tree_size: in a root, how many semaphores @tree holds (at most
+ *	max_tree_size); under @lock
  * @tree_node: in the root's @tree
  * @node: in the name tree of @wns while @linked; protected by @wns->lock
  * @ref: one per bound handle, one for the name while @linked, one per
@@ -262,7 +266,10 @@ struct wsem {
 	struct wsem *root;
 	u32 depth;
 	u32 nr_children;
+	struct list_head children;
+	struct list_head sibling;
 	struct list_head tree;
+	u32 tree_size;
 	struct list_head tree_node;
 
 	struct rb_node node;
@@ -323,6 +330,15 @@ struct wsem_waiter {
 	struct wsem_gang *gang;
 };
 
+/*
+ * A shrink's place in the tree's waiters while it wakes without the lock
+ * (wsem_resize()): on the list, not a request; walkers skip it.
+ */
+static inline bool wsem_is_mark(const struct wsem_waiter *w)
+{
+	return !w->task;
+}
+
 /* struct wsem_waiter.status until its wait ends (then 0 or -errno) */
 #define WSEM_WAITING	1
 
@@ -343,7 +359,7 @@ enum wsem_spin_end {
  * @lent: capacity this handle lends to @sem (WSEM_IOC_LEND), withdrawn when
  *	it is unbound; protected by @sem->lock
  * @end_holders: its last WSEM_IOC_LEND had WSEM_LEND_END_HOLDERS: its close
- *	kills the holders (wsem_end_holders()); written under @sem->lock,
+ *	kills the holders (wsem_kill_holders()); written under @sem->lock,
  *	read without it at the close, when no LEND can run any more
  * @demand_seen: @sem->demand_seq when the handle last read the state of
  *	@sem (wsem_fill_stat()), or was bound; set by wsem_bind() before @sem
@@ -494,6 +510,17 @@ static inline u64 wsem_max_weight_up(const struct wsem *sem)
 	return max;
 }
 
+/* Is @sem @top, or one of its descendants? */
+static inline bool wsem_is_below(const struct wsem *sem,
+				 const struct wsem *top)
+{
+	for (; sem; sem = sem->parent) {
+		if (sem == top)
+			return true;
+	}
+	return false;
+}
+
 static inline struct wsem *wsem_handle_sem(struct wsem_handle *h)
 {
 	/* Pairs with wsem_bind(): a bound handle is seen complete. */
@@ -523,7 +550,6 @@ int wsem_release(struct wsem_handle *h, u64 weight);
 int wsem_set_capacity(struct wsem *sem, u64 capacity);
 int wsem_lend(struct wsem_handle *h, u64 capacity, bool end_holders,
 	      bool may_raise);
-void wsem_end_holders(struct wsem_handle *h);
 void wsem_handle_put(struct wsem_handle *h);
 __poll_t wsem_poll(struct wsem *sem, struct wsem_handle *h, struct file *file,
 		   poll_table *wait);
@@ -676,6 +702,8 @@ void wsem_fs_notify(struct wsem_ns *wns, const char *name, u32 mask);
  * returns to run its task work; and the parameter test_parked counts the
  * parked waiters not yet freed.  test_cgroup_tryget_fail makes the next
  * reference to a new holder's cgroup fail (wsem_note_holder()).
+ * test_shrink_walked counts the waiters that shrinks' failing walks looked
+ * at (wsem_fail_overweight()).
  */
 #ifdef WSEM_TEST_KNOBS
 extern const struct kernel_param_ops wsem_test_counter_ops;
@@ -683,6 +711,7 @@ void wsem_test_pause(void);
 void wsem_test_park_pause(void);
 void wsem_test_count_parked(int delta);
 bool wsem_test_cgroup_fail(void);
+void wsem_test_count_walked(void);
 #else
 static inline void wsem_test_pause(void)
 {
@@ -700,11 +729,16 @@ static inline bool wsem_test_cgroup_fail(void)
 {
 	return false;
 }
+
+static inline void wsem_test_count_walked(void)
+{
+}
 #endif
 
 /* params.c: module parameters */
 extern unsigned int max_sems_per_ns;
 extern unsigned int max_sems_per_user;
+extern unsigned int max_tree_size;
 extern unsigned int spin_ns;
 
 #endif /* _WSEM_INTERNAL_H */

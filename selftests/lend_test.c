@@ -535,6 +535,41 @@ TEST_F(end, end_holders_kills_the_holders_at_the_lenders_close)
 	close(child);
 }
 
+/*
+ * The holders end in the same step that withdraws the loan: a holder's
+ * death gives its weight back to a semaphore whose loan is gone already,
+ * so a waiter is never granted from the dying loan (and then never
+ * killed); it waits for a new loan.
+ */
+TEST_F(end, a_dying_loan_grants_nobody)
+{
+	int fd = self->fd, w, again;
+	pid_t a;
+
+	w = wsem_reopen(fd, 0);
+	ASSERT_LE(0, w);
+	ASSERT_EQ(0, lend_flags(self->lender, 3, WSEM_LEND_END_HOLDERS));
+	a = fork_holder(fd, 3, self->lender);
+	ASSERT_LT(0, a);
+	ASSERT_EQ(-1, wsem_acquire_async(w, 2));
+	ASSERT_EQ(EINPROGRESS, errno);
+	ASSERT_EQ(0, close_lender(&self->lender));
+	EXPECT_TRUE(killed_within(a));
+	EXPECT_EQ(-1, wsem_acquire_result(w));
+	EXPECT_EQ(EINPROGRESS, errno);
+	EXPECT_EQ(0, stat_of(fd).used);
+	EXPECT_EQ(0, stat_of(fd).capacity);
+	EXPECT_EQ(1, stat_of(fd).waiters);
+	/* A new loan grants it. */
+	again = wsem_reopen(fd, 0);
+	ASSERT_LE(0, again);
+	ASSERT_EQ(0, lend(again, 2));
+	EXPECT_EQ(0, wsem_acquire_result(w));
+	EXPECT_EQ(2, stat_of(fd).used);
+	close(w);
+	close(again);
+}
+
 /* A LEND without the flag forgets it: the close only withdraws. */
 TEST_F(end, end_holders_is_forgotten_by_a_plain_lend)
 {

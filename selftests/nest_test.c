@@ -27,9 +27,11 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
@@ -316,6 +318,64 @@ TEST_F(nest, a_shrink_above_fails_a_heavier_waiter)
 	close(w);
 }
 
+/* Waiters that shrinks' failing walks looked at, in a test build; or -1. */
+static long shrink_walked(void)
+{
+	char buf[32];
+
+	if (read_file("/sys/module/wsem/parameters/test_shrink_walked", buf,
+		      sizeof(buf)))
+		return -1;
+	return atol(buf);
+}
+
+/*
+ * A shrink that fails many waiters looks at each waiter once, not again
+ * from the head after every batch it wakes: N that fit, then N that no
+ * longer do, cost about 2N looks, not N/8 times N.
+ */
+TEST(a_shrink_looks_at_each_waiter_once)
+{
+	enum { N = 64 };
+	long before, looked;
+	int root, fds[2 * N];
+	int i;
+
+	if (access("/dev/wsem", F_OK))
+		SKIP(return, "/dev/wsem is missing (module not loaded)");
+	before = shrink_walked();
+	if (before < 0)
+		SKIP(return, "not a test build (no test_shrink_walked)");
+	root = wsem_open_anon(10, 0);
+	ASSERT_LE(0, root);
+	ASSERT_EQ(0, wsem_acquire(root, 10));
+	for (i = 0; i < 2 * N; i++) {
+		fds[i] = wsem_reopen(root, 0);
+		ASSERT_LE(0, fds[i]);
+		ASSERT_EQ(-1, wsem_acquire_async(fds[i], i < N ? 1 : 8));
+		ASSERT_EQ(EINPROGRESS, errno);
+	}
+	ASSERT_EQ(0, wsem_set_capacity(root, 5));
+	looked = shrink_walked() - before;
+	/* Each once, and the one it stopped at once more per batch of 8. */
+	EXPECT_LE(2 * N, looked);
+	EXPECT_GE(2 * N + N / 8, looked);
+	for (i = 0; i < 2 * N; i++) {
+		if (i < N) {
+			EXPECT_EQ(-1, wsem_acquire_result(fds[i]));
+			EXPECT_EQ(EINPROGRESS, errno);
+		} else {
+			EXPECT_EQ(-1, wsem_acquire_result(fds[i]));
+			EXPECT_EQ(EINVAL, errno);
+		}
+	}
+	EXPECT_EQ(N, stat_of(root).waiters);
+	for (i = 0; i < 2 * N; i++)
+		close(fds[i]);
+	EXPECT_EQ(0, stat_of(root).waiters);
+	close(root);
+}
+
 /* The holder's SIGKILL gives its child weight back on every level. */
 TEST_F(nest, sigkill_gives_back_on_every_level)
 {
@@ -415,6 +475,67 @@ TEST_F(nest, a_parent_poller_hears_a_child_release)
 }
 
 /* Depth is bounded; a parent lives while it has children. */
+#define TREE_PARAM	"/sys/module/wsem/parameters/max_tree_size"
+
+/*
+ * A tree holds at most max_tree_size semaphores, root included: the next
+ * child is ENOSPC, from this IPC namespace or from a new one (a tree's
+ * bound is not a namespace's); a child that exists still opens.
+ */
+TEST(a_tree_is_bounded)
+{
+	int root, kid, grandkid, named, again, extra, status;
+	char old[32], name[WSEM_NAME_MAX];
+	pid_t pid;
+
+	if (access("/dev/wsem", F_OK))
+		SKIP(return, "/dev/wsem is missing (module not loaded)");
+	if (geteuid() || read_file(TREE_PARAM, old, sizeof(old)))
+		SKIP(return, "needs root and the max_tree_size parameter");
+	ASSERT_EQ(0, write_file(TREE_PARAM, "4"));
+	snprintf(name, sizeof(name), "nest.bounded.%d", getpid());
+	root = wsem_open_anon(8, 0);
+	kid = child(root, 4);
+	grandkid = child(kid, 2);
+	named = wsem_open_child(root, name, O_EXCL, 0600, 1);
+	EXPECT_LE(0, root);
+	EXPECT_LE(0, kid);
+	EXPECT_LE(0, grandkid);
+	EXPECT_LE(0, named);
+	extra = child(root, 1);
+	EXPECT_EQ(-1, extra);
+	EXPECT_EQ(ENOSPC, errno);
+	EXPECT_EQ(-1, child(grandkid, 1));
+	EXPECT_EQ(ENOSPC, errno);
+	/* The named child exists: opening it again needs no room. */
+	again = wsem_open_child(root, name, 0, 0600, 1);
+	EXPECT_LE(0, again);
+	/* From another IPC namespace, through the same parent: no room. */
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		if (unshare(CLONE_NEWIPC))
+			_exit(10);
+		if (child(root, 1) != -1 || errno != ENOSPC)
+			_exit(11);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	/* A child gone makes room for one. */
+	ASSERT_EQ(0, close(grandkid));
+	extra = child(kid, 1);
+	EXPECT_LE(0, extra);
+	ASSERT_EQ(0, write_file(TREE_PARAM, old));
+	close(extra);
+	close(again);
+	ASSERT_EQ(0, wsem_unlink(name));
+	close(named);
+	close(kid);
+	close(root);
+}
+
 TEST(depth_is_bounded_and_parents_live_on)
 {
 	int fds[WSEM_DEPTH_MAX + 1], i, last, g;
