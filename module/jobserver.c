@@ -720,7 +720,8 @@ static bool wsem_js_has_descriptor(struct wsem_js *js,
  *
  * Called at every close, also of the descriptors of a process that exits
  * or is killed, in the closing process.  If that was its last descriptor
- * of the semaphore's endpoints, what it holds through them goes back and
+ * of the semaphore's endpoints (looked at under @js->lock, which every
+ * read takes), what it holds through them goes back and
  * its request leaves the queue; a thread of it still inside a blocking
  * read starts again with a new entry (wsem_js_read()).  A close that
  * leaves the process another descriptor releases nothing.
@@ -734,10 +735,16 @@ static int wsem_js_flush(struct file *file, fl_owner_t id)
 	struct wsem_js_proc *p;
 	bool released = false;
 
-	if (!wsem_js_caller_is_process() || wsem_js_has_descriptor(js, id))
+	if (!wsem_js_caller_is_process())
 		return 0;
+	/*
+	 * Under @js->lock: a read through a descriptor opened before the
+	 * look is seen by it (the descriptor is), one opened after it reads
+	 * after the release; neither's token is taken back.
+	 */
 	mutex_lock(&js->lock);
-	p = wsem_js_proc_find(js);
+	wsem_test_js_flush_pause();
+	p = wsem_js_has_descriptor(js, id) ? NULL : wsem_js_proc_find(js);
 	if (p)
 		released = wsem_js_release(js, p);
 	mutex_unlock(&js->lock);

@@ -117,6 +117,19 @@ module_param_cb(test_shrink_walked, &wsem_test_counter_ops, &wsem_test_walked,
 MODULE_PARM_DESC(test_shrink_walked,
 		 "Test builds only: waiters that shrinks' failing walks looked at (read-only)");
 
+static unsigned int test_js_flush_delay_ms;
+module_param(test_js_flush_delay_ms, uint, 0600);
+MODULE_PARM_DESC(test_js_flush_delay_ms,
+		 "Test builds only: the next close of a jobserver endpoint descriptor waits this long before it looks for the process's other descriptors (ms, once)");
+
+void wsem_test_js_flush_pause(void)
+{
+	unsigned int ms = xchg(&test_js_flush_delay_ms, 0);
+
+	if (ms)
+		msleep(ms);
+}
+
 static unsigned int test_cgroup_tryget_fail;
 module_param(test_cgroup_tryget_fail, uint, 0600);
 MODULE_PARM_DESC(test_cgroup_tryget_fail,

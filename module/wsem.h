@@ -35,8 +35,10 @@
  *   wsem_ns_lock (mutex)  registering and forgetting namespaces (ns.c);
  *                         lookups take no lock (RCU)
  *   wns->lock (mutex)     one namespace: its names; charging to it;
- *                         taken before sem->pollers.lock and h->wqh.lock
- *                         (wsem_bind() of a handle opened by name)
+ *                         taken before sem->lock (a name's link and
+ *                         unlink set sem->linked under both), and before
+ *                         sem->pollers.lock and h->wqh.lock (wsem_bind()
+ *                         of a handle opened by name)
  *   wsem_js_lock (mutex)  which semaphores have an open jobserver
  *                         endpoint, and how many files each (jobserver.c)
  *   js->lock (mutex)      one semaphore's jobserver state: its processes,
@@ -76,9 +78,9 @@
  *   pid->wait_pidfd.lock  wakes its pidfd waiters: wsem_js_death() only
  *                         queues a work item under them
  *   task->alloc_lock,     task_lock() and the file table's lock, taken in
- *   files->file_lock      that order, under rcu_read_lock() and no lock of
- *                         ours, to look for a process's endpoint
- *                         descriptors at a close (wsem_js_flush())
+ *   files->file_lock      that order, under rcu_read_lock() and js->lock,
+ *                         to look for a process's endpoint descriptors at
+ *                         a close (wsem_js_flush())
  *
  * A handle is bound once, with smp_store_release() on h->sem under
  * h->wqh.lock (wsem_bind(), against a poller queueing itself and another
@@ -86,8 +88,9 @@
  * No user memory is touched and nothing is allocated under a spinlock.
  *
  * Lifetimes: a semaphore has a reference per bound handle (wsem_bind()),
- * one for its name and one per wsemfs inode, and one for its jobserver
- * state while that exists; each is dropped with wsem_put() (ns.c; a
+ * one for its name and one per wsemfs inode, one for its jobserver state
+ * while that exists, and one from each child (taken by wsem_alloc(),
+ * dropped after the child is freed); each is dropped with wsem_put() (ns.c; a
  * handle's by wsem_file_release(), after wsem_unbind()), whose last one
  * uncharges the namespace and has sem.c free it (wsem_free()) after an
  * RCU grace period, since RCU-walk path lookups read it through its
@@ -703,7 +706,9 @@ void wsem_fs_notify(struct wsem_ns *wns, const char *name, u32 mask);
  * parked waiters not yet freed.  test_cgroup_tryget_fail makes the next
  * reference to a new holder's cgroup fail (wsem_note_holder()).
  * test_shrink_walked counts the waiters that shrinks' failing walks looked
- * at (wsem_fail_overweight()).
+ * at (wsem_fail_overweight()).  test_js_flush_delay_ms holds the next
+ * close of a jobserver endpoint descriptor that long before it looks for
+ * the process's other descriptors (wsem_js_flush()).
  */
 #ifdef WSEM_TEST_KNOBS
 extern const struct kernel_param_ops wsem_test_counter_ops;
@@ -712,6 +717,7 @@ void wsem_test_park_pause(void);
 void wsem_test_count_parked(int delta);
 bool wsem_test_cgroup_fail(void);
 void wsem_test_count_walked(void);
+void wsem_test_js_flush_pause(void);
 #else
 static inline void wsem_test_pause(void)
 {
@@ -731,6 +737,10 @@ static inline bool wsem_test_cgroup_fail(void)
 }
 
 static inline void wsem_test_count_walked(void)
+{
+}
+
+static inline void wsem_test_js_flush_pause(void)
 {
 }
 #endif

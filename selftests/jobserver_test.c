@@ -540,6 +540,46 @@ TEST_F(js, closing_one_of_several_keeps_tokens)
 	EXPECT_EQ(0, used_of(self->fd));
 }
 
+#define FLUSH_DELAY	"/sys/module/wsem/parameters/test_js_flush_delay_ms"
+
+static void *close_thread(void *arg)
+{
+	close(*(int *)arg);
+	return NULL;
+}
+
+/*
+ * A close of the last descriptor looks for the process's other ones under
+ * the lock every read takes: a descriptor opened while that close runs
+ * (a test build holds the close 300 ms first) keeps the token a read
+ * through it returns; nothing takes it back.
+ */
+TEST_F(js, a_token_read_while_the_last_descriptor_closes_is_kept)
+{
+	pthread_t closer;
+	int fd, fd2;
+	char c;
+
+	if (!self->ready)
+		return;
+	if (write_file(FLUSH_DELAY, "300"))
+		SKIP(return, "not a test build (no test_js_flush_delay_ms)");
+	fd = open(self->path, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, pthread_create(&closer, NULL, close_thread, &fd));
+	usleep(100 * 1000);
+	fd2 = open(self->path, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd2);
+	ASSERT_EQ(1, read1(fd2, &c));
+	ASSERT_EQ(0, pthread_join(closer, NULL));
+	EXPECT_EQ(1, used_of(self->fd));
+	EXPECT_EQ(1, held_by(self->fd, getpid()));
+	EXPECT_EQ(1, write(fd2, "+", 1));
+	EXPECT_EQ(0, used_of(self->fd));
+	EXPECT_EQ(0, close(fd2));
+	write_file(FLUSH_DELAY, "0");
+}
+
 /* Steps for a thread with a file table of its own (own_table_thread()). */
 struct own_table {
 	int fd;			/* the endpoint descriptor, in both tables */
