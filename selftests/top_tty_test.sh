@@ -4,7 +4,8 @@
 # wsem top on a terminal (a pty of python3's) turns echo and line editing
 # off, and puts them back on every way out, whatever the shell: q; the
 # last of -n rounds; ^C (SIGINT from the terminal: top dies of it, as it
-# would uncaught); SIGTERM and SIGHUP.  dash, bash and busybox sh do not
+# would uncaught); SIGTERM and SIGHUP.  wsem run on a terminal passes the
+# terminal's ^C, which reaches COMMAND's group alone, on to its caller.  dash, bash and busybox sh do not
 # restore a terminal a child left raw.  Runs as root in the test VM,
 # which has python3 for it (mkinitramfs.sh); TAP on stdout.
 
@@ -69,5 +70,49 @@ check "^C: the terminal is put back, top dies of SIGINT" \
 	python3 "$T/top_pty.py" intr -d 0.2
 check "SIGTERM: put back, dies of it" python3 "$T/top_pty.py" TERM -d 0.2
 check "SIGHUP: put back, dies of it" python3 "$T/top_pty.py" HUP -d 0.2
+
+# run_pty.py NAME: on a new pty, a bash loop of two wsem runs of COMMAND;
+# once the first COMMAND runs, the terminal's ^C (to COMMAND's group, the
+# foreground one then): wsem passes it on to its own group, so bash's loop
+# ends at once, as it would without wsem.
+cat >"$T/run_pty.py" <<'EOP'
+import os, pty, select, signal, sys, time
+name, tmp = sys.argv[1], sys.argv[2]
+started, loop = tmp + "/started", tmp + "/loop"
+script = ('for i in 1 2; do wsem run %s -- sh -c "touch %s; sleep 20"; '
+          'echo $i >>%s; done; echo end >>%s' % (name, started, loop, loop))
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvp("bash", ["bash", "-c", script])
+end = time.monotonic() + 10
+while not os.path.exists(started) and time.monotonic() < end:
+    if select.select([fd], [], [], 0.1)[0]:
+        os.read(fd, 4096)
+if not os.path.exists(started):
+    sys.exit("COMMAND never started")
+time.sleep(0.3)
+os.write(fd, b"\x03")
+end = time.monotonic() + 10
+while True:
+    try:
+        if select.select([fd], [], [], 0.2)[0]:
+            os.read(fd, 4096)
+    except OSError:
+        pass
+    done, status = os.waitpid(pid, os.WNOHANG)
+    if done:
+        break
+    if time.monotonic() > end:
+        os.kill(pid, signal.SIGKILL)
+        sys.exit("bash's loop did not end")
+if os.path.exists(loop):
+    sys.exit("the loop went on: %r" % open(loop).read())
+if not (os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGINT):
+    sys.exit("bash did not die of SIGINT: status %#x" % status)
+EOP
+wsem create "tty-run-$$" 1 >/dev/null
+check "run: the terminal's ^C to COMMAND ends the caller's loop" \
+	python3 "$T/run_pty.py" "tty-run-$$" "$T"
+wsem rm "tty-run-$$"
 rm -rf "$T"
 tap_end

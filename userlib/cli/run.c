@@ -813,10 +813,14 @@ static int start_child(int fd, pid_t pid, int gate,
 /*
  * After COMMAND was reaped: the terminal goes back to wsem's group if
  * COMMAND's had it.  A SIGINT or SIGQUIT that killed COMMAND without
- * reaching wsem (the terminal's ^C or ^\ to COMMAND's group, a "kill -INT
- * 0" of COMMAND's) is to reach wsem's whole group (@req->to_group), as it
- * would have had COMMAND been in it: a shell script without job control
- * ends its loop only when it gets the SIGINT itself.  Unless the run was
+ * reaching wsem, while COMMAND's group had the terminal (the terminal's ^C
+ * or ^\, which reached COMMAND's group alone), is to reach wsem's whole
+ * group (@req->to_group), as the terminal would have sent it had COMMAND
+ * been in it: a shell script without job control ends its loop only when
+ * it gets the SIGINT itself.  Without the terminal (a COMMAND that ends
+ * itself with "kill -INT 0", in a CI script, a service, a container's
+ * init) wsem dies of it alone, as timeout(1) does: nothing but a terminal
+ * speaks for the caller's group.  Unless the run was
  * ended (COMMAND died of a signal, or wsem was sent SIGHUP, SIGINT,
  * SIGQUIT or SIGTERM), COMMAND's group is forgotten on the handle: what
  * COMMAND leaves running on purpose (a daemon) is not ended when wsem
@@ -825,10 +829,11 @@ static int start_child(int fd, pid_t pid, int gate,
 static void end_child(int fd, pid_t pid, struct run_req *req)
 {
 	int sig = req->killed_by;
+	bool had_tty = tty_is(pid);
 
-	if (tty_is(pid))
+	if (had_tty)
 		give_tty(getpgrp());
-	req->to_group = (sig == SIGINT || sig == SIGQUIT) &&
+	req->to_group = had_tty && (sig == SIGINT || sig == SIGQUIT) &&
 			!(received & (1 << sig));
 	if (!sig && !told_to_end && !req->lend) {
 		set_kill(fd, 0);
