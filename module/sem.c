@@ -553,6 +553,9 @@ static bool wsem_grant_waiters(struct wsem *sem, struct wsem_wake *wake)
 
 	lockdep_assert_held(sem->lock);
 
+	/* Nobody queued in the tree: the uncontended release's case. */
+	if (likely(list_empty(&sem->root->waiters)))
+		return false;
 	while (level) {
 		switch (wsem_grant_at(level, &now, wake, &granted)) {
 		case WSEM_WALK_FULL:
