@@ -14,12 +14,34 @@
 need_module_and_python3
 T=$(mktemp -d /tmp/top_tty_test.XXXXXX) || exit 1
 
+# ptywait.py: reap(pid, fd, secs, what): drain the pty while waiting for
+# its child to end; its wait status, or the script ends (SIGKILL) saying
+# that WHAT did not end within SECS.
+cat >"$T/ptywait.py" <<'EOP'
+import os, select, signal, sys, time
+def reap(pid, fd, secs, what):
+    end = time.monotonic() + secs
+    while True:
+        try:
+            if select.select([fd], [], [], 0.2)[0]:
+                os.read(fd, 4096)
+        except OSError:
+            pass
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status
+        if time.monotonic() > end:
+            os.kill(pid, signal.SIGKILL)
+            sys.exit(what + " did not end")
+EOP
+
 # top_pty.py HOW ARGS...: wsem top ARGS on a new pty; once it has drawn a
 # round, HOW (q: type q; intr: type ^C; TERM, HUP: that signal; none:
 # nothing); then, top gone, echo and canonical mode must be on again, and
 # its status as HOW wants.
 cat >"$T/top_pty.py" <<'EOP'
 import os, pty, select, signal, sys, termios, time
+from ptywait import reap
 how, args = sys.argv[1], sys.argv[2:]
 pid, fd = pty.fork()
 if pid == 0:
@@ -39,18 +61,7 @@ elif how == "intr":
     os.write(fd, b"\x03")
 elif how != "none":
     os.kill(pid, getattr(signal, "SIG" + how))
-while True:
-    try:
-        if select.select([fd], [], [], 0.2)[0]:
-            os.read(fd, 4096)
-    except OSError:
-        pass
-    done, status = os.waitpid(pid, os.WNOHANG)
-    if done:
-        break
-    if time.monotonic() > end + 10:
-        os.kill(pid, signal.SIGKILL)
-        sys.exit("top did not end")
+status = reap(pid, fd, 10, "top")
 lflag = termios.tcgetattr(fd)[3]
 print("top ended: status %#x, lflag %#o" % (status, lflag))
 want = {"q": None, "none": None, "intr": signal.SIGINT,
@@ -77,6 +88,7 @@ check "SIGHUP: put back, dies of it" python3 "$T/top_pty.py" HUP -d 0.2
 # ends at once, as it would without wsem.
 cat >"$T/run_pty.py" <<'EOP'
 import os, pty, select, signal, sys, time
+from ptywait import reap
 name, tmp = sys.argv[1], sys.argv[2]
 started, loop = tmp + "/started", tmp + "/loop"
 script = ('for i in 1 2; do wsem run %s -- sh -c "touch %s; sleep 20"; '
@@ -92,19 +104,7 @@ if not os.path.exists(started):
     sys.exit("COMMAND never started")
 time.sleep(0.3)
 os.write(fd, b"\x03")
-end = time.monotonic() + 10
-while True:
-    try:
-        if select.select([fd], [], [], 0.2)[0]:
-            os.read(fd, 4096)
-    except OSError:
-        pass
-    done, status = os.waitpid(pid, os.WNOHANG)
-    if done:
-        break
-    if time.monotonic() > end:
-        os.kill(pid, signal.SIGKILL)
-        sys.exit("bash's loop did not end")
+status = reap(pid, fd, 10, "bash's loop")
 if os.path.exists(loop):
     sys.exit("the loop went on: %r" % open(loop).read())
 if not (os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGINT):
