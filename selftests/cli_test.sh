@@ -387,6 +387,35 @@ t_ls_table() {
 	sort "$T/names" | cmp -s - "$T/names"
 }
 
+# ls -o COLUMNS picks and orders the columns (named as the JSON keys),
+# -n leaves the header out: what scripts and the completion parse.
+t_ls_columns() {
+	wsem create "$P-c1" 3
+	wsem create "$P-c2" 12 --mode 0640
+	expect 0 wsem ls -o name,available,mode
+	head -n 1 "$T/out" | grep -Eq '^NAME +AVAILABLE  MODE$'
+	grep -Eq "^$P-c1 +3  0600\$" "$T/out"
+	grep -Eq "^$P-c2 +12  0640\$" "$T/out"
+	[ "$(awk '{ print length($0) }' "$T/out" | sort -u | wc -l)" -eq 1 ]
+	expect 0 wsem ls --noheadings --output used,name
+	if grep -q NAME "$T/out"; then return 1; fi
+	grep -Eq "^ *0  $P-c1\$" "$T/out"
+	# -n alone: the default columns, no header
+	expect 0 wsem ls -n
+	grep -Eq "^$P-c1 +3 +0 +0\$" "$T/out"
+	[ "$(wc -l <"$T/out")" -eq $(($(wsem ls | wc -l) - 1)) ]
+	# the names, one a line, as the completion reads them
+	expect 0 wsem ls -n -o name
+	grep -qx "$P-c1" "$T/out"
+	grep -qx "$P-c2" "$T/out"
+	expect 2 wsem ls -o name,colour
+	err_is "wsem: usage: unknown column 'colour' (name, capacity, used, available, held, waiters, queued_weight, lent, ceiling, depth, uid, gid, mode) (wsem ls [-l | -o COLUMNS] [-n] [--json])"
+	expect 2 wsem ls -o name --json
+	usage_err
+	expect 2 wsem ls -n -l
+	usage_err
+}
+
 t_ls_json() {
 	wsem create "$P-j1" 3
 	wsem create "$P-j2" 5 --mode 0640
@@ -2151,6 +2180,7 @@ t_help wsem -h, --help, help VERB, VERB --help, -V and --version exit 0
 t_not_found stat, rm, resize of a missing name exit 3, run 125
 t_ls_table ls prints an aligned table with a header, in name order
 t_ls_json ls --json is an array of objects keyed by struct wsem_stat
+t_ls_columns ls -o COLUMNS and -n: chosen columns, no header
 t_ls_json_empty ls of an empty namespace
 t_stat_table stat prints every field, aligned
 t_stat_json stat --json is one object keyed by struct wsem_stat

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # The bash completion (userlib/completion/wsem.bash), in TAP: verbs,
-# options of each verb, and names from "wsem ls", here a stand-in wsem on
-# PATH that prints a fixed table (the host has no module).  Also that
+# options of each verb, and names from "wsem ls -n -o name", here a
+# stand-in wsem on PATH that prints fixed names (the host has no module)
+# and refuses any other call.  Also that
 # every option the completion offers is one the real wsem accepts (its
 # VERB --help lists it), so the two cannot drift apart.
 set -u
@@ -16,9 +17,8 @@ failed=0
 mkdir "$T/bin"
 cat >"$T/bin/wsem" <<'EOS'
 #!/bin/sh
-[ "$1" = ls ] || exit 2
-printf 'NAME   CAPACITY  USED  WAITERS\nbuild         4     0        0\n'
-printf 'builds        2     0        0\ngpu           1     1        3\n'
+[ "$*" = "ls --noheadings -o name" ] || exit 2
+printf 'build\nbuilds\ngpu\n'
 EOS
 chmod +x "$T/bin/wsem"
 printf '#!/bin/sh\n' >"$T/bin/wsemtestcmd"
@@ -59,7 +59,7 @@ comp "gpu" wsem run g
 comp "build builds gpu" wsem rm ""
 comp "--weight" wsem run build --we
 comp "--exclusive --exist-ok" wsem create x 4 --ex
-comp "--help --json --long" wsem ls --
+comp "--help --json --long --noheadings --output" wsem ls --
 comp "all" wsem run build --weight ""
 comp "all" wsem acquire --fd 9 -w a
 comp "--fd" wsem release --f

@@ -142,6 +142,8 @@ struct cli_tree_row {
 	char parent[WSEM_NAME_MAX];	/* its parent's name, "[ID]"; "": a root */
 };
 void cli_print_table(const struct wsem_stat *st, size_t n, bool longer);
+int cli_print_columns(const struct wsem_stat *st, size_t n,
+		      const char *list, bool headings, const char **bad);
 void cli_print_rows(const struct wsem_stat *all,
 		    const struct cli_tree_row *rows, size_t n, bool longer);
 void cli_print_stat(const struct wsem_stat *st);

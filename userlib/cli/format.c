@@ -4,6 +4,8 @@
  * JSON keys are the field names of struct wsem_stat; "mode" is an octal
  * string such as "0600", as ls(1) and stat(1) users read it.
  */
+#define _GNU_SOURCE		/* strchrnul() */
+#include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -123,6 +125,119 @@ void cli_print_table(const struct wsem_stat *st, size_t n, bool longer)
 static void print_field(const char *key, uint64_t v)
 {
 	printf("%-14s %" PRIu64 "\n", key, v);
+}
+
+/* A column of ls -o: its name (also its JSON key), and how to get it. */
+struct column {
+	const char *name;
+	uint64_t (*get)(const struct wsem_stat *st);
+};
+
+#define COLUMN(f) \
+	static uint64_t col_##f(const struct wsem_stat *st) { return st->f; }
+COLUMN(capacity) COLUMN(used) COLUMN(available) COLUMN(held)
+COLUMN(waiters) COLUMN(queued_weight) COLUMN(lent) COLUMN(ceiling)
+COLUMN(depth) COLUMN(uid) COLUMN(gid) COLUMN(mode)
+
+static const struct column columns[] = {
+	{ "name", NULL }, { "capacity", col_capacity }, { "used", col_used },
+	{ "available", col_available }, { "held", col_held },
+	{ "waiters", col_waiters }, { "queued_weight", col_queued_weight },
+	{ "lent", col_lent }, { "ceiling", col_ceiling },
+	{ "depth", col_depth }, { "uid", col_uid }, { "gid", col_gid },
+	{ "mode", col_mode },
+};
+
+#define NR_COLUMNS	(sizeof(columns) / sizeof(columns[0]))
+#define MAX_PICKED	32
+
+/*
+ * The columns @list names (comma-separated, each once or more), into
+ * @picked; how many, or -1 with the first unknown name in *@bad.
+ */
+static int pick_columns(const char *list, const struct column **picked,
+			const char **bad)
+{
+	static char word[32];
+	const char *p = list, *end;
+	size_t len, i;
+	int n = 0;
+
+	do {
+		end = strchrnul(p, ',');
+		len = (size_t)(end - p);
+		for (i = 0; i < NR_COLUMNS; i++) {
+			if (strlen(columns[i].name) == len &&
+			    !strncmp(columns[i].name, p, len))
+				break;
+		}
+		if (i == NR_COLUMNS || n == MAX_PICKED) {
+			snprintf(word, sizeof(word), "%.*s", (int)len, p);
+			*bad = word;
+			return -1;
+		}
+		picked[n++] = &columns[i];
+		p = end + 1;
+	} while (*end);
+	return n;
+}
+
+static void print_cell(const struct column *c, const struct wsem_stat *st,
+		       int width, bool last)
+{
+	if (!c->get)
+		printf("%-*s", last ? 0 : width, stat_name(st));
+	else if (c->get == col_mode)
+		printf("%*s%04o", width - 4, "", (unsigned int)st->mode);
+	else
+		printf("%*" PRIu64, width, c->get(st));
+}
+
+/*
+ * ls -o COLUMNS: those columns, in that order, with a header line of their
+ * names in capitals unless @headings is false; names left, numbers right
+ * aligned.  Return: 0, or -1 with the unknown column in *@bad.
+ */
+int cli_print_columns(const struct wsem_stat *st, size_t n,
+		      const char *list, bool headings, const char **bad)
+{
+	const struct column *picked[MAX_PICKED];
+	int w[MAX_PICKED], nc, c;
+	char head[32];
+	size_t i, k;
+
+	nc = pick_columns(list, picked, bad);
+	if (nc < 0)
+		return -1;
+	for (c = 0; c < nc; c++) {
+		w[c] = headings ? (int)strlen(picked[c]->name) : 0;
+		for (i = 0; i < n; i++) {
+			if (!picked[c]->get)
+				w[c] = max_int(w[c], (int)strlen(stat_name(&st[i])));
+			else if (picked[c]->get == col_mode)
+				w[c] = max_int(w[c], 4);
+			else
+				w[c] = max_int(w[c], num_width(picked[c]->get(&st[i])));
+		}
+	}
+	if (headings) {
+		for (c = 0; c < nc; c++) {
+			for (k = 0; picked[c]->name[k] && k < sizeof(head) - 1; k++)
+				head[k] = (char)toupper((unsigned char)picked[c]->name[k]);
+			head[k] = '\0';
+			printf(picked[c]->get ? "%s%*s" : "%s%-*s",
+			       c ? "  " : "", w[c], head);
+		}
+		putchar('\n');
+	}
+	for (i = 0; i < n; i++) {
+		for (c = 0; c < nc; c++) {
+			fputs(c ? "  " : "", stdout);
+			print_cell(picked[c], &st[i], w[c], c == nc - 1);
+		}
+		putchar('\n');
+	}
+	return 0;
 }
 
 /* stat: one "field: value" line per field of struct wsem_stat. */

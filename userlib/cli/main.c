@@ -24,7 +24,7 @@ static const struct cli_verb verbs[] = {
 	  "one of the same capacity is fine.", cli_create },
 	{ "rm", "rm [-f] NAME|PATH", "Remove a semaphore's name; -f: "
 	  "one that is not there is no error.", cli_rm },
-	{ "ls", "ls [-l] [--json]",
+	{ "ls", "ls [-l | -o COLUMNS] [-n] [--json]",
 	  "List the semaphores of this IPC namespace.", cli_ls },
 	{ "stat", "stat NAME|PATH|--fd N [--json]",
 	  "Show every field of one semaphore, who holds it and who "

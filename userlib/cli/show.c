@@ -41,27 +41,57 @@ static struct cli_opt show_opts[] = {
 	{ .name = "json", .help = "print JSON" },
 	{ .name = "long", .short_name = 'l',
 	  .help = "also owner, group, mode and the longest wait" },
+	{ .name = "output", .short_name = 'o', .arg = "COLUMNS",
+	  .help = "only these columns, comma-separated: name, capacity, used, "
+		  "available, held, waiters, queued_weight, lent, ceiling, "
+		  "depth, uid, gid, mode" },
+	{ .name = "noheadings", .short_name = 'n',
+	  .help = "no header line" },
 	{ .name = NULL },
 };
 
+static int unknown_column(const struct cli_verb *verb, const char *bad)
+{
+	return cli_usage(verb->synopsis, "unknown column '%s' (name, capacity, "
+			 "used, available, held, waiters, queued_weight, lent, "
+			 "ceiling, depth, uid, gid, mode)", bad);
+}
+
 int cli_ls(const struct cli_verb *verb, int argc, char **argv)
 {
+	const struct cli_opt *out = cli_opt(show_opts, "output");
 	struct cli_parse p = { .verb = verb, .opts = show_opts };
+	bool plain, json, longer;
 	struct wsem_stat *st;
+	const char *bad;
 	size_t n;
 	int ret = cli_parse(&p, argc, argv);
 
 	if (ret)
 		return ret;
+	plain = !cli_opt(show_opts, "noheadings")->seen;
+	json = cli_opt(show_opts, "json")->seen;
+	longer = cli_opt(show_opts, "long")->seen;
+	if ((out->seen || !plain) && (json || longer))
+		return cli_usage(verb->synopsis, "-o and -n are for the table "
+				 "of columns: not with -l or --json");
+	/* An unknown column is found before anything is listed. */
+	if (out->seen && cli_print_columns(NULL, 0, out->value, false, &bad))
+		return unknown_column(verb, bad);
 	st = cli_list_all(&n);
 	if (!st)
 		return cli_fail("/dev/wsem", errno);
-	if (cli_opt(show_opts, "json")->seen)
+	if (json) {
 		cli_print_json_list(st, n);
-	else
-		cli_print_table(st, n, cli_opt(show_opts, "long")->seen);
+	} else if (out->seen || !plain) {
+		ret = cli_print_columns(st, n, out->seen ? out->value :
+					"name,capacity,used,waiters", plain,
+					&bad);
+	} else {
+		cli_print_table(st, n, longer);
+	}
 	free(st);
-	return CLI_EXIT_OK;
+	return ret ? unknown_column(verb, bad) : CLI_EXIT_OK;
 }
 
 /* Copy the entry of @name out of the list; ENOENT if it is not there. */

@@ -7,7 +7,7 @@ _wsem_verbs="create rm ls stat top resize run lend acquire release wait apply"
 # The names "wsem ls" shows, one a line.
 _wsem_names()
 {
-	wsem ls 2>/dev/null | awk 'NR > 1 { print $1 }'
+	wsem ls --noheadings -o name 2>/dev/null
 }
 
 # The options of verb $1.
@@ -18,7 +18,7 @@ _wsem_opts()
 		     "--parent-fd -h --help" ;;
 	rm) echo "-f --force -h --help" ;;
 	top) echo "-n --rounds -d --delay -h --help" ;;
-	ls) echo "-l --long --json -h --help" ;;
+	ls) echo "-l --long -o --output -n --noheadings --json -h --help" ;;
 	stat) echo "--json --fd -h --help" ;;
 	resize) echo "--fd -h --help" ;;
 	lend) echo "--fd -h --help" ;;
