@@ -190,7 +190,9 @@ static void wsem_spin(struct wsem *sem, struct wsem_waiter *w,
 	int end = WSEM_SPIN_BUDGET;
 	s64 left;
 
-	if (!budget || num_online_cpus() < 2 || !single_task_running())
+	/* Granted before the poll began: nothing to poll for, or to trace. */
+	if (!budget || num_online_cpus() < 2 || !single_task_running() ||
+	    READ_ONCE(w->status) <= 0)
 		return;
 	if (deadline) {
 		left = ktime_to_ns(ktime_sub(*deadline, wsem_now(clock)));
