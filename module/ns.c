@@ -507,6 +507,7 @@ int wsem_ns_open(struct wsem_handle *h, const char *name, u64 flags,
 	bool create = flags & WSEM_OPEN_CREAT, created = false;
 	struct wsem *sem, *new = NULL;
 	struct wsem_ns *wns;
+	int absent = -ENOENT;	/* what a name not found is */
 	int ret;
 
 	if (READ_ONCE(h->sem))
@@ -516,21 +517,21 @@ int wsem_ns_open(struct wsem_handle *h, const char *name, u64 flags,
 		return wns ? PTR_ERR(wns) : -ENOENT;
 	if (create) {
 		new = wsem_ns_alloc(flags, capacity, mode, name, parent);
-		/* A full tree may still open a child that exists. */
-		if (IS_ERR(new) && PTR_ERR(new) != -ENOSPC) {
+		if (IS_ERR(new)) {
 			ret = PTR_ERR(new);
-			goto out;
+			new = NULL;
+			/* A full tree may still open a child that exists. */
+			if (ret != -ENOSPC)
+				goto out;
+			absent = ret;
 		}
 	}
 
 	mutex_lock(&wns->lock);
 	sem = wsem_ns_find(wns, name);
 	if (!sem) {
-		if (IS_ERR(new))
-			ret = PTR_ERR(new);
-		else
-			ret = new ? wsem_ns_add(wns, h, new) : -ENOENT;
-		created = !IS_ERR_OR_NULL(new) && !ret;
+		ret = new ? wsem_ns_add(wns, h, new) : absent;
+		created = new && !ret;
 		new = NULL;
 	} else if ((create && (flags & WSEM_OPEN_EXCL)) ||
 		   (parent && sem->parent != parent)) {
@@ -543,7 +544,7 @@ int wsem_ns_open(struct wsem_handle *h, const char *name, u64 flags,
 	mutex_unlock(&wns->lock);
 	if (created)
 		wsem_ns_notify(wns, name, FS_CREATE);
-	if (!IS_ERR_OR_NULL(new))
+	if (new)
 		wsem_put(new);	/* not needed: never charged */
 out:
 	wsem_ns_put(wns);

@@ -63,12 +63,18 @@ module_param(test_tell_delay_ms, uint, 0600);
 MODULE_PARM_DESC(test_tell_delay_ms,
 		 "Test builds only: the next granter waits this long between dropping the lock and telling whom it granted (ms, once)");
 
+/* Sleep for what the one-shot delay knob @ms holds, and clear it. */
+static void wsem_test_sleep_once(unsigned int *ms)
+{
+	unsigned int left = xchg(ms, 0);
+
+	if (left)
+		msleep(left);
+}
+
 void wsem_test_pause(void)
 {
-	unsigned int ms = xchg(&test_tell_delay_ms, 0);
-
-	if (ms)
-		msleep(ms);
+	wsem_test_sleep_once(&test_tell_delay_ms);
 }
 
 static unsigned int test_park_delay_ms;
@@ -78,10 +84,7 @@ MODULE_PARM_DESC(test_park_delay_ms,
 
 void wsem_test_park_pause(void)
 {
-	unsigned int ms = xchg(&test_park_delay_ms, 0);
-
-	if (ms)
-		msleep(ms);
+	wsem_test_sleep_once(&test_park_delay_ms);
 }
 
 /* A read-only parameter that shows the atomic_t it is given as its arg. */
@@ -124,10 +127,7 @@ MODULE_PARM_DESC(test_js_flush_delay_ms,
 
 void wsem_test_js_flush_pause(void)
 {
-	unsigned int ms = xchg(&test_js_flush_delay_ms, 0);
-
-	if (ms)
-		msleep(ms);
+	wsem_test_sleep_once(&test_js_flush_delay_ms);
 }
 
 static unsigned int test_cgroup_tryget_fail;

@@ -740,9 +740,14 @@ bool wsem_queue_and_unlock(struct wsem *sem, struct wsem_waiter *w)
 	bool first;
 	u32 tell;
 
+	/*
+	 * wsem_enqueue() notes in @w->head whether @w came first; read under
+	 * the lock, since an asynchronous @w is the handle's once it is
+	 * dropped.
+	 */
 	if (likely(list_is_singular(&sem->root->tree))) {
 		wsem_enqueue(sem, w);
-		first = wsem_queue_first(sem) == w;
+		first = w->head;
 		tell = wsem_demand_pollers(sem);
 		spin_unlock(sem->lock);
 		if (tell)
@@ -752,7 +757,7 @@ bool wsem_queue_and_unlock(struct wsem *sem, struct wsem_waiter *w)
 	wsem_wake_init(&wake);
 	before = wsem_events_before(sem);
 	wsem_enqueue(sem, w);
-	first = !sem->parent && wsem_queue_first(sem) == w;
+	first = !sem->parent && w->head;
 	wsem_unlock_and_wake(sem, before, &wake);
 	return first;
 }

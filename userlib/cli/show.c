@@ -61,9 +61,9 @@ int cli_ls(const struct cli_verb *verb, int argc, char **argv)
 {
 	const struct cli_opt *out = cli_opt(show_opts, "output");
 	struct cli_parse p = { .verb = verb, .opts = show_opts };
+	const char *columns = "name,capacity,used,waiters", *bad;
 	bool plain, json, longer;
 	struct wsem_stat *st;
-	const char *bad;
 	size_t n;
 	int ret = cli_parse(&p, argc, argv);
 
@@ -76,22 +76,22 @@ int cli_ls(const struct cli_verb *verb, int argc, char **argv)
 		return cli_usage(verb->synopsis, "-o and -n are for the table "
 				 "of columns: not with -l or --json");
 	/* An unknown column is found before anything is listed. */
-	if (out->seen && cli_print_columns(NULL, 0, out->value, false, &bad))
-		return unknown_column(verb, bad);
+	if (out->seen) {
+		columns = out->value;
+		if (cli_print_columns(NULL, 0, columns, false, &bad))
+			return unknown_column(verb, bad);
+	}
 	st = cli_list_all(&n);
 	if (!st)
 		return cli_fail("/dev/wsem", errno);
-	if (json) {
+	if (json)
 		cli_print_json_list(st, n);
-	} else if (out->seen || !plain) {
-		ret = cli_print_columns(st, n, out->seen ? out->value :
-					"name,capacity,used,waiters", plain,
-					&bad);
-	} else {
-		cli_print_table(st, n, longer);
-	}
+	else if (longer)
+		cli_print_table(st, n, true);
+	else
+		cli_print_columns(st, n, columns, plain, &bad);
 	free(st);
-	return ret ? unknown_column(verb, bad) : CLI_EXIT_OK;
+	return CLI_EXIT_OK;
 }
 
 /* Copy the entry of @name out of the list; ENOENT if it is not there. */
