@@ -130,6 +130,16 @@ void wsem_test_js_flush_pause(void)
 	wsem_test_sleep_once(&test_js_flush_delay_ms);
 }
 
+static bool test_spin_to_deadline;
+module_param(test_spin_to_deadline, bool, 0600);
+MODULE_PARM_DESC(test_spin_to_deadline,
+		 "Test builds only: a head waiter with a deadline polls until it (100 ms at most), ended only by its grant or a signal");
+
+bool wsem_test_spin_to_deadline(void)
+{
+	return READ_ONCE(test_spin_to_deadline);
+}
+
 static unsigned int test_cgroup_tryget_fail;
 module_param(test_cgroup_tryget_fail, uint, 0600);
 MODULE_PARM_DESC(test_cgroup_tryget_fail,

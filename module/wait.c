@@ -186,20 +186,23 @@ static void wsem_spin(struct wsem *sem, struct wsem_waiter *w,
 		      clockid_t clock, const ktime_t *deadline)
 {
 	u64 budget = min_t(u64, READ_ONCE(sem->spin_budget), READ_ONCE(spin_ns));
-	u64 start, now;
+	bool to_deadline = deadline && wsem_test_spin_to_deadline();
 	int end = WSEM_SPIN_BUDGET;
+	u64 start, now;
 	s64 left;
 
 	/* Granted before the poll began: nothing to poll for, or to trace. */
-	if (!budget || num_online_cpus() < 2 || !single_task_running() ||
-	    READ_ONCE(w->status) <= 0)
+	if (READ_ONCE(w->status) <= 0)
+		return;
+	if (!to_deadline &&
+	    (!budget || num_online_cpus() < 2 || !single_task_running()))
 		return;
 	if (deadline) {
 		left = ktime_to_ns(ktime_sub(*deadline, wsem_now(clock)));
 		if (left <= 0)
 			return;
-		if (left < budget) {
-			budget = left;
+		if (left < budget || to_deadline) {
+			budget = min_t(u64, left, WSEM_TEST_SPIN_MAX_NS);
 			end = WSEM_SPIN_DEADLINE;
 		}
 	}
@@ -214,7 +217,7 @@ static void wsem_spin(struct wsem *sem, struct wsem_waiter *w,
 			end = WSEM_SPIN_SIGNAL;
 			break;
 		}
-		if (need_resched() || !single_task_running()) {
+		if (!to_deadline && (need_resched() || !single_task_running())) {
 			end = WSEM_SPIN_BUSY;
 			break;
 		}

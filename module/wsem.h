@@ -709,7 +709,13 @@ void wsem_fs_notify(struct wsem_ns *wns, const char *name, u32 mask);
  * at (wsem_fail_overweight()).  test_js_flush_delay_ms holds the next
  * close of a jobserver endpoint descriptor that long before it looks for
  * the process's other descriptors (wsem_js_flush()).
+ * test_spin_to_deadline makes a head waiter with a deadline poll until it
+ * (WSEM_TEST_SPIN_MAX_NS at most), ending only for its grant or a signal,
+ * not for its budget or another task that wants its CPU (wsem_spin()): a
+ * loaded host ends most polls that way, and tests of the other ends
+ * would pass only now and then.
  */
+#define WSEM_TEST_SPIN_MAX_NS	(100 * NSEC_PER_MSEC)
 #ifdef WSEM_TEST_KNOBS
 extern const struct kernel_param_ops wsem_test_counter_ops;
 void wsem_test_pause(void);
@@ -718,6 +724,7 @@ void wsem_test_count_parked(int delta);
 bool wsem_test_cgroup_fail(void);
 void wsem_test_count_walked(void);
 void wsem_test_js_flush_pause(void);
+bool wsem_test_spin_to_deadline(void);
 #else
 static inline void wsem_test_pause(void)
 {
@@ -742,6 +749,11 @@ static inline void wsem_test_count_walked(void)
 
 static inline void wsem_test_js_flush_pause(void)
 {
+}
+
+static inline bool wsem_test_spin_to_deadline(void)
+{
+	return false;
 }
 #endif
 

@@ -47,7 +47,10 @@
  * shows it, and no try can show it without the code under test.  On a
  * loaded host the early ends come often (a CI run once saw 20 tries of a
  * 5 ms poll all end "busy"): hence short polls and many tries, which cost
- * only the first try when the code is right.
+ * only the first try when the code is right.  The tests of the signal and
+ * the deadline take no chances in a test build: there its knob
+ * test_spin_to_deadline makes a poll with a deadline run to it, ended
+ * only by its grant or a signal (poll_to_deadline()).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -70,6 +73,7 @@
 #define SPIN_PARAM	"/sys/module/wsem/parameters/spin_ns"
 #define SPIN_MAX	"1000000"	/* spin_ns's bound, 1 ms */
 #define SPIN_EVENT	TRACEFS "/events/wsem/wsem_spin/enable"
+#define TO_DEADLINE	"/sys/module/wsem/parameters/test_spin_to_deadline"
 #define MSEC		1000000LL
 #define USEC		1000LL
 #define HOLD_NS		(20 * USEC)	/* the waiter polls this long first */
@@ -79,6 +83,7 @@
 #define TRIES		400
 #define TRIES_NS	(10 * NSEC)	/* at most this long trying */
 #define LATE_NS		(2 * NSEC)	/* the wait of a signal come too early */
+#define HELD_LATE_NS	(20 * MSEC)	/* ... when polls run to their deadline */
 #define TRAIN		24
 
 #ifndef sigev_notify_thread_id
@@ -92,6 +97,8 @@ FIXTURE(spin) {
 	char old[32];
 	/* the event wsem_spin is on (tracefs) */
 	bool traced;
+	/* test_spin_to_deadline was set (a test build), put back by the teardown */
+	bool to_deadline;
 	bool ready;
 };
 
@@ -313,6 +320,8 @@ FIXTURE_SETUP(spin)
 
 FIXTURE_TEARDOWN(spin)
 {
+	if (self->to_deadline)
+		EXPECT_EQ(0, write_file(TO_DEADLINE, "0"));
 	if (self->fd >= 0)
 		EXPECT_EQ(0, close(self->fd));
 	if (self->ready)
@@ -373,6 +382,23 @@ static bool ended(bool traced, const struct waiter *w, const char *want,
 }
 
 /*
+ * In a test build, polls with a deadline run to it (test_spin_to_deadline):
+ * only the signal or the deadline under test can end them, so the first
+ * try shows what it tests, however loaded the host (a CI run once saw
+ * every try of 10 s end "busy" or "budget").  Elsewhere the tries go on
+ * until one happens to show it.  0 or -1.
+ */
+static int poll_to_deadline(FIXTURE_DATA(spin) *self)
+{
+	if (access(TO_DEADLINE, F_OK))
+		return 0;
+	if (write_file(TO_DEADLINE, "1"))
+		return -1;
+	self->to_deadline = true;
+	return 0;
+}
+
+/*
  * A release while the head waiter polls hands it the weight, and it never
  * sleeps: the poll ends "told" and the call made no voluntary context
  * switch.  Without the poll no try can pass, as the waiter is asleep for
@@ -427,6 +453,7 @@ TEST_F(spin, a_signal_ends_the_poll)
 		return;
 	if (!self->traced)
 		SKIP(return, "no tracefs with the event wsem_spin");
+	ASSERT_EQ(0, poll_to_deadline(self));
 	sigemptyset(&sa.sa_mask);
 	ASSERT_EQ(0, sigaction(SIGUSR1, &sa, NULL));
 	for (i = 0; i < TRIES && !shown && now_ns() < end; i++) {
@@ -437,7 +464,9 @@ TEST_F(spin, a_signal_ends_the_poll)
 		 * one's signal comes later.
 		 */
 		signalled_ns = 0;
-		ASSERT_EQ(0, start(self, &w, &th, LATE_NS, after));
+		ASSERT_EQ(0, start(self, &w, &th,
+				   self->to_deadline ? HELD_LATE_NS : LATE_NS,
+				   after));
 		ASSERT_EQ(0, pthread_join(th, NULL));
 		if (signalled_ns && signalled_ns < w.call_ns) {
 			early++;
@@ -474,6 +503,7 @@ TEST_F(spin, the_deadline_ends_the_poll)
 		return;
 	if (!self->traced)
 		SKIP(return, "no tracefs with the event wsem_spin");
+	ASSERT_EQ(0, poll_to_deadline(self));
 	for (i = 0; i < TRIES && !shown && now_ns() < end; i++) {
 		ASSERT_EQ(0, start(self, &w, &th, TIMEOUT_NS, 0));
 		ASSERT_EQ(0, pthread_join(th, NULL));
