@@ -6,10 +6,13 @@
 # make test         everything, as CI runs it: make check, make check-debug,
 #                   then make check-distro; ends with one "N passed,
 #                   N failed" for the three
-# make check        lint, then every test in QEMU on each installed Debian
-#                   kernel (6.1, 6.12, 6.12 PREEMPT_RT); ends with
+# make check-full   make test with the full tier on every kernel
+# make check        lint, then the tests in QEMU on each Debian kernel (6.1,
+#                   6.12, 6.12 PREEMPT_RT, 5.10, 7.2): the C programs on
+#                   all, the shell tests (CLI, bindings, clients, agent)
+#                   on 6.12 (CHECK_FULL=1: on all); ends with
 #                   "N passed, N failed"
-# make check-debug  every test on a 7.2 debug kernel (lockdep, KASAN,
+# make check-debug  the C programs on a 7.2 debug kernel (lockdep, KASAN,
 #                   kmemleak, UBSAN, ...) built once per machine in the sid
 #                   chroot and cached in /var/cache/wsem-debug-kernel
 #                   (about 17 min on 2 CPUs, loaded)
@@ -69,7 +72,8 @@ VM := selftests/vm
 # CMD verbatim ($ and all), single-quoted for the shell.
 cmd_arg = '$(subst ','\'',$(value CMD))'
 
-.PHONY: all module userlib selftests test check check-debug check-distro \
+.PHONY: all module userlib selftests test check-full check check-debug \
+	check-distro \
 	check-twoguest \
 	check-host vm demo \
 	install deb lint deps clean bench bench-host bench-bin storm fuzz \
@@ -96,6 +100,9 @@ module:
 
 test:
 	@bash $(VM)/check-all.sh
+
+check-full:
+	@CHECK_FULL=1 bash $(VM)/check-all.sh
 
 check:
 	@bash $(VM)/check.sh

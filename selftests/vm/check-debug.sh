@@ -1,6 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# make check-debug: every test in a VM running the Linux 7.2 debug kernel
+# make check-debug: the kernel tier's tests (list_tests in lib.sh; the
+# full tier with CHECK_FULL=1) in a VM running the Linux 7.2 debug kernel
 # of debug-kernel.sh (lockdep, KASAN, kmemleak, UBSAN, DEBUG_LIST, debug
 # objects, hung task and soft lockup detectors, failslab), built once per
 # machine in the sid chroot of chroot.sh (built first when it is not cached,
@@ -67,10 +68,12 @@ tap $? "build: wsem.ko for $name in the sid chroot, W=1, no warning" \
 	"$out/module.log"
 [ -f "$mod/wsem.ko" ] || summary label=- "$tapf"
 
-stage "tests on $name"
+stage "tests on $name, the $tier tier"
 logf=$BUILD/$name/console.log
 : >"$logf"
-WSEM_VM_ENV="$DEBUG_ENV${WSEM_VM_ENV:+ $WSEM_VM_ENV}" \
+tier=kernel
+[ -n "${CHECK_FULL:-}" ] && tier=full
+WSEM_TIER=$tier WSEM_VM_ENV="$DEBUG_ENV${WSEM_VM_ENV:+ $WSEM_VM_ENV}" \
 VM_TIMEOUT=${VM_TIMEOUT:-1500} TEST_TIMEOUT=${TEST_TIMEOUT:-600} \
 	bash "$VMDIR/run.sh" -k "$name" -I "$dk/bzImage" -K "$mod/wsem.ko" \
 		-m check -l "$logf" >"$out/run.log" 2>&1

@@ -12,7 +12,9 @@
 #
 # Environment: KVERS (kernels to test), VM_TIMEOUT (seconds per guest),
 # TEST_TIMEOUT (seconds per test program; the 6.12 lane gives fleet_test.sh
-# 420, TEST_TIMEOUT_fleet_test), TESTS (test programs to run),
+# 420, TEST_TIMEOUT_fleet_test), TESTS (test programs to run; unset, the
+# 6.12 lane runs the full tier and the others the kernel tier: list_tests
+# in lib.sh), CHECK_FULL=1 (the full tier on every kernel: make check-full),
 # VM_JOBS (guests at once, default 2; the 6.12 lane always runs alone,
 # last: solo_lane), NO_LINT=1, NO_DEPS=1, CHROOTS
 # (releases, "" for none; KVERS may name them, or their kernels: "5.10"),
@@ -93,7 +95,7 @@ done
 report() {
 	local k=$1 logf=$BUILD/$1/console.log
 	wait "${pids[$k]}"
-	stage "tests on $k (console: ${logf#"$ROOT"/})"
+	stage "tests on $k, the ${tiers[$k]} tier (console: ${logf#"$ROOT"/})"
 	show_guest "$k" "$logf" "$out/run-$k.log"
 }
 
@@ -118,7 +120,7 @@ sid_wait() {
 # sleeps and children), so two at once take much less than twice the
 # time; every test is made to pass on the debug kernel, 2-4 times slower.
 # The one exception is the solo lane.
-declare -A pids
+declare -A pids tiers
 queue=()
 # solo_lane KVER: KVER's guest runs the cluster limit's whole scenario,
 # whose utilisation check needs the machine to itself (44-66 % under
@@ -158,7 +160,10 @@ boot() {
 		queue=("${queue[@]:1}")
 	done
 	solo_lane "$k" && quiet_wait
-	echo "booting $k"
+	tier=kernel
+	{ solo_lane "$k" || [ -n "${CHECK_FULL:-}" ]; } && tier=full
+	tiers[$k]=$tier
+	echo "booting $k (the $tier tier)"
 	# PREEMPT_RT under TCG: the kernel's spinlocks sleep, and the fuzzer
 	# makes 2000-4000 requests/s (with the wsemfs chaos, on a loaded
 	# host) instead of 9000-10000.
@@ -170,7 +175,7 @@ boot() {
 	# (3 etcd members, 4 hosts, members and a host SIGKILLed: about
 	# 140-190 s under TCG, over the 120 s of the other tests).
 	solo_lane "$k" && kenv="WSEM_FLEET_FULL=1 TEST_TIMEOUT_fleet_test=420"
-	WSEM_VM_ENV="$kenv${WSEM_VM_ENV:+ $WSEM_VM_ENV}" \
+	WSEM_TIER=$tier WSEM_VM_ENV="$kenv${WSEM_VM_ENV:+ $WSEM_VM_ENV}" \
 		bash "$VMDIR/run.sh" ${image:+-I "$image"} -k "$k" -K "$ko" \
 		-m check -l "$logf" >"$out/run-$k.log" 2>&1 &
 	pids[$k]=$!

@@ -89,8 +89,15 @@ default_kernel() {
 
 kdir_of() { echo "/lib/modules/$1/build"; }
 
-# The test programs: TESTS if set, else every selftests/X_test built from an
-# X_test.c, and every selftests/X_test.sh.
+# The test programs: TESTS if set, else those of the tier WSEM_TIER:
+#  - kernel: every selftests/X_test built from an X_test.c.  They face the
+#    module (its ioctls, files, waits, locking), so they run on every kernel;
+#  - full (the default): those and every selftests/X_test.sh.  The shell
+#    tests face userland: the wsem command, the bindings, make, ninja and
+#    cargo as jobserver clients, the fleet's agent, the README and the
+#    examples.  What of the kernel they reach, the C programs reach too:
+#    make check runs them on one kernel (6.12, check.sh's full_lane),
+#    make check-full on every kernel.
 list_tests() {
 	local t
 	if [ -n "${TESTS:-}" ]; then
@@ -101,6 +108,7 @@ list_tests() {
 	for t in "$ROOT"/selftests/*_test.c; do
 		[ -f "${t%.c}" ] && [ -x "${t%.c}" ] && basename "${t%.c}"
 	done
+	[ "${WSEM_TIER:-full}" = kernel ] && return 0
 	for t in "$ROOT"/selftests/*_test.sh; do
 		[ -f "$t" ] && basename "$t"
 	done
@@ -351,7 +359,17 @@ check_begin() {
 	t0=$(date +%s)
 }
 
-stage() { printf '\n==== %s\n' "$*"; }
+# stage TITLE: a heading with the time it starts; the stage before it
+# (of this shell) ends with a line that says how long it took.
+stage_title= stage_t0=
+stage() {
+	local now
+	now=$(date +%s)
+	[ -n "$stage_title" ] &&
+		printf '(%s: %ss)\n' "$stage_title" "$((now - stage_t0))"
+	printf '\n==== %s [%s]\n' "$*" "$(date -u +%H:%M:%S)"
+	stage_title=${*%% (*} stage_t0=$now
+}
 
 # tap STATUS NAME [OUTPUT]: a TAP line of the lane's own, into $tapf; a
 # failure shows the tail of OUTPUT.
