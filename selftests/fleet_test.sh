@@ -471,7 +471,7 @@ done
 result "every steady job's acquire and release succeeded" $st \
 	"$T"/steady-*
 # No host's request starves: each weight on each host ran jobs.  And no
-# job waits longer than the turns ahead of it (README, Fairness): a host's
+# job waits longer than the turns ahead of it (docs/design.md, Fairness): a host's
 # request waits at most for the other hosts' turns, each turn= plus twice
 # the longest hold (the drain before it, the grant that ends it) and a
 # second for the agents' looks and etcd, then its own host's drain:

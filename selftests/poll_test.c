@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * poll() and epoll on a handle (README, "The ABI at a glance").
+ * poll() and epoll on a handle (docs/reference.md, "The ABI at a glance").
  *
  * A bound handle is readable (POLLIN) exactly while a try-acquire of 1
  * would succeed: nobody is queued and some weight is free.  So a queued

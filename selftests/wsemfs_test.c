@@ -1470,7 +1470,7 @@ TEST_F(wsemfs, idmapped_mount)
 	ASSERT_LE(0, tree);
 	ret = mount_setattr(tree, "", AT_EMPTY_PATH, &attr, sizeof(attr));
 	if (ret && errno == ENOSYS) {
-		/* README: idmapped mounts need Linux 5.12. */
+		/* docs/kernels.md: idmapped mounts need Linux 5.12. */
 		EXPECT_EQ(0, close(tree));
 		EXPECT_EQ(0, close(attr.userns_fd));
 		SKIP(return, "no idmapped mounts before Linux 5.12 (mount_setattr: ENOSYS)");

@@ -3,12 +3,14 @@
 #
 # What wsem(1) does before it needs the module, on the host, in TAP: -V,
 # the exit statuses of "wsem run" (125 for its own failures, 126/127 for
-# COMMAND before anything is opened), and that the README and wsem.1 say
-# what the code does about them.  cli_test.sh tests the rest in the VM.
+# COMMAND before anything is opened), and that the README, docs/ and
+# wsem.1 say what the code does about them.  cli_test.sh tests the rest in
+# the VM.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 WSEM=$ROOT/userlib/wsem
 README=$ROOT/README.md
+REFERENCE=$ROOT/docs/reference.md
 MAN=$ROOT/userlib/man/wsem.1
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -103,7 +105,7 @@ no_device() {
 # exec N>&- in sh): "cmd $WSEM_FD>&-" closes cmd's stdout instead.
 # shellcheck disable=SC2016 # the text of shell code, not to expand
 docs_close_lease() {
-	! grep -nE '(^|[^{])\$?WSEM_FD\}?>&-' "$README" "$MAN" |
+	! grep -nE '(^|[^{])\$?WSEM_FD\}?>&-' "$README" "$ROOT"/docs/*.md "$MAN" |
 		grep -vE 'exec \{WSEM_FD\}>&-|exec \$WSEM_FD>&-|exec \\\$WSEM_FD>&-'
 }
 
@@ -113,11 +115,11 @@ docs_stat_unreadable() {
 	! grep -n -A1 'may not read' "$MAN" | grep -E 'exit [02-9]|No such file'
 }
 
-# run's 125 is in the man page's EXIT STATUS and the README's table.
+# run's 125 is in the man page's EXIT STATUS and docs/reference.md's table.
 # shellcheck disable=SC2016 # `run` is Markdown
 docs_run_125() {
 	sed -n '/^\.SH EXIT STATUS/,/^\.SH /p' "$MAN" | grep -qx '\.B 125' &&
-		grep -q '^| 125 | `run` failed itself' "$README"
+		grep -q '^| 125 | `run` failed itself' "$REFERENCE"
 }
 
 echo "TAP version 13"
@@ -134,9 +136,9 @@ if [ -e /dev/wsem ]; then
 else
 	check "run, lend without /dev/wsem exit 125, rm -f 1" no_device
 fi
-check "README and wsem.1 close the lease with exec" docs_close_lease
+check "README, docs/ and wsem.1 close the lease with exec" docs_close_lease
 check "wsem.1: stat of an unreadable semaphore is exit 1 only" \
 	docs_stat_unreadable
-check "README and wsem.1 list run's 125" docs_run_125
+check "docs/reference.md and wsem.1 list run's 125" docs_run_125
 echo "1..$n"
 [ "$failed" -eq 0 ]

@@ -1,11 +1,11 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# README.md's code, in TAP: every ```c block is a translation unit that
-# compiles with -std=c11 -Wall -Wextra -Werror against userlib/wsem.h (and
-# one with main() links against userlib/libwsem.a too, where it is
-# built); every ```sh block is syntax-checked with "sh -n" here, and
-# selftests/readme_run_test.sh runs them in the test VM.
+# The code of README.md and docs/*.md, in TAP: every ```c block is a
+# translation unit that compiles with -Wall -Wextra -Werror against
+# userlib/wsem.h (and one with main() links against userlib/libwsem.a too,
+# where it is built); every ```sh block is syntax-checked with "sh -n"
+# here, and selftests/readme_run_test.sh runs them in the test VM.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 T=$(mktemp -d)
@@ -13,13 +13,20 @@ trap 'rm -rf "$T"' EXIT
 # shellcheck source=selftests/host/tap.sh
 . "$(dirname "$0")/tap.sh"
 
-# Split README.md into $T/N.c and $T/N.sh, one file per block, named by
-# the line its fence is on.
-awk -v dir="$T" '
-/^```(c|sh)$/ && !in_block { in_block = 1; f = dir "/" NR "." substr($0, 4); next }
-/^```/ && in_block { in_block = 0; close(f); next }
-in_block { print > f }
-' "$ROOT/README.md"
+# Split each file into $T/DIR/N.c and $T/DIR/N.sh, one file per block,
+# named by the line its fence is on; DIR is the file's name with its "/"
+# made "@" (docs@jobserver.md).
+cd "$ROOT" || exit 1
+files="README.md $(ls docs/*.md)"
+for doc in $files; do
+	d="$T/$(echo "$doc" | tr / @)"
+	mkdir "$d"
+	awk -v dir="$d" '
+	/^```(c|sh)$/ && !in_block { in_block = 1; f = dir "/" NR "." substr($0, 4); next }
+	/^```/ && in_block { in_block = 0; close(f); next }
+	in_block { print > f }
+	' "$doc"
+done
 
 # As a user builds them: cc with its default standard, our warnings.
 CFLAGS="-Wall -Wextra -Werror -I$ROOT/userlib -I$ROOT/uapi"
@@ -35,23 +42,25 @@ compile_block() {
 	fi
 }
 
-nc=0
-for f in $(find "$T" -name "*.c" -printf "%f\n" | sort -n); do
-	nc=$((nc + 1))
-	line=${f##*/}
-	check "README.md:${line%.c}: the C block compiles (-Wall -Wextra -Werror)" \
-		compile_block "$T/$f"
-done
-for f in $(find "$T" -name "*.sh" -printf "%f\n" | sort -n); do
-	line=${f##*/}
-	check "README.md:${line%.sh}: the sh block parses (sh -n)" \
-		sh -n "$T/$f"
+nc=0 nsh=0
+for doc in $files; do
+	d="$T/$(echo "$doc" | tr / @)"
+	for f in $(find "$d" -name "*.c" -printf "%f\n" | sort -n); do
+		nc=$((nc + 1))
+		check "$doc:${f%.c}: the C block compiles (-Wall -Wextra -Werror)" \
+			compile_block "$d/$f"
+	done
+	for f in $(find "$d" -name "*.sh" -printf "%f\n" | sort -n); do
+		nsh=$((nsh + 1))
+		check "$doc:${f%.sh}: the sh block parses (sh -n)" \
+			sh -n "$d/$f"
+	done
 done
 n=$((n + 1))
-if [ "$nc" -ge 2 ]; then
-	echo "ok $n - README.md has $nc C blocks"
+if [ "$nc" -ge 2 ] && [ "$nsh" -ge 5 ]; then
+	echo "ok $n - README.md and docs/*.md have $nc C blocks, $nsh sh blocks"
 else
-	echo "not ok $n - README.md has $nc C blocks, want 2 or more"
+	echo "not ok $n - README.md and docs/*.md have $nc C blocks and $nsh sh blocks, want 2 and 5 or more"
 	failed=$((failed + 1))
 fi
 echo "1..$n"

@@ -8,8 +8,8 @@
 # checks the boot (module, /dev/wsem, /sys/fs/wsem, /etc/wsem.d applied,
 # no failed unit, a clean journalctl -k), runs the podman scenario
 # (distro-podman.sh: three containers on one host semaphore, one killed;
-# its timeline is printed; then the README's split of gpu 8 between two
-# containers through child semaphores), purges the packages, and reboots
+# its timeline is printed; then docs/containers.md's split of gpu 8
+# between two containers through child semaphores), purges the packages, and reboots
 # once more to see the purged system boot clean.  Ends with the failing
 # names and one line "N passed, N failed"; exits non-zero on any failure.
 #

@@ -13,7 +13,7 @@
 # the order a (weight 3), b (2), c (1), then lets go: a's job runs, b's
 # does not fit, and c's, which would, waits behind it (strict FIFO, across
 # containers).  Then `podman kill a` while a holds its weight: it goes
-# back, b and c run, and at the end nothing is held.  Then README.md's
+# back, b and c run, and at the end nothing is held.  Then docs/containers.md's
 # "Splitting a limit among containers", its commands as written there:
 # gpu 8 split by the host into gpu-a 4 and gpu-b 6, each bind-mounted
 # into a container of its own user namespace; a container waits past its
@@ -132,7 +132,7 @@ make_image() {
 		ln -s busybox "$r/bin/$a"
 	done
 	cp /usr/bin/wsem-static "$r/bin/wsem" || return 1
-	# Stand-ins for the README's jobs: train and infer hold on until
+	# Stand-ins for docs/containers.md's jobs: train and infer hold on until
 	# killed, ci-job ends at once.
 	printf '#!/bin/sh\nexec sleep 600\n' >"$r/bin/train"
 	printf '#!/bin/sh\nexec sleep 600\n' >"$r/bin/infer"
@@ -324,8 +324,8 @@ podman rm -f "$(cat "$WORK/id-g1")" "$(cat "$WORK/id-g2")" >/dev/null
 until_true 30 gpu_used 0 && wsem rm gpu
 check $? "new user: podman rm gives the weight back; wsem rm gpu"
 
-# README.md's "Splitting a limit among containers", its commands as
-# written there (IMAGE is $IMG): 8 GPU slots, A may use 4, B 6, together
+# docs/containers.md's "Splitting a limit among containers", its commands
+# as written there (IMAGE is $IMG): 8 GPU slots, A may use 4, B 6, together
 # never more than 8.  Each container has a user namespace of its own
 # (--uidmap), so that its root does not own what the host made.
 jf() { wsem stat "$1" --json | grep -o "\"$2\":[0-9]*" | head -n 1 | cut -d: -f2; }

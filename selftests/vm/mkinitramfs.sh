@@ -163,9 +163,12 @@ esac
 case " $tests " in
 *" twoguest.sh "*) add_net_modules e1000 ;;
 esac
-# readme_run_test.sh runs the README's shell blocks.
+# readme_run_test.sh runs the shell blocks of README.md and docs/*.md.
 case " $tests " in
-*" readme_run_test.sh "*) cp "$ROOT/README.md" "$stage/selftests/README.md" ;;
+*" readme_run_test.sh "*)
+	cp "$ROOT/README.md" "$stage/selftests/README.md"
+	mkdir -p "$stage/selftests/docs"
+	cp "$ROOT"/docs/*.md "$stage/selftests/docs/" ;;
 esac
 # bash, for cli_test.sh: only bash ends a loop when its child dies of the
 # ^C it got too (and so tells a death by SIGINT from an exit 130).
