@@ -68,11 +68,11 @@ tap $? "build: wsem.ko for $name in the sid chroot, W=1, no warning" \
 	"$out/module.log"
 [ -f "$mod/wsem.ko" ] || summary label=- "$tapf"
 
+tier=kernel
+[ -n "${CHECK_FULL:-}" ] && tier=full
 stage "tests on $name, the $tier tier"
 logf=$BUILD/$name/console.log
 : >"$logf"
-tier=kernel
-[ -n "${CHECK_FULL:-}" ] && tier=full
 WSEM_TIER=$tier WSEM_VM_ENV="$DEBUG_ENV${WSEM_VM_ENV:+ $WSEM_VM_ENV}" \
 VM_TIMEOUT=${VM_TIMEOUT:-1500} TEST_TIMEOUT=${TEST_TIMEOUT:-600} \
 	bash "$VMDIR/run.sh" -k "$name" -I "$dk/bzImage" -K "$mod/wsem.ko" \
