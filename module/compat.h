@@ -24,6 +24,7 @@
 #include <linux/fs.h>
 #include <linux/fs_struct.h>	/* current_umask() (7.x: no longer in fs.h) */
 #include <linux/fsnotify.h>
+#include <linux/hrtimer.h>
 #include <linux/mm.h>		/* kvmalloc() and kin (before 5.16) */
 #include <linux/rbtree.h>
 #include <linux/sched/signal.h>
@@ -387,6 +388,16 @@ static inline void rb_add(struct rb_node *node, struct rb_root *tree,
 	}
 	rb_link_node(node, parent, link);
 	rb_insert_color(node, tree);
+}
+#endif
+
+#if !defined(WSEM_HAVE_HRTIMER_SETUP)
+static inline void hrtimer_setup(struct hrtimer *timer,
+				 enum hrtimer_restart (*fn)(struct hrtimer *),
+				 clockid_t clock_id, enum hrtimer_mode mode)
+{
+	hrtimer_init(timer, clock_id, mode);
+	timer->function = fn;
 }
 #endif
 

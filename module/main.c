@@ -293,6 +293,23 @@ static ktime_t wsem_timens_offset(clockid_t clock)
 }
 
 /*
+ * @ns on @clock in the caller's time namespace, as the host's timers take
+ * it (the namespace's offset taken off, as clock_nanosleep(2) does),
+ * within 0 .. KTIME_MAX.
+ */
+static ktime_t wsem_host_time(clockid_t clock, u64 ns)
+{
+	ktime_t t = min_t(u64, ns, KTIME_MAX), off;
+
+	off = wsem_timens_offset(clock);
+	if (off > 0 && t < off)
+		return 0;
+	if (off < 0 && t > KTIME_MAX + off)
+		return KTIME_MAX;
+	return t - off;
+}
+
+/*
  * The clock and deadline of @args, as the host's timers take them: a
  * deadline is read on CLOCK_MONOTONIC unless WSEM_ACQUIRE_CLOCK names
  * another, in the caller's time namespace (whose offset is taken off, as
@@ -302,8 +319,6 @@ static ktime_t wsem_timens_offset(clockid_t clock)
 static int wsem_deadline(const struct wsem_acquire_args *args,
 			 clockid_t *clock, ktime_t *deadline)
 {
-	ktime_t t = min_t(u64, args->deadline_ns, KTIME_MAX), off;
-
 	*clock = CLOCK_MONOTONIC;
 	*deadline = KTIME_MAX;
 	if (args->flags & WSEM_ACQUIRE_CLOCK)
@@ -315,14 +330,7 @@ static int wsem_deadline(const struct wsem_acquire_args *args,
 		return -EINVAL;
 	if (!(args->flags & WSEM_ACQUIRE_DEADLINE))
 		return 0;	/* no time namespace to look at */
-	off = wsem_timens_offset(*clock);
-	if (off > 0 && t < off)
-		t = 0;
-	else if (off < 0 && t > KTIME_MAX + off)
-		t = KTIME_MAX;
-	else
-		t -= off;
-	*deadline = t;
+	*deadline = wsem_host_time(*clock, args->deadline_ns);
 	return 0;
 }
 
@@ -889,16 +897,22 @@ static int wsem_ioctl_set_kill(struct wsem_handle *h, void __user *uarg)
  * nothing: whoever has the handle may withdraw its loan, as closing it
  * would.  WSEM_LEND_END_HOLDERS, with which the handle's close kills the
  * semaphore's holders whoever they are (wsem_kill_holders()), needs
- * CAP_KILL in the initial user namespace.
+ * CAP_KILL in the initial user namespace.  WSEM_LEND_DEADLINE's deadline
+ * is on CLOCK_BOOTTIME in the caller's time namespace, taken to the
+ * host's as an acquire's is (wsem_deadline()).
  *
  * Context: Process context.
  * Return: 0; -EINVAL (unbound handle, short struct, unknown flags, a
- * capacity in force above WSEM_CAPACITY_MAX); -EPERM; -E2BIG, -EFAULT.
+ * deadline flag in a struct without its field, a capacity in force above
+ * WSEM_CAPACITY_MAX); -ETIMEDOUT (a deadline not in the future); -EPERM;
+ * -ENOMEM; -E2BIG, -EFAULT.
  */
 static int wsem_ioctl_lend(struct wsem_handle *h, void __user *uarg)
 {
+	const u64 known = WSEM_LEND_END_HOLDERS | WSEM_LEND_DEADLINE;
 	struct wsem *sem = wsem_handle_sem(h);
 	struct wsem_lend_args args;
+	u64 deadline = 0, usize;
 	bool end;
 	int ret;
 
@@ -907,14 +921,23 @@ static int wsem_ioctl_lend(struct wsem_handle *h, void __user *uarg)
 	ret = wsem_copy_args(&args, sizeof(args), WSEM_LEND_SIZE_VER0, uarg);
 	if (ret)
 		return ret;
-	if (args.flags & ~WSEM_LEND_END_HOLDERS)
+	if (args.flags & ~known)
 		return -EINVAL;
+	if (args.flags & WSEM_LEND_DEADLINE) {
+		if (get_user(usize, (const u64 __user *)uarg))
+			return -EFAULT;
+		if (usize < WSEM_LEND_SIZE_VER1)
+			return -EINVAL;
+		deadline = wsem_host_time(CLOCK_BOOTTIME, args.deadline_ns);
+		if (deadline <= ktime_get_boottime_ns())
+			return -ETIMEDOUT;
+	}
 	end = args.flags & WSEM_LEND_END_HOLDERS;
 	if (end && !capable(CAP_KILL))
 		return -EPERM;
-	ret = wsem_lend(h, args.capacity, end, false);
+	ret = wsem_lend(h, args.capacity, end, deadline, false);
 	if (ret == -EPERM && wsem_owner_or_capable(sem))
-		ret = wsem_lend(h, args.capacity, end, true);
+		ret = wsem_lend(h, args.capacity, end, deadline, true);
 	return ret;
 }
 
@@ -1163,7 +1186,7 @@ static int __init wsem_init(void)
 	BUILD_BUG_ON(offsetof(struct wsem_stat, lent) != WSEM_STAT_SIZE_VER1);
 	BUILD_BUG_ON(offsetof(struct wsem_stat, depth) != WSEM_STAT_SIZE_VER2);
 	BUILD_BUG_ON(sizeof(struct wsem_stat) != WSEM_STAT_SIZE_VER3);
-	BUILD_BUG_ON(sizeof(struct wsem_lend_args) != WSEM_LEND_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct wsem_lend_args) != WSEM_LEND_SIZE_VER1);
 	BUILD_BUG_ON(sizeof(struct wsem_many_args) != WSEM_MANY_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct wsem_list_args) != WSEM_LIST_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct wsem_unlink_args) != WSEM_UNLINK_SIZE_VER0);

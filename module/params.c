@@ -130,6 +130,16 @@ void wsem_test_js_flush_pause(void)
 	wsem_test_sleep_once(&test_js_flush_delay_ms);
 }
 
+static unsigned int test_loan_expiry_delay_ms;
+module_param(test_loan_expiry_delay_ms, uint, 0600);
+MODULE_PARM_DESC(test_loan_expiry_delay_ms,
+		 "Test builds only: the next work item of a loan's deadline waits this long before it looks (ms, once)");
+
+void wsem_test_loan_expiry_pause(void)
+{
+	wsem_test_sleep_once(&test_loan_expiry_delay_ms);
+}
+
 static bool test_spin_to_deadline;
 module_param(test_spin_to_deadline, bool, 0600);
 MODULE_PARM_DESC(test_spin_to_deadline,

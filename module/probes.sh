@@ -131,6 +131,13 @@ void wsem_probe(struct inode *d, const struct qstr *n);
 void wsem_probe(struct inode *d, const struct qstr *n)
 { fsnotify_name(FS_CREATE, d, FSNOTIFY_EVENT_INODE, d, n, 0); }'
 
+# 6.13: hrtimer_setup() sets the callback with the clock and mode;
+# hrtimer_init() is gone since 6.15.
+probe HRTIMER_SETUP '#include <linux/hrtimer.h>
+static enum hrtimer_restart f(struct hrtimer *t) { return HRTIMER_NORESTART; }
+void wsem_probe(struct hrtimer *t);
+void wsem_probe(struct hrtimer *t) { hrtimer_setup(t, f, CLOCK_BOOTTIME, HRTIMER_MODE_ABS); }'
+
 # The key of OUT: CC, CFLAGS, this script, and what the headers that the
 # probes include say, as the compiler reads them with these flags (one
 # pass of the preprocessor over all of them, macros kept).  The same flags

@@ -78,6 +78,7 @@
 #include <linux/string.h>
 #include <linux/timekeeping.h>
 #include <linux/user_namespace.h>
+#include <linux/workqueue.h>
 
 #include "wsem.h"
 
@@ -1025,6 +1026,91 @@ static void wsem_kill_holders(struct wsem *sem)
 	}
 }
 
+/*
+ * Withdraw @h's loan as a shrink is, as its close does; with
+ * WSEM_LEND_END_HOLDERS, the holders are sent SIGKILL in the same hold of
+ * @sem->lock (wsem_kill_holders()).  The handle then lends nothing, with
+ * no deadline, and ends no holders.
+ */
+static void wsem_withdraw_loan(struct wsem *sem, struct wsem_handle *h,
+			       struct wsem_wake *wake)
+{
+	lockdep_assert_held(sem->lock);
+
+	if (h->end_holders)
+		wsem_kill_holders(sem);
+	h->end_holders = false;
+	if (h->loan)
+		h->loan->deadline = 0;
+	if (!h->lent)
+		return;
+	sem->lent -= h->lent;
+	wsem_resize(sem, sem->capacity - h->lent, wake);
+	h->lent = 0;
+}
+
+/*
+ * Withdraw @h's loan if its deadline has passed, whether or not its timer
+ * has run: what is past its deadline is never lent again, nor renewed.
+ */
+static void wsem_end_loan_if_due(struct wsem *sem, struct wsem_handle *h,
+				 struct wsem_wake *wake)
+{
+	struct wsem_loan *loan = h->loan;
+
+	lockdep_assert_held(sem->lock);
+
+	if (loan && loan->deadline && ktime_get_boottime_ns() >= loan->deadline) {
+		trace_wsem_loan_expired(sem->id, h->lent);
+		wsem_withdraw_loan(sem, h, wake);
+	}
+}
+
+static void wsem_loan_expire(struct work_struct *work)
+{
+	struct wsem_loan *loan = container_of(work, struct wsem_loan, expiry);
+	struct wsem_handle *h = loan->h;
+	struct wsem *sem = h->sem;
+	struct wsem_wake wake;
+	__poll_t before;
+
+	wsem_test_loan_expiry_pause();
+	wsem_wake_init(&wake);
+	spin_lock(sem->lock);
+	before = wsem_events(sem);
+	wsem_end_loan_if_due(sem, h, &wake);
+	wsem_unlock_and_wake(sem, before, &wake);
+}
+
+static enum hrtimer_restart wsem_loan_timer(struct hrtimer *timer)
+{
+	struct wsem_loan *loan = container_of(timer, struct wsem_loan, timer);
+
+	queue_work(system_highpri_wq, &loan->expiry);
+	return HRTIMER_NORESTART;
+}
+
+/**
+ * wsem_loan_free() - stop and free a closing handle's loan deadline
+ * @h: the handle, with no caller left inside an ioctl on it
+ *
+ * Called before wsem_unbind(), which withdraws what is still lent: after
+ * it, no timer or work item of @h's can run.
+ *
+ * Context: Process context, may sleep.
+ */
+void wsem_loan_free(struct wsem_handle *h)
+{
+	struct wsem_loan *loan = h->loan;
+
+	if (!loan)
+		return;
+	hrtimer_cancel(&loan->timer);
+	cancel_work_sync(&loan->expiry);
+	h->loan = NULL;
+	kfree(loan);
+}
+
 /**
  * wsem_unbind() - give back what a closing handle holds
  * @h: the handle, bound, with no caller left inside an ioctl on it
@@ -1069,19 +1155,12 @@ void wsem_unbind(struct wsem_handle *h)
 		wsem_remove_waiter(sem, w, -ECANCELED, now);
 	}
 	list_splice_init(&h->parked, &parked);
-	/* The flag cannot change: no LEND of @h can run any more. */
-	if (h->end_holders)
-		wsem_kill_holders(sem);
 	if (h->held)
 		trace_wsem_release(sem->id, h->held, sem->used - h->held);
 	wsem_sub_held(sem, h, h->held);
 	list_del_init(&h->hold_node);
-	if (h->lent) {
-		/* Its loan is withdrawn as a shrink is. */
-		sem->lent -= h->lent;
-		wsem_resize(sem, sem->capacity - h->lent, &wake);
-		h->lent = 0;
-	}
+	/* No LEND of @h can run any more; grants wait for the unlock. */
+	wsem_withdraw_loan(sem, h, &wake);
 	wsem_unlock_and_wake(sem, before, &wake);
 	if (requester)
 		put_task_struct(requester);
@@ -1373,43 +1452,72 @@ int wsem_set_capacity(struct wsem *sem, u64 capacity)
  * @capacity: what @h lends from now on; 0 withdraws its loan
  * @end_holders: @h's close is to kill the holders (WSEM_LEND_END_HOLDERS,
  *	checked for CAP_KILL by the caller)
+ * @deadline: when the loan ends unless lent again (CLOCK_BOOTTIME ns, the
+ *	host's, in the future), or 0 for no deadline
  * @may_raise: the caller may lend more than @h does now (it owns the
  *	semaphore or has CAP_IPC_OWNER)
  *
  * The capacity in force changes by the difference, as a resize does
- * (wsem_set_capacity()).  wsem_unbind() withdraws what is still lent.
+ * (wsem_set_capacity()).  wsem_unbind() withdraws what is still lent, and
+ * so does the deadline's work item when it passes (wsem_loan_expire()).
+ * A loan whose deadline passed before this call is withdrawn first, as
+ * the work item would have: this call lends anew.
  *
- * Context: Process context.
+ * Context: Process context, may sleep.
  * Return: 0; -EPERM to lend more without @may_raise; -EINVAL if the
- * capacity in force would exceed WSEM_CAPACITY_MAX.  Nothing changes on an
- * error.
+ * capacity in force would exceed WSEM_CAPACITY_MAX; -ENOMEM.  Nothing
+ * changes on an error.
  */
 int wsem_lend(struct wsem_handle *h, u64 capacity, bool end_holders,
-	      bool may_raise)
+	      u64 deadline, bool may_raise)
 {
+	struct wsem_loan *loan = NULL;
 	struct wsem *sem = h->sem;
 	struct wsem_wake wake;
 	__poll_t before;
 	u64 others;
+	int ret = 0;
 
+	if (deadline && !READ_ONCE(h->loan)) {
+		loan = kzalloc(sizeof(*loan), WSEM_GFP);
+		if (!loan)
+			return -ENOMEM;
+		hrtimer_setup(&loan->timer, wsem_loan_timer, CLOCK_BOOTTIME,
+			      HRTIMER_MODE_ABS);
+		INIT_WORK(&loan->expiry, wsem_loan_expire);
+		loan->h = h;
+	}
 	wsem_wake_init(&wake);
 	spin_lock(sem->lock);
-	others = sem->capacity - h->lent;
-	if (capacity > h->lent && !may_raise) {
-		spin_unlock(sem->lock);
-		return -EPERM;
-	}
-	if (capacity > WSEM_CAPACITY_MAX - others) {
-		spin_unlock(sem->lock);
-		return -EINVAL;
-	}
 	before = wsem_events(sem);
+	wsem_end_loan_if_due(sem, h, &wake);
+	others = sem->capacity - h->lent;
+	if (capacity > h->lent && !may_raise)
+		ret = -EPERM;
+	else if (capacity > WSEM_CAPACITY_MAX - others)
+		ret = -EINVAL;
+	if (ret)
+		goto out;
+	if (loan && !h->loan) {
+		WRITE_ONCE(h->loan, loan);
+		loan = NULL;
+	}
 	sem->lent = sem->lent - h->lent + capacity;
 	h->lent = capacity;
 	h->end_holders = end_holders;
 	wsem_resize(sem, others + capacity, &wake);
+	if (h->loan) {
+		h->loan->deadline = capacity ? deadline : 0;
+		if (h->loan->deadline)
+			hrtimer_start(&h->loan->timer, ns_to_ktime(deadline),
+				      HRTIMER_MODE_ABS);
+		else
+			hrtimer_try_to_cancel(&h->loan->timer);
+	}
+out:
 	wsem_unlock_and_wake(sem, before, &wake);
-	return 0;
+	kfree(loan);
+	return ret;
 }
 
 /**

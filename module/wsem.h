@@ -72,8 +72,12 @@
  *                         (wsem_js_relay())
  *   sighand->siglock      the kernel's, taken by kill_pid() under
  *                         sem->lock when a lender of WSEM_LEND_END_HOLDERS
- *                         closes (wsem_kill_holders()); no lock of ours
- *                         under it
+ *                         closes or its loan's deadline passes
+ *                         (wsem_kill_holders()); no lock of ours under it
+ *   hrtimer base lock     the kernel's, taken by hrtimer_start() and
+ *                         hrtimer_try_to_cancel() under sem->lock to arm
+ *                         a loan's deadline (wsem_lend()); its callback
+ *                         takes no lock of ours, it queues a work item
  *   tasklist_lock,        the kernel's, held when a thread group's exit
  *   pid->wait_pidfd.lock  wakes its pidfd waiters: wsem_js_death() only
  *                         queues a work item under them
@@ -97,7 +101,10 @@
  * wsemfs inode.  sem.c calls nothing of ns.c.
  * A handle is freed at its last reference: its file's, and one a granter
  * holds from granting its asynchronous request under sem->lock until it
- * has woken the handle's pollers after the lock is dropped.
+ * has woken the handle's pollers after the lock is dropped.  A loan's
+ * deadline (struct wsem_loan) is the handle's: its close stops the timer
+ * and waits for the work item before it unbinds, so neither outlives the
+ * handle or its semaphore.
  * The jobserver's internal handles (one per process that used an
  * endpoint) have no file: the process's entry holds the reference and
  * closes the handle, which gives back what it still holds, when the
@@ -127,6 +134,7 @@
 #define _WSEM_INTERNAL_H
 
 #include <linux/gfp.h>
+#include <linux/hrtimer.h>
 #include <linux/kref.h>
 #include <linux/list.h>
 #include <linux/moduleparam.h>
@@ -140,6 +148,7 @@
 #include <linux/types.h>
 #include <linux/uidgid.h>
 #include <linux/wait.h>
+#include <linux/workqueue.h>
 #include <linux/wsem.h>
 
 #include "compat.h"
@@ -394,6 +403,9 @@ enum wsem_spin_end {
  * @text_len: its length
  * @kill_pgrp: the process group its close kills (WSEM_IOC_SET_KILL; holds
  *	a reference), or NULL; swapped with xchg()
+ * @loan: the deadline of its loan, allocated by its first WSEM_IOC_LEND with
+ *	WSEM_LEND_DEADLINE and set under @sem->lock, freed at its close; or
+ *	NULL
  */
 struct wsem_handle {
 	struct wsem *sem;
@@ -417,6 +429,24 @@ struct wsem_handle {
 	char *text;
 	size_t text_len;
 	struct pid *kill_pgrp;
+	struct wsem_loan *loan;
+};
+
+/**
+ * struct wsem_loan - the deadline of a handle's loan (WSEM_LEND_DEADLINE)
+ * @timer: fires at @deadline on CLOCK_BOOTTIME (which counts suspend)
+ * @expiry: queued by @timer, withdraws the loan in process context
+ *	(wsem_end_loan_if_due()): a timer cannot take @h->sem->lock, which
+ *	is taken with interrupts on
+ * @h: the lending handle, bound
+ * @deadline: when the loan ends unless lent again, in the host's
+ *	CLOCK_BOOTTIME ns, or 0 for none; protected by @h->sem->lock
+ */
+struct wsem_loan {
+	struct hrtimer timer;
+	struct work_struct expiry;
+	struct wsem_handle *h;
+	u64 deadline;
 };
 
 /* Grants told per pass under the lock; a full batch is woken, then more. */
@@ -552,7 +582,8 @@ void wsem_unbind(struct wsem_handle *h);
 int wsem_release(struct wsem_handle *h, u64 weight);
 int wsem_set_capacity(struct wsem *sem, u64 capacity);
 int wsem_lend(struct wsem_handle *h, u64 capacity, bool end_holders,
-	      bool may_raise);
+	      u64 deadline, bool may_raise);
+void wsem_loan_free(struct wsem_handle *h);
 void wsem_handle_put(struct wsem_handle *h);
 __poll_t wsem_poll(struct wsem *sem, struct wsem_handle *h, struct file *file,
 		   poll_table *wait);
@@ -709,6 +740,9 @@ void wsem_fs_notify(struct wsem_ns *wns, const char *name, u32 mask);
  * at (wsem_fail_overweight()).  test_js_flush_delay_ms holds the next
  * close of a jobserver endpoint descriptor that long before it looks for
  * the process's other descriptors (wsem_js_flush()).
+ * test_loan_expiry_delay_ms holds the next work item of a loan's deadline
+ * that long before it looks (wsem_loan_expire()), so that a LEND comes
+ * after the deadline and before the withdrawal every run.
  * test_spin_to_deadline makes a head waiter with a deadline poll until it
  * (WSEM_TEST_SPIN_MAX_NS at most), ending only for its grant or a signal,
  * not for its budget or another task that wants its CPU (wsem_spin()): a
@@ -725,6 +759,7 @@ bool wsem_test_cgroup_fail(void);
 void wsem_test_count_walked(void);
 void wsem_test_js_flush_pause(void);
 bool wsem_test_spin_to_deadline(void);
+void wsem_test_loan_expiry_pause(void);
 #else
 static inline void wsem_test_pause(void)
 {
@@ -754,6 +789,10 @@ static inline void wsem_test_js_flush_pause(void)
 static inline bool wsem_test_spin_to_deadline(void)
 {
 	return false;
+}
+
+static inline void wsem_test_loan_expiry_pause(void)
+{
 }
 #endif
 

@@ -128,6 +128,19 @@ TRACE_EVENT(wsem_capacity,
 		      __entry->capacity)
 );
 
+/* A loan's deadline passed: what it lent is withdrawn (wsem_lend()). */
+TRACE_EVENT(wsem_loan_expired,
+	    TP_PROTO(int id, u64 lent),
+	    TP_ARGS(id, lent),
+	    TP_STRUCT__entry(__field(int, id)
+			     __field(u64, lent)
+	    ),
+	    TP_fast_assign(__entry->id = id;
+			   __entry->lent = lent;
+	    ),
+	    TP_printk("id=%d lent=%llu", __entry->id, __entry->lent)
+);
+
 #endif /* _WSEM_TRACE_H */
 
 /* This part must be outside the include guard. */

@@ -220,6 +220,7 @@ struct shared {
 	uint64_t lends;			/* LENDs of more than 0 */
 	uint64_t withdrawn;		/* ... and of 0 */
 	uint64_t end_lends;		/* ... with WSEM_LEND_END_HOLDERS */
+	uint64_t deadline_lends;	/* LENDs with WSEM_LEND_DEADLINE */
 	uint64_t loans_opened;		/* OPENs with WSEM_OPEN_LOANS */
 	uint64_t rounds;		/* lender rounds finished */
 	uint64_t round_kills;		/* ... lenders SIGKILLed */
@@ -407,6 +408,15 @@ static void *place(struct rng *r, struct arena *a, const void *src,
 }
 
 /* A struct size field: mostly right, often wrong. */
+/* CLOCK_BOOTTIME in ns, as LEND's deadlines read it. */
+static uint64_t boot_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
 static uint64_t pick_size(struct rng *r, uint64_t ver0)
 {
 	switch (below(r, 20)) {
@@ -807,8 +817,9 @@ static bool allowed(enum req q, int err)
 		return err == EINVAL || err == EFAULT || err == E2BIG ||
 		       err == ESRCH || err == EPERM;
 	case R_LEND:
+		/* ETIMEDOUT, ENOMEM: WSEM_LEND_DEADLINE's (check_loan_err()) */
 		return err == EINVAL || err == EFAULT || err == E2BIG ||
-		       err == EPERM;
+		       err == EPERM || err == ETIMEDOUT || err == ENOMEM;
 	case R_MANY:
 		/* EBADF (an entry's) is taken before */
 		return err == EINVAL || err == EFAULT || err == E2BIG ||
@@ -992,9 +1003,14 @@ static void check_loan_err(const struct step *s, int err)
 			  (unsigned long long)s->a.open.flags, strerror(err));
 	if (s->q != R_LEND || err == EINVAL)
 		return;
+	/* A deadline that passed, and the allocation of its timer. */
+	if (l->flags & WSEM_LEND_DEADLINE &&
+	    ((err == ETIMEDOUT && l->deadline_ns <= boot_ns()) ||
+	     err == ENOMEM))
+		return;
 	if (err == EPERM && geteuid() != 0 &&
-	    ((l->flags == 0 && l->capacity) ||
-	     l->flags == WSEM_LEND_END_HOLDERS))
+	    (((l->flags & ~WSEM_LEND_DEADLINE) == 0 && l->capacity) ||
+	     (l->flags & ~WSEM_LEND_DEADLINE) == WSEM_LEND_END_HOLDERS))
 		return;
 	violation("LEND flags %llx capacity %llu (uid %u): %s",
 		  (unsigned long long)l->flags,
@@ -1381,15 +1397,21 @@ static void check_ok(const struct step *s, long ret)
 				  s->a.kill.__pad, s->a.kill.pgid);
 		break;
 	case R_LEND:
-		if ((s->a.lend.flags && (s->a.lend.flags != WSEM_LEND_END_HOLDERS ||
-					 geteuid() != 0)) ||
+		if ((s->a.lend.flags & ~(WSEM_LEND_END_HOLDERS |
+					  WSEM_LEND_DEADLINE)) ||
+		    (s->a.lend.flags & WSEM_LEND_END_HOLDERS && geteuid()) ||
+		    (s->a.lend.flags & WSEM_LEND_DEADLINE &&
+		     s->usize < WSEM_LEND_SIZE_VER1) ||
 		    s->a.lend.capacity > WSEM_CAPACITY_MAX)
-			violation("LEND flags %llx capacity %llu succeeded",
+			violation("LEND flags %llx capacity %llu size %llu succeeded",
 				  (unsigned long long)s->a.lend.flags,
-				  (unsigned long long)s->a.lend.capacity);
+				  (unsigned long long)s->a.lend.capacity,
+				  (unsigned long long)s->usize);
 		add(s->a.lend.capacity ? &sh->lends : &sh->withdrawn, 1);
-		if (s->a.lend.flags == WSEM_LEND_END_HOLDERS)
+		if (s->a.lend.flags & WSEM_LEND_END_HOLDERS)
 			add(&sh->end_lends, 1);
+		if (s->a.lend.flags & WSEM_LEND_DEADLINE)
+			add(&sh->deadline_lends, 1);
 		break;
 	case R_UNLINK:
 		if (!spec_name(s->a.unlink.name) || s->a.unlink.flags)
@@ -1509,7 +1531,9 @@ static void build_kill(struct rng *r, struct step *s, char *buf, size_t *len)
 
 /*
  * LEND: withdraw (0) often, lend a little, or the edges of the largest
- * capacity and past it; flags now and then.
+ * capacity and past it; flags now and then; a deadline now and then, most
+ * often up to 50 ms away (so that loans end under the chaos), else past,
+ * or far.
  */
 static void build_lend(struct rng *r, struct step *s, char *buf, size_t *len)
 {
@@ -1517,13 +1541,24 @@ static void build_lend(struct rng *r, struct step *s, char *buf, size_t *len)
 
 	s->cmd = WSEM_IOC_LEND;
 	memset(l, 0, sizeof(*l));
-	l->size = s->usize = pick_size(r, WSEM_LEND_SIZE_VER0);
-	if (chance(r, 80))
+	if (chance(r, 70))
 		l->flags = 0;
-	else if (chance(r, 60))
+	else if (chance(r, 40))
 		l->flags = WSEM_LEND_END_HOLDERS;
+	else if (chance(r, 70))
+		l->flags = WSEM_LEND_DEADLINE |
+			   (chance(r, 30) ? WSEM_LEND_END_HOLDERS : 0);
 	else
 		l->flags = rnd(r);
+	l->size = s->usize = pick_size(r, l->flags & WSEM_LEND_DEADLINE ?
+					  WSEM_LEND_SIZE_VER1 :
+					  WSEM_LEND_SIZE_VER0);
+	if (chance(r, 75))
+		l->deadline_ns = boot_ns() + below(r, 50000000);
+	else if (chance(r, 50))
+		l->deadline_ns = boot_ns() - below(r, 1000000);
+	else
+		l->deadline_ns = chance(r, 50) ? rnd(r) : UINT64_MAX;
 	if (chance(r, 30))
 		l->capacity = 0;
 	else if (chance(r, 60))
@@ -2940,7 +2975,7 @@ static void round_lend(struct round *rd, unsigned int i, uint64_t v)
 
 /*
  * Bad loans change nothing: unknown flags (any bit above
- * WSEM_LEND_END_HOLDERS), a capacity past WSEM_CAPACITY_MAX, a
+ * WSEM_LEND_DEADLINE), a capacity past WSEM_CAPACITY_MAX, a
  * capacity in force one past it.  A loan that brings it exactly to the
  * largest capacity takes, and then no resize may raise it.
  */
@@ -2949,7 +2984,7 @@ static void round_bad_lend(struct round *rd, struct rng *r, unsigned int i)
 	uint64_t others = round_cap(rd) - rd->lent[i];
 	int fd = rd->lender[i];
 
-	round_expect(rd, "LEND with flags", lend_err(fd, 2ULL << below(r, 63),
+	round_expect(rd, "LEND with flags", lend_err(fd, 4ULL << below(r, 62),
 						     1), EINVAL);
 	round_expect(rd, "LEND past the largest capacity",
 		     lend_err(fd, 0, chance(r, 50) ? WSEM_CAPACITY_MAX + 1 :
@@ -3740,13 +3775,14 @@ TEST_F_TIMEOUT(fuzz, ioctls, 1800)
 	       (unsigned long long)sh->js_uring);
 	/* No minimum: a short run (check-debug) may see few of these. */
 	TH_LOG("loans: %llu lends, %llu withdrawn by LEND 0 (%llu of "
-	       "them with END_HOLDERS), %llu opens "
+	       "them with END_HOLDERS, %llu with a deadline), %llu opens "
 	       "with LOANS; %llu lender rounds (%llu lenders SIGKILLed, "
 	       "%llu POLLRDBANDs as the model said, %llu sleeping pollers "
 	       "woken by one, after %.1f ms at most)",
 	       (unsigned long long)sh->lends,
 	       (unsigned long long)sh->withdrawn,
 	       (unsigned long long)sh->end_lends,
+	       (unsigned long long)sh->deadline_lends,
 	       (unsigned long long)sh->loans_opened,
 	       (unsigned long long)sh->rounds,
 	       (unsigned long long)sh->round_kills,

@@ -17,7 +17,12 @@
  *    weight) changed since it last read the state, and wakes a poller;
  *  - a lender of WSEM_LEND_END_HOLDERS (CAP_KILL) kills, when its file is
  *    released, every process that holds weight on the semaphore or on a
- *    child of it, and nobody else; a LEND without the flag forgets it.
+ *    child of it, and nobody else; a LEND without the flag forgets it;
+ *  - a loan with a deadline (WSEM_LEND_DEADLINE, CLOCK_BOOTTIME in the
+ *    caller's time namespace) is withdrawn by the kernel when it passes
+ *    unless lent again, as the lender's close would withdraw it: with
+ *    WSEM_LEND_END_HOLDERS its holders are killed in the same step and
+ *    nothing is granted from it; the lender's handle stays open.
  *
  * Every test owns a semaphore of its own, anonymous but for the one about
  * permission, which needs a name to be opened by another user.
@@ -35,6 +40,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <wsem.h>
@@ -43,6 +49,43 @@
 #include "util.h"
 
 #define LONG_MS		5000	/* a wake-up that must come comes before */
+#define MSEC		1000000LL
+#define EXPIRY_DELAY	"/sys/module/wsem/parameters/test_loan_expiry_delay_ms"
+
+/* CLOCK_BOOTTIME in ns, in the caller's time namespace. */
+static int64_t boot_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return ts.tv_sec * NSEC + ts.tv_nsec;
+}
+
+/* WSEM_IOC_LEND with a deadline @in_ns from now on CLOCK_BOOTTIME. */
+static int lend_until(int fd, uint64_t capacity, uint64_t flags, int64_t in_ns)
+{
+	struct wsem_lend_args a = {
+		.size = sizeof(a),
+		.flags = flags | WSEM_LEND_DEADLINE,
+		.capacity = capacity,
+		.deadline_ns = boot_ns() + in_ns,
+	};
+
+	return ioctl(fd, WSEM_IOC_LEND, &a);
+}
+
+/* Wait up to LONG_MS for @fd's capacity in force to be @capacity. */
+static bool capacity_becomes(int fd, uint64_t capacity)
+{
+	int ms;
+
+	for (ms = 0; ms < LONG_MS; ms += 5) {
+		if (stat_of(fd).capacity == capacity)
+			return true;
+		usleep(5000);
+	}
+	return false;
+}
 
 /* WSEM_IOC_LEND on @fd with @flags; 0 or -1 with errno. */
 static int lend_flags(int fd, uint64_t capacity, uint64_t flags)
@@ -326,7 +369,7 @@ TEST_F(lend, bad_calls_change_nothing)
 
 	ASSERT_LE(0, unbound);
 	ASSERT_EQ(0, lend(self->lender, 3));
-	EXPECT_EQ(-1, lend_flags(self->lender, 4, WSEM_LEND_END_HOLDERS << 1));
+	EXPECT_EQ(-1, lend_flags(self->lender, 4, WSEM_LEND_DEADLINE << 1));
 	EXPECT_EQ(EINVAL, errno);
 	EXPECT_EQ(-1, lend(unbound, 1));
 	EXPECT_EQ(EINVAL, errno);
@@ -353,6 +396,101 @@ TEST_F(lend, bad_calls_change_nothing)
 	EXPECT_EQ(5, st.capacity);
 	EXPECT_EQ(3, st.lent);
 	close(unbound);
+}
+
+/*
+ * A deadline needs the struct that has it, and must be in the future:
+ * EINVAL, ETIMEDOUT, and nothing changes (the loan keeps its size and
+ * has no deadline).
+ */
+TEST_F(lend, bad_deadlines_change_nothing)
+{
+	struct wsem_lend_args a = {
+		.size = WSEM_LEND_SIZE_VER0,
+		.flags = WSEM_LEND_DEADLINE,
+		.capacity = 4,
+		.deadline_ns = boot_ns() + 10 * NSEC,
+	};
+
+	ASSERT_EQ(0, lend(self->lender, 3));
+	EXPECT_EQ(-1, ioctl(self->lender, WSEM_IOC_LEND, &a));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, lend_until(self->lender, 4, 0, -1));
+	EXPECT_EQ(ETIMEDOUT, errno);
+	a.size = sizeof(a);
+	a.deadline_ns = 0;
+	EXPECT_EQ(-1, ioctl(self->lender, WSEM_IOC_LEND, &a));
+	EXPECT_EQ(ETIMEDOUT, errno);
+	EXPECT_EQ(5, stat_of(self->fd).capacity);
+	EXPECT_EQ(3, stat_of(self->lender).lent_here);
+	usleep(200000);
+	EXPECT_EQ(5, stat_of(self->fd).capacity);
+}
+
+/*
+ * At its deadline the loan is withdrawn as a close withdraws it (a
+ * shrink: the weight held stays held, the waiter waits); lending again
+ * before it moves it, and a plain LEND lends with no deadline.  The
+ * lender's handle stays open and may lend anew.
+ */
+TEST_F(lend, a_deadline_withdraws_the_loan)
+{
+	int w = wsem_reopen(self->fd, 0), i;
+
+	ASSERT_LE(0, w);
+	ASSERT_EQ(0, lend_until(self->lender, 3, 0, 300 * MSEC));
+	EXPECT_EQ(5, stat_of(self->fd).capacity);
+	ASSERT_EQ(0, wsem_acquire(self->fd, 5));
+	ASSERT_EQ(-1, wsem_acquire_async(w, 1));
+	ASSERT_EQ(EINPROGRESS, errno);
+	/* Renewed every 100 ms for 600 ms: it lives on. */
+	for (i = 0; i < 6; i++) {
+		usleep(100000);
+		ASSERT_EQ(0, lend_until(self->lender, 3, 0, 300 * MSEC));
+	}
+	EXPECT_EQ(5, stat_of(self->fd).capacity);
+	EXPECT_TRUE(capacity_becomes(self->fd, 2));
+	EXPECT_EQ(0, stat_of(self->fd).lent);
+	EXPECT_EQ(0, stat_of(self->lender).lent_here);
+	EXPECT_EQ(5, stat_of(self->fd).used);
+	EXPECT_EQ(1, stat_of(self->fd).waiters);
+	ASSERT_EQ(0, wsem_release(self->fd, 3));
+	EXPECT_EQ(-1, wsem_acquire_result(w));
+	EXPECT_EQ(EINPROGRESS, errno);
+	/* The handle lends anew; a plain LEND has no deadline. */
+	ASSERT_EQ(0, lend_until(self->lender, 1, 0, 200 * MSEC));
+	EXPECT_EQ(0, wsem_acquire_result(w));
+	ASSERT_EQ(0, lend(self->lender, 1));
+	usleep(400000);
+	EXPECT_EQ(3, stat_of(self->fd).capacity);
+	EXPECT_EQ(0, wsem_release(w, 1));
+	EXPECT_EQ(0, wsem_release(self->fd, 2));
+	close(w);
+}
+
+/*
+ * The deadline is read on the caller's CLOCK_BOOTTIME: in a time
+ * namespace a day ahead, a deadline 200 ms away ends the loan then, not
+ * a day later (nor is it refused as past).
+ */
+TEST_F(lend, a_deadline_in_a_time_namespace)
+{
+	int status;
+	pid_t pid;
+
+	if (unshare(CLONE_NEWTIME))
+		SKIP(return, "unshare(CLONE_NEWTIME): %s", strerror(errno));
+	ASSERT_EQ(0, write_file("/proc/self/timens_offsets",
+				"boottime 86400 0\n"));
+	pid = fork();		/* the child is in the new time namespace */
+	ASSERT_LE(0, pid);
+	if (!pid)
+		_exit(lend_until(self->lender, 3, 0, 200 * MSEC) ? 1 : 0);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(0, WEXITSTATUS(status));
+	EXPECT_EQ(5, stat_of(self->fd).capacity);
+	EXPECT_TRUE(capacity_becomes(self->fd, 2));
 }
 
 /*
@@ -464,6 +602,19 @@ static bool killed_within(pid_t pid)
 	return false;
 }
 
+/*
+ * killed_within(), and if @pid was not killed, kill and reap it: a holder
+ * left alive keeps the test's output open.
+ */
+static bool killed_or_ended(pid_t pid)
+{
+	if (killed_within(pid))
+		return true;
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	return false;
+}
+
 /* A loans semaphore of ceiling 4 and a handle to lend to it, as root. */
 FIXTURE(end) {
 	int fd;
@@ -568,6 +719,72 @@ TEST_F(end, a_dying_loan_grants_nobody)
 	EXPECT_EQ(2, stat_of(fd).used);
 	close(w);
 	close(again);
+}
+
+/*
+ * WSEM_LEND_END_HOLDERS with a deadline: when it passes, the holders are
+ * killed in the step that withdraws the loan, nothing is granted from it
+ * (the waiter waits for a new loan), and the lender, alive, keeps its
+ * handle; its later close kills nobody.
+ */
+TEST_F(end, a_deadline_ends_the_holders)
+{
+	int fd = self->fd, w, status;
+	pid_t a, late;
+
+	w = wsem_reopen(fd, 0);
+	ASSERT_LE(0, w);
+	ASSERT_EQ(0, lend_until(self->lender, 3, WSEM_LEND_END_HOLDERS,
+				300 * MSEC));
+	a = fork_holder(fd, 3, self->lender);
+	ASSERT_LT(0, a);
+	ASSERT_EQ(-1, wsem_acquire_async(w, 2));
+	ASSERT_EQ(EINPROGRESS, errno);
+	EXPECT_EQ(0, waitpid(a, &status, WNOHANG));
+	EXPECT_TRUE(killed_or_ended(a));
+	EXPECT_EQ(0, stat_of(fd).used);
+	EXPECT_EQ(0, stat_of(fd).capacity);
+	EXPECT_EQ(1, stat_of(fd).waiters);
+	EXPECT_EQ(-1, wsem_acquire_result(w));
+	EXPECT_EQ(EINPROGRESS, errno);
+	/* A new loan (no deadline, no kill) grants it; the close kills nobody. */
+	ASSERT_EQ(0, lend(self->lender, 3));
+	EXPECT_EQ(0, wsem_acquire_result(w));
+	late = fork_holder(fd, 1, self->lender);
+	ASSERT_LT(0, late);
+	ASSERT_EQ(0, close_lender(&self->lender));
+	usleep(100000);
+	EXPECT_EQ(0, waitpid(late, &status, WNOHANG));
+	EXPECT_EQ(0, kill(late, SIGKILL));
+	EXPECT_EQ(late, waitpid(late, &status, 0));
+	close(w);
+}
+
+/*
+ * What is past its deadline is never renewed: a LEND that comes after
+ * the deadline, before the kernel's withdrawal has run (held back by the
+ * test build's test_loan_expiry_delay_ms), finds the loan ended, with its
+ * holders, and lends anew.
+ */
+TEST_F(end, a_renewal_after_the_deadline_renews_nothing)
+{
+	pid_t a;
+
+	if (access(EXPIRY_DELAY, F_OK))
+		SKIP(return, "not a test build (no %s)", EXPIRY_DELAY);
+	ASSERT_EQ(0, write_file(EXPIRY_DELAY, "600"));
+	ASSERT_EQ(0, lend_until(self->lender, 3, WSEM_LEND_END_HOLDERS,
+				100 * MSEC));
+	a = fork_holder(self->fd, 3, self->lender);
+	ASSERT_LT(0, a);
+	usleep(300000);
+	ASSERT_EQ(0, lend_until(self->lender, 3, WSEM_LEND_END_HOLDERS,
+				10 * NSEC));
+	EXPECT_TRUE(killed_or_ended(a));
+	EXPECT_EQ(3, stat_of(self->fd).capacity);
+	EXPECT_EQ(0, stat_of(self->fd).used);
+	ASSERT_EQ(0, lend(self->lender, 0));
+	EXPECT_EQ(0, write_file(EXPIRY_DELAY, "0"));
 }
 
 /* A LEND without the flag forgets it: the close only withdraws. */

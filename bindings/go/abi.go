@@ -165,12 +165,16 @@ type statArgs struct {
 }
 
 // struct wsem_lend_args.flags
-const lendEndHolders = 1 << 0 // WSEM_LEND_END_HOLDERS
+const (
+	lendEndHolders = 1 << 0 // WSEM_LEND_END_HOLDERS
+	lendDeadline   = 1 << 1 // WSEM_LEND_DEADLINE
+)
 
 type lendArgs struct {
-	size     uint64
-	flags    uint64
-	capacity uint64
+	size       uint64
+	flags      uint64
+	capacity   uint64
+	deadlineNs uint64
 }
 
 // How one architecture's <asm/ioctl.h> encodes _IOC(dir, type, nr, size):

@@ -40,6 +40,7 @@ func goABI() map[string]uint64 {
 		"WSEM_OPEN_ANON":                   openAnon,
 		"WSEM_OPEN_LOANS":                  openLoans,
 		"WSEM_LEND_END_HOLDERS":            lendEndHolders,
+		"WSEM_LEND_DEADLINE":               lendDeadline,
 		"WSEM_ACQUIRE_TRY":                 acquireTry,
 		"WSEM_ACQUIRE_ASYNC":               acquireAsync,
 		"WSEM_REOPEN_CLOEXEC":              reopenCloexec,
@@ -74,7 +75,7 @@ var iocTable = map[string]map[string]uint64{
 		"WSEM_IOC_UNLINK": 0x4050b907, "WSEM_IOC_LIST": 0xc020b908,
 		"WSEM_IOC_HOLDERS": 0xc030b909, "WSEM_IOC_ASYNC": 0x4008b90a,
 		"WSEM_IOC_WAIT_IDLE": 0x4028b90b, "WSEM_IOC_SET_LABEL": 0x4050b90c,
-		"WSEM_IOC_LEND":         0x4018b90e,
+		"WSEM_IOC_LEND":         0x4020b90e,
 		"WSEM_IOC_ACQUIRE_MANY": 0x4028b90f,
 	},
 	"ppc64le": {
@@ -84,7 +85,7 @@ var iocTable = map[string]map[string]uint64{
 		"WSEM_IOC_UNLINK": 0x8050b907, "WSEM_IOC_LIST": 0xc020b908,
 		"WSEM_IOC_HOLDERS": 0xc030b909, "WSEM_IOC_ASYNC": 0x8008b90a,
 		"WSEM_IOC_WAIT_IDLE": 0x8028b90b, "WSEM_IOC_SET_LABEL": 0x8050b90c,
-		"WSEM_IOC_LEND":         0x8018b90e,
+		"WSEM_IOC_LEND":         0x8020b90e,
 		"WSEM_IOC_ACQUIRE_MANY": 0x8028b90f,
 	},
 }
@@ -160,7 +161,7 @@ func TestABI(t *testing.T) {
 		want = map[string]uint64{}
 	}
 	want["sizeof(struct wsem_stat)"] = 240
-	want["sizeof(struct wsem_lend_args)"] = 24
+	want["sizeof(struct wsem_lend_args)"] = 32
 	want["sizeof(struct wsem_holder)"] = 368
 	want["sizeof(struct wsem_open_args)"] = 104
 	want["sizeof(struct wsem_holders_args)"] = 48

@@ -114,7 +114,7 @@ func (w *Weighted) Resize(n int64) error {
 // revokes nothing held.  Lending more needs the owner or CAP_IPC_OWNER
 // (an error matching syscall.EPERM); lending less never does.
 func (w *Weighted) Lend(n int64) error {
-	return w.lend(n, 0)
+	return w.lend(n, 0, 0)
 }
 
 // LendEndingHolders lends n as Lend does, and has the kernel send SIGKILL,
@@ -124,10 +124,29 @@ func (w *Weighted) Lend(n int64) error {
 // an agent whose loan is good only while it lives.  A later Lend forgets
 // it.  Needs CAP_KILL (an error matching syscall.EPERM).
 func (w *Weighted) LendEndingHolders(n int64) error {
-	return w.lend(n, lendEndHolders)
+	return w.lend(n, lendEndHolders, 0)
 }
 
-func (w *Weighted) lend(n int64, flags uint64) error {
+// LendUntil lends n as Lend does (as LendEndingHolders does, with
+// endHolders) until deadline, a time on CLOCK_BOOTTIME (which counts
+// suspend; the time since boot): unless this Weighted lends again before
+// then, the kernel withdraws the loan at the deadline as a close would,
+// and with endHolders ends the holders in the same step.  So a lender
+// that stops running, however it stops, lends nothing past its last
+// deadline.  A deadline not in the future is an error matching
+// syscall.ETIMEDOUT, and changes nothing.
+func (w *Weighted) LendUntil(n int64, endHolders bool, deadline time.Duration) error {
+	flags := uint64(lendDeadline)
+	if endHolders {
+		flags |= lendEndHolders
+	}
+	if deadline <= 0 {
+		return os.NewSyscallError("wsem lend", syscall.ETIMEDOUT)
+	}
+	return w.lend(n, flags, uint64(deadline))
+}
+
+func (w *Weighted) lend(n int64, flags, deadline uint64) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
@@ -136,7 +155,7 @@ func (w *Weighted) lend(n int64, flags uint64) error {
 	if n < 0 {
 		return os.NewSyscallError("wsem lend", syscall.EINVAL)
 	}
-	a := lendArgs{flags: flags, capacity: uint64(n)}
+	a := lendArgs{flags: flags, capacity: uint64(n), deadlineNs: deadline}
 	a.size = uint64(unsafe.Sizeof(a))
 	if _, err := w.base.do(iocLend, unsafe.Pointer(&a)); err != nil {
 		return os.NewSyscallError("wsem lend", err)

@@ -33,6 +33,7 @@ int main(void)
 	P(sizeof(struct wsem_list_args)); P(sizeof(struct wsem_holder));
 	P(sizeof(struct wsem_holders_args)); P(sizeof(struct wsem_label_args));
 	P(sizeof(struct wsem_lend_args)); P(WSEM_OPEN_LOANS);
+	P(WSEM_LEND_END_HOLDERS); P(WSEM_LEND_DEADLINE);
 	P(WSEM_HOLDER_WAITING); P(WSEM_LABEL_MAX); P(WSEM_CGROUP_MAX);
 	P(WSEM_OPEN_CREAT); P(WSEM_OPEN_EXCL); P(WSEM_OPEN_ANON);
 	P(WSEM_ACQUIRE_TRY); P(WSEM_ACQUIRE_ASYNC); P(WSEM_REOPEN_CLOEXEC);

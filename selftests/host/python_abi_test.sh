@@ -80,11 +80,11 @@ sys.path.insert(0, sys.argv[1])
 from wsem import _abi
 generic = {"WSEM_IOC_OPEN": 0x4068b901, "WSEM_IOC_STAT": 0xc0f0b906,
            "WSEM_IOC_RELEASE": 0x4008b904, "WSEM_IOC_HOLDERS": 0xc030b909,
-           "WSEM_IOC_SET_LABEL": 0x4050b90c, "WSEM_IOC_LEND": 0x4018b90e,
+           "WSEM_IOC_SET_LABEL": 0x4050b90c, "WSEM_IOC_LEND": 0x4020b90e,
            "WSEM_IOC_ACQUIRE_MANY": 0x4028b90f}
 dir3 = {"WSEM_IOC_OPEN": 0x8068b901, "WSEM_IOC_STAT": 0xc0f0b906,
         "WSEM_IOC_RELEASE": 0x8008b904, "WSEM_IOC_HOLDERS": 0xc030b909,
-        "WSEM_IOC_SET_LABEL": 0x8050b90c, "WSEM_IOC_LEND": 0x8018b90e,
+        "WSEM_IOC_SET_LABEL": 0x8050b90c, "WSEM_IOC_LEND": 0x8020b90e,
         "WSEM_IOC_ACQUIRE_MANY": 0x8028b90f}
 bad = 0
 for machines, want in (

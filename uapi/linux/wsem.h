@@ -351,16 +351,21 @@ struct wsem_kill_args {
 /**
  * struct wsem_lend_args - capacity lent by a handle (WSEM_IOC_LEND)
  * @size: sizeof(struct wsem_lend_args)
- * @flags: 0 or WSEM_LEND_END_HOLDERS
+ * @flags: 0, or WSEM_LEND_END_HOLDERS and WSEM_LEND_DEADLINE
  * @capacity: what the handle lends from now on; 0 withdraws its loan
+ * @deadline_ns: with WSEM_LEND_DEADLINE, when the loan ends unless lent
+ *	again: an absolute time on CLOCK_BOOTTIME, in the caller's time
+ *	namespace (not in the struct of size WSEM_LEND_SIZE_VER0)
  */
 struct wsem_lend_args {
 	__u64 size;
 	__u64 flags;
 	__u64 capacity;
+	__u64 deadline_ns;
 };
 
 #define WSEM_LEND_SIZE_VER0	24
+#define WSEM_LEND_SIZE_VER1	32
 
 /*
  * WSEM_IOC_LEND flags.  WSEM_LEND_END_HOLDERS: when the handle's file is
@@ -369,8 +374,16 @@ struct wsem_lend_args {
  * semaphore or on one of its descendants; a call without it forgets it.
  * For an agent whose loan is only good while it lives (a cluster share
  * under its etcd lease).  Needs CAP_KILL.
+ *
+ * WSEM_LEND_DEADLINE: the loan ends at @deadline_ns on CLOCK_BOOTTIME
+ * (which counts suspend) unless the handle lends again first: the kernel
+ * withdraws it as the handle's close would, and with
+ * WSEM_LEND_END_HOLDERS sends the holders SIGKILL in the same step; the
+ * handle stays open and lends nothing.  A call without the flag lends
+ * with no deadline; a deadline not in the future is ETIMEDOUT.
  */
 #define WSEM_LEND_END_HOLDERS	_BITULL(0)
+#define WSEM_LEND_DEADLINE	_BITULL(1)
 
 /* How many semaphores one gang request (WSEM_IOC_ACQUIRE_MANY) may ask. */
 #define WSEM_MANY_MAX		8
@@ -481,8 +494,10 @@ struct wsem_many_args {
  * wait on.  Lending more needs what WSEM_IOC_SET_CAPACITY needs (owner or
  * CAP_IPC_OWNER); lending less never does.  Needs a bound handle open for
  * reading and writing; 0 or -1 with EINVAL (unbound, flags, capacity in
- * force above WSEM_CAPACITY_MAX), EPERM (also WSEM_LEND_END_HOLDERS
- * without CAP_KILL), EBADF, EFAULT.
+ * force above WSEM_CAPACITY_MAX, WSEM_LEND_DEADLINE in a struct without
+ * @deadline_ns), ETIMEDOUT (a deadline that has passed), EPERM (also
+ * WSEM_LEND_END_HOLDERS without CAP_KILL), ENOMEM, EBADF, EFAULT.  Nothing
+ * changes on an error.
  *
  * poll(2) on a handle reports POLLRDBAND (EPOLLRDBAND) while the demand on
  * its semaphore (waiters, queued weight, held weight) has changed since the

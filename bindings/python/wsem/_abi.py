@@ -142,7 +142,7 @@ LABEL_ARGS = Layout("wsem_label_args", [
     ("size", "Q"), ("flags", "Q"), ("label", f"{LABEL_MAX}s"),
 ])
 LEND_ARGS = Layout("wsem_lend_args", [
-    ("size", "Q"), ("flags", "Q"), ("capacity", "Q"),
+    ("size", "Q"), ("flags", "Q"), ("capacity", "Q"), ("deadline_ns", "Q"),
 ])
 MANY_ENTRY = Layout("wsem_many_entry", [
     ("fd", "i"), ("__pad", "I"), ("weight", "Q"),
@@ -202,7 +202,7 @@ IOC_ACQUIRE_MANY = IOCTLS["WSEM_IOC_ACQUIRE_MANY"]
 SIZES = {
     "wsem_open_args": 104, "wsem_acquire_args": 40, "wsem_stat": 240,
     "wsem_list_args": 32, "wsem_unlink_args": 80, "wsem_holder": 368,
-    "wsem_holders_args": 48, "wsem_label_args": 80, "wsem_lend_args": 24,
+    "wsem_holders_args": 48, "wsem_label_args": 80, "wsem_lend_args": 32,
     "wsem_many_entry": 16, "wsem_many_args": 40,
 }
 for _l in LAYOUTS:
@@ -237,6 +237,7 @@ CONSTANTS = {
     "WSEM_LABEL_SIZE_VER0": LABEL_ARGS.size,
     "WSEM_HOLDERS_SIZE_VER0": HOLDERS_ARGS.offsets["children"],
     "WSEM_HOLDERS_SIZE_VER1": HOLDERS_ARGS.size,
-    "WSEM_LEND_SIZE_VER0": LEND_ARGS.size,
+    "WSEM_LEND_SIZE_VER0": LEND_ARGS.offsets["deadline_ns"],
+    "WSEM_LEND_SIZE_VER1": LEND_ARGS.size,
     "WSEM_MANY_SIZE_VER0": MANY_ARGS.size,
 }
