@@ -9,7 +9,14 @@ package main
 // until t + TTL, by this host's clock (a new leader only extends leases).
 // The agent keeps that instant, its lease's local end, from the send time
 // of each answered renewal (not the answer's time: an answer can come late)
-// and acts a margin before it:
+// on CLOCK_BOOTTIME (Go's own clock stops while the machine is suspended;
+// etcd's does not), and acts a margin before it:
+//
+//	the kernel: each loan carries the deadline local end - margin
+//	    (WSEM_LEND_DEADLINE), moved on by each answered renewal; at it
+//	    the kernel withdraws the loan itself (and under deadline ends
+//	    the holders in the same step), whether or not this agent still
+//	    runs: a paused, frozen or starved agent lends nothing past it;
 //
 //	both policies: the host's loan drops to 0, so the host grants nothing
 //	    more from a share that etcd may soon consider free (finish: from
@@ -38,14 +45,14 @@ import (
 type leaseEnd struct {
 	mu    sync.Mutex
 	id    clientv3.LeaseID
-	until time.Time
-	gone  bool // etcd answered a renewal: no such lease
+	until time.Duration // CLOCK_BOOTTIME
+	gone  bool          // etcd answered a renewal: no such lease
 }
 
-// start is a new lease id, granted by a request sent at sent.
-func (e *leaseEnd) start(id clientv3.LeaseID, sent time.Time, ttl time.Duration) {
+// start is a new lease id, granted by a request sent at sent (CLOCK_BOOTTIME).
+func (e *leaseEnd) start(id clientv3.LeaseID, sent, ttl time.Duration) {
 	e.mu.Lock()
-	e.id, e.until, e.gone = id, sent.Add(ttl), false
+	e.id, e.until, e.gone = id, sent+ttl, false
 	e.mu.Unlock()
 }
 
@@ -63,19 +70,22 @@ func (e *leaseEnd) expired(id clientv3.LeaseID) {
 func (e *leaseEnd) lost(id clientv3.LeaseID) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.id != id || e.gone || !time.Now().Before(e.until)
+	return e.id != id || e.gone || bootTime() >= e.until
 }
 
-// renewed: a renewal of id sent at sent was answered with ttl.
-func (e *leaseEnd) renewed(id clientv3.LeaseID, sent time.Time, ttl time.Duration) {
+// renewed: a renewal of id sent at sent was answered with ttl; true if
+// that moved the local end on.
+func (e *leaseEnd) renewed(id clientv3.LeaseID, sent, ttl time.Duration) bool {
 	e.mu.Lock()
-	if e.id == id && sent.Add(ttl).After(e.until) {
-		e.until = sent.Add(ttl)
+	defer e.mu.Unlock()
+	if e.id == id && sent+ttl > e.until {
+		e.until = sent + ttl
+		return true
 	}
-	e.mu.Unlock()
+	return false
 }
 
-func (e *leaseEnd) get() (clientv3.LeaseID, time.Time) {
+func (e *leaseEnd) get() (clientv3.LeaseID, time.Duration) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.id, e.until
@@ -108,7 +118,7 @@ func (a *agent) renewLease(ctx context.Context) {
 	defer wg.Wait()
 	for ctx.Err() == nil {
 		id, _ := a.st.end.get()
-		sent := time.Now()
+		sent := bootTime()
 		if id != 0 {
 			wg.Add(1)
 			go func() {
@@ -116,9 +126,10 @@ func (a *agent) renewLease(ctx context.Context) {
 				rctx, cancel := context.WithTimeout(ctx, ttl)
 				defer cancel()
 				r, err := a.st.cli.KeepAliveOnce(rctx, id)
-				if err == nil && r.TTL > 0 {
+				if err == nil && r.TTL > 0 &&
 					a.st.end.renewed(id, sent,
-						time.Duration(r.TTL)*time.Second)
+						time.Duration(r.TTL)*time.Second) {
+					a.renewLoan()
 				} else if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 					a.st.end.expired(id)
 				}
@@ -140,7 +151,7 @@ func (a *agent) watchLeaseEnd(ctx context.Context, poke func()) {
 	defer t.Stop()
 	for ctx.Err() == nil {
 		id, until := a.st.end.get()
-		over := id != 0 && !time.Now().Before(until.Add(-margin))
+		over := id != 0 && bootTime() >= until-margin
 		if a.setCut(over, until) {
 			poke()
 		}
@@ -154,9 +165,37 @@ func (a *agent) watchLeaseEnd(ctx context.Context, poke func()) {
 	}
 }
 
+// loanDeadline is the kernel deadline of the agent's loan: its lease's
+// local end less the margin (CLOCK_BOOTTIME), or 0 with no lease yet.
+func (a *agent) loanDeadline() time.Duration {
+	id, until := a.st.end.get()
+	if id == 0 {
+		return 0
+	}
+	return until - endMargin(time.Duration(a.lim.ttl)*time.Second)
+}
+
+// renewLoan lends again what the agent lends, to move its kernel deadline
+// on after an answered renewal moved the lease's local end.
+func (a *agent) renewLoan() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.cut || a.loan == 0 {
+		return
+	}
+	if err := a.lendLocked(a.loan, "renewal"); err != nil {
+		lg.Printf("%s: %v", a.lim.name, err)
+	}
+}
+
+// wallTime is a CLOCK_BOOTTIME instant as a wall-clock time, for the log.
+func wallTime(boot time.Duration) time.Time {
+	return time.Now().Add(boot - bootTime())
+}
+
 // setCut records whether the lease's local end is near; true when it no
 // longer is (etcd answered again).
-func (a *agent) setCut(over bool, until time.Time) bool {
+func (a *agent) setCut(over bool, until time.Duration) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if over == a.cut {
@@ -171,8 +210,8 @@ func (a *agent) setCut(over bool, until time.Time) bool {
 	}
 	lg.Printf("%s: etcd has not renewed the lease since %s: it may "+
 		"expire at %s; lending nothing", a.lim.name,
-		until.Add(-time.Duration(a.lim.ttl)*time.Second).Format(time.StampMilli),
-		until.Format(time.StampMilli))
+		wallTime(until-time.Duration(a.lim.ttl)*time.Second).Format(time.StampMilli),
+		wallTime(until).Format(time.StampMilli))
 	if err := a.lendLocked(0, "the lease's local end"); err != nil {
 		lg.Printf("%s: %v", a.lim.name, err)
 	}

@@ -28,7 +28,14 @@ type local struct {
 // lend lends n; under policy deadline with WSEM_LEND_END_HOLDERS, so that
 // the kernel kills the holders if the agent dies, however it dies: their
 // share is under the agent's etcd lease, which nobody renews any more.
-func (l *local) lend(n int64) error {
+//
+// With a deadline (CLOCK_BOOTTIME, not 0) the kernel withdraws the loan at
+// it unless lent again (and under deadline ends the holders then): a
+// paused agent lends nothing past it.
+func (l *local) lend(n int64, deadline time.Duration) error {
+	if n > 0 && deadline > 0 {
+		return l.w.LendUntil(n, l.ends, deadline)
+	}
 	if l.ends {
 		return l.w.LendEndingHolders(n)
 	}

@@ -82,8 +82,16 @@ func (a *agent) lent() int64 {
 	return a.loan
 }
 
+// lendLocked lends loan until the lease's local end less the margin (the
+// kernel withdraws it then unless lent again: lease.go); a deadline that
+// has passed lends nothing.
 func (a *agent) lendLocked(loan int64, why string) error {
-	if err := a.loc.lend(loan); err != nil {
+	err := a.loc.lend(loan, a.loanDeadline())
+	if errors.Is(err, syscall.ETIMEDOUT) {
+		loan, why = 0, why+"; the lease's local end has passed"
+		err = a.loc.lend(0, 0)
+	}
+	if err != nil {
 		return err
 	}
 	if loan != a.loan {

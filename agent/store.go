@@ -62,7 +62,7 @@ func (s *store) session(ctx context.Context) (clientv3.LeaseID, error) {
 	if s.lease != 0 && !s.end.lost(s.lease) {
 		return s.lease, nil
 	}
-	sent := time.Now()
+	sent := bootTime()
 	g, err := s.cli.Grant(ctx, int64(s.ttl))
 	if err != nil {
 		return 0, err

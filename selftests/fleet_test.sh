@@ -396,6 +396,68 @@ check "the job's wsem run exits 0" test $? -eq 0
 check "after the hold time the idle share goes back to etcd" \
 	until_true 5 share_is h1 0
 
+# A paused agent under policy=deadline (issue 43): h1's agent holds the
+# whole of gpus (capacity 2) for a job while h2 waits for it; the agent is
+# SIGSTOPped for 3 x ttl=3.  Its loan carries a kernel deadline (the
+# lease's local end less the margin, WSEM_LEND_DEADLINE): at it h1's
+# kernel withdraws the loan and kills the job, before etcd expires the
+# lease and deletes the share, which h2's agent then takes up.  Sampled
+# all along: never more than 2 held on h1 and h2 together.  (Without the
+# kernel's deadline h1's job held on, and h2's ran beside it: 4 of 2.)
+G=gpus
+# gpus_used H: what host H holds of gpus
+gpus_used() {
+	stat_key "$T/h$1/$G" used
+}
+gpus_used_is() {
+	[ "$(gpus_used "$1")" = "$2" ]
+}
+gpus_ready() {
+	[ -e "$T/h1/$G" ] && [ -e "$T/h2/$G" ]
+}
+for h in 1 2; do
+	echo "$G capacity=2 cluster=etcd endpoints=$EP host=g$h hold=300 ttl=3 turn=4000 policy=deadline" \
+		>"$T/g$h.conf"
+	in_host_bg $h wsem-agent -c "$T/g$h.conf" >>"$T/gagent$h.log" 2>&1
+	eval "gagent_$h=\$!"
+done
+check "policy=deadline: two agents of gpus (capacity 2, ttl=3) start" \
+	until_true 30 gpus_ready
+in_host 1 wsem run $G -w 2 --timeout 30 -- sleep 30 >/dev/null 2>&1 &
+gjob1=$!
+check "a job on h1 holds all 2 of gpus" until_true 15 gpus_used_is 1 2
+in_host 2 wsem run $G -w 2 --timeout 60 -- true >"$T/gjob2" 2>&1 &
+gjob2=$!
+# shellcheck disable=SC2086 # the paths
+fleet_watch 2 20 "$T/h1/$G" "$T/h2/$G" >"$T/gwatch" 2>&1 &
+gwatch=$!
+sleep 1
+ga=$(real_pid "$gagent_1")
+kill -STOP "$ga"
+tp=$(date +%s)
+check "h1's agent stopped: h1's kernel ends the job at the loan's deadline" \
+	until_true 8 gpus_used_is 1 0
+echo "# the job's end: $(($(date +%s) - tp)) s after the SIGSTOP"
+check "h1's loan is gone: its capacity is 0" \
+	test "$(stat_key "$T/h1/$G" capacity)" = 0
+wait $gjob1
+check "h1's job ended by SIGKILL (wsem run exits 137)" test $? -eq 137
+wait $gjob2
+result "h2's job runs once etcd expired h1's lease, exit 0" $? "$T/gjob2"
+left=$((3 * 3 + tp - $(date +%s)))
+[ "$left" -le 0 ] || sleep "$left"
+kill -CONT "$ga"
+wait $gwatch
+result "the agent paused 9 s: never more than 2 of gpus held on h1 and h2 together" \
+	$? "$T/gwatch"
+echo "# $(cat "$T/gwatch")"
+for h in 1 2; do
+	eval "p=\$gagent_$h"
+	kill -TERM "$(real_pid "$p")"
+	wait "$p"
+	result "gpus' agent on h$h stops on SIGTERM, exit 0" $? "$T/gagent$h.log"
+done
+
 if [ "$FULL" != 1 ]; then
 	for h in $HOSTS; do
 		stop_agent TERM $h
