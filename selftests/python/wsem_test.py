@@ -746,6 +746,48 @@ def t_async_hold():
     asyncio.run(main())
 
 
+@test("AsyncSemaphore: await acquire() waits on the loop beside the task "
+      "that holds, timeouts are False, release gives back the latest first")
+def t_async_semaphore():
+    asem = wsem.AsyncSemaphore(f"{P}a", create=2)
+    sem = asem.semaphore
+
+    async def holder(go):
+        check(await asem.acquire(2), "the holder's acquire")
+        await go.wait()
+        asem.release(2)
+
+    async def main():
+        go = asyncio.Event()
+        t1 = asyncio.create_task(holder(go))
+        await aeventually(lambda: sem.stat().used == 2, "the holder to hold")
+        t2 = asyncio.create_task(asem.acquire(1))
+        await aeventually(waiters_are(sem, 1), "the waiter to queue")
+        check(not t2.done() and asem.locked(), "granted over the capacity")
+        # the holder is a task of this loop: it runs while the other waits
+        go.set()
+        check(await asyncio.wait_for(t2, 10), "the waiter's acquire")
+        await t1
+        check(sem.stat().used == 1, f"after the hand-over: {sem.stat()}")
+        check(await asem.acquire(2, timeout=0.2) is False, "a timeout")
+        check(sem.stat().waiters == 0, "the timed-out request queued on")
+        await asem.acquire(1)
+        asem.release(1)
+        check(sem.stat().used == 1, "release(1) of two holds of 1")
+        asem.release(1)
+        async with asem:
+            check(sem.stat().used == 1, "async with holds one unit")
+        check(sem.stat().used == 0, "async with gave it back")
+        await asem.acquire(2)
+        asem.release(1)
+        check(sem.stat().used == 1, "a partial release")
+        raises(RuntimeError, None, asem.release, 2)
+        asem.release(1)
+        check(sem.stat().used == 0, "all given back")
+    asyncio.run(main())
+    asem.close()
+
+
 @test("async waits do not block the loop; one task per handle, FIFO")
 def t_async_fifo():
     sem = wsem.Semaphore(f"{P}y", create=1)

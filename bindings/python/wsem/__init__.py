@@ -16,14 +16,22 @@ no compiled code::
         async with sem:          # one unit, on the event loop
             await infer()
 
+    asem = wsem.AsyncSemaphore("gpu")   # asyncio.Semaphore's shape:
+    async def job2():
+        await asem.acquire(2)   # waits on the loop, never blocks it
+        try:
+            await infer()
+        finally:
+            asem.release(2)
+
 Blocking, asynchronous and other processes' waiters share one FIFO queue
 per semaphore.  Weight goes back when the handle that holds it is closed,
 however the process ends.
 """
 
-from ._sem import (MANY_MAX, Hold, Holder, Semaphore, Stat, acquire_many,
-                   list_semaphores, unlink)
+from ._sem import (MANY_MAX, AsyncSemaphore, Hold, Holder, Semaphore, Stat,
+                   acquire_many, list_semaphores, unlink)
 
-__all__ = ["Hold", "Holder", "MANY_MAX", "Semaphore", "Stat", "acquire_many",
-           "list_semaphores", "unlink"]
+__all__ = ["AsyncSemaphore", "Hold", "Holder", "MANY_MAX", "Semaphore",
+           "Stat", "acquire_many", "list_semaphores", "unlink"]
 __version__ = "1.0.0"

@@ -485,6 +485,16 @@ class Hold:
         self._held = True
         return self
 
+    def partial_release(self, weight: int) -> None:
+        """Give back @weight, less than the Hold holds, and hold the rest."""
+        if not self._held or weight >= self.weight:
+            raise RuntimeError("partial release of all or of nothing")
+        if self._own is None:
+            self.semaphore.release(weight)
+        else:
+            self._own.release(weight)
+        self.weight -= weight
+
     def release(self) -> None:
         """Give the weight back (RuntimeError if not held)."""
         if not self._held:
@@ -574,3 +584,69 @@ def list_semaphores() -> List[Stat]:
     """Every semaphore of this IPC namespace that the caller may read, in
     name order (held is 0)."""
     return [_stat(d) for d in _handle.list_all()]
+
+
+class AsyncSemaphore:
+    """A wsem semaphore with asyncio.Semaphore's shape, for the event loop.
+
+    ``await sem.acquire()`` waits on the loop (the kernel's asynchronous
+    request, the loop's reader) in the same FIFO queue as every other
+    waiter, and returns True (False when @timeout ends the wait);
+    release() gives weight back; ``async with sem:`` holds one unit.
+    Each acquire() waits through a handle of its own, so tasks of one
+    loop wait side by side, and one that holds never stops another's
+    release.  The arguments are Semaphore's; semaphore is that Semaphore.
+    """
+
+    def __init__(self, name_or_path: str, **kwargs: object) -> None:
+        self.semaphore = Semaphore(name_or_path, **kwargs)  # type: ignore
+        self._held: List[Hold] = []
+
+    def __repr__(self) -> str:
+        return f"<wsem.AsyncSemaphore of {self.semaphore!r}>"
+
+    async def acquire(self, weight: int = 1,
+                      timeout: Optional[float] = None) -> bool:
+        """Wait on the event loop until @weight is granted: True, or
+        False once @timeout seconds passed (None: no limit)."""
+        if isinstance(weight, bool):
+            raise TypeError("weight must be an int")
+        h = self.semaphore.hold(weight, timeout)
+        try:
+            await h.acquire_async()
+        except TimeoutError:
+            return False
+        self._held.append(h)
+        return True
+
+    def release(self, weight: int = 1) -> None:
+        """Give back @weight of what this object's acquire() calls hold,
+        the latest first (RuntimeError if they hold less)."""
+        weight = _handle.u64(weight, "weight")
+        if weight > sum(h.weight for h in self._held):
+            raise RuntimeError("release of more than is held")
+        while weight:
+            h = self._held[-1]
+            if h.weight > weight:
+                h.partial_release(weight)
+                return
+            weight -= h.weight
+            self._held.pop().release()
+
+    def locked(self) -> bool:
+        """True if one unit cannot be acquired at once."""
+        return self.semaphore.locked()
+
+    async def __aenter__(self) -> None:
+        await self.acquire()
+
+    async def __aexit__(self, et: Optional[Type[BaseException]],
+                        ev: Optional[BaseException],
+                        tb: Optional[TracebackType]) -> None:
+        self.release()
+
+    def close(self) -> None:
+        """Close every handle: what they hold goes back."""
+        while self._held:
+            self._held.pop().release()
+        self.semaphore.close()
