@@ -177,7 +177,7 @@ TEST_F(lend, bad_input_einval)
 {
 	struct wsem_lend_args args = {
 		.size = sizeof(args),
-		.flags = WSEM_LEND_END_HOLDERS << 1,
+		.flags = WSEM_LEND_DEADLINE << 1,
 		.capacity = 1,
 	};
 	int unbound, watch;
