@@ -2,21 +2,42 @@
 # SPDX-License-Identifier: GPL-2.0
 # make deb: build the Debian packages from a copy of the tree (what git
 # tracks, or everything but build/ outside a git checkout) in build/deb,
-# then check them with lintian.  The .debs are left in build/deb.
+# then check them with lintian.  The .debs are left in build/deb.  A
+# build of the same sources with the same compilers is not done again
+# (build/deb/source.key: make test builds them in the host tests and uses
+# them in check-distro).
 set -eu -o pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$root/build/deb
 ver=$(dpkg-parsechangelog -l "$root/debian/changelog" -S Version)
 src=$out/wsem-$ver
 
+# sources: the files the packages are built from, NUL-separated, relative
+sources() {
+	if git -C "$root" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+		git -C "$root" ls-files -z --cached --others --exclude-standard
+	else
+		(cd "$root" && find . -path ./build -prune -o -type f -print0)
+	fi
+}
+# The key: every source file's name, mode and contents, and the tools.
+key=$({
+	(cd "$root" && sources | sort -z | xargs -0 stat -c '%n %a' &&
+		sources | sort -z | xargs -0 sha256sum)
+	gcc -dumpfullversion
+	go version 2>/dev/null || true
+	dpkg-query -W debhelper dkms 2>/dev/null || true
+} | sha256sum | cut -d' ' -f1)
+if [ -f "$out/source.key" ] && [ "$(cat "$out/source.key")" = "$key" ] &&
+   ls "$out"/*.deb >/dev/null 2>&1; then
+	echo "make deb: the packages of these sources are built already ($out)"
+	ls "$out"/*.deb
+	exit 0
+fi
+
 rm -rf "$out"
 mkdir -p "$src"
-if git -C "$root" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-	(cd "$root" && git ls-files -z --cached --others --exclude-standard |
-		xargs -0 cp --parents -t "$src")
-else
-	tar -C "$root" --exclude=./build -cf - . | tar -C "$src" -xf -
-fi
+(cd "$root" && sources | xargs -0 cp --parents -t "$src")
 (cd "$src" && dpkg-buildpackage -us -uc -b) >"$out/build.log" 2>&1 || {
 	tail -n 40 "$out/build.log"
 	echo "make deb: dpkg-buildpackage failed; see $out/build.log" >&2
@@ -24,3 +45,4 @@ fi
 }
 ls "$out"/*.deb
 lintian --fail-on error,warning "$out"/wsem_"$ver"_*.changes
+echo "$key" >"$out/source.key"
