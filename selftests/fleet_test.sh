@@ -130,6 +130,21 @@ start_agent() {
 	eval "agent_$1=\$!"
 }
 
+# deadline_agents NAME OPTS H...: on each host H an agent of NAME under
+# policy=deadline (capacity 2, OPTS more keys), its conf $T/NAME-H.conf,
+# its log $T/NAME-agentH.log, its pid (or its nsenter's) in NAME_agent_H
+deadline_agents() {
+	dn=$1 dopts=$2
+	shift 2
+	for h in "$@"; do
+		echo "$dn capacity=2 cluster=etcd endpoints=$EP host=h$h hold=300 $dopts policy=deadline" \
+			>"$T/$dn-$h.conf"
+		in_host_bg $h wsem-agent -c "$T/$dn-$h.conf" \
+			>>"$T/$dn-agent$h.log" 2>&1
+		eval "${dn}_agent_$h=\$!"
+	done
+}
+
 # jobs_loop H WEIGHT SECONDS: a loop of jobs of WEIGHT on host H, each
 # holding for SECONDS, until $T/stop-H exists; the loop runs inside the host
 # (one nsenter for all its jobs); a job ended by its host's death is no
@@ -400,46 +415,41 @@ check "after the hold time the idle share goes back to etcd" \
 	until_true 5 share_is h1 0
 
 # A paused agent under policy=deadline (issue 43): h1's agent holds the
-# whole of gpus (capacity 2) for a job while h2 waits for it; the agent is
+# whole of slots (capacity 2) for a job while h2 waits for it; the agent is
 # SIGSTOPped for 3 x ttl=3.  Its loan carries a kernel deadline (the
 # lease's local end less the margin, WSEM_LEND_DEADLINE): at it h1's
 # kernel withdraws the loan and kills the job, before etcd expires the
 # lease and deletes the share, which h2's agent then takes up.  Sampled
 # all along: never more than 2 held on h1 and h2 together.  (Without the
 # kernel's deadline h1's job held on, and h2's ran beside it: 4 of 2.)
-G=gpus
-# gpus_used H: what host H holds of gpus
-gpus_used() {
+G=slots
+# slots_used H: what host H holds of slots
+slots_used() {
 	stat_key "$T/h$1/$G" used
 }
-gpus_used_is() {
-	[ "$(gpus_used "$1")" = "$2" ]
+slots_used_is() {
+	[ "$(slots_used "$1")" = "$2" ]
 }
-gpus_ready() {
+slots_ready() {
 	[ -e "$T/h1/$G" ] && [ -e "$T/h2/$G" ]
 }
-for h in 1 2; do
-	echo "$G capacity=2 cluster=etcd endpoints=$EP host=g$h hold=300 ttl=3 turn=4000 policy=deadline" \
-		>"$T/g$h.conf"
-	in_host_bg $h wsem-agent -c "$T/g$h.conf" >>"$T/gagent$h.log" 2>&1
-	eval "gagent_$h=\$!"
-done
-check "policy=deadline: two agents of gpus (capacity 2, ttl=3) start" \
-	until_true 30 gpus_ready
+deadline_agents $G "ttl=3 turn=4000" 1 2
+check "policy=deadline: two agents of slots (capacity 2, ttl=3) start" \
+	until_true 30 slots_ready
 in_host 1 wsem run $G -w 2 --timeout 30 -- sleep 30 >/dev/null 2>&1 &
 gjob1=$!
-check "a job on h1 holds all 2 of gpus" until_true 15 gpus_used_is 1 2
+check "a job on h1 holds all 2 of slots" until_true 15 slots_used_is 1 2
 in_host 2 wsem run $G -w 2 --timeout 60 -- true >"$T/gjob2" 2>&1 &
 gjob2=$!
 # shellcheck disable=SC2086 # the paths
 fleet_watch 2 20 "$T/h1/$G" "$T/h2/$G" >"$T/gwatch" 2>&1 &
 gwatch=$!
 sleep 1
-ga=$(real_pid "$gagent_1")
+ga=$(real_pid "$slots_agent_1")
 kill -STOP "$ga"
 tp=$(date +%s)
 check "h1's agent stopped: h1's kernel ends the job at the loan's deadline" \
-	until_true 8 gpus_used_is 1 0
+	until_true 8 slots_used_is 1 0
 echo "# the job's end: $(($(date +%s) - tp)) s after the SIGSTOP"
 check "h1's loan is gone: its capacity is 0" \
 	test "$(stat_key "$T/h1/$G" capacity)" = 0
@@ -451,14 +461,15 @@ left=$((3 * 3 + tp - $(date +%s)))
 [ "$left" -le 0 ] || sleep "$left"
 kill -CONT "$ga"
 wait $gwatch
-result "the agent paused 9 s: never more than 2 of gpus held on h1 and h2 together" \
+result "the agent paused 9 s: never more than 2 of slots held on h1 and h2 together" \
 	$? "$T/gwatch"
 echo "# $(cat "$T/gwatch")"
 for h in 1 2; do
-	eval "p=\$gagent_$h"
+	eval "p=\$slots_agent_$h"
 	kill -TERM "$(real_pid "$p")"
 	wait "$p"
-	result "gpus' agent on h$h stops on SIGTERM, exit 0" $? "$T/gagent$h.log"
+	result "slots' agent on h$h stops on SIGTERM, exit 0" $? \
+		"$T/slots-agent$h.log"
 done
 
 if [ "$FULL" != 1 ]; then
@@ -756,12 +767,7 @@ grep -h "lending nothing\|renewed the lease again\|claimed again" "$T/agent1.log
 CAP0=$CAP
 N=gpus
 CAP=2
-for h in 2 3; do
-	echo "$N capacity=$CAP cluster=etcd endpoints=$EP host=h$h hold=300 ttl=5 policy=deadline" \
-		>"$T/g$h.conf"
-	in_host_bg $h wsem-agent -c "$T/g$h.conf" >>"$T/gagent$h.log" 2>&1
-	eval "gagent_$h=\$!"
-done
+deadline_agents $N "ttl=5" 2 3
 # deadline_ready: both hosts' gpus are loans semaphores
 deadline_ready() {
 	for h in 2 3; do
@@ -800,14 +806,14 @@ echo "# h3's job ran ${ran:-?} s after the cut"
 watch_end "a host cut off (deadline)"
 $IP link set vh2 up
 check "h2 restored: its agent claims h2 again" \
-	until_true 30 grep -q "claimed again" "$T/gagent2.log"
+	until_true 30 grep -q "claimed again" "$T/gpus-agent2.log"
 # The agent's own death: under deadline it lends with
 # WSEM_LEND_END_HOLDERS, and the kernel kills its host's holders when its
 # handle goes, however it dies (their share is under its lease).
 in_host_bg 3 wsem run $N -w 1 --timeout 30 -- sleep 60
 job=$!
 check "h3 holds 1 of gpus" until_true 15 field_is 3 used 1
-eval "p=\$gagent_3"
+eval "p=\$gpus_agent_3"
 kill -KILL "$(real_pid "$p")"
 wait "$p"
 wait $job
@@ -815,13 +821,13 @@ r=$?
 check "SIGKILL of h3's deadline agent: the kernel ends h3's job at once (status $r)" \
 	test $r -ge 128
 check "... nothing held on h3" until_true 2 field_is 3 used 0
-eval "p=\$gagent_2"
+eval "p=\$gpus_agent_2"
 kill "$(real_pid "$p")"
 wait "$p"
 result "gpus' agent on h2 stops on SIGTERM" $?
 check "policy deadline: every share back in etcd (h3's with its dead agent's lease)" \
 	until_true 10 no_shares
-grep -h "lending nothing\|SIGKILL\|claimed again" "$T"/gagent*.log |
+grep -h "lending nothing\|SIGKILL\|claimed again" "$T"/gpus-agent*.log |
 	sed 's/^/# gpus: /'
 N=seats
 CAP=$CAP0
