@@ -21,9 +21,9 @@ sources() {
 	fi
 }
 # The key: every source file's name, mode and contents, and the tools.
+mapfile -d '' files < <(cd "$root" && sources | sort -z)
 key=$({
-	(cd "$root" && sources | sort -z | xargs -0 stat -c '%n %a' &&
-		sources | sort -z | xargs -0 sha256sum)
+	(cd "$root" && stat -c '%n %a' "${files[@]}" && sha256sum "${files[@]}")
 	gcc -dumpfullversion
 	go version 2>/dev/null || true
 	dpkg-query -W debhelper dkms 2>/dev/null || true
@@ -37,7 +37,7 @@ fi
 
 rm -rf "$out"
 mkdir -p "$src"
-(cd "$root" && sources | xargs -0 cp --parents -t "$src")
+(cd "$root" && cp --parents -t "$src" "${files[@]}")
 (cd "$src" && dpkg-buildpackage -us -uc -b) >"$out/build.log" 2>&1 || {
 	tail -n 40 "$out/build.log"
 	echo "make deb: dpkg-buildpackage failed; see $out/build.log" >&2

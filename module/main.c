@@ -912,7 +912,7 @@ static int wsem_ioctl_lend(struct wsem_handle *h, void __user *uarg)
 	const u64 known = WSEM_LEND_END_HOLDERS | WSEM_LEND_DEADLINE;
 	struct wsem *sem = wsem_handle_sem(h);
 	struct wsem_lend_args args;
-	u64 deadline = 0, usize;
+	u64 deadline = 0;
 	bool end;
 	int ret;
 
@@ -924,9 +924,7 @@ static int wsem_ioctl_lend(struct wsem_handle *h, void __user *uarg)
 	if (args.flags & ~known)
 		return -EINVAL;
 	if (args.flags & WSEM_LEND_DEADLINE) {
-		if (get_user(usize, (const u64 __user *)uarg))
-			return -EFAULT;
-		if (usize < WSEM_LEND_SIZE_VER1)
+		if (args.size < WSEM_LEND_SIZE_VER1)
 			return -EINVAL;
 		deadline = wsem_host_time(CLOCK_BOOTTIME, args.deadline_ns);
 		if (deadline <= ktime_get_boottime_ns())

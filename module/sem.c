@@ -1466,7 +1466,8 @@ int wsem_set_capacity(struct wsem *sem, u64 capacity)
  * Context: Process context, may sleep.
  * Return: 0; -EPERM to lend more without @may_raise; -EINVAL if the
  * capacity in force would exceed WSEM_CAPACITY_MAX; -ENOMEM.  Nothing
- * changes on an error.
+ * changes on an error, but for a loan whose deadline had passed: it is
+ * withdrawn even when -EPERM or -EINVAL follow.
  */
 int wsem_lend(struct wsem_handle *h, u64 capacity, bool end_holders,
 	      u64 deadline, bool may_raise)

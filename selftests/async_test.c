@@ -429,14 +429,6 @@ TEST_F(async, read_only_handle_cannot_request)
 /* ---------------------------------------------------------------- */
 /* Deadlines on clocks                                               */
 
-static int64_t clock_ns(clockid_t clock)
-{
-	struct timespec ts;
-
-	clock_gettime(clock, &ts);
-	return ts.tv_sec * NSEC + ts.tv_nsec;
-}
-
 static struct timespec ns_to_ts(int64_t ns)
 {
 	return (struct timespec){ .tv_sec = ns / NSEC, .tv_nsec = ns % NSEC };

@@ -408,15 +408,6 @@ static void *place(struct rng *r, struct arena *a, const void *src,
 }
 
 /* A struct size field: mostly right, often wrong. */
-/* CLOCK_BOOTTIME in ns, as LEND's deadlines read it. */
-static uint64_t boot_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_BOOTTIME, &ts);
-	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
-
 static uint64_t pick_size(struct rng *r, uint64_t ver0)
 {
 	switch (below(r, 20)) {
@@ -1005,7 +996,8 @@ static void check_loan_err(const struct step *s, int err)
 		return;
 	/* A deadline that passed, and the allocation of its timer. */
 	if (l->flags & WSEM_LEND_DEADLINE &&
-	    ((err == ETIMEDOUT && l->deadline_ns <= boot_ns()) ||
+	    ((err == ETIMEDOUT &&
+	      l->deadline_ns <= (uint64_t)clock_ns(CLOCK_BOOTTIME)) ||
 	     err == ENOMEM))
 		return;
 	if (err == EPERM && geteuid() != 0 &&
@@ -1554,9 +1546,9 @@ static void build_lend(struct rng *r, struct step *s, char *buf, size_t *len)
 					  WSEM_LEND_SIZE_VER1 :
 					  WSEM_LEND_SIZE_VER0);
 	if (chance(r, 75))
-		l->deadline_ns = boot_ns() + below(r, 50000000);
+		l->deadline_ns = clock_ns(CLOCK_BOOTTIME) + below(r, 50000000);
 	else if (chance(r, 50))
-		l->deadline_ns = boot_ns() - below(r, 1000000);
+		l->deadline_ns = clock_ns(CLOCK_BOOTTIME) - below(r, 1000000);
 	else
 		l->deadline_ns = chance(r, 50) ? rnd(r) : UINT64_MAX;
 	if (chance(r, 30))

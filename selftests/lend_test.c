@@ -52,15 +52,6 @@
 #define MSEC		1000000LL
 #define EXPIRY_DELAY	"/sys/module/wsem/parameters/test_loan_expiry_delay_ms"
 
-/* CLOCK_BOOTTIME in ns, in the caller's time namespace. */
-static int64_t boot_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_BOOTTIME, &ts);
-	return ts.tv_sec * NSEC + ts.tv_nsec;
-}
-
 /* WSEM_IOC_LEND with a deadline @in_ns from now on CLOCK_BOOTTIME. */
 static int lend_until(int fd, uint64_t capacity, uint64_t flags, int64_t in_ns)
 {
@@ -68,7 +59,7 @@ static int lend_until(int fd, uint64_t capacity, uint64_t flags, int64_t in_ns)
 		.size = sizeof(a),
 		.flags = flags | WSEM_LEND_DEADLINE,
 		.capacity = capacity,
-		.deadline_ns = boot_ns() + in_ns,
+		.deadline_ns = clock_ns(CLOCK_BOOTTIME) + in_ns,
 	};
 
 	return ioctl(fd, WSEM_IOC_LEND, &a);
@@ -409,7 +400,7 @@ TEST_F(lend, bad_deadlines_change_nothing)
 		.size = WSEM_LEND_SIZE_VER0,
 		.flags = WSEM_LEND_DEADLINE,
 		.capacity = 4,
-		.deadline_ns = boot_ns() + 10 * NSEC,
+		.deadline_ns = clock_ns(CLOCK_BOOTTIME) + 10 * NSEC,
 	};
 
 	ASSERT_EQ(0, lend(self->lender, 3));

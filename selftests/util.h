@@ -156,13 +156,19 @@ static inline long long fdinfo_num(int fd, const char *key)
 
 #define NSEC		1000000000LL
 
-/* CLOCK_MONOTONIC in nanoseconds. */
-static inline int64_t now_ns(void)
+/* @clock in nanoseconds (CLOCK_BOOTTIME for LEND's deadlines). */
+static inline int64_t clock_ns(clockid_t clock)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(clock, &ts);
 	return ts.tv_sec * NSEC + ts.tv_nsec;
+}
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+static inline int64_t now_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
 }
 
 /*
