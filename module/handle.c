@@ -53,6 +53,7 @@ void wsem_handle_close(struct wsem_handle *h)
 		put_pid(pgrp);
 	}
 	if (sem) {
+		wsem_gang_unpark_handle(h);
 		wsem_loan_free(h);
 		wsem_unbind(h);
 		wsem_put(sem);		/* the handle's */

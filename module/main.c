@@ -1198,9 +1198,12 @@ static int __init wsem_init(void)
 	BUILD_BUG_ON(sizeof(struct wsem_holders_args) !=
 		     WSEM_HOLDERS_SIZE_VER1);
 
-	ret = wsem_ns_init(wsem_fs_notify);
+	ret = wsem_sem_init();
 	if (ret)
 		return ret;
+	ret = wsem_ns_init(wsem_fs_notify);
+	if (ret)
+		goto err_sem_exit;
 	ret = wsem_js_init();
 	if (ret)
 		goto err_ns_exit;
@@ -1218,6 +1221,8 @@ err_js_exit:
 	wsem_js_exit();
 err_ns_exit:
 	wsem_ns_exit();
+err_sem_exit:
+	wsem_sem_exit();
 	return ret;
 }
 

@@ -80,7 +80,7 @@ void wsem_test_pause(void)
 static unsigned int test_park_delay_ms;
 module_param(test_park_delay_ms, uint, 0600);
 MODULE_PARM_DESC(test_park_delay_ms,
-		 "Test builds only: the next sleeper that parks to run its task work waits this long before it returns (ms, once)");
+		 "Test builds only: the next sleeper or gang that parks to run its task work waits this long before it returns (ms, once)");
 
 void wsem_test_park_pause(void)
 {
@@ -106,7 +106,7 @@ void wsem_test_count_parked(int delta)
 
 module_param_cb(test_parked, &wsem_test_counter_ops, &wsem_test_parked, 0444);
 MODULE_PARM_DESC(test_parked,
-		 "Test builds only: parked waiters not yet freed (read-only)");
+		 "Test builds only: parked waiters and gangs not yet freed (read-only)");
 
 static atomic_t wsem_test_walked = ATOMIC_INIT(0);
 

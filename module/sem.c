@@ -447,9 +447,24 @@ static bool wsem_gang_fits(struct wsem_gang *g, struct wsem *root)
 	return wsem_gang_weights_fit(g, root);
 }
 
+static struct workqueue_struct *wsem_gang_wq;
+
+/*
+ * Queue @g's park_work (parked gangs: wsem_gang_look_parked() in wait.c)
+ * with a reference of its own.  Its caller holds another one: a queued
+ * part of @g under its tree's lock, or the parked list's.
+ */
+void wsem_gang_look_later(struct wsem_gang *g)
+{
+	refcount_inc(&g->ref);
+	if (!queue_work(wsem_gang_wq, &g->park_work))
+		refcount_dec(&g->ref);
+}
+
 /*
  * Have @g's task look at its trees (and end with @fail, if not 0), woken
- * once @wake is; @wake must have room.  Under one of its trees' locks.
+ * once @wake is; @wake must have room.  A parked gang's work item looks
+ * in its place.  Under one of its trees' locks.
  */
 static void wsem_poke_gang(struct wsem_gang *g, int fail,
 			   struct wsem_wake *wake)
@@ -459,7 +474,22 @@ static void wsem_poke_gang(struct wsem_gang *g, int fail,
 	if (READ_ONCE(g->look))
 		return;
 	WRITE_ONCE(g->look, true);
-	wake->tasks[wake->nr_tasks++] = get_task_struct(g->task);
+	/* Pairs with wsem_gang_park(): it or we see the other's store. */
+	smp_mb();
+	if (READ_ONCE(g->parked))
+		wsem_gang_look_later(g);
+	else
+		wake->tasks[wake->nr_tasks++] = get_task_struct(g->task);
+}
+
+/*
+ * A parked gang whose task is exiting never comes back for its place: it
+ * is ended (wsem_gang_look_parked()) instead of granted.
+ */
+static bool wsem_gang_abandoned(const struct wsem_gang *g)
+{
+	return READ_ONCE(g->parked) &&
+	       (READ_ONCE(g->task->flags) & PF_EXITING);
 }
 
 /* The semaphore a waiter asked through: its handle's. */
@@ -515,6 +545,11 @@ static enum wsem_walk_end wsem_grant_at(struct wsem *level, u64 *now,
 			wsem_end_wait(wsem_waiter_sem(w), w, -EINTR, *now, wake);
 			list_move(&w->park_node, &wake->parked);
 			continue;
+		}
+		if (unlikely(w->gang && wsem_gang_abandoned(w->gang))) {
+			/* Its work item ends it, under all its trees' locks. */
+			wsem_poke_gang(w->gang, -EINTR, wake);
+			break;
 		}
 		low = wsem_misfit_below(w, level);
 		if (unlikely(low)) {
@@ -1279,6 +1314,9 @@ static int wsem_gang_end(struct wsem_gang *g, int why)
 	unsigned int i;
 	u64 now;
 
+	/* Its parts end together: ended once (granted or left), ended. */
+	if (g->part[0].status != WSEM_WAITING)
+		return g->part[0].status;
 	if (!why && !wsem_gang_fits_all(g))
 		return WSEM_WAITING;
 	/* A gang's parts wake nobody: it is its own task that ends it. */
@@ -1564,9 +1602,22 @@ __poll_t wsem_poll(struct wsem *sem, struct wsem_handle *h, struct file *file,
 }
 
 /**
- * wsem_sem_exit() - at module unload, once every semaphore is gone
+ * wsem_sem_init() - at module load: the parked gangs' work queue
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int wsem_sem_init(void)
+{
+	wsem_gang_wq = alloc_workqueue("wsem_gang", WQ_UNBOUND, 0);
+	return wsem_gang_wq ? 0 : -ENOMEM;
+}
+
+/**
+ * wsem_sem_exit() - at module unload, once every semaphore is gone: the
+ * parked gangs' work items that are still queued run first
  */
 void wsem_sem_exit(void)
 {
+	destroy_workqueue(wsem_gang_wq);
 	ida_destroy(&wsem_ida);
 }

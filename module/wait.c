@@ -21,7 +21,9 @@
  * now.  Task work (io_uring's completions) must run in user-return context,
  * which a module cannot enter: the sleeper leaves a copy of its waiter in
  * its place (parked), returns to run it, and the restarted call takes the
- * place back (wsem_park()).
+ * place back (wsem_park()).  A gang is parked whole: it stays queued, on
+ * a list of parked gangs, and a work item grants it in its task's place
+ * meanwhile (wsem_gang_park()).
  *
  * Calls sem.c (queues, grants, leaving), async.c (an asynchronous
  * request is queued by wsem_acquire()) and params.c (spin_ns, test knobs).
@@ -367,6 +369,195 @@ again:
 	return ret;
 }
 
+/* Gangs parked for task work (struct wsem_gang @parked): at most one per thread. */
+static DEFINE_MUTEX(wsem_gang_park_mutex);
+static LIST_HEAD(wsem_parked_gangs);
+/* How many: a gang call looks for its thread's only if some are. */
+static unsigned int wsem_nr_parked_gangs;
+
+/* Under wsem_gang_park_mutex; read with no lock by the handle's close. */
+static void wsem_count_gang_part(struct wsem_handle *h, int delta)
+{
+	WRITE_ONCE(h->gang_parts, h->gang_parts + delta);
+}
+
+static void wsem_gang_put(struct wsem_gang *g)
+{
+	if (refcount_dec_and_test(&g->ref)) {
+		put_task_struct(g->task);
+		kfree(g);
+	}
+}
+
+/*
+ * Task work is pending for @g's task, which must return to run it: leave
+ * @g queued, parked, for the restarted call to take back
+ * (wsem_gang_unpark_mine()).  The call's reference to @g becomes the
+ * parked list's.  Return: -ERESTARTNOINTR.
+ */
+static int wsem_gang_park(struct wsem_gang *g)
+{
+	unsigned int i;
+
+	mutex_lock(&wsem_gang_park_mutex);
+	list_add_tail(&g->park_node, &wsem_parked_gangs);
+	WRITE_ONCE(wsem_nr_parked_gangs, wsem_nr_parked_gangs + 1);
+	for (i = 0; i < g->nr; i++)
+		wsem_count_gang_part(g->part[i].handle, 1);
+	WRITE_ONCE(g->parked, true);
+	wsem_test_count_parked(1);
+	/* Pairs with wsem_poke_gang(): a look it asked for is not lost. */
+	smp_mb();
+	if (READ_ONCE(g->look))
+		wsem_gang_look_later(g);
+	mutex_unlock(&wsem_gang_park_mutex);
+	wsem_test_park_pause();
+	return -ERESTARTNOINTR;
+}
+
+/* Take @g off the parked list; the list's reference is the caller's now. */
+static void wsem_gang_unpark(struct wsem_gang *g)
+{
+	unsigned int i;
+
+	lockdep_assert_held(&wsem_gang_park_mutex);
+
+	list_del(&g->park_node);
+	WRITE_ONCE(wsem_nr_parked_gangs, wsem_nr_parked_gangs - 1);
+	for (i = 0; i < g->nr; i++)
+		wsem_count_gang_part(g->part[i].handle, -1);
+	WRITE_ONCE(g->parked, false);
+	wsem_test_count_parked(-1);
+}
+
+/*
+ * A work item that takes the place of a parked gang's task, asked for by
+ * a grant walk (wsem_poke_gang()): grant the gang if it fits everywhere,
+ * or end it for a shrink; end it, and unpark it, if its task is exiting.
+ * The task's restarted call finds how it ended.
+ */
+static void wsem_gang_look_parked(struct work_struct *work)
+{
+	struct wsem_gang *g = container_of(work, struct wsem_gang, park_work);
+	bool gone;
+
+	mutex_lock(&wsem_gang_park_mutex);
+	if (g->parked) {
+		gone = READ_ONCE(g->task->flags) & PF_EXITING;
+		if (gone) {
+			wsem_gang_unpark(g);
+			wsem_gang_leave(g, -EINTR);
+		} else {
+			wsem_gang_look(g);
+		}
+		if (gone)
+			wsem_gang_put(g);	/* the list's */
+	}
+	mutex_unlock(&wsem_gang_park_mutex);
+	wsem_gang_put(g);
+}
+
+/* Wait for @g's work item, which a walk may have queued, and drop it. */
+static void wsem_gang_cancel_look(struct wsem_gang *g)
+{
+	if (cancel_work_sync(&g->park_work))
+		wsem_gang_put(g);
+}
+
+/* The calling thread's parked gang, taken off the list, or NULL. */
+static struct wsem_gang *wsem_gang_unpark_mine(void)
+{
+	struct wsem_gang *g, *mine = NULL;
+
+	/* Its own park's store, if it parked one, is seen (program order). */
+	if (!READ_ONCE(wsem_nr_parked_gangs))
+		return NULL;
+	mutex_lock(&wsem_gang_park_mutex);
+	list_for_each_entry(g, &wsem_parked_gangs, park_node) {
+		if (g->task == current) {
+			mine = g;
+			wsem_gang_unpark(g);
+			break;
+		}
+	}
+	mutex_unlock(&wsem_gang_park_mutex);
+	if (mine)
+		wsem_gang_cancel_look(mine);
+	return mine;
+}
+
+/* Does @g ask for @weights through @hs, in that order? */
+static bool wsem_gang_is(const struct wsem_gang *g, struct wsem_handle **hs,
+			 const u64 *weights, unsigned int n)
+{
+	unsigned int i;
+
+	if (g->nr != n)
+		return false;
+	for (i = 0; i < n; i++) {
+		if (g->part[i].handle != hs[i] ||
+		    g->part[i].weight != weights[i])
+			return false;
+	}
+	return true;
+}
+
+/**
+ * wsem_gang_unpark_handle() - end the parked gangs a closing handle is in
+ * @h: the handle, with nobody left inside a call on it
+ *
+ * A parked gang can be granted only through all its handles: one that
+ * has a part through @h leaves its queues (if it is still queued) and
+ * the parked list, before @h is unbound.  Its task's restarted call, if
+ * it comes, finds nothing parked and queues anew.
+ *
+ * Context: Process context, may sleep.
+ */
+void wsem_gang_unpark_handle(struct wsem_handle *h)
+{
+	struct wsem_gang *g, *next;
+	LIST_HEAD(gone);
+	unsigned int i;
+
+	if (!READ_ONCE(h->gang_parts))
+		return;
+	mutex_lock(&wsem_gang_park_mutex);
+	list_for_each_entry_safe(g, next, &wsem_parked_gangs, park_node) {
+		for (i = 0; i < g->nr && g->part[i].handle != h; i++)
+			;
+		if (i == g->nr)
+			continue;
+		wsem_gang_unpark(g);
+		wsem_gang_leave(g, -ECANCELED);
+		list_add(&g->park_node, &gone);
+	}
+	mutex_unlock(&wsem_gang_park_mutex);
+	list_for_each_entry_safe(g, next, &gone, park_node) {
+		wsem_gang_cancel_look(g);
+		wsem_gang_put(g);	/* the list's */
+	}
+}
+
+/*
+ * Take back the caller's parked gang for the request @hs, @weights, @n,
+ * or leave it if the restarted call asks for something else.
+ * Return: the gang taken back (queued, or ended with its answer in its
+ * parts' status), or NULL.
+ */
+static struct wsem_gang *wsem_gang_take_back(struct wsem_handle **hs,
+					     const u64 *weights,
+					     unsigned int n)
+{
+	struct wsem_gang *g = wsem_gang_unpark_mine();
+
+	if (!g || wsem_gang_is(g, hs, weights, n))
+		return g;
+	/* A grant it had meanwhile stays with its handles, as for one. */
+	wsem_gang_leave(g, -ECANCELED);
+	wsem_gang_put(g);
+	return NULL;
+}
+
 /**
  * wsem_acquire_many() - one request for weight on several semaphores
  * @hs: @n bound handles, each on another semaphore, which the caller keeps
@@ -380,9 +571,10 @@ again:
  *
  * The request takes a place at the tail of each of its trees' queues at
  * once, and is granted all at once, by its own task (struct wsem_gang).
- * A signal, a stop or task work ends the wait (the call restarts at the
- * tails if no handler runs); a shrink that leaves a semaphore of it too
- * small fails it.
+ * A signal or a stop ends the wait (the call restarts at the tails if no
+ * handler runs); task work parks it in its place (wsem_gang_park()), and
+ * the restarted call takes it back; a shrink that leaves a semaphore of
+ * it too small fails it.
  *
  * Context: Process context, may sleep unless WSEM_ACQUIRE_TRY.
  * Return: 0 when granted; -EAGAIN, -ETIMEDOUT, -EINTR, -ERESTARTNOHAND,
@@ -398,10 +590,19 @@ int wsem_acquire_many(struct wsem_handle **hs, const u64 *weights,
 	unsigned int i, j;
 	int ret;
 
+	g = wsem_gang_take_back(hs, weights, n);
+	if (g) {
+		ret = READ_ONCE(g->part[0].status);
+		if (ret == WSEM_WAITING && (flags & WSEM_ACQUIRE_TRY))
+			ret = wsem_gang_leave(g, -EAGAIN);
+		goto wait;
+	}
 	g = kzalloc(sizeof(*g), WSEM_GFP);
 	if (!g)
 		return -ENOMEM;
-	g->task = current;
+	g->task = get_task_struct(current);
+	refcount_set(&g->ref, 1);
+	INIT_WORK(&g->park_work, wsem_gang_look_parked);
 	g->nr = n;
 	for (i = 0; i < n; i++) {
 		struct wsem *root = hs[i]->sem->root;
@@ -426,6 +627,7 @@ int wsem_acquire_many(struct wsem_handle **hs, const u64 *weights,
 	}
 
 	ret = wsem_gang_queue(g, flags, clock, until);
+wait:
 	while (ret == WSEM_WAITING) {
 		set_current_state(TASK_INTERRUPTIBLE);
 		if (READ_ONCE(g->look)) {
@@ -434,6 +636,10 @@ int wsem_acquire_many(struct wsem_handle **hs, const u64 *weights,
 			continue;
 		}
 		ret = wsem_wait_check(timed_out);
+		if (ret == -ERESTARTNOINTR) {
+			__set_current_state(TASK_RUNNING);
+			return wsem_gang_park(g);
+		}
 		if (ret) {
 			__set_current_state(TASK_RUNNING);
 			ret = wsem_gang_leave(g, ret);
@@ -442,7 +648,7 @@ int wsem_acquire_many(struct wsem_handle **hs, const u64 *weights,
 		timed_out = !wsem_sleep(clock, until);
 		ret = WSEM_WAITING;
 	}
-	kfree(g);
+	wsem_gang_put(g);
 	return ret;
 }
 

@@ -51,6 +51,9 @@
  *                         and mmap_lock (faults on the copy out)
  *   wns->users_lock (spin)  one namespace's per-user counts: taken under
  *                         wns->lock to charge, alone to uncharge (ns.c)
+ *   wsem_gang_park_mutex  the gangs parked for task work (wait.c): taken
+ *                         before sem->lock, since a parked gang is taken
+ *                         back, granted or ended under it
  *   sem->lock (spin)      one tree of semaphores (a root and its
  *                         descendants share the root's lock); a gang
  *                         request (wsem_acquire_many()) alone holds
@@ -395,6 +398,9 @@ enum wsem_spin_end {
  * @relay: on @sem->pollers from binding on, if @wqh had waiters then
  * @parked: struct wsem_waiter (park_node) of sleepers that left to run
  *	task work and have not come back yet; protected by @sem->lock
+ * @gang_parts: parked gangs with a part through it (under
+ *	wsem_gang_park_mutex; its close reads it with no lock, after the
+ *	last call on it ended)
  * @ref: the file's, and a granter's while it tells @async (see wsem.h's
  *	lifetimes); the last one frees the handle
  * @text_lock: serialises read(2) on the handle, for the two below
@@ -424,6 +430,7 @@ struct wsem_handle {
 	wait_queue_head_t wqh;
 	wait_queue_entry_t relay;
 	struct list_head parked;
+	unsigned int gang_parts;
 	refcount_t ref;
 	struct mutex text_lock;	/* see the kernel-doc above */
 	char *text;
@@ -482,6 +489,14 @@ static __always_inline void wsem_wake_init(struct wsem_wake *wake)
  *	every tree's lock, when it looks
  * @fail: 0, or the errno a shrink made its lot (-EINVAL), set like @look
  * @roots: the roots of the trees, in lock order: by increasing id
+ * @ref: the call's (or, while parked, the parked list's) and one per
+ *	queued @park_work; the last frees it, and its reference to @task
+ * @parked: on wsem_parked_gangs while @task returned to run task work
+ *	(set and cleared under wsem_gang_park_mutex, read by grant walks
+ *	with no lock of it)
+ * @park_node: in wsem_parked_gangs
+ * @park_work: grants or ends it in place of its task while parked
+ *	(queued by wsem_poke_gang(), runs wsem_gang_look_parked())
  * @part: one request per semaphore, each queued and moved up its line as
  *	a plain one is; the parts of one tree take consecutive tickets,
  *	queued at once, so they stand together once at the root
@@ -494,6 +509,15 @@ static __always_inline void wsem_wake_init(struct wsem_wake *wake)
  * All its parts were queued at once under all those locks, so two gangs
  * are in the same order in every tree they share, and a wait only ever
  * points at an earlier arrival or at held weight: no deadlock.
+ *
+ * Task work parks a gang as it parks a single sleeper (wait.c): it stays
+ * queued, on wsem_parked_gangs, while its task returns to run the work;
+ * the restarted call takes it back.  Meanwhile a grant walk that would
+ * wake the task queues @park_work instead, which grants it (or ends it,
+ * for a shrink or an exiting task) under the trees' locks, as the task
+ * would.  Every handle of a parked gang is bound: a handle's close ends
+ * and unparks the gangs it is part of first (wsem_gang_unpark_handle()),
+ * so the work never finds a tree that is gone.
  */
 struct wsem_gang {
 	struct task_struct *task;
@@ -502,6 +526,10 @@ struct wsem_gang {
 	bool look;
 	int fail;
 	struct wsem *roots[WSEM_MANY_MAX];
+	refcount_t ref;
+	bool parked;
+	struct list_head park_node;
+	struct work_struct park_work;
 	struct wsem_waiter part[WSEM_MANY_MAX];
 };
 
@@ -587,6 +615,7 @@ void wsem_loan_free(struct wsem_handle *h);
 void wsem_handle_put(struct wsem_handle *h);
 __poll_t wsem_poll(struct wsem *sem, struct wsem_handle *h, struct file *file,
 		   poll_table *wait);
+int wsem_sem_init(void);
 void wsem_sem_exit(void);
 /* ... and its queue and grants, for wait.c and async.c */
 __poll_t wsem_events(const struct wsem *sem);
@@ -609,6 +638,7 @@ int wsem_gang_queue(struct wsem_gang *g, u64 flags, clockid_t clock,
 		    const ktime_t *deadline);
 int wsem_gang_look(struct wsem_gang *g);
 int wsem_gang_leave(struct wsem_gang *g, int why);
+void wsem_gang_look_later(struct wsem_gang *g);
 
 /* wait.c: requests that may sleep */
 int wsem_acquire(struct wsem_handle *h, u64 weight, u64 flags,
@@ -618,6 +648,7 @@ int wsem_acquire_many(struct wsem_handle **hs, const u64 *weights,
 		      ktime_t deadline);
 int wsem_wait_idle(struct wsem_handle *h, u64 flags, clockid_t clock,
 		   ktime_t deadline);
+void wsem_gang_unpark_handle(struct wsem_handle *h);
 
 /* async.c: asynchronous requests */
 void wsem_queue_async(struct wsem *sem, struct wsem_handle *h, u64 weight)

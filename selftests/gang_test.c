@@ -12,6 +12,9 @@
  *    it would fit), so a stream of small requests cannot starve it;
  *  - gangs that take the same semaphores in opposite orders, over and
  *    over, never deadlock;
+ *  - task work (io_uring) for a waiting gang's thread parks the gang in
+ *    its place, as a single waiter is parked: granted meanwhile, it is
+ *    the restarted call's; of a thread that never comes back, ended;
  *  - a gang over a child and its parent asks the parent for both parts;
  *    one that could never be granted fails with EINVAL;
  *  - bad calls say why.
@@ -21,10 +24,13 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
@@ -35,6 +41,7 @@
 
 #include "kselftest_harness.h"
 #include "util.h"
+#include "ring.h"
 
 #define MSEC	1000000LL
 
@@ -564,6 +571,339 @@ TEST_F(gang, bad_calls_say_why)
 	EXPECT_EQ(0, used(self->x));
 	EXPECT_EQ(0, stat_of(self->x).waiters);
 	close(efd);
+}
+
+/* ---------------------------------------------------------------- */
+/* Task work while a gang waits                                      */
+
+#define PARKED_PARAM	"/sys/module/wsem/parameters/test_parked"
+#define PARK_DELAY	"/sys/module/wsem/parameters/test_park_delay_ms"
+
+/* A thread whose gang {x: 1, y: 1} waits, with a ring that completes. */
+struct parker {
+	int fds[2];		/* its own handles on x and y */
+	int pipe[2];		/* [0] is polled through its ring */
+	int stay;		/* an eventfd it waits on after leaving */
+	struct ring ring;
+	int ring_err;		/* io_uring_setup's errno, or 0 */
+	_Atomic pid_t tid;	/* its id once its ring is up, -1 if not */
+	int ret, err;		/* the gang's answer */
+	unsigned int cqes;	/* its completions once its call returned */
+	_Atomic int left;	/* it left through the handler */
+	_Atomic int ended;	/* its call returned, or it left */
+};
+
+static __thread sigjmp_buf *leave_to;
+
+static void leave_handler(int sig)
+{
+	(void)sig;
+	siglongjmp(*leave_to, 1);
+}
+
+static void *parker_main(void *p)
+{
+	struct parker *k = p;
+	uint64_t w[2] = { 1, 1 }, one;
+	sigjmp_buf jb;
+
+	if (ring_setup(&k->ring) || ring_poll_add(&k->ring, k->pipe[0])) {
+		k->ring_err = errno ? errno : EIO;
+		atomic_store(&k->tid, -1);
+		return NULL;
+	}
+	leave_to = &jb;
+	if (sigsetjmp(jb, 1)) {
+		atomic_store(&k->left, 1);
+	} else {
+		atomic_store(&k->tid, gettid());
+		k->ret = wsem_acquire_many(k->fds, w, 2, -1);
+		k->err = errno;
+		k->cqes = ring_completions(&k->ring);
+	}
+	atomic_store(&k->ended, 1);
+	if (atomic_load(&k->left) && k->stay >= 0)
+		(void)!read(k->stay, &one, sizeof(one));
+	ring_close(&k->ring);
+	return NULL;
+}
+
+static void parker_init(struct __test_metadata *_metadata, struct parker *k,
+			int x, int y, bool stay)
+{
+	memset(k, 0, sizeof(*k));
+	ASSERT_EQ(0, pipe2(k->pipe, O_CLOEXEC));
+	k->fds[0] = wsem_reopen(x, O_CLOEXEC);
+	k->fds[1] = wsem_reopen(y, O_CLOEXEC);
+	ASSERT_LE(0, k->fds[0]);
+	ASSERT_LE(0, k->fds[1]);
+	k->stay = stay ? eventfd(0, EFD_CLOEXEC) : -1;
+}
+
+static void parker_close(struct parker *k)
+{
+	close(k->fds[0]);
+	close(k->fds[1]);
+	close(k->pipe[0]);
+	close(k->pipe[1]);
+	if (k->stay >= 0)
+		close(k->stay);
+}
+
+/* Start @k's thread and wait until its gang is queued; false: no ring. */
+static bool parker_start(struct __test_metadata *_metadata, struct parker *k,
+			 pthread_t *th, int x)
+{
+	pid_t tid;
+
+	ASSERT_EQ(0, pthread_create(th, NULL, parker_main, k));
+	while (!(tid = atomic_load(&k->tid)))
+		usleep(1000);
+	if (tid < 0) {
+		pthread_join(*th, NULL);
+		return false;
+	}
+	ASSERT_EQ(0, waiters_reach(x, 1));
+	return true;
+}
+
+/* Wait (5 s at most) until @fd's semaphore has @n waiters or fewer. */
+static int waiters_fall(int fd, uint64_t n)
+{
+	int64_t end = now_ns() + 5 * NSEC;
+
+	while (now_ns() < end) {
+		if (stat_of(fd).waiters <= n)
+			return 0;
+		usleep(1000);
+	}
+	return -1;
+}
+
+/* Parked waiters and gangs not yet freed (a test build's count), or -1. */
+static int parked_count(void)
+{
+	char buf[32];
+
+	return read_file(PARKED_PARAM, buf, sizeof(buf)) ? -1 : atoi(buf);
+}
+
+/* Wait (5 s at most) for the parked count to be @n; true if it is. */
+static bool parked_reach(int n)
+{
+	int64_t end = now_ns() + 5 * NSEC;
+
+	while (parked_count() != n && now_ns() < end)
+		usleep(1000);
+	return parked_count() == n;
+}
+
+/*
+ * Task work (an io_uring completion) for a waiting gang's thread: the
+ * thread returns to run it and its call restarts, and the gang keeps
+ * its place, as a single waiter does: a request queued after it on x is
+ * still after it when x has room.
+ */
+TEST_F(gang, task_work_keeps_its_place)
+{
+	int holder = wsem_reopen(self->x, 0), late = wsem_reopen(self->x, 0);
+	struct parker k;
+	long long before;
+	pthread_t th;
+	int64_t end;
+
+	ASSERT_LE(0, holder);
+	ASSERT_LE(0, late);
+	parker_init(_metadata, &k, self->x, self->y, false);
+	ASSERT_EQ(0, wsem_acquire(holder, 2));
+	if (!parker_start(_metadata, &k, &th, self->x)) {
+		parker_close(&k);
+		SKIP(return, "io_uring: %s", strerror(k.ring_err));
+	}
+	ASSERT_EQ(-1, wsem_acquire_async(late, 1));
+	ASSERT_EQ(EINPROGRESS, errno);
+	ASSERT_EQ(0, waiters_reach(self->x, 2));
+
+	before = nvcsw(k.tid);
+	ASSERT_LE(0, before);
+	ASSERT_EQ(1, write(k.pipe[1], "x", 1));
+	end = now_ns() + 5 * NSEC;
+	while (!ring_completions(&k.ring) && now_ns() < end)
+		usleep(1000);
+	EXPECT_EQ(1, ring_completions(&k.ring)) {
+		TH_LOG("the task work did not run while the gang waited");
+	}
+	while (nvcsw(k.tid) == before && now_ns() < end)
+		usleep(1000);
+	EXPECT_LT(before, nvcsw(k.tid));
+	EXPECT_EQ(2, stat_of(self->x).waiters);
+	EXPECT_FALSE(atomic_load(&k.ended));
+
+	/* One unit on x: the gang's, which came first. */
+	ASSERT_EQ(0, wsem_release(holder, 1));
+	ASSERT_EQ(0, pthread_join(th, NULL));
+	EXPECT_EQ(0, k.ret);
+	EXPECT_EQ(1, k.cqes);
+	EXPECT_EQ(1, stat_of(k.fds[0]).held);
+	EXPECT_EQ(1, stat_of(k.fds[1]).held);
+	EXPECT_EQ(-1, wsem_acquire_result(late)) {
+		TH_LOG("the request behind the gang was granted first");
+	}
+	EXPECT_EQ(EINPROGRESS, errno);
+	ASSERT_EQ(0, wsem_release(k.fds[0], 1));
+	EXPECT_EQ(0, wsem_acquire_result(late));
+	close(holder);
+	close(late);
+	parker_close(&k);
+}
+
+/*
+ * Granted while its thread is away running the task work (held there a
+ * while by the test knob test_park_delay_ms): the parked gang is granted
+ * in its place, each part to its handle, and the restarted call finds it
+ * granted.
+ */
+TEST_F(gang, a_parked_gang_is_granted_while_away)
+{
+	int holder = wsem_reopen(self->x, 0);
+	struct parker k;
+	pthread_t th;
+	int base;
+
+	ASSERT_LE(0, holder);
+	base = parked_count();
+	if (base < 0 || access(PARK_DELAY, W_OK))
+		SKIP(return, "not a test build of the module");
+	parker_init(_metadata, &k, self->x, self->y, false);
+	ASSERT_EQ(0, wsem_acquire(holder, 2));
+	if (!parker_start(_metadata, &k, &th, self->x)) {
+		parker_close(&k);
+		SKIP(return, "io_uring: %s", strerror(k.ring_err));
+	}
+	ASSERT_EQ(0, write_file(PARK_DELAY, "2000"));
+	ASSERT_EQ(1, write(k.pipe[1], "x", 1));
+	ASSERT_TRUE(parked_reach(base + 1));
+	ASSERT_EQ(0, wsem_release(holder, 1));
+	/* The work item grants it while the thread is still away. */
+	EXPECT_EQ(0, waiters_fall(self->x, 0));
+	EXPECT_EQ(base + 1, parked_count());
+	EXPECT_EQ(1, stat_of(k.fds[0]).held);
+	EXPECT_EQ(1, stat_of(k.fds[1]).held);
+	EXPECT_FALSE(atomic_load(&k.ended));
+	ASSERT_EQ(0, pthread_join(th, NULL));
+	EXPECT_EQ(0, k.ret);
+	EXPECT_EQ(base, parked_count());
+	EXPECT_EQ(1, stat_of(k.fds[0]).held) {
+		TH_LOG("the restarted call did not take its grant back");
+	}
+	EXPECT_EQ(1, used(self->y));
+	close(holder);
+	parker_close(&k);
+	EXPECT_EQ(0, used(self->x) + used(self->y));
+}
+
+/*
+ * Park @k's gang (held in the kernel by the test knob), then signal its
+ * thread: it leaves through the handler instead of restarting.
+ */
+static void park_and_leave(struct __test_metadata *_metadata,
+			   struct parker *k, pthread_t th, int base)
+{
+	struct sigaction sa = { .sa_handler = leave_handler };
+
+	ASSERT_EQ(0, sigaction(SIGUSR1, &sa, NULL));
+	ASSERT_EQ(0, write_file(PARK_DELAY, "2000"));
+	ASSERT_EQ(1, write(k->pipe[1], "x", 1));
+	ASSERT_TRUE(parked_reach(base + 1));
+	ASSERT_EQ(0, pthread_kill(th, SIGUSR1));
+	while (!atomic_load(&k->ended))
+		usleep(1000);
+	EXPECT_EQ(1, atomic_load(&k->left)) {
+		TH_LOG("it restarted instead of leaving through the handler");
+	}
+}
+
+/*
+ * A parked gang whose thread left through its handler and ended never
+ * comes back: a grant walk that reaches it ends it, whether it fits or
+ * not (here x is full: the walk of a waiter's timeout behind it), and
+ * the requests behind it go on.
+ */
+TEST_F(gang, a_parked_gang_of_an_ended_thread_is_ended)
+{
+	int holder = wsem_reopen(self->x, 0), late = wsem_reopen(self->x, 0);
+	struct parker k;
+	pthread_t th;
+	int base;
+
+	ASSERT_LE(0, holder);
+	ASSERT_LE(0, late);
+	base = parked_count();
+	if (base < 0 || access(PARK_DELAY, W_OK))
+		SKIP(return, "not a test build of the module");
+	parker_init(_metadata, &k, self->x, self->y, false);
+	ASSERT_EQ(0, wsem_acquire(holder, 2));
+	if (!parker_start(_metadata, &k, &th, self->x)) {
+		parker_close(&k);
+		SKIP(return, "io_uring: %s", strerror(k.ring_err));
+	}
+	park_and_leave(_metadata, &k, th, base);
+	ASSERT_EQ(0, pthread_join(th, NULL));
+	EXPECT_EQ(1, stat_of(self->x).waiters);
+	EXPECT_EQ(base + 1, parked_count());
+	EXPECT_EQ(-1, wsem_acquire_timeout(late, 1, 20 * MSEC));
+	EXPECT_EQ(ETIMEDOUT, errno);
+	EXPECT_TRUE(parked_reach(base)) {
+		TH_LOG("the parked gang of an ended thread is still there");
+	}
+	EXPECT_EQ(0, waiters_fall(self->x, 0));
+	EXPECT_EQ(0, stat_of(self->y).waiters);
+	EXPECT_EQ(0, used(self->y));
+	ASSERT_EQ(0, wsem_release(holder, 1));
+	EXPECT_EQ(0, wsem_tryacquire(late, 1));
+	close(holder);
+	close(late);
+	parker_close(&k);
+}
+
+/*
+ * A parked gang whose thread left and lives on is ended when one of its
+ * handles is closed: nothing of it is left queued or parked.
+ */
+TEST_F(gang, closing_a_handle_ends_its_parked_gang)
+{
+	int holder = wsem_reopen(self->x, 0);
+	uint64_t one = 1;
+	struct parker k;
+	pthread_t th;
+	int base;
+
+	ASSERT_LE(0, holder);
+	base = parked_count();
+	if (base < 0 || access(PARK_DELAY, W_OK))
+		SKIP(return, "not a test build of the module");
+	parker_init(_metadata, &k, self->x, self->y, true);
+	ASSERT_EQ(0, wsem_acquire(holder, 2));
+	if (!parker_start(_metadata, &k, &th, self->x)) {
+		parker_close(&k);
+		SKIP(return, "io_uring: %s", strerror(k.ring_err));
+	}
+	park_and_leave(_metadata, &k, th, base);
+	EXPECT_EQ(1, stat_of(self->x).waiters);
+	EXPECT_EQ(1, stat_of(self->y).waiters);
+	EXPECT_EQ(base + 1, parked_count());
+	ASSERT_EQ(0, close(k.fds[1]));
+	k.fds[1] = -1;
+	EXPECT_EQ(base, parked_count()) {
+		TH_LOG("the parked gang is still there after the close");
+	}
+	EXPECT_EQ(0, stat_of(self->x).waiters);
+	EXPECT_EQ(0, stat_of(self->y).waiters);
+	EXPECT_EQ(0, wsem_tryacquire(self->y, 2));
+	ASSERT_EQ(sizeof(one), write(k.stay, &one, sizeof(one)));
+	ASSERT_EQ(0, pthread_join(th, NULL));
+	close(holder);
+	parker_close(&k);
 }
 
 TEST_HARNESS_MAIN

@@ -13,6 +13,11 @@
  *  - nothing is lost: at the end, with every worker and lender gone,
  *    every semaphore has used 0, no waiter, and its own capacity.
  *
+ * Task work comes at random too: each worker polls an eventfd of its own
+ * through an io_uring, and the controller's write completes the poll as
+ * task work, which parks a waiting gang in its place (and may meet a
+ * SIGKILL while it is parked).
+ *
  * GANGS is 10,000 (WSEM_GANGSTORM_GANGS sets it; the debug lane runs
  * fewer).  Each worker reopens handles of its own: weight belongs to the
  * handle, so a killed worker's weight must come back by its handles'
@@ -27,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -36,6 +42,7 @@
 
 #include "kselftest_harness.h"
 #include "util.h"
+#include "ring.h"
 
 #define NSEMS		8
 #define WORKERS		6
@@ -62,13 +69,35 @@ static void on_usr1(int sig)
 	(void)sig;
 }
 
-/* One worker: random gangs until @s->done reaches @gangs. */
+/*
+ * Arm @ring's poll of @efd again once the last one completed (the
+ * controller wrote): its count read back, the completion reaped.
+ */
+static void rearm(struct ring *ring, int efd, bool armed)
+{
+	uint64_t v;
+
+	if (armed && ring_completions(ring) == 0)
+		return;
+	if (armed && read(efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		_exit(3);
+	ring_reap(ring);
+	if (ring_poll_add(ring, efd))
+		_exit(3);
+}
+
+/*
+ * One worker: random gangs until @s->done reaches @gangs, with task work
+ * when the controller writes @efd (io_uring unavailable: none).
+ */
 static void worker(struct storm *s, const int *sems, uint64_t gangs,
-		   unsigned int seed)
+		   unsigned int seed, int efd)
 {
 	struct rng r = { .s = seed * 2654435761u + 1 };
 	struct sigaction sa = { .sa_handler = on_usr1 };
 	int fds[NSEMS], pick[NSEMS], i;
+	struct ring ring;
+	bool uring;
 	struct wsem_stat st;
 
 	sigemptyset(&sa.sa_mask);
@@ -78,6 +107,9 @@ static void worker(struct storm *s, const int *sems, uint64_t gangs,
 		if (fds[i] < 0)
 			_exit(2);
 	}
+	uring = !ring_setup(&ring);
+	if (uring)
+		rearm(&ring, efd, false);
 	while (atomic_load(&s->done) < gangs) {
 		int use[WSEM_MANY_MAX];
 		uint64_t w[WSEM_MANY_MAX];
@@ -112,6 +144,8 @@ static void worker(struct storm *s, const int *sems, uint64_t gangs,
 		ret = wsem_acquire_many(use, w, n, timeout);
 		err = errno;
 		atomic_fetch_add(&s->done, 1);
+		if (uring)
+			rearm(&ring, efd, true);
 		if (ret) {
 			if (err != EAGAIN && err != ETIMEDOUT && err != EINTR &&
 			    err != EINVAL)
@@ -158,6 +192,7 @@ TEST(ten_thousand_gangs)
 	uint64_t gangs = env_u64("WSEM_GANGSTORM_GANGS", GANGS);
 	struct rng r = { .s = (uint64_t)getpid() };
 	pid_t workers[WORKERS], lenders[2] = { 0, 0 };
+	int efds[WORKERS];
 	int sems[NSEMS], i, status, round = 0;
 	int64_t end = now_ns() + 600 * NSEC;
 	unsigned long long last = 0;
@@ -178,10 +213,12 @@ TEST(ten_thousand_gangs)
 		ASSERT_LE(0, sems[i]);
 	}
 	for (i = 0; i < WORKERS; i++) {
+		efds[i] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		ASSERT_LE(0, efds[i]);
 		workers[i] = fork();
 		ASSERT_LE(0, workers[i]);
 		if (!workers[i])
-			worker(s, sems, gangs, getpid());
+			worker(s, sems, gangs, getpid(), efds[i]);
 	}
 
 	/* The storm: every 20 ms something happens to someone. */
@@ -190,6 +227,8 @@ TEST(ten_thousand_gangs)
 
 		usleep(20 * 1000);
 		round++;
+		/* Task work for someone, each round. */
+		(void)!write(efds[below(&r, WORKERS)], &(uint64_t){ 1 }, 8);
 		switch (below(&r, 6)) {
 		case 0:		/* a worker dies, another takes its place */
 			kill(workers[v], SIGKILL);
@@ -197,7 +236,8 @@ TEST(ten_thousand_gangs)
 			workers[v] = fork();
 			ASSERT_LE(0, workers[v]);
 			if (!workers[v])
-				worker(s, sems, gangs, getpid() + round);
+				worker(s, sems, gangs, getpid() + round,
+				       efds[v]);
 			break;
 		case 1:		/* a signal */
 			kill(workers[v], SIGUSR1);
