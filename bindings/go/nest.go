@@ -84,7 +84,9 @@ func (w *Weighted) createChild(name string, n int64, perm os.FileMode,
 // It blocks until granted or ctx is done: a deadline of ctx is the
 // kernel's deadline (context.DeadlineExceeded), and a ctx cancelled
 // meanwhile interrupts the wait (a signal to the waiting thread) with
-// ctx.Err().  On failure it holds nothing: ctx.Err(), ErrClosed, or an
+// ctx.Err().  Other signals to that thread wait until the request ends,
+// so that it keeps its place.  On failure it holds nothing: ctx.Err(),
+// ErrClosed, or an
 // error matching syscall.EINVAL (a weight above a capacity, a semaphore
 // twice).  If ctx is already done, it fails even if the units are free.
 func AcquireMany(ctx context.Context, ws []*Weighted, ns []int64) error {
@@ -164,8 +166,12 @@ func gang(ctx context.Context, hs []*handle, ns []int64) error {
 
 // gangWait issues the request on this OS thread; a ctx done meanwhile
 // sends the thread SIGURG (which the Go runtime ignores) until the wait
-// ends, with EINTR.  An EINTR that ctx did not cause (another signal)
-// issues it again, at the end of the queues.
+// ends, with EINTR.  Every other signal is blocked on the thread while it
+// waits (blockSignals), so that another signal's handler, which ends a
+// wait with EINTR, does not send the gang to the end of its queues: it
+// runs once the wait is over.  An EINTR that ctx did not cause (a SIGURG
+// of the runtime's own, which it sends to preempt a goroutine and may
+// send just before the call) issues it again, at the end of the queues.
 func gangWait(ctx context.Context, fds []int32, ns []int64) error {
 	entries := make([]manyEntry, len(fds))
 	for i := range fds {
@@ -213,6 +219,7 @@ func gangWait(ctx context.Context, fds []int32, ns []int64) error {
 		}
 	}()
 	var err error
+	restore := blockSignals()
 	for {
 		_, err = ioctl(uintptr(fds[0]), iocAcquireMany,
 			unsafe.Pointer(&args))
@@ -220,6 +227,7 @@ func gangWait(ctx context.Context, fds []int32, ns []int64) error {
 			break
 		}
 	}
+	restore()
 	mu.Lock()
 	waiting = false
 	mu.Unlock()
@@ -235,4 +243,24 @@ func gangWait(ctx context.Context, fds []int32, ns []int64) error {
 		return ctx.Err()
 	}
 	return os.NewSyscallError("wsem acquire many", err)
+}
+
+// blockSignals blocks every signal but SIGURG on the calling OS thread,
+// which the caller has locked, and returns what puts its mask back.  The
+// kernel's sigset_t is 8 bytes wide on every architecture Debian's Go
+// builds for but mips.
+func blockSignals() func() {
+	const sigSetMask = 2 // SIG_SETMASK
+	set := ^uint64(1 << (uint(syscall.SIGURG) - 1))
+	var old uint64
+	_, _, e := syscall.RawSyscall6(syscall.SYS_RT_SIGPROCMASK, sigSetMask,
+		uintptr(unsafe.Pointer(&set)), uintptr(unsafe.Pointer(&old)),
+		8, 0, 0)
+	if e != 0 {
+		return func() {}
+	}
+	return func() {
+		syscall.RawSyscall6(syscall.SYS_RT_SIGPROCMASK, sigSetMask,
+			uintptr(unsafe.Pointer(&old)), 0, 8, 0, 0)
+	}
 }

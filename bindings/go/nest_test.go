@@ -5,7 +5,10 @@ package wsem
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -142,4 +145,79 @@ func TestAcquireMany(t *testing.T) {
 	if mustStat(t, a).Used != 0 {
 		t.Fatal("a failed gang holds weight")
 	}
+}
+
+// gangThread finds the thread waiting in WSEM_IOC_ACQUIRE_MANY (ioctl,
+// system call 16 on amd64, its request the second argument).
+func gangThread(t *testing.T) int {
+	t.Helper()
+	want := fmt.Sprintf("0x%x", iocAcquireMany)
+	tid := 0
+	eventually(t, "the gang's thread waits in its ioctl", func() bool {
+		dirs, _ := os.ReadDir("/proc/self/task")
+		for _, d := range dirs {
+			b, err := os.ReadFile("/proc/self/task/" + d.Name() +
+				"/syscall")
+			f := strings.Fields(string(b))
+			if err != nil || len(f) < 3 || f[0] != "16" ||
+				f[2] != want {
+				continue
+			}
+			tid, _ = strconv.Atoi(d.Name())
+			return true
+		}
+		return false
+	})
+	return tid
+}
+
+// Signals that reach AcquireMany's thread while it waits (here SIGWINCH,
+// for which the Go runtime has a handler) do not send the gang to the end
+// of its queues: a request queued after it is still after it.
+func TestAcquireManyKeepsItsPlaceThroughSignals(t *testing.T) {
+	a := anon(t, 2)
+	b := anon(t, 2)
+	ctx := context.Background()
+	if err := a.Acquire(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	gang := make(chan error, 1)
+	go func() {
+		gang <- AcquireMany(ctx, []*Weighted{a, b}, []int64{1, 1})
+	}()
+	waitWaiters(t, a, 1)
+	tid := gangThread(t)
+	late := make(chan error, 1)
+	go func() { late <- a.Acquire(ctx, 1) }()
+	waitWaiters(t, a, 2)
+	for i := 0; i < 5; i++ {
+		if err := syscall.Tgkill(os.Getpid(), tid,
+			syscall.SIGWINCH); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	a.Release(1)
+	select {
+	case err := <-gang:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case err := <-late:
+		// Its unit back lets the gang end before the test does.
+		a.Release(1)
+		<-gang
+		t.Fatalf("the request behind the gang came first (%v)", err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("nobody was granted")
+	}
+	if st := mustStat(t, a); st.Waiters != 1 {
+		t.Fatalf("a after the gang's grant: %+v", st)
+	}
+	a.Release(1)
+	if err := <-late; err != nil {
+		t.Fatal(err)
+	}
+	a.Release(1)
+	b.Release(1)
 }
