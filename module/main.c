@@ -269,6 +269,7 @@ static int wsem_ioctl_reopen(struct file *file, u64 __user *uflags)
 	 * set it from ->llseek as later kernels do.
 	 */
 	nfile->f_mode |= FMODE_PREAD | FMODE_LSEEK;
+	h->file = nfile;
 	wsem_bind(h, sem);	/* fresh: cannot be bound */
 	fd_install(fd, nfile);
 	return fd;
@@ -1033,6 +1034,7 @@ static int wsem_file_open(struct inode *inode, struct file *file)
 	if (!h)
 		return -ENOMEM;
 	file->private_data = h;
+	h->file = file;
 	if (S_ISREG(inode->i_mode))
 		wsem_bind(h, sem);	/* fresh: cannot be bound */
 	return 0;

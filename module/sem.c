@@ -62,6 +62,7 @@
 #include <linux/cgroup.h>
 #include <linux/cpumask.h>
 #include <linux/cred.h>
+#include <linux/fdtable.h>
 #include <linux/hrtimer.h>
 #include <linux/idr.h>
 #include <linux/jiffies.h>
@@ -661,6 +662,48 @@ static void wsem_wake_batch(struct wsem *sem, struct wsem_wake *wake)
 	spin_lock(sem->lock);
 }
 
+/* Each end of holders' number (wsem_kill_holders()); 0 is none. */
+static atomic64_t wsem_doom_seq = ATOMIC64_INIT(0);
+
+/* iterate_fd(): is @file a handle that the end of holders @doomed marked? */
+static int wsem_match_doomed(const void *wake, struct file *file,
+			     unsigned int fd)
+{
+	const struct wsem_wake *w = wake;
+	struct wsem_handle *h = file->private_data;
+
+	return file->f_op == w->doomed_fops &&
+	       READ_ONCE(h->doomed_by) == w->doomed;
+}
+
+/*
+ * Send SIGKILL to every process that has a handle marked by @wake's end
+ * of holders (wsem_kill_holders()) in its file table: the sharers of a
+ * holding handle.  A look at each process's descriptors, as the kernel's
+ * own lookups of a process's files do (task_lock(), then iterate_fd()'s
+ * file_lock), under no lock of ours; it runs once per end of holders
+ * that found a holder.
+ */
+static void wsem_kill_sharers(struct wsem_wake *wake)
+{
+	struct task_struct *p;
+	bool marked;
+
+	rcu_read_lock();
+	for_each_process(p) {
+		if (p->flags & PF_KTHREAD)
+			continue;
+		task_lock(p);
+		marked = p->files &&
+			 iterate_fd(p->files, 0, wsem_match_doomed, wake);
+		task_unlock(p);
+		if (marked)
+			send_sig(SIGKILL, p, 1);
+	}
+	rcu_read_unlock();
+	wake->doomed = 0;
+}
+
 /*
  * After weight came back or a waiter left (@before: wsem_events() before
  * the change): grant the waiters that fit now, drop @sem->lock, and wake
@@ -693,6 +736,8 @@ void wsem_unlock_and_wake(struct wsem *sem, __poll_t before,
 				     EPOLLRDBAND);
 		rcu_read_unlock();
 		wsem_wake_up(wake);
+		if (unlikely(wake->doomed))
+			wsem_kill_sharers(wake);
 		return;
 	}
 	/*
@@ -708,6 +753,8 @@ void wsem_unlock_and_wake(struct wsem *sem, __poll_t before,
 	wake->sem = sem;
 	spin_unlock(sem->lock);
 	wsem_wake_up(wake);
+	if (unlikely(wake->doomed))
+		wsem_kill_sharers(wake);
 }
 
 /*
@@ -1028,23 +1075,24 @@ int wsem_bind(struct wsem_handle *h, struct wsem *sem)
 }
 
 /*
- * The close of a lender of WSEM_LEND_END_HOLDERS: send SIGKILL to the
- * thread group that last acquired through each handle holding weight on
- * @sem or on one of its descendants, with the kernel's privilege
- * (kill_pid()'s priv: the lender had CAP_KILL).  Called under the tree's
- * lock in the same hold that withdraws the loan (wsem_unbind()), so that
- * no holder is granted between the two and none is granted from the loan
+ * The close of a lender of WSEM_LEND_END_HOLDERS, or its loan's deadline:
+ * send SIGKILL to the thread group that last acquired through each handle
+ * holding weight on @sem or on one of its descendants, with the kernel's
+ * privilege (kill_pid()'s priv: the lender had CAP_KILL).  Called under
+ * the tree's lock in the same hold that withdraws the loan, so that no
+ * holder is granted between the two and none is granted from the loan
  * being withdrawn; sending one takes only the target's sighand lock,
  * which nothing holds while taking a tree's lock.  A holder dies, and
  * gives its weight back, when the signal is delivered.
  *
- * What it ends is, per holding handle, the one thread group that last
- * acquired through it (struct wsem_handle @pid): a process that shares
- * the handle (fork after the acquire, SCM_RIGHTS) and never acquired
- * through it lives on, and the weight goes back only when the last of
- * them closes the handle.
+ * A handle is shared by every process that has its file: one that
+ * inherited it (fork after the acquire) or received it (SCM_RIGHTS) holds
+ * its weight too, without having acquired.  Each holding handle is marked
+ * with this end's number in @wake, and once the lock is dropped every
+ * process with a marked handle in its file table is sent SIGKILL too
+ * (wsem_kill_sharers(), before the withdrawing call returns).
  */
-static void wsem_kill_holders(struct wsem *sem)
+static void wsem_kill_holders(struct wsem *sem, struct wsem_wake *wake)
 {
 	struct wsem_handle *holder;
 	struct wsem *s;
@@ -1055,8 +1103,18 @@ static void wsem_kill_holders(struct wsem *sem)
 		if (!wsem_is_below(s, sem))
 			continue;
 		list_for_each_entry(holder, &s->holders, hold_node) {
-			if (holder->held && holder->pid)
+			if (!holder->held)
+				continue;
+			if (holder->pid)
 				kill_pid(holder->pid, SIGKILL, 1);
+			if (!holder->file)
+				continue;
+			if (!wake->doomed) {
+				wake->doomed =
+					atomic64_inc_return(&wsem_doom_seq);
+				wake->doomed_fops = holder->file->f_op;
+			}
+			WRITE_ONCE(holder->doomed_by, wake->doomed);
 		}
 	}
 }
@@ -1073,7 +1131,7 @@ static void wsem_withdraw_loan(struct wsem *sem, struct wsem_handle *h,
 	lockdep_assert_held(sem->lock);
 
 	if (h->end_holders)
-		wsem_kill_holders(sem);
+		wsem_kill_holders(sem, wake);
 	h->end_holders = false;
 	if (h->loan)
 		h->loan->deadline = 0;

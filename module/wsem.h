@@ -87,7 +87,11 @@
  *   task->alloc_lock,     task_lock() and the file table's lock, taken in
  *   files->file_lock      that order, under rcu_read_lock() and js->lock,
  *                         to look for a process's endpoint descriptors at
- *                         a close (wsem_js_flush())
+ *                         a close (wsem_js_flush()), and under
+ *                         rcu_read_lock() alone by an end of holders'
+ *                         look for the sharers of the holding handles
+ *                         (wsem_kill_sharers(), after sem->lock is
+ *                         dropped)
  *
  * A handle is bound once, with smp_store_release() on h->sem under
  * h->wqh.lock (wsem_bind(), against a poller queueing itself and another
@@ -412,6 +416,11 @@ enum wsem_spin_end {
  * @loan: the deadline of its loan, allocated by its first WSEM_IOC_LEND with
  *	WSEM_LEND_DEADLINE and set under @sem->lock, freed at its close; or
  *	NULL
+ * @file: its file (no reference: the handle is freed at the file's
+ *	release), or NULL for the jobserver's internal handles; set once
+ * @doomed_by: the number of the last end of holders that found it holding
+ *	weight (wsem_kill_holders()); set under @sem->lock, read with no
+ *	lock by the scan for its sharers
  */
 struct wsem_handle {
 	struct wsem *sem;
@@ -437,6 +446,8 @@ struct wsem_handle {
 	size_t text_len;
 	struct pid *kill_pgrp;
 	struct wsem_loan *loan;
+	struct file *file;
+	u64 doomed_by;
 };
 
 /**
@@ -468,6 +479,8 @@ struct wsem_wake {
 	struct wsem *sem;		/* wake its pollers ... */
 	__poll_t events;		/* ... with these, new since the change */
 	struct list_head parked;	/* parked waiters to free (park_node) */
+	u64 doomed;			/* an end of holders: its number ... */
+	const struct file_operations *doomed_fops; /* ... and handles' f_op */
 };
 
 static __always_inline void wsem_wake_init(struct wsem_wake *wake)
@@ -475,6 +488,7 @@ static __always_inline void wsem_wake_init(struct wsem_wake *wake)
 	wake->nr_tasks = 0;
 	wake->nr_handles = 0;
 	wake->events = 0;
+	wake->doomed = 0;
 	INIT_LIST_HEAD(&wake->parked);
 }
 

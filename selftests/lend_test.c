@@ -17,7 +17,9 @@
  *    weight) changed since it last read the state, and wakes a poller;
  *  - a lender of WSEM_LEND_END_HOLDERS (CAP_KILL) kills, when its file is
  *    released, every process that holds weight on the semaphore or on a
- *    child of it, and nobody else; a LEND without the flag forgets it;
+ *    child of it (each that has a holding handle's file, also one that
+ *    never acquired through it), and nobody else; a LEND without the flag
+ *    forgets it;
  *  - a loan with a deadline (WSEM_LEND_DEADLINE, CLOCK_BOOTTIME in the
  *    caller's time namespace) is withdrawn by the kernel when it passes
  *    unless lent again, as the lender's close would withdraw it: with
@@ -39,6 +41,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -675,6 +678,54 @@ TEST_F(end, end_holders_kills_the_holders_at_the_lenders_close)
 	EXPECT_EQ(idle, waitpid(idle, &status, 0));
 	close(idle_fd);
 	close(child);
+}
+
+/*
+ * Every process that shares a holding handle is ended, not only the one
+ * that acquired through it: a child forked after the acquire holds the
+ * weight too (it has the handle's file).  The test process is their
+ * subreaper, so that the orphaned child is its to reap.
+ */
+TEST_F(end, end_holders_kills_every_sharer_of_a_holding_handle)
+{
+	int ready[2];
+	pid_t a, b;
+
+	ASSERT_EQ(0, prctl(PR_SET_CHILD_SUBREAPER, 1));
+	ASSERT_EQ(0, pipe(ready));
+	ASSERT_EQ(0, lend_flags(self->lender, 3, WSEM_LEND_END_HOLDERS));
+	a = fork();
+	ASSERT_LE(0, a);
+	if (!a) {
+		int fd = wsem_reopen(self->fd, 0);
+
+		close(ready[0]);
+		close(self->lender);
+		if (fd < 0 || wsem_acquire(fd, 2))
+			_exit(1);
+		b = fork();
+		if (b < 0)
+			_exit(1);
+		if (!b) {
+			for (;;)
+				pause();
+		}
+		if (write(ready[1], &b, sizeof(b)) != sizeof(b))
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(ready[1]);
+	ASSERT_EQ(sizeof(b), read(ready[0], &b, sizeof(b)));
+	close(ready[0]);
+	EXPECT_EQ(2, stat_of(self->fd).used);
+	ASSERT_EQ(0, close_lender(&self->lender));
+	EXPECT_TRUE(killed_within(a));
+	EXPECT_TRUE(killed_or_ended(b)) {
+		TH_LOG("the child that shares the handle lives on");
+	}
+	EXPECT_EQ(0, stat_of(self->fd).used);
+	ASSERT_EQ(0, prctl(PR_SET_CHILD_SUBREAPER, 0));
 }
 
 /*
