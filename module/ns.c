@@ -36,6 +36,15 @@
  * not below it is charged at the top of its own chain).  The count lives
  * while the user has semaphores there: the last uncharge frees it.
  *
+ * Children are charged once more, to one count per user of the initial
+ * user namespace (wsem_child_users): the one whose user namespaces the
+ * creator's is, or is below.  Every IPC namespace a user makes (with a
+ * user namespace of its own, unshare(CLONE_NEWUSER | CLONE_NEWIPC))
+ * brings fresh per-namespace limits, but children under a host's
+ * semaphore, seen through a bind mount or a passed handle, all count
+ * here: at most max_children_per_user, but with CAP_SYS_RESOURCE in the
+ * initial user namespace.
+ *
  * The administrator: callers without CAP_SYS_RESOURCE over that user
  * namespace stop short of max_sems_per_ns by an eighth of it, kept for
  * callers with it, who also pass the per-user limit; so however many
@@ -148,7 +157,7 @@ static atomic_t wsem_test_users = ATOMIC_INIT(0);
 module_param_cb(test_quota_nodes, &wsem_test_counter_ops, &wsem_test_users,
 		0400);
 MODULE_PARM_DESC(test_quota_nodes,
-		 "Test builds only: per-user counts in memory, in all namespaces");
+		 "Test builds only: per-user counts in memory, in all namespaces and of children");
 
 static void wsem_test_count_users(int delta)
 {
@@ -189,21 +198,35 @@ void wsem_ns_put(struct wsem_ns *wns)
  * Account for a semaphore charged to its namespace that is being freed;
  * its user's count goes with its last semaphore there.
  */
-static void wsem_ns_uncharge(struct wsem *sem)
-{
-	struct wsem_ns *wns = sem->wns;
-	struct wsem_user *u = sem->quota;
+/* Children by the user of the initial user namespace they count for. */
+static DEFINE_SPINLOCK(wsem_child_users_lock);
+static struct rb_root wsem_child_users = RB_ROOT;
 
-	spin_lock(&wns->users_lock);
+/* Drop @u's count of one semaphore in @users; free it with its last. */
+static void wsem_user_uncharge(struct wsem_user *u, struct rb_root *users,
+			       spinlock_t *lock)
+{
+	spin_lock(lock);
 	if (--u->nr)
 		u = NULL;
 	else
-		rb_erase(&u->node, &wns->users);
-	spin_unlock(&wns->users_lock);
+		rb_erase(&u->node, users);
+	spin_unlock(lock);
 	if (u) {
 		wsem_test_count_users(-1);
 		kfree(u);
 	}
+}
+
+static void wsem_ns_uncharge(struct wsem *sem)
+{
+	struct wsem_ns *wns = sem->wns;
+
+	if (sem->child_quota)
+		wsem_user_uncharge(sem->child_quota, &wsem_child_users,
+				   &wsem_child_users_lock);
+	sem->child_quota = NULL;
+	wsem_user_uncharge(sem->quota, &wns->users, &wns->users_lock);
 	sem->quota = NULL;
 	atomic_dec(&wns->nr_sems);
 	wsem_ns_put(wns);
@@ -361,15 +384,64 @@ static bool wsem_user_less(struct rb_node *a, const struct rb_node *b)
 	return wsem_user_cmp(&rb_entry(a, struct wsem_user, node)->uid, b) < 0;
 }
 
+/* @uid's count in @users, or NULL if it has none. */
+static struct wsem_user *wsem_user_find(struct rb_root *users, kuid_t uid)
+{
+	struct rb_node *node = rb_find(&uid, users, wsem_user_cmp);
+
+	return node ? rb_entry(node, struct wsem_user, node) : NULL;
+}
+
 /* @uid's count in @wns, or NULL if it has none. */
 static struct wsem_user *wsem_ns_user(struct wsem_ns *wns, kuid_t uid)
 {
-	struct rb_node *node;
-
 	lockdep_assert_held(&wns->users_lock);
 
-	node = rb_find(&uid, &wns->users, wsem_user_cmp);
-	return node ? rb_entry(node, struct wsem_user, node) : NULL;
+	return wsem_user_find(&wns->users, uid);
+}
+
+/*
+ * Count one more child for @uid in wsem_child_users, within
+ * max_children_per_user unless the caller has CAP_SYS_RESOURCE in the
+ * initial user namespace (checked only past the limit: only a use of it
+ * is audited).  Return: its count, or an ERR_PTR(): -ENOSPC, -ENOMEM.
+ */
+static struct wsem_user *wsem_child_charge(kuid_t uid)
+{
+	struct wsem_user *u, *new = NULL;
+	bool may_pass = false;
+
+	for (;;) {
+		spin_lock(&wsem_child_users_lock);
+		u = wsem_user_find(&wsem_child_users, uid);
+		if (u && u->nr >= READ_ONCE(max_children_per_user) &&
+		    !may_pass) {
+			spin_unlock(&wsem_child_users_lock);
+			if (!capable(CAP_SYS_RESOURCE)) {
+				kfree(new);
+				return ERR_PTR(-ENOSPC);
+			}
+			may_pass = true;
+			continue;
+		}
+		if (u || new)
+			break;
+		spin_unlock(&wsem_child_users_lock);
+		new = kzalloc(sizeof(*new), WSEM_GFP);
+		if (!new)
+			return ERR_PTR(-ENOMEM);
+	}
+	if (!u) {
+		u = new;
+		new = NULL;
+		u->uid = uid;
+		rb_add(&u->node, &wsem_child_users, wsem_user_less);
+		wsem_test_count_users(1);
+	}
+	u->nr++;
+	spin_unlock(&wsem_child_users_lock);
+	kfree(new);
+	return u;
 }
 
 /*
@@ -403,7 +475,7 @@ static int wsem_ns_charge(struct wsem_ns *wns, struct wsem *sem)
 	unsigned int max = READ_ONCE(max_sems_per_ns);
 	unsigned int nr = atomic_read(&wns->nr_sems);
 	kuid_t uid = wsem_ns_charged_uid(owner, sem->uid);
-	struct wsem_user *u, *new = NULL;
+	struct wsem_user *u, *new = NULL, *child = NULL;
 	unsigned int used;
 
 	lockdep_assert_held(&wns->lock);
@@ -443,9 +515,18 @@ static int wsem_ns_charge(struct wsem_ns *wns, struct wsem *sem)
 	u->nr++;
 	spin_unlock(&wns->users_lock);
 	kfree(new);
+	if (sem->parent) {
+		child = wsem_child_charge(wsem_ns_charged_uid(&init_user_ns,
+							      sem->uid));
+		if (IS_ERR(child)) {
+			wsem_user_uncharge(u, &wns->users, &wns->users_lock);
+			return PTR_ERR(child);
+		}
+	}
 	atomic_inc(&wns->nr_sems);
 	kref_get(&wns->ref);
 	sem->quota = u;
+	sem->child_quota = child;
 	sem->wns = wns;
 	return 0;
 }

@@ -23,6 +23,11 @@ module_param(max_sems_per_user, uint, 0644);
 MODULE_PARM_DESC(max_sems_per_user,
 		 "Semaphores one user may have created in one IPC namespace (default 256)");
 
+unsigned int max_children_per_user = 256;
+module_param(max_children_per_user, uint, 0644);
+MODULE_PARM_DESC(max_children_per_user,
+		 "Child semaphores one user may have created, counted across every IPC and user namespace as the user of the initial user namespace they come from (default 256); past it ENOSPC, but with CAP_SYS_RESOURCE there");
+
 unsigned int max_tree_size = 1024;
 module_param(max_tree_size, uint, 0644);
 MODULE_PARM_DESC(max_tree_size,

@@ -238,6 +238,8 @@ struct wsem_user;
  *	NULL before it is charged
  * @quota: the per-user count of @wns charged for it (freed by the last
  *	uncharge of its user, in wsem_put())
+ * @child_quota: for a child, its creator's count of children across every
+ *	namespace (ns.c's wsem_child_users), freed likewise; else NULL
  * @user_ns: where CAP_IPC_OWNER is checked (holds a reference, so the user
  *	namespace of its creator's IPC namespace lives as long as it does)
  * @id: a number no other live semaphore has, for fdinfo and wsemfs
@@ -295,6 +297,7 @@ struct wsem {
 	struct kref ref;
 	struct wsem_ns *wns;
 	struct wsem_user *quota;
+	struct wsem_user *child_quota;
 	struct user_namespace *user_ns;
 	int id;
 	kuid_t uid;
@@ -845,6 +848,7 @@ static inline void wsem_test_loan_expiry_pause(void)
 extern unsigned int max_sems_per_ns;
 extern unsigned int max_sems_per_user;
 extern unsigned int max_tree_size;
+extern unsigned int max_children_per_user;
 extern unsigned int spin_ns;
 
 #endif /* _WSEM_INTERNAL_H */

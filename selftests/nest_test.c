@@ -25,6 +25,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -35,6 +36,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -534,6 +536,86 @@ TEST(a_tree_is_bounded)
 	close(named);
 	close(kid);
 	close(root);
+}
+
+#define KIDS_PARAM	"/sys/module/wsem/parameters/max_children_per_user"
+#define KIDS_USER	65534	/* nobody */
+
+/*
+ * As KIDS_USER: in each of 3 new user and IPC namespaces in turn (each
+ * with fresh per-namespace limits), up to 4 children of @parent, all
+ * kept open; exits with how many were made, or 100 + a step that failed
+ * (110 + errno for a child refused but with ENOSPC), 99 if user
+ * namespaces are not allowed.
+ */
+static int kids_in_new_namespaces(int parent)
+{
+	int made = 0, round, i;
+
+	if (setgroups(0, NULL) || setgid(KIDS_USER) || setuid(KIDS_USER) ||
+	    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0))
+		return 101;
+	for (round = 0; round < 3; round++) {
+		if (unshare(CLONE_NEWUSER | CLONE_NEWIPC))
+			return round ? 102 : 99;
+		/* The same ids inside, as a rootless container maps its own. */
+		if (write_file("/proc/self/setgroups", "deny") ||
+		    write_file("/proc/self/uid_map", "65534 65534 1") ||
+		    write_file("/proc/self/gid_map", "65534 65534 1"))
+			return 104;
+		for (i = 0; i < 4; i++) {
+			if (child(parent, 1) >= 0)
+				made++;
+			else if (errno != ENOSPC)
+				return 110 + errno % 100;
+		}
+	}
+	return made;
+}
+
+/*
+ * A child counts against its creator however many namespaces it makes:
+ * max_children_per_user (here 3) bounds what one user creates under a
+ * host's semaphore from 3 user and IPC namespaces of its own (12 without
+ * the bound), and the count goes with the children.
+ */
+TEST(children_count_against_their_creator_in_every_namespace)
+{
+	char old[32], name[WSEM_NAME_MAX];
+	int parent, status, i;
+	mode_t mask;
+	pid_t pid;
+
+	if (access("/dev/wsem", F_OK))
+		SKIP(return, "/dev/wsem is missing (module not loaded)");
+	if (geteuid() || read_file(KIDS_PARAM, old, sizeof(old)))
+		SKIP(return, "needs root and the max_children_per_user parameter");
+	snprintf(name, sizeof(name), "nest.kids.%d", getpid());
+	mask = umask(0);
+	parent = wsem_open(name, O_CREAT | O_EXCL, 0666, 8);
+	umask(mask);
+	ASSERT_LE(0, parent);
+	ASSERT_EQ(0, write_file(KIDS_PARAM, "3"));
+	for (i = 0; i < 2; i++) {
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (!pid)
+			_exit(kids_in_new_namespaces(parent));
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		ASSERT_TRUE(WIFEXITED(status));
+		if (WEXITSTATUS(status) == 99)
+			break;
+		/* The second time: the first one's children are gone. */
+		EXPECT_EQ(3, WEXITSTATUS(status));
+	}
+	/* Root, with CAP_SYS_RESOURCE, is not bound by it. */
+	for (i = 0; i < 5; i++)
+		EXPECT_LE(0, child(parent, 1));
+	ASSERT_EQ(0, write_file(KIDS_PARAM, old));
+	ASSERT_EQ(0, wsem_unlink(name));
+	close(parent);
+	if (WEXITSTATUS(status) == 99)
+		SKIP(return, "unprivileged user namespaces are not allowed");
 }
 
 TEST(depth_is_bounded_and_parents_live_on)
