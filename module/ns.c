@@ -194,10 +194,6 @@ void wsem_ns_put(struct wsem_ns *wns)
 	kref_put(&wns->ref, wsem_ns_free);
 }
 
-/*
- * Account for a semaphore charged to its namespace that is being freed;
- * its user's count goes with its last semaphore there.
- */
 /* Children by the user of the initial user namespace they count for. */
 static DEFINE_SPINLOCK(wsem_child_users_lock);
 static struct rb_root wsem_child_users = RB_ROOT;
@@ -218,6 +214,11 @@ static void wsem_user_uncharge(struct wsem_user *u, struct rb_root *users,
 	}
 }
 
+/*
+ * Account for a semaphore charged to its namespace that is being freed;
+ * its user's count goes with its last semaphore there, and a child's
+ * count of its creator's children likewise.
+ */
 static void wsem_ns_uncharge(struct wsem *sem)
 {
 	struct wsem_ns *wns = sem->wns;
@@ -401,6 +402,45 @@ static struct wsem_user *wsem_ns_user(struct wsem_ns *wns, kuid_t uid)
 }
 
 /*
+ * Count one more semaphore for @uid in @users (under @lock), making its
+ * count if it has none, unless it has @max already.
+ * Return: its count, or an ERR_PTR(): -ENOSPC at @max, -ENOMEM.
+ */
+static struct wsem_user *wsem_user_add(struct rb_root *users,
+				       spinlock_t *lock, kuid_t uid,
+				       unsigned int max)
+{
+	struct wsem_user *u, *new = NULL;
+
+	/* An uncharge may free a count while the lock is dropped. */
+	for (;;) {
+		spin_lock(lock);
+		u = wsem_user_find(users, uid);
+		if (u || new)
+			break;
+		spin_unlock(lock);
+		new = kzalloc(sizeof(*new), WSEM_GFP);
+		if (!new)
+			return ERR_PTR(-ENOMEM);
+	}
+	if (u && u->nr >= max) {
+		u = ERR_PTR(-ENOSPC);
+	} else {
+		if (!u) {
+			u = new;
+			new = NULL;
+			u->uid = uid;
+			rb_add(&u->node, users, wsem_user_less);
+			wsem_test_count_users(1);
+		}
+		u->nr++;
+	}
+	spin_unlock(lock);
+	kfree(new);
+	return u;
+}
+
+/*
  * Count one more child for @uid in wsem_child_users, within
  * max_children_per_user unless the caller has CAP_SYS_RESOURCE in the
  * initial user namespace (checked only past the limit: only a use of it
@@ -408,39 +448,13 @@ static struct wsem_user *wsem_ns_user(struct wsem_ns *wns, kuid_t uid)
  */
 static struct wsem_user *wsem_child_charge(kuid_t uid)
 {
-	struct wsem_user *u, *new = NULL;
-	bool may_pass = false;
+	struct wsem_user *u;
 
-	for (;;) {
-		spin_lock(&wsem_child_users_lock);
-		u = wsem_user_find(&wsem_child_users, uid);
-		if (u && u->nr >= READ_ONCE(max_children_per_user) &&
-		    !may_pass) {
-			spin_unlock(&wsem_child_users_lock);
-			if (!capable(CAP_SYS_RESOURCE)) {
-				kfree(new);
-				return ERR_PTR(-ENOSPC);
-			}
-			may_pass = true;
-			continue;
-		}
-		if (u || new)
-			break;
-		spin_unlock(&wsem_child_users_lock);
-		new = kzalloc(sizeof(*new), WSEM_GFP);
-		if (!new)
-			return ERR_PTR(-ENOMEM);
-	}
-	if (!u) {
-		u = new;
-		new = NULL;
-		u->uid = uid;
-		rb_add(&u->node, &wsem_child_users, wsem_user_less);
-		wsem_test_count_users(1);
-	}
-	u->nr++;
-	spin_unlock(&wsem_child_users_lock);
-	kfree(new);
+	u = wsem_user_add(&wsem_child_users, &wsem_child_users_lock, uid,
+			  READ_ONCE(max_children_per_user));
+	if (u == ERR_PTR(-ENOSPC) && capable(CAP_SYS_RESOURCE))
+		u = wsem_user_add(&wsem_child_users, &wsem_child_users_lock,
+				  uid, UINT_MAX);
 	return u;
 }
 
@@ -475,7 +489,7 @@ static int wsem_ns_charge(struct wsem_ns *wns, struct wsem *sem)
 	unsigned int max = READ_ONCE(max_sems_per_ns);
 	unsigned int nr = atomic_read(&wns->nr_sems);
 	kuid_t uid = wsem_ns_charged_uid(owner, sem->uid);
-	struct wsem_user *u, *new = NULL, *child = NULL;
+	struct wsem_user *u, *child = NULL;
 	unsigned int used;
 
 	lockdep_assert_held(&wns->lock);
@@ -491,30 +505,10 @@ static int wsem_ns_charge(struct wsem_ns *wns, struct wsem *sem)
 	    !ns_capable(owner, CAP_SYS_RESOURCE))
 		return -ENOSPC;
 
-	/*
-	 * Only charging (under @wns->lock) adds a count; an uncharge may
-	 * have freed @u meanwhile: look again.
-	 */
-	for (;;) {
-		spin_lock(&wns->users_lock);
-		u = wsem_ns_user(wns, uid);
-		if (u || new)
-			break;
-		spin_unlock(&wns->users_lock);
-		new = kzalloc(sizeof(*new), WSEM_GFP);
-		if (!new)
-			return -ENOMEM;
-	}
-	if (!u) {
-		u = new;
-		new = NULL;
-		u->uid = uid;
-		rb_add(&u->node, &wns->users, wsem_user_less);
-		wsem_test_count_users(1);
-	}
-	u->nr++;
-	spin_unlock(&wns->users_lock);
-	kfree(new);
+	/* Only charging (under @wns->lock) adds a count: no limit here. */
+	u = wsem_user_add(&wns->users, &wns->users_lock, uid, UINT_MAX);
+	if (IS_ERR(u))
+		return PTR_ERR(u);
 	if (sem->parent) {
 		child = wsem_child_charge(wsem_ns_charged_uid(&init_user_ns,
 							      sem->uid));

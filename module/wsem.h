@@ -51,6 +51,9 @@
  *                         and mmap_lock (faults on the copy out)
  *   wns->users_lock (spin)  one namespace's per-user counts: taken under
  *                         wns->lock to charge, alone to uncharge (ns.c)
+ *   wsem_child_users_lock (spin)  the per-user counts of children across
+ *                         namespaces (ns.c): likewise, never together
+ *                         with a wns->users_lock
  *   wsem_gang_park_mutex  the gangs parked for task work (wait.c): taken
  *                         before sem->lock, since a parked gang is taken
  *                         back, granted or ended under it
