@@ -439,19 +439,14 @@ static void wsem_gang_unpark(struct wsem_gang *g)
 static void wsem_gang_look_parked(struct work_struct *work)
 {
 	struct wsem_gang *g = container_of(work, struct wsem_gang, park_work);
-	bool gone;
 
 	mutex_lock(&wsem_gang_park_mutex);
-	if (g->parked) {
-		gone = READ_ONCE(g->task->flags) & PF_EXITING;
-		if (gone) {
-			wsem_gang_unpark(g);
-			wsem_gang_leave(g, -EINTR);
-		} else {
-			wsem_gang_look(g);
-		}
-		if (gone)
-			wsem_gang_put(g);	/* the list's */
+	if (g->parked && (READ_ONCE(g->task->flags) & PF_EXITING)) {
+		wsem_gang_unpark(g);
+		wsem_gang_leave(g, -EINTR);
+		wsem_gang_put(g);	/* the list's; ours is still held */
+	} else if (g->parked) {
+		wsem_gang_look(g);
 	}
 	mutex_unlock(&wsem_gang_park_mutex);
 	wsem_gang_put(g);
@@ -558,6 +553,43 @@ static struct wsem_gang *wsem_gang_take_back(struct wsem_handle **hs,
 	return NULL;
 }
 
+/* A new gang of the caller's for @weights through @hs, not queued yet. */
+static struct wsem_gang *wsem_gang_alloc(struct wsem_handle **hs,
+					 const u64 *weights, unsigned int n)
+{
+	struct wsem_gang *g = kzalloc(sizeof(*g), WSEM_GFP);
+	unsigned int i, j;
+
+	if (!g)
+		return NULL;
+	g->task = get_task_struct(current);
+	refcount_set(&g->ref, 1);
+	INIT_WORK(&g->park_work, wsem_gang_look_parked);
+	g->nr = n;
+	for (i = 0; i < n; i++) {
+		struct wsem *root = hs[i]->sem->root;
+
+		g->part[i] = (struct wsem_waiter) {
+			.task = current,
+			.handle = hs[i],
+			.weight = weights[i],
+			.since = ktime_get_ns(),
+			.status = WSEM_WAITING,
+			.gang = g,
+		};
+		/* Insert @root into the sorted roots, once. */
+		for (j = 0; j < g->nr_roots && g->roots[j]->id < root->id; j++)
+			;
+		if (j < g->nr_roots && g->roots[j] == root)
+			continue;
+		memmove(&g->roots[j + 1], &g->roots[j],
+			(g->nr_roots - j) * sizeof(g->roots[0]));
+		g->roots[j] = root;
+		g->nr_roots++;
+	}
+	return g;
+}
+
 /**
  * wsem_acquire_many() - one request for weight on several semaphores
  * @hs: @n bound handles, each on another semaphore, which the caller keeps
@@ -587,7 +619,6 @@ int wsem_acquire_many(struct wsem_handle **hs, const u64 *weights,
 	ktime_t *until = flags & WSEM_ACQUIRE_DEADLINE ? &deadline : NULL;
 	bool timed_out = false;
 	struct wsem_gang *g;
-	unsigned int i, j;
 	int ret;
 
 	g = wsem_gang_take_back(hs, weights, n);
@@ -595,39 +626,12 @@ int wsem_acquire_many(struct wsem_handle **hs, const u64 *weights,
 		ret = READ_ONCE(g->part[0].status);
 		if (ret == WSEM_WAITING && (flags & WSEM_ACQUIRE_TRY))
 			ret = wsem_gang_leave(g, -EAGAIN);
-		goto wait;
+	} else {
+		g = wsem_gang_alloc(hs, weights, n);
+		if (!g)
+			return -ENOMEM;
+		ret = wsem_gang_queue(g, flags, clock, until);
 	}
-	g = kzalloc(sizeof(*g), WSEM_GFP);
-	if (!g)
-		return -ENOMEM;
-	g->task = get_task_struct(current);
-	refcount_set(&g->ref, 1);
-	INIT_WORK(&g->park_work, wsem_gang_look_parked);
-	g->nr = n;
-	for (i = 0; i < n; i++) {
-		struct wsem *root = hs[i]->sem->root;
-
-		g->part[i] = (struct wsem_waiter) {
-			.task = current,
-			.handle = hs[i],
-			.weight = weights[i],
-			.since = ktime_get_ns(),
-			.status = WSEM_WAITING,
-			.gang = g,
-		};
-		/* Insert @root into the sorted roots, once. */
-		for (j = 0; j < g->nr_roots && g->roots[j]->id < root->id; j++)
-			;
-		if (j < g->nr_roots && g->roots[j] == root)
-			continue;
-		memmove(&g->roots[j + 1], &g->roots[j],
-			(g->nr_roots - j) * sizeof(g->roots[0]));
-		g->roots[j] = root;
-		g->nr_roots++;
-	}
-
-	ret = wsem_gang_queue(g, flags, clock, until);
-wait:
 	while (ret == WSEM_WAITING) {
 		set_current_state(TASK_INTERRUPTIBLE);
 		if (READ_ONCE(g->look)) {
