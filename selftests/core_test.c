@@ -279,8 +279,8 @@ static void *tw_waiter(void *p, int me)
 	struct ring *r = &t->ring;
 
 	if (me == 0) {
-		if (ring_setup(r) || ring_poll_add(r, t->pipe[0])) {
-			t->ring_err = errno ? errno : EIO;
+		t->ring_err = ring_poll_start(r, t->pipe[0]);
+		if (t->ring_err) {
 			atomic_store(&t->tid0, -1);
 			return NULL;
 		}
@@ -407,8 +407,8 @@ static void *leaver_thread(void *p)
 	struct leaver *l = p;
 	sigjmp_buf jb;
 
-	if (ring_setup(&l->ring) || ring_poll_add(&l->ring, l->pipe[0])) {
-		l->ring_err = errno ? errno : EIO;
+	l->ring_err = ring_poll_start(&l->ring, l->pipe[0]);
+	if (l->ring_err) {
 		atomic_store(&l->tid, -1);
 		return NULL;
 	}

@@ -607,8 +607,8 @@ static void *parker_main(void *p)
 	uint64_t w[2] = { 1, 1 }, one;
 	sigjmp_buf jb;
 
-	if (ring_setup(&k->ring) || ring_poll_add(&k->ring, k->pipe[0])) {
-		k->ring_err = errno ? errno : EIO;
+	k->ring_err = ring_poll_start(&k->ring, k->pipe[0]);
+	if (k->ring_err) {
 		atomic_store(&k->tid, -1);
 		return NULL;
 	}
@@ -699,6 +699,33 @@ static bool parked_reach(int n)
 }
 
 /*
+ * With @holder taking all of x (2), start @k's thread (its own handles on
+ * @x and @y; @stay: it waits on k->stay once it left through its handler)
+ * and wait until its gang is queued.  With @base, the test build's park
+ * knobs are needed, and *@base is the parked count before.  NULL, or why
+ * the test skips.
+ */
+static const char *parker_queue(struct __test_metadata *_metadata,
+				struct parker *k, pthread_t *th, int x, int y,
+				int holder, bool stay, int *base)
+{
+	static char why[64];
+
+	if (base) {
+		*base = parked_count();
+		if (*base < 0 || access(PARK_DELAY, W_OK))
+			return "not a test build of the module";
+	}
+	parker_init(_metadata, k, x, y, stay);
+	ASSERT_EQ(0, wsem_acquire(holder, 2));
+	if (parker_start(_metadata, k, th, x))
+		return NULL;
+	parker_close(k);
+	snprintf(why, sizeof(why), "io_uring: %s", strerror(k->ring_err));
+	return why;
+}
+
+/*
  * Task work (an io_uring completion) for a waiting gang's thread: the
  * thread returns to run it and its call restarts, and the gang keeps
  * its place, as a single waiter does: a request queued after it on x is
@@ -707,6 +734,7 @@ static bool parked_reach(int n)
 TEST_F(gang, task_work_keeps_its_place)
 {
 	int holder = wsem_reopen(self->x, 0), late = wsem_reopen(self->x, 0);
+	const char *skip;
 	struct parker k;
 	long long before;
 	pthread_t th;
@@ -714,12 +742,10 @@ TEST_F(gang, task_work_keeps_its_place)
 
 	ASSERT_LE(0, holder);
 	ASSERT_LE(0, late);
-	parker_init(_metadata, &k, self->x, self->y, false);
-	ASSERT_EQ(0, wsem_acquire(holder, 2));
-	if (!parker_start(_metadata, &k, &th, self->x)) {
-		parker_close(&k);
-		SKIP(return, "io_uring: %s", strerror(k.ring_err));
-	}
+	skip = parker_queue(_metadata, &k, &th, self->x, self->y, holder,
+			    false, NULL);
+	if (skip)
+		SKIP(return, "%s", skip);
 	ASSERT_EQ(-1, wsem_acquire_async(late, 1));
 	ASSERT_EQ(EINPROGRESS, errno);
 	ASSERT_EQ(0, waiters_reach(self->x, 2));
@@ -766,20 +792,16 @@ TEST_F(gang, task_work_keeps_its_place)
 TEST_F(gang, a_parked_gang_is_granted_while_away)
 {
 	int holder = wsem_reopen(self->x, 0);
+	const char *skip;
 	struct parker k;
 	pthread_t th;
 	int base;
 
 	ASSERT_LE(0, holder);
-	base = parked_count();
-	if (base < 0 || access(PARK_DELAY, W_OK))
-		SKIP(return, "not a test build of the module");
-	parker_init(_metadata, &k, self->x, self->y, false);
-	ASSERT_EQ(0, wsem_acquire(holder, 2));
-	if (!parker_start(_metadata, &k, &th, self->x)) {
-		parker_close(&k);
-		SKIP(return, "io_uring: %s", strerror(k.ring_err));
-	}
+	skip = parker_queue(_metadata, &k, &th, self->x, self->y, holder,
+			    false, &base);
+	if (skip)
+		SKIP(return, "%s", skip);
 	ASSERT_EQ(0, write_file(PARK_DELAY, "2000"));
 	ASSERT_EQ(1, write(k.pipe[1], "x", 1));
 	ASSERT_TRUE(parked_reach(base + 1));
@@ -832,21 +854,17 @@ static void park_and_leave(struct __test_metadata *_metadata,
 TEST_F(gang, a_parked_gang_of_an_ended_thread_is_ended)
 {
 	int holder = wsem_reopen(self->x, 0), late = wsem_reopen(self->x, 0);
+	const char *skip;
 	struct parker k;
 	pthread_t th;
 	int base;
 
 	ASSERT_LE(0, holder);
 	ASSERT_LE(0, late);
-	base = parked_count();
-	if (base < 0 || access(PARK_DELAY, W_OK))
-		SKIP(return, "not a test build of the module");
-	parker_init(_metadata, &k, self->x, self->y, false);
-	ASSERT_EQ(0, wsem_acquire(holder, 2));
-	if (!parker_start(_metadata, &k, &th, self->x)) {
-		parker_close(&k);
-		SKIP(return, "io_uring: %s", strerror(k.ring_err));
-	}
+	skip = parker_queue(_metadata, &k, &th, self->x, self->y, holder,
+			    false, &base);
+	if (skip)
+		SKIP(return, "%s", skip);
 	park_and_leave(_metadata, &k, th, base);
 	ASSERT_EQ(0, pthread_join(th, NULL));
 	EXPECT_EQ(1, stat_of(self->x).waiters);
@@ -874,20 +892,16 @@ TEST_F(gang, closing_a_handle_ends_its_parked_gang)
 {
 	int holder = wsem_reopen(self->x, 0);
 	uint64_t one = 1;
+	const char *skip;
 	struct parker k;
 	pthread_t th;
 	int base;
 
 	ASSERT_LE(0, holder);
-	base = parked_count();
-	if (base < 0 || access(PARK_DELAY, W_OK))
-		SKIP(return, "not a test build of the module");
-	parker_init(_metadata, &k, self->x, self->y, true);
-	ASSERT_EQ(0, wsem_acquire(holder, 2));
-	if (!parker_start(_metadata, &k, &th, self->x)) {
-		parker_close(&k);
-		SKIP(return, "io_uring: %s", strerror(k.ring_err));
-	}
+	skip = parker_queue(_metadata, &k, &th, self->x, self->y, holder,
+			    true, &base);
+	if (skip)
+		SKIP(return, "%s", skip);
 	park_and_leave(_metadata, &k, th, base);
 	EXPECT_EQ(1, stat_of(self->x).waiters);
 	EXPECT_EQ(1, stat_of(self->y).waiters);

@@ -7,6 +7,7 @@
 #ifndef WSEM_SELFTESTS_RING_H
 #define WSEM_SELFTESTS_RING_H
 
+#include <errno.h>
 #include <linux/io_uring.h>
 #include <poll.h>
 #include <stdatomic.h>
@@ -66,11 +67,30 @@ static inline int ring_poll_add(struct ring *r, int fd)
 	       0 : -1;
 }
 
+/*
+ * A ring with a poll for POLLIN on @fd pending: 0, or the errno of what
+ * failed (EIO if it left none: the kernel has no io_uring).
+ */
+static inline int ring_poll_start(struct ring *r, int fd)
+{
+	if (ring_setup(r) || ring_poll_add(r, fd))
+		return errno ? errno : EIO;
+	return 0;
+}
+
 static inline unsigned int ring_completions(struct ring *r)
 {
 	_Atomic __u32 *tail = (void *)((char *)r->cq + r->p.cq_off.tail);
 
 	return atomic_load(tail);
+}
+
+/* Completions not yet taken off the ring (ring_reap()). */
+static inline unsigned int ring_unreaped(struct ring *r)
+{
+	_Atomic __u32 *head = (void *)((char *)r->cq + r->p.cq_off.head);
+
+	return ring_completions(r) - atomic_load(head);
 }
 
 /* Take every completion off the ring (its head to its tail). */
