@@ -77,7 +77,7 @@ static void rearm(struct ring *ring, int efd, bool armed)
 {
 	uint64_t v;
 
-	if (armed && ring_completions(ring) == 0)
+	if (armed && ring_unreaped(ring) == 0)
 		return;
 	if (armed && read(efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		_exit(3);
