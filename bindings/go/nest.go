@@ -86,9 +86,8 @@ func (w *Weighted) createChild(name string, n int64, perm os.FileMode,
 // meanwhile interrupts the wait (a signal to the waiting thread) with
 // ctx.Err().  Other signals to that thread wait until the request ends,
 // so that it keeps its place.  On failure it holds nothing: ctx.Err(),
-// ErrClosed, or an
-// error matching syscall.EINVAL (a weight above a capacity, a semaphore
-// twice).  If ctx is already done, it fails even if the units are free.
+// ErrClosed, or an error matching syscall.EINVAL (a weight above a
+// capacity, a semaphore twice).  If ctx is already done, it fails even if the units are free.
 func AcquireMany(ctx context.Context, ws []*Weighted, ns []int64) error {
 	if len(ws) == 0 || len(ws) > manyMax || len(ws) != len(ns) {
 		return os.NewSyscallError("wsem acquire many", syscall.EINVAL)
