@@ -125,6 +125,42 @@ module_param_cb(test_shrink_walked, &wsem_test_counter_ops, &wsem_test_walked,
 MODULE_PARM_DESC(test_shrink_walked,
 		 "Test builds only: waiters that shrinks' failing walks looked at (read-only)");
 
+static unsigned int test_view_delay_ms;
+module_param(test_view_delay_ms, uint, 0600);
+MODULE_PARM_DESC(test_view_delay_ms,
+		 "Test builds only: the next holders view waits this long after its first hold of the tree's lock (ms, once)");
+
+void wsem_test_view_pause(void)
+{
+	wsem_test_sleep_once(&test_view_delay_ms);
+}
+
+static unsigned int test_view_batch;
+module_param(test_view_batch, uint, 0600);
+MODULE_PARM_DESC(test_view_batch,
+		 "Test builds only: if not 0, a holders view looks at this many entries in each hold of a tree's lock, not 64");
+
+unsigned int wsem_test_view_batch(unsigned int batch)
+{
+	return READ_ONCE(test_view_batch) ?: batch;
+}
+
+static atomic_t wsem_test_view_most = ATOMIC_INIT(0);
+
+void wsem_test_note_view_hold(unsigned int looked)
+{
+	int most = atomic_read(&wsem_test_view_most);
+
+	while ((int)looked > most &&
+	       !atomic_try_cmpxchg(&wsem_test_view_most, &most, looked))
+		;
+}
+
+module_param_cb(test_view_most_looked, &wsem_test_counter_ops,
+		&wsem_test_view_most, 0444);
+MODULE_PARM_DESC(test_view_most_looked,
+		 "Test builds only: the most entries a holders view looked at in one hold of a tree's lock (read-only)");
+
 static unsigned int test_js_flush_delay_ms;
 module_param(test_js_flush_delay_ms, uint, 0600);
 MODULE_PARM_DESC(test_js_flush_delay_ms,

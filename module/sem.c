@@ -1075,6 +1075,22 @@ int wsem_bind(struct wsem_handle *h, struct wsem *sem)
 }
 
 /*
+ * The semaphore after @s in a walk of @top's subtree, parents before their
+ * children (@s is @top or below it); NULL after the last.  Under the
+ * tree's lock, which keeps the children's lists as they are.
+ */
+static struct wsem *wsem_next_below(struct wsem *s, struct wsem *top)
+{
+	if (!list_empty(&s->children))
+		return list_first_entry(&s->children, struct wsem, sibling);
+	for (; s != top; s = s->parent) {
+		if (!list_is_last(&s->sibling, &s->parent->children))
+			return list_next_entry(s, sibling);
+	}
+	return NULL;
+}
+
+/*
  * The close of a lender of WSEM_LEND_END_HOLDERS, or its loan's deadline:
  * send SIGKILL to the thread group that last acquired through each handle
  * holding weight on @sem or on one of its descendants, with the kernel's
@@ -1099,9 +1115,7 @@ static void wsem_kill_holders(struct wsem *sem, struct wsem_wake *wake)
 
 	lockdep_assert_held(sem->lock);
 
-	list_for_each_entry(s, &sem->root->tree, tree_node) {
-		if (!wsem_is_below(s, sem))
-			continue;
+	for (s = sem; s; s = wsem_next_below(s, sem)) {
 		list_for_each_entry(holder, &s->holders, hold_node) {
 			if (!holder->held)
 				continue;

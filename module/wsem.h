@@ -207,7 +207,8 @@ struct wsem_user;
  *	and @lock
  * @holders: struct wsem_handle (hold_node) that held weight since they
  *	were bound, in the order they first came to hold some; those that
- *	hold none now are skipped by readers
+ *	hold none now are skipped by readers, and so are the places of
+ *	holders views read in pieces (handles bound to nothing, views.c)
  * @nr_holders: how many on @holders hold weight now
  * @stats: counters since creation, reported by stat (struct wsem_stat)
  * @pollers: poll() and epoll on the semaphore's handles; woken, after
@@ -357,7 +358,8 @@ struct wsem_waiter {
 
 /*
  * A shrink's place in the tree's waiters while it wakes without the lock
- * (wsem_resize()): on the list, not a request; walkers skip it.
+ * (wsem_resize()), or a holders view's between two holds of it
+ * (wsem_holders()): on the list, not a request; walkers skip it.
  */
 static inline bool wsem_is_mark(const struct wsem_waiter *w)
 {
@@ -788,7 +790,12 @@ void wsem_fs_notify(struct wsem_ns *wns, const char *name, u32 mask);
  * parked waiters not yet freed.  test_cgroup_tryget_fail makes the next
  * reference to a new holder's cgroup fail (wsem_note_holder()).
  * test_shrink_walked counts the waiters that shrinks' failing walks looked
- * at (wsem_fail_overweight()).  test_js_flush_delay_ms holds the next
+ * at (wsem_fail_overweight()); test_view_most_looked, the most entries a
+ * holders view looked at in one hold of a tree's lock (wsem_holders()),
+ * and test_view_delay_ms holds the next view that long after its first
+ * hold, so that the lists change under a view in pieces every run;
+ * test_view_batch makes views go in smaller pieces (the fuzzer's).
+ * test_js_flush_delay_ms holds the next
  * close of a jobserver endpoint descriptor that long before it looks for
  * the process's other descriptors (wsem_js_flush()).
  * test_loan_expiry_delay_ms holds the next work item of a loan's deadline
@@ -808,6 +815,9 @@ void wsem_test_park_pause(void);
 void wsem_test_count_parked(int delta);
 bool wsem_test_cgroup_fail(void);
 void wsem_test_count_walked(void);
+void wsem_test_note_view_hold(unsigned int looked);
+void wsem_test_view_pause(void);
+unsigned int wsem_test_view_batch(unsigned int batch);
 void wsem_test_js_flush_pause(void);
 bool wsem_test_spin_to_deadline(void);
 void wsem_test_loan_expiry_pause(void);
@@ -831,6 +841,19 @@ static inline bool wsem_test_cgroup_fail(void)
 
 static inline void wsem_test_count_walked(void)
 {
+}
+
+static inline void wsem_test_note_view_hold(unsigned int looked)
+{
+}
+
+static inline void wsem_test_view_pause(void)
+{
+}
+
+static inline unsigned int wsem_test_view_batch(unsigned int batch)
+{
+	return batch;
 }
 
 static inline void wsem_test_js_flush_pause(void)

@@ -172,6 +172,7 @@
 #define NNSNAMES	3		/* names a dying namespace makes */
 #define SPIN_PARAM	"/sys/module/wsem/parameters/spin_ns"
 #define TELL_DELAY	"/sys/module/wsem/parameters/test_tell_delay_ms"
+#define VIEW_BATCH	"/sys/module/wsem/parameters/test_view_batch"
 
 /* The base semaphores: the workers find them by name. */
 static const struct {
@@ -3321,6 +3322,7 @@ static void chaos_one(struct rng *r)
 {
 	static const char *const spins[] = { "0", "1000", "20000", "1000000" };
 	static const char *const tells[] = { "1", "2", "5" };
+	static const char *const batches[] = { "0", "1", "2", "3" };
 	int fd, nfd, target;
 	pid_t pid;
 
@@ -3416,6 +3418,13 @@ static void chaos_one(struct rng *r)
 		break;
 	case 85 ... 94:
 		fs_chaos(r);
+		break;
+	case 96:
+		/*
+		 * Holders views in pieces of a few entries (test builds; 0
+		 * is the module's 64): the lists change between the pieces.
+		 */
+		write_file(VIEW_BATCH, batches[below(r, ARRAY_SIZE(batches))]);
 		break;
 	default:
 		/* Interrupt our own sleepers. */
@@ -3678,6 +3687,8 @@ FIXTURE_TEARDOWN(fuzz)
 			EXPECT_EQ(0, close(self->witness[i]));
 	if (self->spin[0])
 		EXPECT_EQ(0, write_file(SPIN_PARAM, self->spin));
+	if (!access(VIEW_BATCH, F_OK))
+		EXPECT_EQ(0, write_file(VIEW_BATCH, "0"));
 }
 
 TEST_F_TIMEOUT(fuzz, ioctls, 1800)

@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
@@ -1096,6 +1097,230 @@ TEST_F(who, tracepoints_follow_a_scripted_run)
 	EXPECT_EQ(1, seen[4]);
 	EXPECT_TRUE(waited);
 	ASSERT_EQ(0, write_file(TRACEFS "/trace", ""));
+}
+
+/*
+ * A view longer than one hold of the lock (issue 42, point 5): NH handles
+ * hold 1 each, NC children 1 each, and NW requests for the whole capacity
+ * wait behind them, labelled in order; a holder or waiter's label says
+ * which it is.
+ */
+#define NH	150
+#define NC	80
+#define NW	120
+#define PARAMS	"/sys/module/wsem/parameters/"
+
+struct big_view {
+	int root;
+	int held[NH];
+	int kids[NC];
+	int waiting[NW + 5];
+	struct wsem_holder who[NH + NC + NW + 16];
+	struct wsem_holders_args a;
+	int ret;
+};
+
+static int labelled(int root, const char *fmt, int i)
+{
+	char label[WSEM_LABEL_MAX];
+	int fd = wsem_reopen(root, 0);
+
+	snprintf(label, sizeof(label), fmt, i);
+	if (fd >= 0 && wsem_set_label(fd, label)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Queue a request for @weight through @fd: 0, or -1 if it did not wait. */
+static int queue_async(int fd, uint64_t weight)
+{
+	return wsem_acquire_async(fd, weight) == -1 && errno == EINPROGRESS ?
+	       0 : -1;
+}
+
+static int big_view_make(struct big_view *v)
+{
+	int i;
+
+	v->root = wsem_open_anon(NH + NC, 0);
+	if (v->root < 0)
+		return -1;
+	for (i = 0; i < NH; i++) {
+		v->held[i] = labelled(v->root, "h%03d", i);
+		if (v->held[i] < 0 || wsem_acquire(v->held[i], 1))
+			return -1;
+	}
+	for (i = 0; i < NC; i++) {
+		v->kids[i] = wsem_open_child(v->root, NULL, 0, 0600, 1);
+		if (v->kids[i] < 0 || wsem_acquire(v->kids[i], 1))
+			return -1;
+	}
+	for (i = 0; i < NW; i++) {
+		v->waiting[i] = labelled(v->root, "w%03d", i);
+		if (v->waiting[i] < 0 ||
+		    queue_async(v->waiting[i], NH + NC) ||
+		    wait_waiters(v->root, i + 1))
+			return -1;
+	}
+	return 0;
+}
+
+static void big_view_close(struct big_view *v, int nwaiting)
+{
+	int i;
+
+	for (i = 0; i < nwaiting; i++)
+		close(v->waiting[i]);
+	for (i = 0; i < NC; i++)
+		close(v->kids[i]);
+	for (i = 0; i < NH; i++)
+		close(v->held[i]);
+	close(v->root);
+}
+
+/* The view's entries in order, as "h000 h001 ... w000 ... c c ...". */
+static void big_view_text(struct big_view *v, int n, char *out, size_t len)
+{
+	size_t at = 0;
+	int i;
+
+	out[0] = '\0';
+	for (i = 0; i < n && at < len; i++)
+		at += snprintf(out + at, len - at, "%s ",
+			       v->who[i].flags & WSEM_HOLDER_CHILD ? "c" :
+			       v->who[i].label);
+}
+
+static long param(const char *name)
+{
+	char buf[32];
+
+	if (read_file(name, buf, sizeof(buf)))
+		return -1;
+	return atol(buf);
+}
+
+/*
+ * Every entry is listed, in order, though more than one hold of the lock
+ * is needed; no hold looked at more than a batch (the test build's
+ * counter); and a caller without room for all is told how many there are.
+ */
+TEST(a_long_view_is_read_in_batches)
+{
+	static struct big_view v;
+	char want[4096], got[4096];
+	size_t at = 0;
+	int i, n;
+
+	if (access("/dev/wsem", F_OK))
+		SKIP(return, "/dev/wsem is missing (module not loaded)");
+	ASSERT_EQ(0, big_view_make(&v));
+	for (i = 0; i < NH; i++)
+		at += snprintf(want + at, sizeof(want) - at, "h%03d ", i);
+	for (i = 0; i < NW; i++)
+		at += snprintf(want + at, sizeof(want) - at, "w%03d ", i);
+	for (i = 0; i < NC; i++)
+		at += snprintf(want + at, sizeof(want) - at, "c ");
+
+	n = wsem_holders_children(v.root, v.who, NH + NC + NW + 16, NULL,
+				  NULL);
+	ASSERT_EQ(NH + NW + NC, n);
+	ASSERT_EQ(0, holders(v.root, v.who, NH + NC + NW + 16, &v.a));
+	EXPECT_EQ(NH, v.a.holders);
+	EXPECT_EQ(NW, v.a.waiters);
+	EXPECT_EQ(NC, v.a.children);
+	big_view_text(&v, n, got, sizeof(got));
+	EXPECT_STREQ(want, got);
+	for (i = NH + NW; i < n; i++)
+		EXPECT_EQ(1, v.who[i].weight);
+	if (param(PARAMS "test_view_most_looked") >= 0) {
+		EXPECT_GE(64, param(PARAMS "test_view_most_looked"));
+		EXPECT_LT(0, param(PARAMS "test_view_most_looked"));
+	}
+
+	/* Room for the holders and ten waiters: the rest is counted. */
+	ASSERT_EQ(0, holders(v.root, v.who, NH + 10, &v.a));
+	EXPECT_EQ(NH, v.a.holders);
+	EXPECT_EQ(NW, v.a.waiters);
+	EXPECT_EQ(NC, v.a.children);
+	EXPECT_STREQ("w009", v.who[NH + 9].label);
+	/* No room at all: counts only. */
+	ASSERT_EQ(0, holders(v.root, v.who, 0, &v.a));
+	EXPECT_EQ(NH, v.a.holders);
+	EXPECT_EQ(NW, v.a.waiters);
+	EXPECT_EQ(NC, v.a.children);
+	big_view_close(&v, NW);
+}
+
+static void *big_view_read(void *arg)
+{
+	struct big_view *v = arg;
+
+	v->ret = holders(v->root, v->who, NH + NC + NW + 16, &v->a);
+	return NULL;
+}
+
+/*
+ * The lists change between two holds of a view's lock (the test build
+ * holds the view after its first hold, which took h000..h063): holders
+ * and waiters that stay are listed once and in order, those that went
+ * before the view reached them are not, waiters that came are, and the
+ * counts say what was listed.
+ */
+TEST(a_view_read_in_pieces_lists_who_stays_once_in_order)
+{
+	static struct big_view v;
+	char want[4096], got[4096];
+	size_t at = 0;
+	pthread_t reader;
+	int i, n;
+
+	if (access("/dev/wsem", F_OK))
+		SKIP(return, "/dev/wsem is missing (module not loaded)");
+	if (access(PARAMS "test_view_delay_ms", F_OK))
+		SKIP(return, "not a test build (no test_view_delay_ms)");
+	ASSERT_EQ(0, big_view_make(&v));
+	ASSERT_EQ(0, write_file(PARAMS "test_view_delay_ms", "1000"));
+	ASSERT_EQ(0, pthread_create(&reader, NULL, big_view_read, &v));
+	/* The knob reads 0 once the view sleeps after its first hold. */
+	while (param(PARAMS "test_view_delay_ms"))
+		usleep(1000);
+
+	EXPECT_EQ(0, wsem_release(v.held[10], 1));	/* listed already */
+	for (i = 100; i < 110; i++)			/* not yet: gone */
+		EXPECT_EQ(0, wsem_release(v.held[i], 1));
+	for (i = 10; i < 15; i++)			/* gone */
+		EXPECT_EQ(0, close(v.waiting[i]));
+	for (i = NW; i < NW + 5; i++) {			/* came */
+		v.waiting[i] = labelled(v.root, "w%03d", i + 80);
+		ASSERT_LE(0, v.waiting[i]);
+		ASSERT_EQ(0, queue_async(v.waiting[i], NH + NC));
+	}
+	ASSERT_EQ(0, pthread_join(reader, NULL));
+	ASSERT_EQ(0, v.ret);
+
+	for (i = 0; i < NH; i++)
+		if (i < 100 || i >= 110)
+			at += snprintf(want + at, sizeof(want) - at,
+				       "h%03d ", i);
+	for (i = 0; i < NW + 5; i++)
+		if (i < 10 || i >= 15)
+			at += snprintf(want + at, sizeof(want) - at,
+				       "w%03d ", i < NW ? i : i + 80);
+	for (i = 0; i < NC; i++)
+		at += snprintf(want + at, sizeof(want) - at, "c ");
+	n = v.a.holders + v.a.waiters + v.a.children;
+	EXPECT_EQ(NH - 10, v.a.holders);
+	EXPECT_EQ(NW, v.a.waiters);
+	EXPECT_EQ(NC, v.a.children);
+	big_view_text(&v, n, got, sizeof(got));
+	EXPECT_STREQ(want, got);
+
+	for (i = 10; i < 15; i++)
+		v.waiting[i] = dup(v.root);
+	big_view_close(&v, NW + 5);
 }
 
 TEST_HARNESS_MAIN

@@ -681,6 +681,45 @@ TEST_F(end, end_holders_kills_the_holders_at_the_lenders_close)
 }
 
 /*
+ * A loan to a child ends the holders of that child and of its own
+ * children, not those of its sibling: the end walks the lender's subtree.
+ */
+TEST_F(end, end_holders_ends_the_lenders_subtree_and_no_more)
+{
+	int fd = self->fd, c1, g1, c2, c1_lender, status;
+	pid_t x, y, z;
+
+	c1 = wsem_open_child(fd, NULL, 0, 0, 1);
+	ASSERT_LE(0, c1);
+	g1 = wsem_open_child(c1, NULL, 0, 0, 1);
+	ASSERT_LE(0, g1);
+	c2 = wsem_open_child(fd, NULL, 0, 0, 1);
+	ASSERT_LE(0, c2);
+	ASSERT_EQ(0, lend_flags(self->lender, 3, 0));
+	c1_lender = wsem_reopen(c1, 0);
+	ASSERT_LE(0, c1_lender);
+	ASSERT_EQ(0, lend_flags(c1_lender, 1, WSEM_LEND_END_HOLDERS));
+	x = fork_holder(g1, 1, c1_lender);
+	ASSERT_LT(0, x);
+	z = fork_holder(c1, 1, c1_lender);
+	ASSERT_LT(0, z);
+	y = fork_holder(c2, 1, c1_lender);
+	ASSERT_LT(0, y);
+	EXPECT_EQ(3, stat_of(fd).used);
+	ASSERT_EQ(0, close(c1_lender));
+	EXPECT_TRUE(killed_or_ended(x));
+	EXPECT_TRUE(killed_or_ended(z));
+	/* The sibling's holder lives on, with its weight. */
+	EXPECT_EQ(0, waitpid(y, &status, WNOHANG));
+	EXPECT_EQ(1, stat_of(fd).used);
+	EXPECT_EQ(0, kill(y, SIGKILL));
+	EXPECT_EQ(y, waitpid(y, &status, 0));
+	close(c2);
+	close(g1);
+	close(c1);
+}
+
+/*
  * Every process that shares a holding handle is ended, not only the one
  * that acquired through it: a child forked after the acquire holds the
  * weight too (it has the handle's file).  The test process is their
