@@ -115,18 +115,19 @@ void wsem_free_parked(struct wsem_waiter *w)
 }
 
 /*
- * Wake the pollers and idle waiters of every semaphore of @root's tree,
- * with @events, under rcu_read_lock() taken before the tree's lock was
- * dropped: a semaphore that leaves the tree meanwhile (wsem_free()) is
- * still there to look at, with nobody polling it.  A poller queues itself
- * before it takes the tree's lock to look, so one that looked before the
- * change is seen here.
+ * Wake the pollers and idle waiters of every semaphore of @root's tree that
+ * was ever polled (@root->polled), with @events, under rcu_read_lock()
+ * taken before the tree's lock was dropped: a semaphore that leaves the
+ * tree meanwhile (wsem_free()) is still there to look at, with nobody
+ * polling it.  A poller queues itself, then takes the tree's lock to note
+ * its semaphore as polled (wsem_note_polled()) and to look, so one that
+ * looked before the change is seen here.
  */
 static void wsem_wake_tree(struct wsem *root, __poll_t events)
 {
 	struct wsem *s;
 
-	list_for_each_entry_rcu(s, &root->tree, tree_node) {
+	list_for_each_entry_rcu(s, &root->polled, poll_node) {
 		/* Ordered by the tree's lock, as said above. */
 		if (waitqueue_active(&s->pollers))
 			wake_up_poll(&s->pollers, events);
@@ -720,7 +721,7 @@ void wsem_unlock_and_wake(struct wsem *sem, __poll_t before,
 
 	while (wsem_grant_waiters(sem, wake))
 		wsem_wake_batch(sem, wake);
-	if (unlikely(!list_is_singular(&sem->root->tree))) {
+	if (unlikely(sem->root->tree_size > 1)) {
 		struct wsem *root = sem->root;
 
 		/*
@@ -828,7 +829,7 @@ bool wsem_queue_and_unlock(struct wsem *sem, struct wsem_waiter *w)
 	 * the lock, since an asynchronous @w is the handle's once it is
 	 * dropped.
 	 */
-	if (likely(list_is_singular(&sem->root->tree))) {
+	if (likely(sem->root->tree_size == 1)) {
 		wsem_enqueue(sem, w);
 		first = w->head;
 		tell = wsem_demand_pollers(sem);
@@ -948,8 +949,8 @@ struct wsem *wsem_alloc(u64 capacity, u64 ceiling, umode_t mode,
 	spin_lock_init(&sem->own_lock);
 	sem->lock = &sem->own_lock;
 	sem->root = sem;
-	INIT_LIST_HEAD(&sem->tree);
-	list_add(&sem->tree_node, &sem->tree);
+	INIT_LIST_HEAD(&sem->polled);
+	INIT_LIST_HEAD(&sem->poll_node);
 	sem->tree_size = 1;
 	INIT_LIST_HEAD(&sem->children);
 	sem->capacity = capacity;
@@ -981,7 +982,6 @@ struct wsem *wsem_alloc(u64 capacity, u64 ceiling, umode_t mode,
 		sem->root = parent->root;
 		sem->depth = parent->depth + 1;
 		sem->lock = parent->lock;
-		list_add_tail_rcu(&sem->tree_node, &sem->root->tree);
 		list_add_tail(&sem->sibling, &parent->children);
 		parent->nr_children++;
 		sem->root->tree_size++;
@@ -1004,7 +1004,8 @@ void wsem_free(struct wsem *sem)
 	if (sem->parent) {
 		/* Its tree's walkers may see it until a grace period ends. */
 		spin_lock(sem->lock);
-		list_del_rcu(&sem->tree_node);
+		if (!list_empty(&sem->poll_node))
+			list_del_rcu(&sem->poll_node);
 		list_del(&sem->sibling);
 		sem->parent->nr_children--;
 		sem->root->tree_size--;
@@ -1069,6 +1070,9 @@ int wsem_bind(struct wsem_handle *h, struct wsem *sem)
 	if (polled) {
 		init_waitqueue_func_entry(&h->relay, wsem_relay_wake);
 		add_wait_queue(&sem->pollers, &h->relay);
+		spin_lock(sem->lock);
+		wsem_note_polled(sem);
+		spin_unlock(sem->lock);
 		wake_up_poll(&h->wqh, EPOLLIN | EPOLLRDNORM);
 	}
 	return 0;
@@ -1632,6 +1636,25 @@ out:
 }
 
 /**
+ * wsem_note_polled() - from now on, changes anywhere in @sem's tree wake
+ *	@sem's pollers and idle waiters (wsem_wake_tree())
+ * @sem: a semaphore whose pollers or idle waiters queued themselves
+ *	before the caller took the tree's lock
+ *
+ * A semaphore stays noted until it is freed: a tree's change wakes only
+ * the semaphores that anyone polls, not the whole tree.
+ *
+ * Context: Under @sem->lock.
+ */
+void wsem_note_polled(struct wsem *sem)
+{
+	lockdep_assert_held(sem->lock);
+
+	if (unlikely(list_empty(&sem->poll_node)))
+		list_add_tail_rcu(&sem->poll_node, &sem->root->polled);
+}
+
+/**
  * wsem_poll() - poll() and epoll on a handle bound to @sem
  * @sem: the semaphore
  * @h: the handle, whose own queue the caller polls already
@@ -1660,6 +1683,7 @@ __poll_t wsem_poll(struct wsem *sem, struct wsem_handle *h, struct file *file,
 
 	poll_wait(file, &sem->pollers, wait);
 	spin_lock(sem->lock);
+	wsem_note_polled(sem);
 	events = wsem_events(sem);
 	if (h->demand_seen != sem->demand_seq)
 		events |= EPOLLRDBAND;

@@ -684,6 +684,7 @@ int __sched wsem_wait_idle(struct wsem_handle *h, u64 flags, clockid_t clock,
 		/* Queued before looking: see wsem_unlock_and_wake(). */
 		prepare_to_wait(&sem->idle_waiters, &wait, TASK_INTERRUPTIBLE);
 		spin_lock(sem->lock);
+		wsem_note_polled(sem);
 		if (h->held || h->requested)
 			ret = -EDEADLK;
 		else if (wsem_events(sem) & EPOLLPRI)

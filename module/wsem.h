@@ -178,8 +178,8 @@ struct wsem_user;
 /**
  * struct wsem - one weighted, strictly FIFO counting semaphore
  * @lock: the lock of the semaphore's tree, its root's @own_lock; protects
- *	the fields up to and including @linked, @tree_node and the root's
- *	@tree
+ *	the fields up to and including @linked, @poll_node and the root's
+ *	@polled
  * @own_lock: the lock a root lends its tree
  * @capacity: C, the capacity in force: the semaphore's own plus @lent
  * @lent: what the handles bound to it lend (struct wsem_handle @lent)
@@ -230,11 +230,12 @@ struct wsem_user;
  * @nr_children: how many semaphores have this one for parent; under @lock
  * @children: those semaphores (sibling); under @lock
  * @sibling: in the parent's @children
- * @tree: in a root, every semaphore of the tree (tree_node), itself first;
- *	added to under @lock, walked under it or under RCU
- * @tree_size: in a root, how many semaphores @tree holds (at most
+ * @polled: in a root, the semaphores of the tree that were ever polled or
+ *	waited idle on (poll_node), which a change in the tree wakes; added
+ *	to under @lock (wsem_note_polled()), walked under RCU
+ * @tree_size: in a root, how many semaphores the tree holds (at most
  *	max_tree_size); under @lock
- * @tree_node: in the root's @tree
+ * @poll_node: in the root's @polled, or empty
  * @node: in the name tree of @wns while @linked; protected by @wns->lock
  * @ref: one per bound handle, one for the name while @linked, one per
  *	wsemfs inode; dropped with wsem_put()
@@ -293,9 +294,9 @@ struct wsem {
 	u32 nr_children;
 	struct list_head children;
 	struct list_head sibling;
-	struct list_head tree;
+	struct list_head polled;
 	u32 tree_size;
-	struct list_head tree_node;
+	struct list_head poll_node;
 
 	struct rb_node node;
 	struct kref ref;
@@ -635,6 +636,7 @@ int wsem_lend(struct wsem_handle *h, u64 capacity, bool end_holders,
 	      u64 deadline, bool may_raise);
 void wsem_loan_free(struct wsem_handle *h);
 void wsem_handle_put(struct wsem_handle *h);
+void wsem_note_polled(struct wsem *sem);
 __poll_t wsem_poll(struct wsem *sem, struct wsem_handle *h, struct file *file,
 		   poll_table *wait);
 int wsem_sem_init(void);

@@ -461,19 +461,66 @@ static void *release_later(void *p)
 	return NULL;
 }
 
+/*
+ * poll(2) @fd for POLLIN while a thread releases 1 through *@releaser
+ * 100 ms from now.  Return: whether the poll was woken by it, not ended
+ * by its timeout (after which poll looks once more, and would report
+ * POLLIN all the same).
+ */
+static bool poll_woken_by_release(int fd, int *releaser)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int64_t start = clock_ns(CLOCK_MONOTONIC);
+	pthread_t th;
+	int n;
+
+	if (pthread_create(&th, NULL, release_later, releaser))
+		return false;
+	n = poll(&p, 1, 20000);
+	pthread_join(th, NULL);
+	return n == 1 && (p.revents & POLLIN) &&
+	       clock_ns(CLOCK_MONOTONIC) - start < 10 * 1000000000LL;
+}
+
 /* A poller of the root hears a release made through a child. */
 TEST_F(nest, a_parent_poller_hears_a_child_release)
 {
 	struct pollfd p = { .fd = self->root, .events = POLLIN };
-	pthread_t th;
 
 	ASSERT_EQ(0, wsem_acquire(self->a, 3));
 	ASSERT_EQ(0, wsem_acquire(self->root, 1));
 	EXPECT_EQ(0, poll(&p, 1, 0));
+	EXPECT_TRUE(poll_woken_by_release(self->root, &self->a));
+}
+
+/*
+ * A poller of a sibling hears a release made through its sibling (the
+ * parent had no room), and an idle waiter of a child hears its last
+ * holder go: a change wakes every semaphore of the tree that is polled.
+ */
+TEST_F(nest, a_sibling_poller_and_an_idle_waiter_hear_the_tree)
+{
+	struct pollfd p = { .fd = self->b, .events = POLLIN };
+	int idle = wsem_reopen(self->a, 0);
+	int64_t start;
+	pthread_t th;
+
+	ASSERT_LE(0, idle);
+	ASSERT_EQ(0, wsem_acquire(self->a, 3));
+	ASSERT_EQ(0, wsem_acquire(self->root, 1));
+	EXPECT_EQ(0, poll(&p, 1, 0));
+	EXPECT_TRUE(poll_woken_by_release(self->b, &self->a));
+
+	EXPECT_EQ(-1, wsem_wait_idle(idle, 0));
+	ASSERT_EQ(0, wsem_release(self->a, 1));
+	/* Woken by the release, not at its timeout (which looks again). */
+	start = clock_ns(CLOCK_MONOTONIC);
 	ASSERT_EQ(0, pthread_create(&th, NULL, release_later, &self->a));
-	EXPECT_EQ(1, poll(&p, 1, 5000));
-	EXPECT_EQ(POLLIN, p.revents & POLLIN);
+	EXPECT_EQ(0, wsem_wait_idle(idle, 20000000000LL));
+	EXPECT_GT(10 * 1000000000LL, clock_ns(CLOCK_MONOTONIC) - start);
 	ASSERT_EQ(0, pthread_join(th, NULL));
+	EXPECT_EQ(0, stat_of(self->a).used);
+	EXPECT_EQ(0, close(idle));
 }
 
 /* Depth is bounded; a parent lives while it has children. */
