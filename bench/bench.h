@@ -163,6 +163,7 @@ void scenario_contention(void);
 void scenario_fairness(void);
 void scenario_scale(void);
 void scenario_memory(void);
+void scenario_bigtree(void);
 void scenario_namespaces(void);
 void scenario_longhold(void);
 void scenario_idleherd(void);

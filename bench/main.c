@@ -6,7 +6,7 @@
  *
  * Runs the scenarios (uncontended, handoff, contention, fairness, scale,
  * memory, massgrant, namespaces, longhold, idleherd, jobserver, nest,
- * gang, gangfair) in that order, or those that -s names, writes
+ * gang, gangfair, bigtree) in that order, or those that -s names, writes
  * DIR/results.json, DIR/results.dat and DIR/metrics.txt and prints the table on stdout.  -t multiplies every
  * measuring time.  -r and -a go into the results as they are: the git
  * revision measured and how the CPUs run (tcg, kvm; without -a, "native"
@@ -44,6 +44,7 @@ static const struct {
 	{ "nest", scenario_nest },
 	{ "gang", scenario_gang },
 	{ "gangfair", scenario_gangfair },
+	{ "bigtree", scenario_bigtree },
 };
 
 static bool wanted(const char *name)

@@ -89,6 +89,7 @@ struct wsem_who {
 	char comm[TASK_COMM_LEN];
 	char label[WSEM_LABEL_MAX];	/* its handle's, or a child's name */
 	bool child;			/* a child semaphore, not a handle */
+	int child_id;			/* shown for a child named elsewhere */
 };
 
 /*
@@ -108,7 +109,11 @@ static void wsem_describe(struct wsem_who *who, struct wsem_holder *out)
 	out->age_ns = who->age_ns;
 	if (who->child) {
 		out->flags = WSEM_HOLDER_CHILD;
-		memcpy(out->label, who->label, sizeof(out->label));
+		if (who->label[0])
+			memcpy(out->label, who->label, sizeof(out->label));
+		else
+			snprintf(out->label, sizeof(out->label), "[%d]",
+				 who->child_id);
 		return;
 	}
 	if (who->task) {
@@ -312,11 +317,10 @@ static bool wsem_view_children(struct wsem_view *v, u32 *budget)
 		who = &v->who[v->n++];
 		who->child = true;
 		who->weight = c->used;
+		/* Its name where the caller names it, else its id (later). */
 		if (c->linked && wsem_ns_is_current(c->wns))
 			memcpy(who->label, c->name, sizeof(who->label));
-		else
-			snprintf(who->label, sizeof(who->label), "[%d]",
-				 c->id);
+		who->child_id = c->id;
 	}
 	v->child = NULL;
 	return true;
