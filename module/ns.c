@@ -423,7 +423,8 @@ static struct wsem_user *wsem_user_add(struct rb_root *users,
 		if (!new)
 			return ERR_PTR(-ENOMEM);
 	}
-	if (u && u->nr >= max) {
+	/* A user with no count yet has 0: a bound of 0 admits none. */
+	if ((u ? u->nr : 0) >= max) {
 		u = ERR_PTR(-ENOSPC);
 	} else {
 		if (!u) {

@@ -624,7 +624,8 @@ static int kids_in_new_namespaces(int parent)
  * A child counts against its creator however many namespaces it makes:
  * max_children_per_user (here 3) bounds what one user creates under a
  * host's semaphore from 3 user and IPC namespaces of its own (12 without
- * the bound), and the count goes with the children.
+ * the bound), and the count goes with the children; a bound of 0 admits
+ * no child at all.
  */
 TEST(children_count_against_their_creator_in_every_namespace)
 {
@@ -654,6 +655,15 @@ TEST(children_count_against_their_creator_in_every_namespace)
 			break;
 		/* The second time: the first one's children are gone. */
 		EXPECT_EQ(3, WEXITSTATUS(status));
+	}
+	/* A bound of 0: not even a user's first child. */
+	ASSERT_EQ(0, write_file(KIDS_PARAM, "0"));
+	pid = WEXITSTATUS(status) == 99 ? -1 : fork();
+	if (!pid)
+		_exit(kids_in_new_namespaces(parent));
+	if (pid > 0) {
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		EXPECT_EQ(0, WEXITSTATUS(status));
 	}
 	/* Root, with CAP_SYS_RESOURCE, is not bound by it. */
 	for (i = 0; i < 5; i++)
