@@ -26,15 +26,46 @@
 #include <linux/fsnotify.h>
 #include <linux/hrtimer.h>
 #include <linux/mm.h>		/* kvmalloc() and kin (before 5.16) */
+#include <linux/nsproxy.h>
 #include <linux/rbtree.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
+#include <linux/time_namespace.h>
 #include <linux/user_namespace.h>
 
 #include "compat-probes.h"
 
 #ifndef TIF_NOTIFY_SIGNAL
 #error "wsem needs TIF_NOTIFY_SIGNAL (Linux 5.11, or a backport as Debian's 5.10 has)"
+#endif
+
+/*
+ * Configurations.  The holders view shows each holder's cgroup v2, which
+ * every kernel that runs containers has.  Deadlines are taken in the
+ * caller's time namespace where the kernel has them (CONFIG_TIME_NS):
+ * wsem_timens_offset() is the offset of the caller's namespace on @clock,
+ * 0 without them.
+ */
+#ifndef CONFIG_CGROUPS
+#error "wsem shows the holders' cgroups: it needs CONFIG_CGROUPS"
+#endif
+
+#ifdef CONFIG_TIME_NS
+static inline ktime_t wsem_timens_offset(clockid_t clock)
+{
+	const struct timens_offsets *o = &current->nsproxy->time_ns->offsets;
+
+	if (clock == CLOCK_MONOTONIC)
+		return timespec64_to_ktime(o->monotonic);
+	if (clock == CLOCK_BOOTTIME)
+		return timespec64_to_ktime(o->boottime);
+	return 0;
+}
+#else
+static inline ktime_t wsem_timens_offset(clockid_t clock)
+{
+	return 0;
+}
 #endif
 
 /*

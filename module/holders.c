@@ -35,9 +35,7 @@
 void wsem_note_holder(struct wsem_handle *h, struct task_struct *task)
 {
 	struct pid *pid = task_tgid(task);
-#ifdef CONFIG_CGROUPS
 	struct cgroup *cgrp = task_dfl_cgroup(task);
-#endif
 
 	lockdep_assert_held(h->sem->lock);
 	h->since = get_jiffies_64();
@@ -48,7 +46,6 @@ void wsem_note_holder(struct wsem_handle *h, struct task_struct *task)
 		put_pid(h->pid);
 		h->pid = get_pid(pid);
 	}
-#ifdef CONFIG_CGROUPS
 	if (unlikely(cgrp != h->cgrp)) {
 		if (h->cgrp)
 			cgroup_put(h->cgrp);
@@ -63,7 +60,6 @@ void wsem_note_holder(struct wsem_handle *h, struct task_struct *task)
 		h->cgrp = !wsem_test_cgroup_fail() && cgroup_tryget(cgrp) ?
 			  cgrp : NULL;
 	}
-#endif
 }
 
 /**
@@ -75,10 +71,8 @@ void wsem_note_holder(struct wsem_handle *h, struct task_struct *task)
 void wsem_handle_forget(struct wsem_handle *h)
 {
 	put_pid(h->pid);
-#ifdef CONFIG_CGROUPS
 	if (h->cgrp)
 		cgroup_put(h->cgrp);
-#endif
 }
 
 /**

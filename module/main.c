@@ -279,20 +279,6 @@ err_free:
 	return fd;
 }
 
-/* The offset of the caller's time namespace on @clock. */
-static ktime_t wsem_timens_offset(clockid_t clock)
-{
-#ifdef CONFIG_TIME_NS
-	const struct timens_offsets *o = &current->nsproxy->time_ns->offsets;
-
-	if (clock == CLOCK_MONOTONIC)
-		return timespec64_to_ktime(o->monotonic);
-	if (clock == CLOCK_BOOTTIME)
-		return timespec64_to_ktime(o->boottime);
-#endif
-	return 0;
-}
-
 /*
  * @ns on @clock in the caller's time namespace, as the host's timers take
  * it (the namespace's offset taken off, as clock_nanosleep(2) does),

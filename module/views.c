@@ -121,13 +121,11 @@ static void wsem_describe(struct wsem_who *who, struct wsem_holder *out)
 		out->pid = task_tgid_nr_ns(who->task, pidns);
 		visible = out->pid;
 		get_task_comm(out->comm, who->task);
-#ifdef CONFIG_CGROUPS
 		rcu_read_lock();
 		cgrp = task_dfl_cgroup(who->task);
 		if (!cgroup_tryget(cgrp))
 			cgrp = NULL;
 		rcu_read_unlock();
-#endif
 		put_task_struct(who->task);
 	} else {
 		/* A struct pid keeps its numbers after its process is gone. */
@@ -144,7 +142,6 @@ static void wsem_describe(struct wsem_who *who, struct wsem_holder *out)
 		memcpy(out->label, who->label, sizeof(out->label));
 	else
 		memset(out->comm, 0, sizeof(out->comm));
-#ifdef CONFIG_CGROUPS
 	if (cgrp) {
 		/* Cut to fit, NUL-terminated, or empty on an error. */
 		if (!visible ||
@@ -154,7 +151,6 @@ static void wsem_describe(struct wsem_who *who, struct wsem_holder *out)
 			out->cgroup[0] = '\0';
 		cgroup_put(cgrp);
 	}
-#endif
 }
 
 /*
@@ -231,11 +227,9 @@ static bool wsem_view_holders(struct wsem_view *v, u32 *budget, u64 jnow)
 		who = &v->who[v->n++];
 		v->holders++;
 		who->pid = get_pid(h->pid);
-#ifdef CONFIG_CGROUPS
 		who->cgrp = h->cgrp;
 		if (h->cgrp)
 			cgroup_get(h->cgrp);
-#endif
 		memcpy(who->comm, h->comm, sizeof(who->comm));
 		memcpy(who->label, h->label, sizeof(who->label));
 		who->weight = h->held;
@@ -390,10 +384,8 @@ static void wsem_view_forget(struct wsem_who *who, u32 n)
 		if (who[i].task)
 			put_task_struct(who[i].task);
 		put_pid(who[i].pid);
-#ifdef CONFIG_CGROUPS
 		if (who[i].cgrp)
 			cgroup_put(who[i].cgrp);
-#endif
 	}
 }
 
