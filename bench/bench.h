@@ -164,6 +164,7 @@ void scenario_fairness(void);
 void scenario_scale(void);
 void scenario_memory(void);
 void scenario_bigtree(void);
+void scenario_shrink(void);
 void scenario_namespaces(void);
 void scenario_longhold(void);
 void scenario_idleherd(void);

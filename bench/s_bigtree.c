@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
+ * Scenarios 15 and 16: what a large tree and a long queue cost the
+ * operations that change them.
+ *
  * Scenario 15 (bigtree): does reading a large tree hold up its acquires?
  *
  * A root of capacity NKIDS + CAP has NKIDS anonymous children, each held
@@ -15,6 +18,7 @@
  * system time per pair; the reader's reads per second beside it.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -313,4 +317,109 @@ out:
 	free(kids);
 	if (r)
 		shared_free(r, sizeof(*r));
+}
+
+/*
+ * Scenario 16 (shrink): a shrink under a long queue.  A semaphore of
+ * capacity 2 is held whole; behind it wait N requests of weight 1 and N
+ * of weight 2, taking turns, each an asynchronous request of its own
+ * handle; then the capacity goes to 1, which fails the N of weight 2
+ * (EINVAL) and leaves the others queued.  The time of that one call and
+ * the CPU it took (the caller's, which does the walk), for N = SMALL_N and
+ * 10 times that: a walk that looks at each waiter once costs about 10
+ * times more for 10 times the waiters, one that restarts from the head
+ * after each batch it wakes about 100 times more.
+ */
+#define SMALL_N		1000
+
+static int queue_one(int sem, uint64_t weight)
+{
+	int fd = wsem_reopen(sem, O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	if (wsem_acquire_async(fd, weight) == -1 && errno == EINPROGRESS)
+		return fd;
+	close(fd);
+	return -1;
+}
+
+/* One shrink under @n + @n waiters: its time and CPU, ns; 0, or -1. */
+static int shrink_once(int n, uint64_t *ns, uint64_t *cpu)
+{
+	int *fds = calloc(2 * (size_t)n, sizeof(*fds));
+	int sem, i, made = 0, ret = -1;
+	uint64_t t0, c0;
+
+	sem = wsem_open_anon(2, O_CLOEXEC);
+	if (!fds || sem < 0 || wsem_acquire(sem, 2))
+		goto out;
+	for (i = 0; i < 2 * n; i++, made++) {
+		fds[i] = queue_one(sem, 1 + (i & 1));
+		if (fds[i] < 0)
+			goto out;
+	}
+	c0 = thread_cpu_ns();
+	t0 = now_ns();
+	if (wsem_set_capacity(sem, 1))
+		goto out;
+	*ns = now_ns() - t0;
+	*cpu = thread_cpu_ns() - c0;
+	ret = 0;
+out:
+	for (i = 0; i < made; i++)
+		close(fds[i]);
+	if (sem >= 0)
+		close(sem);
+	free(fds);
+	return ret;
+}
+
+void scenario_shrink(void)
+{
+	static const int sizes[] = { SMALL_N, 10 * SMALL_N };
+	uint64_t ns[2], cpu[2];
+	char key[64];
+	size_t i;
+
+	raise_limits(0, 20 * SMALL_N + 256);
+	for (i = 0; i < 2; i++) {
+		if (shrink_once(sizes[i], &ns[i], &cpu[i])) {
+			progress("shrink: %d + %d waiters failed", sizes[i],
+				 sizes[i]);
+			table("\n16. A shrink under a long queue: skipped "
+			      "(setup failed)\n");
+			return;
+		}
+		progress("shrink: %d + %d waiters: %.3f ms, CPU %.3f ms",
+			 sizes[i], sizes[i], ns[i] / 1e6, cpu[i] / 1e6);
+	}
+	table("\n16. A shrink under a long queue: capacity 2 held, N "
+	      "requests of weight 1 and N of weight 2\n    queued in turn "
+	      "(asynchronous), then the capacity set to 1, which fails the "
+	      "N of weight 2\n");
+	table("   ms for that call; CPU = the caller's user+system time in "
+	      "it, ms; ratio = over N = %d's\n", SMALL_N);
+	table("   %-34s %10s %10s %8s %8s\n", "", "ms", "CPU ms", "ratio",
+	      "CPU rat");
+	plot("# shrink\n");
+	json_begin("shrink");
+	json_begin_array("rows");
+	for (i = 0; i < 2; i++) {
+		snprintf(key, sizeof(key), "N = %d", sizes[i]);
+		table("   %-34s %10.3f %10.3f %8.2f %8.2f\n", key, ns[i] / 1e6,
+		      cpu[i] / 1e6, ratio(ns[i], ns[0]), ratio(cpu[i], cpu[0]));
+		plot("%zu \"%d\" %.3f %.3f %.4f\n", i, sizes[i], ns[i] / 1e6,
+		     cpu[i] / 1e6, ratio(ns[i], ns[0]));
+		json_begin(NULL);
+		json_int("waiters_each", sizes[i]);
+		json_num("ms", ns[i] / 1e6);
+		json_num("cpu_ms", cpu[i] / 1e6);
+		json_end();
+	}
+	json_end_array();
+	json_end();
+	plot("\n\n");
+	metric("shrink.10x_waiters", "shrink: 10 times the waiters / N, time",
+	       ratio(ns[1], ns[0]));
 }
