@@ -138,6 +138,8 @@ struct wsem_js {
  * @polled: its request was queued by a poll, not by a read
  * @closed: released: off @js->procs, holding nothing, its request
  *	cancelled; written under @js->lock and @h->wqh.lock
+ * @fd_hint: the descriptor of the endpoint that the last close found it
+ *	still had, where the next close starts looking; under @js->lock
  */
 struct wsem_js_proc {
 	struct hlist_node node;
@@ -158,6 +160,7 @@ struct wsem_js_proc {
 	bool registered;
 	bool polled;
 	bool closed;
+	unsigned int fd_hint;
 };
 
 /* The semaphores with an open endpoint file, by id: their struct wsem_js. */
@@ -242,8 +245,16 @@ static int wsem_js_relay(struct wait_queue_entry *wq, unsigned int mode,
 		wake_up_poll(wsem_js_bucket(p), key_to_poll(key));
 		return 0;
 	}
-	for (i = 0; i < WSEM_JS_BUCKETS; i++)
-		wake_up_poll(&js->buckets[i], key_to_poll(key));
+	/*
+	 * A poller queued itself on its bucket before it looked at its
+	 * request under the semaphore's lock, which the granter took after
+	 * it: that look and this one are ordered by that lock, so a bucket
+	 * with nobody in it here had nobody to wake.
+	 */
+	for (i = 0; i < WSEM_JS_BUCKETS; i++) {
+		if (waitqueue_active(&js->buckets[i]))
+			wake_up_poll(&js->buckets[i], key_to_poll(key));
+	}
 	return 0;
 }
 
@@ -681,30 +692,51 @@ static __poll_t wsem_js_poll(struct file *file, poll_table *wait)
 	return events;
 }
 
-/* iterate_fd(): is @file an endpoint file of @js? */
+/* iterate_fd(): if @file is an endpoint file of @js, its descriptor + 1. */
 static int wsem_js_match(const void *js, struct file *file, unsigned int fd)
 {
-	return file->f_op == &wsem_js_fops && file->private_data == js;
+	return file->f_op == &wsem_js_fops && file->private_data == js ?
+	       fd + 1 : 0;
 }
 
 /*
- * Does the calling process keep a descriptor of @js's endpoints, in
+ * Is there a descriptor of @js's endpoints in @files?  Looked for from
+ * @p's hint on, then from 0: a process that closes its descriptors in
+ * turn, as an exit does, finds the next one at once instead of walking
+ * past every slot it closed before.  A descriptor found is the new hint.
+ */
+static bool wsem_js_find_fd(struct files_struct *files, struct wsem_js *js,
+			    struct wsem_js_proc *p)
+{
+	int fd = iterate_fd(files, p->fd_hint, wsem_js_match, js);
+
+	if (!fd && p->fd_hint)
+		fd = iterate_fd(files, 0, wsem_js_match, js);
+	if (fd)
+		p->fd_hint = fd - 1;
+	return fd;
+}
+
+/*
+ * Does the process of @p keep a descriptor of @js's endpoints, in
  * @closing (the table a close is on, which an exiting task no longer
  * points at) or in the file table of any of its threads?
  */
-static bool wsem_js_has_descriptor(struct wsem_js *js,
+static bool wsem_js_has_descriptor(struct wsem_js *js, struct wsem_js_proc *p,
 				   struct files_struct *closing)
 {
 	struct task_struct *t;
 	bool found = false;
 
-	if (iterate_fd(closing, 0, wsem_js_match, js))
+	lockdep_assert_held(&js->lock);
+
+	if (wsem_js_find_fd(closing, js, p))
 		return true;
 	rcu_read_lock();
 	for_each_thread(current, t) {
 		task_lock(t);
 		if (t->files && t->files != closing)
-			found = iterate_fd(t->files, 0, wsem_js_match, js);
+			found = wsem_js_find_fd(t->files, js, p);
 		task_unlock(t);
 		if (found)
 			break;
@@ -744,8 +776,9 @@ static int wsem_js_flush(struct file *file, fl_owner_t id)
 	 */
 	mutex_lock(&js->lock);
 	wsem_test_js_flush_pause();
-	p = wsem_js_has_descriptor(js, id) ? NULL : wsem_js_proc_find(js);
-	if (p)
+	/* A process with no entry holds nothing: no need to look. */
+	p = wsem_js_proc_find(js);
+	if (p && !wsem_js_has_descriptor(js, p, id))
 		released = wsem_js_release(js, p);
 	mutex_unlock(&js->lock);
 	if (released)

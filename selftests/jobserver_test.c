@@ -539,6 +539,37 @@ TEST_F(js, closing_one_of_several_keeps_tokens)
 	EXPECT_EQ(0, used_of(self->fd));
 }
 
+/*
+ * A close looks for the process's other descriptors from the one the last
+ * close found on, then below it: one opened below that place since still
+ * keeps the tokens, and a process that closes them in order finds the
+ * next at once.
+ */
+TEST_F(js, a_descriptor_below_the_last_one_found_keeps_tokens)
+{
+	int a, b, c;
+	char tok;
+
+	if (!self->ready)
+		return;
+	a = open(self->path, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, a);
+	b = fcntl(a, F_DUPFD_CLOEXEC, a + 10);
+	ASSERT_LE(a + 10, b);
+	ASSERT_EQ(1, read1(a, &tok));
+	EXPECT_EQ(1, used_of(self->fd));
+	/* Found: b, above a. */
+	EXPECT_EQ(0, close(a));
+	EXPECT_EQ(1, used_of(self->fd));
+	/* a's number again, below the place the last close found. */
+	c = open(self->path, O_RDWR | O_CLOEXEC);
+	ASSERT_EQ(a, c);
+	EXPECT_EQ(0, close(b));
+	EXPECT_EQ(1, used_of(self->fd));
+	EXPECT_EQ(0, close(c));
+	EXPECT_EQ(0, used_of(self->fd));
+}
+
 #define FLUSH_DELAY	"/sys/module/wsem/parameters/test_js_flush_delay_ms"
 
 static void *close_thread(void *arg)
