@@ -245,13 +245,13 @@ static int wsem_js_relay(struct wait_queue_entry *wq, unsigned int mode,
 		wake_up_poll(wsem_js_bucket(p), key_to_poll(key));
 		return 0;
 	}
-	/*
-	 * A poller queued itself on its bucket before it looked at its
-	 * request under the semaphore's lock, which the granter took after
-	 * it: that look and this one are ordered by that lock, so a bucket
-	 * with nobody in it here had nobody to wake.
-	 */
 	for (i = 0; i < WSEM_JS_BUCKETS; i++) {
+		/*
+		 * A poller queued itself on its bucket before it looked at
+		 * its request under the semaphore's lock, which the granter
+		 * took after it: ordered by that lock, a bucket empty here
+		 * had nobody to wake.
+		 */
 		if (waitqueue_active(&js->buckets[i]))
 			wake_up_poll(&js->buckets[i], key_to_poll(key));
 	}
