@@ -122,6 +122,8 @@ uint64_t cpu_ns_all(const pid_t *pids, int n);
 uint64_t thread_cpu_ns(void);
 uint64_t busy_ns(void);
 double per_op(uint64_t cpu, uint64_t ops);
+int param_read(const char *name, char *buf, size_t len);
+int param_set(const char *name, const char *val);
 int spin_read(char *buf, size_t len);
 int spin_set(const char *val);
 

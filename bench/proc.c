@@ -234,14 +234,17 @@ double per_op(uint64_t cpu, uint64_t ops)
 	return ops ? (double)cpu / (double)ops : __builtin_nan("");
 }
 
-#define SPIN_PARAM	"/sys/module/wsem/parameters/spin_ns"
+#define PARAMS	"/sys/module/wsem/parameters/"
 
-/* wsem's spin_ns, as text in @buf of @len bytes; 0, or -1. */
-int spin_read(char *buf, size_t len)
+/* wsem's parameter @name, as text in @buf of @len bytes; 0, or -1. */
+int param_read(const char *name, char *buf, size_t len)
 {
-	int fd = open(SPIN_PARAM, O_RDONLY | O_CLOEXEC);
+	char path[128];
 	ssize_t n;
+	int fd;
 
+	snprintf(path, sizeof(path), PARAMS "%s", name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
 	n = read(fd, buf, len - 1);
@@ -252,13 +255,15 @@ int spin_read(char *buf, size_t len)
 	return 0;
 }
 
-/* Set wsem's spin_ns to @val; 0, or -1. */
-int spin_set(const char *val)
+/* Set wsem's parameter @name to @val; 0, or -1. */
+int param_set(const char *name, const char *val)
 {
 	ssize_t n = (ssize_t)strlen(val);
+	char path[128];
 	int fd;
 
-	fd = open(SPIN_PARAM, O_WRONLY | O_CLOEXEC);
+	snprintf(path, sizeof(path), PARAMS "%s", name);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
 	if (write(fd, val, (size_t)n) != n) {
@@ -266,4 +271,16 @@ int spin_set(const char *val)
 		return -1;
 	}
 	return close(fd);
+}
+
+/* wsem's spin_ns, as text in @buf of @len bytes; 0, or -1. */
+int spin_read(char *buf, size_t len)
+{
+	return param_read("spin_ns", buf, len);
+}
+
+/* Set wsem's spin_ns to @val; 0, or -1. */
+int spin_set(const char *val)
+{
+	return param_set("spin_ns", val);
 }

@@ -36,8 +36,6 @@
 #define ROUNDS		5
 #define SECONDS		2.0	/* per row, over all rounds */
 #define MAX_SAMPLES	(1u << 16)
-#define PARAMS		"/sys/module/wsem/parameters/"
-
 /* The limits the tree needs raised for the run, and their values before. */
 static const char *const limits[] = {
 	"max_tree_size", "max_sems_per_ns", "max_sems_per_user",
@@ -59,44 +57,16 @@ struct tree_row {
 	bool failed;
 };
 
-static int read_param(const char *path, char *buf, size_t len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	return 0;
-}
-
-static int write_param(const char *path, const char *val)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -1;
-	n = write(fd, val, strlen(val));
-	close(fd);
-	return n == (ssize_t)strlen(val) ? 0 : -1;
-}
-
 /* Raise each limit to NKIDS + 16, keeping what it was; 0, or -1. */
 static int raise_wsem_limits(void)
 {
-	char path[128], val[32];
+	char val[32];
 	size_t i;
 
 	snprintf(val, sizeof(val), "%d", NKIDS + 16);
 	for (i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
-		snprintf(path, sizeof(path), PARAMS "%s", limits[i]);
-		if (read_param(path, saved[i], sizeof(saved[i])) ||
-		    write_param(path, val))
+		if (param_read(limits[i], saved[i], sizeof(saved[i])) ||
+		    param_set(limits[i], val))
 			return -1;
 	}
 	return 0;
@@ -104,13 +74,11 @@ static int raise_wsem_limits(void)
 
 static void restore_wsem_limits(void)
 {
-	char path[128];
 	size_t i;
 
 	for (i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
-		snprintf(path, sizeof(path), PARAMS "%s", limits[i]);
 		if (saved[i][0])
-			write_param(path, saved[i]);
+			param_set(limits[i], saved[i]);
 	}
 }
 
