@@ -797,9 +797,9 @@ void wsem_fs_notify(struct wsem_ns *wns, const char *name, u32 mask);
  * and test_view_delay_ms holds the next view that long after its first
  * hold, so that the lists change under a view in pieces every run;
  * test_view_batch makes views go in smaller pieces (the fuzzer's).
- * test_js_flush_delay_ms holds the next
- * close of a jobserver endpoint descriptor that long before it looks for
- * the process's other descriptors (wsem_js_flush()).
+ * test_js_flush_delay_ms holds the next close of a jobserver endpoint
+ * descriptor that long before it looks for the process's other
+ * descriptors (wsem_js_flush()).
  * test_loan_expiry_delay_ms holds the next work item of a loan's deadline
  * that long before it looks (wsem_loan_expire()), so that a LEND comes
  * after the deadline and before the withdrawal every run.
