@@ -426,9 +426,7 @@ static void *leaver_thread(void *p)
 /* Parked waiters not yet freed (a test build's count), or -1. */
 static int parked_count(void)
 {
-	char buf[32];
-
-	return read_file(PARKED_PARAM, buf, sizeof(buf)) ? -1 : atoi(buf);
+	return (int)read_num(PARKED_PARAM);
 }
 
 /*

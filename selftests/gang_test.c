@@ -683,9 +683,7 @@ static int waiters_fall(int fd, uint64_t n)
 /* Parked waiters and gangs not yet freed (a test build's count), or -1. */
 static int parked_count(void)
 {
-	char buf[32];
-
-	return read_file(PARKED_PARAM, buf, sizeof(buf)) ? -1 : atoi(buf);
+	return (int)read_num(PARKED_PARAM);
 }
 
 /* Wait (5 s at most) for the parked count to be @n; true if it is. */

@@ -1193,15 +1193,6 @@ static void big_view_text(struct big_view *v, int n, char *out, size_t len)
 			       v->who[i].label);
 }
 
-static long param(const char *name)
-{
-	char buf[32];
-
-	if (read_file(name, buf, sizeof(buf)))
-		return -1;
-	return atol(buf);
-}
-
 /*
  * Every entry is listed, in order, though more than one hold of the lock
  * is needed; no hold looked at more than a batch (the test build's
@@ -1235,9 +1226,9 @@ TEST(a_long_view_is_read_in_batches)
 	EXPECT_STREQ(want, got);
 	for (i = NH + NW; i < n; i++)
 		EXPECT_EQ(1, v.who[i].weight);
-	if (param(PARAMS "test_view_most_looked") >= 0) {
-		EXPECT_GE(64, param(PARAMS "test_view_most_looked"));
-		EXPECT_LT(0, param(PARAMS "test_view_most_looked"));
+	if (read_num(PARAMS "test_view_most_looked") >= 0) {
+		EXPECT_GE(64, read_num(PARAMS "test_view_most_looked"));
+		EXPECT_LT(0, read_num(PARAMS "test_view_most_looked"));
 	}
 
 	/* Room for the holders and ten waiters: the rest is counted. */
@@ -1285,7 +1276,7 @@ TEST(a_view_read_in_pieces_lists_who_stays_once_in_order)
 	ASSERT_EQ(0, write_file(PARAMS "test_view_delay_ms", "1000"));
 	ASSERT_EQ(0, pthread_create(&reader, NULL, big_view_read, &v));
 	/* The knob reads 0 once the view sleeps after its first hold. */
-	while (param(PARAMS "test_view_delay_ms"))
+	while (read_num(PARAMS "test_view_delay_ms"))
 		usleep(1000);
 
 	EXPECT_EQ(0, wsem_release(v.held[10], 1));	/* listed already */

@@ -69,15 +69,6 @@
 #define CHARGE_SEMS	800		/* named semaphores of the charge test */
 #define CHARGE_ANON	100		/* ... and anonymous ones */
 
-static long long read_ll(const char *path)
-{
-	char buf[64];
-
-	if (read_file(path, buf, sizeof(buf)))
-		return -1;
-	return strtoll(buf, NULL, 10);
-}
-
 /* The value of "key N" in a cgroup's memory.stat, or -1. */
 static long long memstat(const char *cg, const char *key)
 {
@@ -717,13 +708,13 @@ TEST_F(limits, administrator_keeps_a_reserve)
  */
 static long long settled_nodes(void)
 {
-	long long n = read_ll(NODES_PARAM), was;
+	long long n = read_num(NODES_PARAM), was;
 	int i;
 
 	for (i = 0; i < 10; i++) {
 		usleep(1200000);
 		was = n;
-		n = read_ll(NODES_PARAM);
+		n = read_num(NODES_PARAM);
 		if (n == was)
 			break;
 	}
@@ -759,13 +750,13 @@ TEST_F(limits, user_counts_freed_at_zero)
 	named = wsem_open("nodes", O_CREAT | O_EXCL | O_CLOEXEC, 0600, 1);
 	ASSERT_EQ(0, seteuid(0));
 	ASSERT_LE(0, named);
-	n = read_ll(NODES_PARAM);
+	n = read_num(NODES_PARAM);
 	EXPECT_LE(before + NODE_USERS, n);
 
 	for (i = 0; i < NODE_USERS; i++)
 		EXPECT_EQ(0, close(fd[i]));
 	/* The first user still has its named one: its count stays. */
-	n = read_ll(NODES_PARAM);
+	n = read_num(NODES_PARAM);
 	EXPECT_GE(before + 1, n) {
 		TH_LOG("%lld counts before, %lld after %d users closed all "
 		       "but one semaphore", before, n, NODE_USERS);
@@ -773,9 +764,9 @@ TEST_F(limits, user_counts_freed_at_zero)
 	EXPECT_LE(before + 1, n);
 	/* Unlinked, open: still charged. */
 	EXPECT_EQ(0, wsem_unlink("nodes"));
-	EXPECT_EQ(before + 1, read_ll(NODES_PARAM));
+	EXPECT_EQ(before + 1, read_num(NODES_PARAM));
 	EXPECT_EQ(0, close(named));
-	n = read_ll(NODES_PARAM);
+	n = read_num(NODES_PARAM);
 	EXPECT_GE(before, n) {
 		TH_LOG("%lld counts before, %lld after", before, n);
 	}
@@ -988,7 +979,7 @@ static int memcg_setup(struct memcg *m, const char *mnt, char *why,
 		if (write_file(path, "1"))
 			return -1;
 		snprintf(path, sizeof(path), "%s/memory.usage_in_bytes", m->dir);
-		usage = read_ll(path);
+		usage = read_num(path);
 		snprintf(path, sizeof(path), "%s/memory.limit_in_bytes", m->dir);
 		snprintf(buf, sizeof(buf), "%lld", usage + MEMCG_MARGIN);
 		return write_file(path, buf);
@@ -1007,7 +998,7 @@ static int memcg_setup(struct memcg *m, const char *mnt, char *why,
 	snprintf(path, sizeof(path), "%s/memory.swap.max", m->dir);
 	write_file(path, "0");
 	snprintf(path, sizeof(path), "%s/memory.current", m->dir);
-	usage = read_ll(path);
+	usage = read_num(path);
 	snprintf(path, sizeof(path), "%s/memory.max", m->dir);
 	snprintf(buf, sizeof(buf), "%lld", usage + MEMCG_MARGIN);
 	return write_file(path, buf);
@@ -1021,7 +1012,7 @@ static long long kmem_of(const struct memcg *m)
 	if (!m->v1)
 		return memstat(m->dir, "slab_unreclaimable");
 	snprintf(path, sizeof(path), "%s/memory.kmem.usage_in_bytes", m->dir);
-	return read_ll(path);
+	return read_num(path);
 }
 
 /*

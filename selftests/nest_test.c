@@ -321,14 +321,9 @@ TEST_F(nest, a_shrink_above_fails_a_heavier_waiter)
 }
 
 /* Waiters that shrinks' failing walks looked at, in a test build; or -1. */
-static long shrink_walked(void)
+static long long shrink_walked(void)
 {
-	char buf[32];
-
-	if (read_file("/sys/module/wsem/parameters/test_shrink_walked", buf,
-		      sizeof(buf)))
-		return -1;
-	return atol(buf);
+	return read_num("/sys/module/wsem/parameters/test_shrink_walked");
 }
 
 /*
@@ -339,7 +334,7 @@ static long shrink_walked(void)
 TEST(a_shrink_looks_at_each_waiter_once)
 {
 	enum { N = 64 };
-	long before, looked;
+	long long before, looked;
 	int root, fds[2 * N];
 	int i;
 

@@ -106,6 +106,16 @@ static inline int read_file(const char *path, char *buf, size_t len)
 	return 0;
 }
 
+/* The number a file (a module parameter) holds, or -1 if unreadable. */
+static inline long long read_num(const char *path)
+{
+	char buf[64];
+
+	if (read_file(path, buf, sizeof(buf)))
+		return -1;
+	return strtoll(buf, NULL, 10);
+}
+
 /* The value of "@key:" in "key: value" lines, blanks trimmed; 0 or -1. */
 static inline int line_get(const char *text, const char *key, char *val,
 			   size_t len)
