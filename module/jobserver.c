@@ -36,7 +36,11 @@
  * thread (aio's poll, re-polled from a kworker) is no process: its poll
  * only reports "readable" as a hint and queues nothing, and its read
  * fails with EOPNOTSUPP (mainline io_uring before 5.12 runs a blocking
- * read in such a thread).
+ * read in such a thread).  Entries are made only for a process that has
+ * a descriptor of the endpoints, which its last close then releases: one
+ * with none (an epoll set or an io_uring fixed file kept after the close)
+ * is answered as a kernel thread's poll is, and its read fails with
+ * EBADF.
  *
  * Pollers sleep on one of WSEM_JS_BUCKETS wait queues, their process's
  * bucket: each entry takes a bucket no other entry uses while there is
@@ -357,23 +361,87 @@ static struct wsem_js_proc *wsem_js_proc_find(struct wsem_js *js)
 	return NULL;
 }
 
+/* iterate_fd(): if @file is an endpoint file of @js, its descriptor + 1. */
+static int wsem_js_match(const void *js, struct file *file, unsigned int fd)
+{
+	return file->f_op == &wsem_js_fops && file->private_data == js ?
+	       fd + 1 : 0;
+}
+
+/*
+ * Is there a descriptor of @js's endpoints in @files?  Looked for from
+ * @hint on, then from 0: a process that closes its descriptors in turn,
+ * as an exit does, finds the next one at once instead of walking past
+ * every slot it closed before.  A descriptor found is the new @hint.
+ */
+static bool wsem_js_find_fd(struct files_struct *files, struct wsem_js *js,
+			    unsigned int *hint)
+{
+	int fd = iterate_fd(files, *hint, wsem_js_match, js);
+
+	if (!fd && *hint)
+		fd = iterate_fd(files, 0, wsem_js_match, js);
+	if (fd)
+		*hint = fd - 1;
+	return fd;
+}
+
+/*
+ * Does the calling process keep a descriptor of @js's endpoints, in
+ * @closing (the table a close is on, which an exiting task no longer
+ * points at; NULL outside a close) or in the file table of any of its
+ * threads?  Looked for from @hint on, as wsem_js_find_fd().
+ */
+static bool wsem_js_has_descriptor(struct wsem_js *js, unsigned int *hint,
+				   struct files_struct *closing)
+{
+	struct task_struct *t;
+	bool found = false;
+
+	lockdep_assert_held(&js->lock);
+
+	if (closing && wsem_js_find_fd(closing, js, hint))
+		return true;
+	rcu_read_lock();
+	for_each_thread(current, t) {
+		task_lock(t);
+		if (t->files && t->files != closing)
+			found = wsem_js_find_fd(t->files, js, hint);
+		task_unlock(t);
+		if (found)
+			break;
+	}
+	rcu_read_unlock();
+	return found;
+}
+
 /*
  * The calling process's entry in @js, with a reference; made if there is
- * none and @create.  Return: the entry, NULL (none, !@create) or
+ * none and @create, for a process that has a descriptor of @js's
+ * endpoints: one that has none (it reads through an io_uring fixed file,
+ * or polls through an epoll set, after closing its descriptor) would hold
+ * its tokens under an entry that no close gives back.  Return: the entry,
+ * NULL (none, !@create), ERR_PTR(-EBADF) (no descriptor) or
  * ERR_PTR(-ENOMEM).
  */
 static struct wsem_js_proc *wsem_js_proc_get(struct wsem_js *js, bool create)
 {
 	struct wsem_js_proc *p;
+	unsigned int hint = 0;
 
 	mutex_lock(&js->lock);
 	p = wsem_js_proc_find(js);
 	if (!p && create) {
+		if (!wsem_js_has_descriptor(js, &hint, NULL)) {
+			mutex_unlock(&js->lock);
+			return ERR_PTR(-EBADF);
+		}
 		p = wsem_js_proc_alloc(js);
 		if (!p) {
 			mutex_unlock(&js->lock);
 			return ERR_PTR(-ENOMEM);
 		}
+		p->fd_hint = hint;
 		wsem_js_take_bucket(js, p);
 		hlist_add_head(&p->node, wsem_js_procs(js, p->tgid));
 	}
@@ -561,9 +629,14 @@ static bool wsem_js_caller_is_process(void)
  * its last descriptor in another thread) is not the process's: it went
  * back with that entry, and the read starts again with a new one.
  *
+ * A process with no descriptor of the semaphore's endpoints (it reads
+ * through an io_uring fixed file after closing its descriptor) gets no
+ * token: nothing it read would go back at a close.
+ *
  * Context: Process context, may sleep unless O_NONBLOCK.
  * Return: 1; 0 for a @count of 0; -EOPNOTSUPP from a kernel thread;
- * -EFAULT, -ENOMEM, or as wsem_js_take().
+ * -EBADF from a process with no descriptor of the endpoints; -EFAULT,
+ * -ENOMEM, or as wsem_js_take().
  */
 static ssize_t wsem_js_read(struct file *file, char __user *buf, size_t count,
 			    loff_t *ppos)
@@ -645,7 +718,10 @@ static bool wsem_js_poll_registers(const poll_table *wait)
  * request of one unit takes its place at the tail of the queue if it has
  * none (so a poller keeps its place and takes no one else's); readable
  * once it is granted, until a read takes the unit or WSEM_JS_RESERVE
- * passes.  Polled by a kernel thread, always readable, as a hint.
+ * passes.  Polled by a kernel thread, or by a process with no descriptor
+ * of the endpoints (through an epoll set or an io_uring poll after its
+ * close), it is a pure report that queues nothing: always readable, as a
+ * hint (such a process's read returns at once, with EBADF).
  *
  * Context: Process context.
  * Return: EPOLLOUT | EPOLLWRNORM, with EPOLLIN | EPOLLRDNORM when a read
@@ -664,6 +740,8 @@ static __poll_t wsem_js_poll(struct file *file, poll_table *wait)
 	if (!wsem_js_caller_is_process())
 		return events | EPOLLIN | EPOLLRDNORM;
 	p = wsem_js_proc_get(js, true);
+	if (PTR_ERR(p) == -EBADF)
+		return events | EPOLLIN | EPOLLRDNORM;
 	if (IS_ERR(p))
 		return events | EPOLLERR;
 	poll_wait(file, wsem_js_bucket(p), wait);
@@ -690,59 +768,6 @@ static __poll_t wsem_js_poll(struct file *file, poll_table *wait)
 	mutex_unlock(&js->lock);
 	wsem_js_proc_put(p);
 	return events;
-}
-
-/* iterate_fd(): if @file is an endpoint file of @js, its descriptor + 1. */
-static int wsem_js_match(const void *js, struct file *file, unsigned int fd)
-{
-	return file->f_op == &wsem_js_fops && file->private_data == js ?
-	       fd + 1 : 0;
-}
-
-/*
- * Is there a descriptor of @js's endpoints in @files?  Looked for from
- * @p's hint on, then from 0: a process that closes its descriptors in
- * turn, as an exit does, finds the next one at once instead of walking
- * past every slot it closed before.  A descriptor found is the new hint.
- */
-static bool wsem_js_find_fd(struct files_struct *files, struct wsem_js *js,
-			    struct wsem_js_proc *p)
-{
-	int fd = iterate_fd(files, p->fd_hint, wsem_js_match, js);
-
-	if (!fd && p->fd_hint)
-		fd = iterate_fd(files, 0, wsem_js_match, js);
-	if (fd)
-		p->fd_hint = fd - 1;
-	return fd;
-}
-
-/*
- * Does the process of @p keep a descriptor of @js's endpoints, in
- * @closing (the table a close is on, which an exiting task no longer
- * points at) or in the file table of any of its threads?
- */
-static bool wsem_js_has_descriptor(struct wsem_js *js, struct wsem_js_proc *p,
-				   struct files_struct *closing)
-{
-	struct task_struct *t;
-	bool found = false;
-
-	lockdep_assert_held(&js->lock);
-
-	if (wsem_js_find_fd(closing, js, p))
-		return true;
-	rcu_read_lock();
-	for_each_thread(current, t) {
-		task_lock(t);
-		if (t->files && t->files != closing)
-			found = wsem_js_find_fd(t->files, js, p);
-		task_unlock(t);
-		if (found)
-			break;
-	}
-	rcu_read_unlock();
-	return found;
 }
 
 /**
@@ -778,7 +803,7 @@ static int wsem_js_flush(struct file *file, fl_owner_t id)
 	wsem_test_js_flush_pause();
 	/* A process with no entry holds nothing: no need to look. */
 	p = wsem_js_proc_find(js);
-	if (p && !wsem_js_has_descriptor(js, p, id))
+	if (p && !wsem_js_has_descriptor(js, &p->fd_hint, id))
 		released = wsem_js_release(js, p);
 	mutex_unlock(&js->lock);
 	if (released)

@@ -215,6 +215,7 @@ struct shared {
 	uint64_t js_epoll;		/* ... left in an epoll set, closed */
 	uint64_t js_shared;		/* ... read by CLONE_FILES children */
 	uint64_t js_uring;		/* ... read through io_uring, fixed */
+	uint64_t js_nodesc;		/* ... refused there: no descriptor */
 	uint64_t mounts;		/* ... successful mounts */
 	uint64_t umounts;		/* ... and unmounts */
 	uint64_t ns_deaths;		/* namespaces made to die */
@@ -2658,11 +2659,13 @@ static void js_shared_child(struct rng *r, int fd)
 
 /*
  * Slot @i's endpoint through io_uring: a dup() registered as the ring's
- * fixed file and closed, a read of a byte through it (the process's
- * token, or EAGAIN, or EOPNOTSUPP where io_uring runs a blocking read in
- * a kernel thread, before Linux 5.12), perhaps a write back, then the
- * ring goes, its file with it (an fput(), no close): what was read stays
- * the worker's until it closes its last descriptor or dies.
+ * fixed file and closed (and sometimes the slot's descriptor too), a read
+ * of a byte through it (the process's token, or EAGAIN, or EOPNOTSUPP
+ * where io_uring runs a blocking read in a kernel thread, before Linux
+ * 5.12, or EBADF where the worker has no descriptor of that endpoint
+ * left), perhaps a write back, then the ring goes, its file with it (an
+ * fput(), no close): what was read stays the worker's until it closes its
+ * last descriptor or dies.
  */
 static void js_uring(struct rng *r, unsigned int i)
 {
@@ -2683,6 +2686,10 @@ static void js_uring(struct rng *r, unsigned int i)
 		return;
 	}
 	close(d);
+	if (chance(r, 30)) {
+		close(js_fd[i]);
+		js_fd[i] = -1;
+	}
 	sqe = io_uring_get_sqe(&ring);
 	io_uring_prep_read(sqe, 0, &c, 1, 0);
 	sqe->flags |= IOSQE_FIXED_FILE;
@@ -2690,6 +2697,8 @@ static void js_uring(struct rng *r, unsigned int i)
 	    !io_uring_wait_cqe_timeout(&ring, &cqe, &ts)) {
 		if (cqe->res == 1)
 			add(&sh->js_uring, 1);
+		else if (cqe->res == -EBADF)
+			add(&sh->js_nodesc, 1);
 		else if (cqe->res != -EAGAIN && cqe->res != -EOPNOTSUPP &&
 			 cqe->res != -EBADF)
 			violation("jobserver read through io_uring: %d",
@@ -3771,11 +3780,13 @@ TEST_F_TIMEOUT(fuzz, ioctls, 1800)
 	       (unsigned long long)sh->ns_deaths);
 	TH_LOG("jobserver: %llu endpoints opened, %llu tokens read; %llu left "
 	       "in epoll sets, %llu shared-table children, %llu tokens read "
-	       "through io_uring", (unsigned long long)sh->js_opened,
+	       "through io_uring (%llu reads refused, no descriptor left)",
+	       (unsigned long long)sh->js_opened,
 	       (unsigned long long)sh->js_tokens,
 	       (unsigned long long)sh->js_epoll,
 	       (unsigned long long)sh->js_shared,
-	       (unsigned long long)sh->js_uring);
+	       (unsigned long long)sh->js_uring,
+	       (unsigned long long)sh->js_nodesc);
 	/* No minimum: a short run (check-debug) may see few of these. */
 	TH_LOG("loans: %llu lends, %llu withdrawn by LEND 0 (%llu of "
 	       "them with END_HOLDERS, %llu with a deadline), %llu opens "

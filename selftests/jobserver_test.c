@@ -1843,11 +1843,11 @@ static int io_worker_threads(void)
 /*
  * A child's io_uring read (uring_fixed_read()): it opens @path with
  * @oflags, registers it as the ring's fixed file 0, closes its
- * descriptor, reads one byte through the fixed file and reports the
- * result (ret: the cqe's res; a setup failure: ret -1000 - step and
- * errno); then it waits to be killed.
+ * descriptor unless @keep, reads one byte through the fixed file and
+ * reports the result (ret: the cqe's res; a setup failure: ret -1000 -
+ * step and errno); then it waits to be killed.
  */
-static void uring_fixed_read(const char *path, int oflags, int rep)
+static void uring_fixed_read(const char *path, int oflags, bool keep, int rep)
 {
 	struct io_uring_sqe *sqe;
 	struct io_uring_cqe *cqe;
@@ -1870,7 +1870,8 @@ static void uring_fixed_read(const char *path, int oflags, int rep)
 		report(rep, -1002, -ret);
 		_exit(1);
 	}
-	close(fd);
+	if (!keep)
+		close(fd);
 	sqe = io_uring_get_sqe(&ring);
 	io_uring_prep_read(sqe, 0, &c, 1, 0);
 	sqe->flags |= IOSQE_FIXED_FILE;
@@ -1890,33 +1891,36 @@ static void uring_fixed_read(const char *path, int oflags, int rep)
 }
 
 /*
- * io_uring: the endpoint registered as a fixed file, its descriptor
- * closed, one byte read with IOSQE_FIXED_FILE.  @oflags O_NONBLOCK: read
- * in the submitting task on every kernel.  A blocking-mode file is read in
- * an io-wq worker: a thread of the process since Linux 5.12 (and where
- * that was backported: Debian's 5.10), before that a kernel thread, for
- * which the read fails with EOPNOTSUPP; the child reports which it has
- * (its "iou-wrk-" threads), and from 5.12 on it must be the first.  A
- * token read is the process's, and goes back within a second of its death
- * (SIGKILL), while another endpoint file stays open.
+ * io_uring: the endpoint registered as a fixed file, one byte read with
+ * IOSQE_FIXED_FILE.  @oflags O_NONBLOCK: read in the submitting task on
+ * every kernel.  A blocking-mode file is read in an io-wq worker: a thread
+ * of the process since Linux 5.12 (and where that was backported:
+ * Debian's 5.10), before that a kernel thread, for which the read fails
+ * with EOPNOTSUPP; the child reports which it has (its "iou-wrk-"
+ * threads), and from 5.12 on it must be the first.  With its descriptor
+ * kept (@keep), a token read is the process's, and goes back within a
+ * second of its death (SIGKILL), while another endpoint file stays open.
+ * With its descriptor closed, the process has none left: the read fails
+ * with EBADF and nothing is taken or queued (a token read then would have
+ * had no close to give it back).
  */
 static void uring_case(struct __test_metadata *_metadata,
-		       FIXTURE_DATA(js) *self, int oflags)
+		       FIXTURE_DATA(js) *self, int oflags, bool keep)
 {
 	pid_t pid, pids[2] = { getpid(), 0 };
 	struct report r, w;
-	int keep, p[2], ms;
+	int fd, p[2], ms;
 	bool kthread;
 
-	keep = open(self->path, O_RDWR | O_CLOEXEC);
-	ASSERT_LE(0, keep);
+	fd = open(self->path, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, pipe(p));
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
-		/* No descriptor of the endpoint but the one it closes. */
-		close(keep);
-		uring_fixed_read(self->path, oflags, p[1]);
+		/* No descriptor of the endpoint but the one it opens. */
+		close(fd);
+		uring_fixed_read(self->path, oflags, keep, p[1]);
 	}
 	pids[1] = pid;
 	ASSERT_EQ(0, get_report(p[0], &r));
@@ -1931,9 +1935,10 @@ static void uring_case(struct __test_metadata *_metadata,
 	/* Read in a kernel thread: a blocking file, io-wq's old workers. */
 	kthread = !(oflags & O_NONBLOCK) && !w.ret &&
 		  !kernel_at_least(5, 12);
-	if (kthread) {
-		EXPECT_EQ(-EOPNOTSUPP, r.ret);
+	if (kthread || !keep) {
+		EXPECT_EQ(kthread ? -EOPNOTSUPP : -EBADF, r.ret);
 		EXPECT_EQ(0, used_of(self->fd));
+		EXPECT_EQ(0, waiters_of(self->fd));
 	} else {
 		EXPECT_EQ(1, r.ret);
 		EXPECT_EQ(1, used_of(self->fd));
@@ -1946,7 +1951,7 @@ static void uring_case(struct __test_metadata *_metadata,
 	TH_LOG("back %d ms after the death", ms);
 	EXPECT_LE(0, ms);
 	EXPECT_EQ(0, foreign_holder(self->fd, pids, 1));
-	EXPECT_EQ(0, close(keep));
+	EXPECT_EQ(0, close(fd));
 	close(p[0]);
 	close(p[1]);
 }
@@ -1955,14 +1960,28 @@ TEST_F(js, uring_fixed_file_nonblock)
 {
 	if (!self->ready)
 		return;
-	uring_case(_metadata, self, O_NONBLOCK);
+	uring_case(_metadata, self, O_NONBLOCK, true);
 }
 
 TEST_F(js, uring_fixed_file_blocking)
 {
 	if (!self->ready)
 		return;
-	uring_case(_metadata, self, 0);
+	uring_case(_metadata, self, 0, true);
+}
+
+TEST_F(js, uring_fixed_file_after_close_nonblock)
+{
+	if (!self->ready)
+		return;
+	uring_case(_metadata, self, O_NONBLOCK, false);
+}
+
+TEST_F(js, uring_fixed_file_after_close_blocking)
+{
+	if (!self->ready)
+		return;
+	uring_case(_metadata, self, 0, false);
 }
 
 /*
@@ -2002,15 +2021,16 @@ static void epoll_after_close(const char *path, int rep, int go, int hold)
 
 /*
  * epoll after close: a process that added the endpoint to an epoll set
- * and closed its descriptor (a child of it keeps the file open) gets a
- * reservation from epoll_wait().  When the process exits, what it had
- * goes back within a second of the death: a granted unit, and a request
- * still in the queue (which expiry cannot take back) leaves it.  Another
- * endpoint file stays open throughout.
+ * and closed its descriptor (a child of it keeps the file open) has no
+ * descriptor left, so its epoll_wait() is answered as a pure report:
+ * readable (its read would return at once, with EBADF), and nothing taken
+ * or queued, whether a unit is free (round 0) or not (round 1).  Before,
+ * it reserved a unit about every second under an entry no close gave
+ * back.  Another endpoint file stays open throughout.
  */
-TEST_F(js, epoll_after_close_death_releases)
+TEST_F(js, epoll_after_close_reserves_nothing)
 {
-	int keep, rep[2], go[2], hold[2], queued, ms;
+	int keep, rep[2], go[2], hold[2], full;
 	pid_t pid, pids[2] = { getpid(), 0 };
 	struct report r;
 
@@ -2018,9 +2038,8 @@ TEST_F(js, epoll_after_close_death_releases)
 		return;
 	keep = open(self->path, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, keep);
-	for (queued = 0; queued < 2; queued++) {
-		/* Not if a unit is left over from the first round. */
-		ASSERT_EQ(0, wsem_tryacquire(self->fd, queued ? CAP : CAP - 1));
+	for (full = 0; full < 2; full++) {
+		ASSERT_EQ(0, wsem_tryacquire(self->fd, CAP - 1 + full));
 		ASSERT_EQ(0, pipe(rep));
 		ASSERT_EQ(0, pipe(go));
 		ASSERT_EQ(0, pipe(hold));
@@ -2034,32 +2053,16 @@ TEST_F(js, epoll_after_close_death_releases)
 		}
 		pids[1] = pid;
 		ASSERT_EQ(0, get_report(rep[0], &r));
-		EXPECT_EQ(queued ? 0 : 1, r.ret);
+		EXPECT_EQ(1, r.ret);
 		ASSERT_EQ(0, get_report(rep[0], &r));
-		EXPECT_EQ(CAP, used_of(self->fd));
-		EXPECT_EQ(queued ? 1 : 0, waiters_of(self->fd));
-		EXPECT_EQ(queued ? 0 : 1, held_by(self->fd, pid));
-		EXPECT_EQ(0, foreign_holder(self->fd, pids, 2));
+		EXPECT_EQ(CAP - 1 + full, used_of(self->fd));
+		EXPECT_EQ(0, waiters_of(self->fd));
+		EXPECT_EQ(0, held_by(self->fd, pid));
+		EXPECT_EQ(0, foreign_holder(self->fd, pids, 1));
 		ASSERT_EQ(1, write(go[1], "x", 1));
 		EXPECT_EQ(0, reap(pid));
-		if (queued) {
-			ms = within(self->fd, waiters_of, 0, now_ns(),
-				    DEATH_MS);
-			TH_LOG("queued: out of the queue %d ms after the death",
-			       ms);
-			EXPECT_LE(0, ms);
-			ASSERT_EQ(0, wsem_release(self->fd, CAP));
-			EXPECT_LE(0, within(self->fd, used_of, 0, now_ns(),
-					    DEATH_MS));
-		} else {
-			ms = within(self->fd, used_of, CAP - 1, now_ns(),
-				    DEATH_MS);
-			TH_LOG("granted: back %d ms after the death", ms);
-			EXPECT_LE(0, ms);
-			ASSERT_EQ(0, wsem_release(self->fd, CAP - 1));
-		}
+		ASSERT_EQ(0, wsem_release(self->fd, CAP - 1 + full));
 		EXPECT_EQ(0, used_of(self->fd));
-		EXPECT_EQ(0, foreign_holder(self->fd, pids, 1));
 		/* The grandchild, which kept the file, goes now. */
 		close(hold[1]);
 		close(hold[0]);
@@ -2069,56 +2072,6 @@ TEST_F(js, epoll_after_close_death_releases)
 		close(rep[1]);
 	}
 	EXPECT_EQ(0, close(keep));
-}
-
-/*
- * ... and while that process lives, the unit its epoll_wait() reserved,
- * never read, goes back within a second and a half of the grant.
- */
-TEST_F(js, epoll_after_close_reservation_expires)
-{
-	int keep, rep[2], go[2], hold[2], ms;
-	struct report r;
-	int64_t t0;
-	pid_t pid;
-
-	if (!self->ready)
-		return;
-	keep = open(self->path, O_RDWR | O_CLOEXEC);
-	ASSERT_LE(0, keep);
-	ASSERT_EQ(0, wsem_acquire(self->fd, CAP - 1));
-	ASSERT_EQ(0, pipe(rep));
-	ASSERT_EQ(0, pipe(go));
-	ASSERT_EQ(0, pipe(hold));
-	pid = fork();
-	ASSERT_LE(0, pid);
-	if (pid == 0) {
-		close(keep);
-		close(go[1]);
-		close(hold[1]);
-		epoll_after_close(self->path, rep[1], go[0], hold[0]);
-	}
-	ASSERT_EQ(0, get_report(rep[0], &r));
-	t0 = now_ns();
-	EXPECT_EQ(1, r.ret);
-	ASSERT_EQ(0, get_report(rep[0], &r));
-	EXPECT_EQ(1, held_by(self->fd, pid));
-	ms = within(self->fd, used_of, CAP - 1, t0, EXPIRE_MS);
-	TH_LOG("back %d ms after the epoll_wait()", ms);
-	EXPECT_LE(EXPIRE_MIN_MS, ms);
-	/* It went back while the process lives. */
-	EXPECT_EQ(0, kill(pid, 0));
-	ASSERT_EQ(1, write(go[1], "x", 1));
-	EXPECT_EQ(0, reap(pid));
-	close(go[1]);
-	close(hold[1]);
-	close(hold[0]);
-	ASSERT_EQ(0, wsem_release(self->fd, CAP - 1));
-	EXPECT_LE(0, within(self->fd, used_of, 0, now_ns(), DEATH_MS));
-	EXPECT_EQ(0, close(keep));
-	close(go[0]);
-	close(rep[0]);
-	close(rep[1]);
 }
 
 /*
