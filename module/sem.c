@@ -44,7 +44,10 @@
  * and must pass through the same queues.  At the root the first is
  * granted when it fits.  A request first in a queue that no longer fits a
  * semaphore below (one before it was granted there) goes back down to
- * the lowest of them, so it holds up nothing it would not.  Strict FIFO
+ * the lowest of them, so it holds up nothing it would not; one that finds
+ * an earlier request back in the queue of a semaphore below goes down
+ * behind it, as it would have queued there had it come after the fall
+ * (without that, a later request on the same child passed it).  Strict FIFO
  * in each queue keeps a large request from being overtaken once it has
  * reached that level, and a walk only ever looks at the first of a queue:
  * its work is bounded by the depth and the requests it moves, never by the
@@ -501,16 +504,23 @@ static struct wsem *wsem_waiter_sem(const struct wsem_waiter *w)
 }
 
 /*
- * The lowest semaphore of @w's line below @level on which @w does not fit
- * (one granted before it there since it passed), or NULL.
+ * The lowest semaphore of @w's line below @level that holds @w up, or
+ * NULL: one @w no longer fits (a request before it was granted there
+ * since @w passed), or one whose queue holds a request that came before
+ * @w (it went back down there, and stands in its place: @w, later, may
+ * not pass it).
  */
-static struct wsem *wsem_misfit_below(const struct wsem_waiter *w,
-				      const struct wsem *level)
+static struct wsem *wsem_held_below(const struct wsem_waiter *w,
+				    const struct wsem *level)
 {
+	struct wsem_waiter *first;
 	struct wsem *s;
 
 	for (s = wsem_waiter_sem(w); s != level; s = s->parent) {
 		if (!wsem_fits(s, w->weight))
+			return s;
+		first = wsem_queue_first(s);
+		if (first && first->ticket < w->ticket)
 			return s;
 	}
 	return NULL;
@@ -526,8 +536,8 @@ enum wsem_walk_end {
 /*
  * Move the first requests of @level's queue on while they fit on @level:
  * up to the parent's queue or, at the root, to their grant (a gang's to
- * its task, wsem_poke_gang()); one that no longer fits below goes back
- * down (wsem_misfit_below()).  At the root it returns after each grant,
+ * its task, wsem_poke_gang()); one held up below goes back down
+ * (wsem_held_below()).  At the root it returns after each grant,
  * with the semaphore the grantee asked through in *@granted, whose line
  * may now hold requests that fit no more.
  */
@@ -553,7 +563,7 @@ static enum wsem_walk_end wsem_grant_at(struct wsem *level, u64 *now,
 			wsem_poke_gang(w->gang, -EINTR, wake);
 			break;
 		}
-		low = wsem_misfit_below(w, level);
+		low = wsem_held_below(w, level);
 		if (unlikely(low)) {
 			wsem_queue_move(w, low);
 			continue;

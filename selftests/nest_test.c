@@ -302,6 +302,47 @@ TEST_F(nest, a_waiter_that_no_longer_fits_its_child_lets_go)
 	EXPECT_EQ(0, stat_of(self->root).waiters);
 }
 
+/*
+ * A request that stopped fitting its child (one before it was granted
+ * there) is never passed on that child by a later one: the later one goes
+ * back down behind it, as it would have queued had it come after.
+ */
+TEST_F(nest, a_later_request_never_passes_one_that_went_back_down)
+{
+	int x = wsem_reopen(self->a, 0), w = wsem_reopen(self->a, 0);
+	int v = wsem_reopen(self->a, 0);
+
+	ASSERT_LE(0, x);
+	ASSERT_LE(0, w);
+	ASSERT_LE(0, v);
+	/* The root full: x (2), w (2) and v (1), each fitting a, wait. */
+	ASSERT_EQ(0, wsem_acquire(self->root, 4));
+	ASSERT_EQ(-1, wsem_acquire_async(x, 2));
+	ASSERT_EQ(EINPROGRESS, errno);
+	ASSERT_EQ(-1, wsem_acquire_async(w, 2));
+	ASSERT_EQ(EINPROGRESS, errno);
+	ASSERT_EQ(-1, wsem_acquire_async(v, 1));
+	ASSERT_EQ(EINPROGRESS, errno);
+	/* x takes 2 of a's 3: w no longer fits, v would but came later. */
+	ASSERT_EQ(0, wsem_release(self->root, 4));
+	EXPECT_EQ(0, wsem_acquire_result(x));
+	EXPECT_EQ(-1, wsem_acquire_result(w));
+	EXPECT_EQ(EINPROGRESS, errno);
+	EXPECT_EQ(-1, wsem_acquire_result(v));
+	EXPECT_EQ(EINPROGRESS, errno);
+	EXPECT_EQ(2, used(self->a));
+	/* x gone: w first, then v beside it (2 + 1 = 3). */
+	ASSERT_EQ(0, wsem_release(x, 2));
+	EXPECT_EQ(0, wsem_acquire_result(w));
+	EXPECT_EQ(0, wsem_acquire_result(v));
+	EXPECT_EQ(3, used(self->a));
+	ASSERT_EQ(0, close(v));
+	ASSERT_EQ(0, close(w));
+	ASSERT_EQ(0, close(x));
+	EXPECT_EQ(0, used(self->root));
+	EXPECT_EQ(0, stat_of(self->root).waiters);
+}
+
 /* A shrink on a waiter's line fails it if it can no longer fit. */
 TEST_F(nest, a_shrink_above_fails_a_heavier_waiter)
 {
