@@ -11,6 +11,11 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 out=$root/build/deb
 ver=$(dpkg-parsechangelog -l "$root/debian/changelog" -S Version)
 src=$out/wsem-$ver
+# One build at a time: make test runs deb_test.sh (hosttests.sh) beside
+# check-distro, and both make deb; the second finds the first's packages.
+mkdir -p "$root/build"
+exec 9>"$root/build/.deb.lock"
+flock 9
 
 # sources: the files the packages are built from, NUL-separated, relative
 sources() {

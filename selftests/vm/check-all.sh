@@ -1,10 +1,13 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# make test: make check (lint, 6.1, 6.12, 6.12-rt, the chroot lanes), then
-# make check-debug (the 7.2 debug kernel, built the first time on a machine
-# in the sid chroot, in the background from the start), then make
+# make test: make check's guests (6.1, 6.12, 6.12-rt, the chroot lanes),
+# then make check-debug (the 7.2 debug kernel, built the first time on a
+# machine in the sid chroot, in the background from the start), then make
 # check-distro (the .debs in a Debian guest, its image built the first time
-# on a machine), then one line that counts them all: "N passed, N failed".
+# on a machine); beside those two, at the lowest priority, make check's
+# tests that need no guest (hosttests.sh: selftests/host and lint, nine
+# minutes of one CPU that the two lanes' single guests leave mostly idle);
+# then one line that counts them all: "N passed, N failed".
 # Exits non-zero on any failure; a lane that ends without its summary line
 # counts as a failure.  A lane that cannot run here (check-distro without
 # root, say) is a TAP skip, counted as skipped.
@@ -12,6 +15,8 @@ set -u -o pipefail
 . "$(dirname "$0")/lib.sh"
 preflight || { echo "0 passed, 1 failed"; exit 1; }
 
+# One lock for all the lanes: hosttests.sh runs beside the others.
+take_check_lock
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 t0=$(date +%s)
@@ -52,19 +57,26 @@ if [ "$(id -u)" -eq 0 ] && command -v debootstrap >/dev/null &&
 fi
 # (check.sh's solo lane waits for it: its utilisation check needs the
 # machine to itself)
-CHECK_QUIET_PID=$kernel lane check
+CHECK_QUIET_PID=$kernel NO_HOST_TESTS=1 lane check
 if [ -n "$kernel" ]; then
 	wait "$kernel"
 	echo "check-all: check-debug's kernel: exit $? ($(tail -n 1 "$tmp/debug-kernel"))"
 fi
+ht=$(date +%s)
+nice -n 19 bash "$VMDIR/hosttests.sh" </dev/null >"$tmp/hosttests" 2>&1 &
+host=$!
+echo "check-all: the host tests and lint run beside check-debug and check-distro"
 NO_DEPS=1 lane check-debug
 if [ -n "$prefetch" ]; then
 	wait "$prefetch"
 	echo "check-all: check-distro's image: exit $? ($(tail -n 1 "$tmp/distro-image"))"
 fi
 NO_DEPS=1 lane check-distro
+wait "$host"
+cat "$tmp/hosttests"
+echo "check-all: hosttests took $(($(date +%s) - ht))s"
 
-printf '\n==== the three lanes (%ss)\n' "$(($(date +%s) - t0))"
+printf '\n==== the lanes (%ss)\n' "$(($(date +%s) - t0))"
 awk '
 /^[0-9]+ skipped / { skipped += $1 }
 /^[0-9]+ passed, [0-9]+ failed$/ { seen[FILENAME] = 1; passed += $1; failed += $3 }
@@ -79,4 +91,4 @@ END {
 		print skipped " skipped"
 	print (passed + 0) " passed, " (failed + 0) " failed"
 	exit failed ? 1 : 0
-}' "$tmp/check" "$tmp/check-debug" "$tmp/check-distro"
+}' "$tmp/check" "$tmp/hosttests" "$tmp/check-debug" "$tmp/check-distro"

@@ -16,7 +16,8 @@
 # 6.12 lane runs the full tier and the others the kernel tier: list_tests
 # in lib.sh), CHECK_FULL=1 (the full tier on every kernel: make check-full),
 # VM_JOBS (guests at once, default 2; the 6.12 lane always runs alone,
-# last: solo_lane), NO_LINT=1, NO_DEPS=1, CHROOTS
+# last: solo_lane), NO_LINT=1, NO_HOST_TESTS=1 (neither selftests/host nor
+# lint: hosttests.sh), NO_DEPS=1, CHROOTS
 # (releases, "" for none; KVERS may name them, or their kernels: "5.10"),
 # TWOGUEST=0 (not the two-guest test: twoguest.sh, run with the 6.12 lane
 # when TESTS is unset or names twoguest.sh), CHECK_QUIET_PID (a process the
@@ -61,25 +62,15 @@ build_userspace
 
 inputs=(label=- "$tapf")
 
-# The host-side tests (install layout, the summary's TAP plans, the shell
-# completion), each framed as a program so that summary.awk checks its
-# exit status and plan as it does in a guest.
-stage "host tests"
-for t in "$ROOT"/selftests/host/*_test.sh; do
-	[ -f "$t" ] || continue
-	name=${t##*/}
-	hs=$(date +%s)
-	{
-		echo "# wsem-vm: begin $name"
-		bash "$t" 2>&1
-		echo "# wsem-vm: end $name exit=$? time=$(($(date +%s) - hs))"
-	} | tee "$out/host-$name.tap"
-	inputs+=(label=host "$out/host-$name.tap")
-done
-if [ -z "${NO_LINT:-}" ]; then
-	stage "lint"
-	bash "$VMDIR/lint.sh"
-	inputs+=(label=- "$BUILD/lint.tap")
+# The tests that need no guest (hosttests.sh: selftests/host, lint),
+# counted in this summary; not with NO_HOST_TESTS=1 (make test runs them
+# beside its later lanes instead).
+if [ -z "${NO_HOST_TESTS:-}" ]; then
+	bash "$VMDIR/hosttests.sh" -n
+	for f in "$BUILD"/hosttests/*.tap; do
+		[ -f "$f" ] && inputs+=(label=host "$f")
+	done
+	[ -z "${NO_LINT:-}" ] && inputs+=(label=- "$BUILD/lint.tap")
 fi
 
 kernels=$(find_kernels)
