@@ -718,6 +718,35 @@ static void print_group(const struct row *rows, int n)
 }
 
 /*
+ * The endpoint against the pipe ring at each size (issue 42's measure:
+ * the peer with the same scheduling cost, a hand-off waking one process):
+ * time per hand-off over the pipe ring's, with each ring's CPU per
+ * hand-off beside it.  @ep and @fl: their rows, P = 2 first.
+ */
+static void print_each_size(const struct row *ep, const struct row *fl,
+			    const char *sn, const char *pre, const char *what)
+{
+	char key[96], label[192];
+	double q;
+	int i;
+
+	table("   jobserver, %s: time per hand-off, endpoint / %s (CPU per "
+	      "hand-off, endpoint / %s, us):", sn, what, what);
+	for (i = 0; i < NSIZES; i++) {
+		q = ep[i].ok && fl[i].ok ? ratio(fl[i].rate, ep[i].rate) : NAN;
+		table("%s %.2f at P=%d (%.0f / %.0f)", i ? "," : "", q,
+		      sizes[i], per_op(ep[i].cpu, ep[i].handoffs) / 1000,
+		      per_op(fl[i].cpu, fl[i].handoffs) / 1000);
+		snprintf(key, sizeof(key), "jobserver.%s%s.p%d.over_peer", pre,
+			 sn, sizes[i]);
+		snprintf(label, sizeof(label), "jobserver %s P=%d: time per "
+			 "hand-off, endpoint / %s", sn, sizes[i], what);
+		metric(key, label, q);
+	}
+	table("\n");
+}
+
+/*
  * The endpoint against a peer ring under one scheduling: @ep and @fl are
  * their rows (P = 2 first), in the same kind of address space.  The
  * endpoint's own share of a hand-off is its time per hand-off over the
@@ -763,6 +792,8 @@ static void print_floor(const struct row *ep, const struct row *fl)
 	snprintf(label, sizeof(label), "jobserver %s (%s): CPU above the "
 		 "peer's per hand-off, P=%d / P=2", sn, what, MAX_P);
 	metric(key, label, ratio(over1, over0));
+	if (fl->kind == K_PIPE)
+		print_each_size(ep, fl, sn, pre, what);
 }
 
 /* One cell of the summary: time ratio (CPU ratio) of row @i to P=2's. */
