@@ -1454,6 +1454,34 @@ int wsem_gang_leave(struct wsem_gang *g, int why)
 }
 
 /*
+ * Grant @g at once, under wsem_gang_lock(), which this drops: as a single
+ * request granted at once, it took only room, so no walk can grant anyone
+ * more and no poll event is new but demand, told to the pollers of each
+ * part's line as wsem_acquire() tells them.
+ */
+static void wsem_gang_grant_at_once(struct wsem_gang *g)
+{
+	u32 tell[WSEM_MANY_MAX];
+	struct wsem_waiter *p;
+	struct wsem *sem;
+	unsigned int i;
+
+	for (i = 0, p = g->part; i < g->nr; i++, p++) {
+		sem = p->handle->sem;
+		wsem_add_held(sem, p->handle, p->weight, current);
+		sem->stats.grants_at_once++;
+		trace_wsem_grant(sem->id, current->pid, p->weight, 0);
+	}
+	for (i = 0, p = g->part; i < g->nr; i++, p++)
+		tell[i] = wsem_demand_pollers(p->handle->sem);
+	wsem_gang_unlock(g);
+	for (i = 0, p = g->part; i < g->nr; i++, p++) {
+		if (tell[i])
+			wsem_tell_demand(p->handle->sem, tell[i]);
+	}
+}
+
+/*
  * Queue @g's parts at the tails of their trees' queues, or grant it at
  * once if every tree's queue is empty and it fits; with WSEM_ACQUIRE_TRY
  * or a deadline passed, neither.  Return: 0 when granted, -EAGAIN,
@@ -1466,7 +1494,6 @@ int wsem_gang_queue(struct wsem_gang *g, u64 flags, clockid_t clock,
 	__poll_t before[WSEM_MANY_MAX];
 	bool now = true;
 	unsigned int i;
-	int ret;
 
 	wsem_gang_lock(g);
 	if (!wsem_gang_can_fit(g, NULL)) {
@@ -1485,24 +1512,17 @@ int wsem_gang_queue(struct wsem_gang *g, u64 flags, clockid_t clock,
 		wsem_gang_unlock(g);
 		return flags & WSEM_ACQUIRE_TRY ? -EAGAIN : -ETIMEDOUT;
 	}
+	if (now) {
+		wsem_gang_grant_at_once(g);
+		return 0;
+	}
 	for (i = 0; i < g->nr_roots; i++)
 		before[i] = wsem_events(g->roots[i]);
-	for (i = 0; i < g->nr; i++) {
-		struct wsem_waiter *p = &g->part[i];
-		struct wsem *sem = p->handle->sem;
-
-		if (!now) {
-			wsem_enqueue(sem, p);
-			continue;
-		}
-		wsem_add_held(sem, p->handle, p->weight, current);
-		sem->stats.grants_at_once++;
-		trace_wsem_grant(sem->id, current->pid, p->weight, 0);
-	}
-	ret = now ? 0 : WSEM_WAITING;
+	for (i = 0; i < g->nr; i++)
+		wsem_enqueue(g->part[i].handle->sem, &g->part[i]);
 	wsem_gang_unlock(g);
 	wsem_gang_walk(g, before);
-	return ret;
+	return WSEM_WAITING;
 }
 
 /**

@@ -519,6 +519,67 @@ TEST_F(gang, a_failed_try_changes_nothing)
 	close(p.fd);
 }
 
+/* A demand watcher asleep in poll(POLLRDBAND): how it came back. */
+struct demand_watch {
+	int fd;
+	_Atomic pid_t tid;
+	int n;
+	short revents;
+	int64_t ns;
+};
+
+static void *demand_watch(void *arg)
+{
+	struct demand_watch *d = arg;
+	struct pollfd p = { .fd = d->fd, .events = POLLRDBAND };
+	int64_t t0 = now_ns();
+
+	d->tid = gettid();
+	d->n = poll(&p, 1, 5000);
+	d->revents = p.revents;
+	d->ns = now_ns() - t0;
+	return NULL;
+}
+
+/*
+ * A gang granted at once tells the demand watchers of each of its
+ * semaphores, asleep in poll(POLLRDBAND), as a single grant at once does
+ * (it takes no walk of the trees afterwards: it only took room).
+ */
+TEST_F(gang, a_gang_granted_at_once_wakes_each_demand_watcher)
+{
+	struct demand_watch d[2] = { { .fd = -1 }, { .fd = -1 } };
+	int fds[2] = { self->x, self->y };
+	uint64_t w[2] = { 1, 2 };
+	pthread_t th[2];
+	struct wsem_stat st;
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		d[i].fd = wsem_reopen(fds[i], 0);
+		ASSERT_LE(0, d[i].fd);
+		/* Reading the state marks the demand seen. */
+		ASSERT_EQ(0, wsem_stat(d[i].fd, &st));
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, demand_watch, &d[i]));
+	}
+	for (i = 0; i < 2; i++)
+		while (!d[i].tid || !thread_sleeping(d[i].tid))
+			usleep(1000);
+	usleep(20000);
+	ASSERT_EQ(0, wsem_acquire_many(fds, w, 2, 0));
+	for (i = 0; i < 2; i++) {
+		ASSERT_EQ(0, pthread_join(th[i], NULL));
+		EXPECT_EQ(1, d[i].n);
+		EXPECT_TRUE(d[i].revents & POLLRDBAND);
+		EXPECT_GT(4000000000LL, d[i].ns);
+		close(d[i].fd);
+	}
+	EXPECT_EQ(1, used(self->x));
+	EXPECT_EQ(2, used(self->y));
+	ASSERT_EQ(0, wsem_release(self->x, 1));
+	ASSERT_EQ(0, wsem_release(self->y, 2));
+}
+
 /* Bad calls say why and change nothing. */
 TEST_F(gang, bad_calls_say_why)
 {
