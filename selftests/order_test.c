@@ -323,6 +323,17 @@ static void step_submit(struct tree *t, struct slot *s)
 	check_step(t, what);
 }
 
+/* Slot @s holds and waits for nothing now (@how): check the step. */
+static void slot_ended(struct tree *t, struct slot *s, const char *how)
+{
+	char what[80];
+
+	snprintf(what, sizeof(what), "%s slot %ld (%llu on %d)", how,
+		 (long)(s - t->slots), (unsigned long long)s->weight, s->node);
+	s->state = IDLE;
+	check_step(t, what);
+}
+
 static void step(struct tree *t)
 {
 	struct slot *s = &t->slots[below(&t->rng, SLOTS)];
@@ -345,14 +356,10 @@ static void step(struct tree *t)
 	} else if (roll < 18 && s->state != IDLE) {
 		/* Kill: the handle goes with what it holds or waits for. */
 		close(s->fd);
-		snprintf(what, sizeof(what), "kill slot %ld (%s %llu on %d)",
-			 (long)(s - t->slots),
-			 s->state == HELD ? "holding" : "waiting for",
-			 (unsigned long long)s->weight, s->node);
-		s->state = IDLE;
+		slot_ended(t, s, s->state == HELD ? "kill, holding," :
+			   "kill, waiting,");
 		if (slot_open(t, s, n) < 0)
 			violation(t, "reopen: %s", strerror(errno));
-		check_step(t, what);
 	} else if (s->state == IDLE) {
 		if (s->node != n) {
 			close(s->fd);
@@ -365,20 +372,12 @@ static void step(struct tree *t)
 	} else if (s->state == HELD) {
 		if (wsem_release(s->fd, s->weight))
 			violation(t, "release: %s", strerror(errno));
-		s->state = IDLE;
-		snprintf(what, sizeof(what), "release slot %ld (%llu on %d)",
-			 (long)(s - t->slots), (unsigned long long)s->weight,
-			 s->node);
-		check_step(t, what);
+		slot_ended(t, s, "release");
 	} else if (roll < 40) {
 		/* EALREADY: granted without the checker seeing it. */
 		if (wsem_acquire_cancel(s->fd))
 			violation(t, "cancel: %s", strerror(errno));
-		s->state = IDLE;
-		snprintf(what, sizeof(what), "cancel slot %ld (%llu on %d)",
-			 (long)(s - t->slots), (unsigned long long)s->weight,
-			 s->node);
-		check_step(t, what);
+		slot_ended(t, s, "cancel");
 	}
 }
 
