@@ -104,6 +104,8 @@
  * @bucket_used: the buckets taken by an entry on @procs as its own;
  *	protected by @lock
  * @buckets: every poller (wsem_js_poll()), by its process's entry
+ * @wake_all: wakes every bucket that has a poller, for the grant of a
+ *	process that registered no poller of its own (wsem_js_relay())
  */
 struct wsem_js {
 	struct wsem *sem;
@@ -113,6 +115,7 @@ struct wsem_js {
 	struct hlist_head procs[WSEM_JS_BUCKETS];
 	DECLARE_BITMAP(bucket_used, WSEM_JS_BUCKETS);
 	wait_queue_head_t buckets[WSEM_JS_BUCKETS];
+	struct work_struct wake_all;
 };
 
 /**
@@ -171,7 +174,7 @@ struct wsem_js_proc {
 static DEFINE_MUTEX(wsem_js_lock);
 static DEFINE_XARRAY(wsem_js_sems);
 
-/* Runs @reap and @expire; drained at module exit. */
+/* Runs @reap, @expire and @wake_all; drained at module exit. */
 static struct workqueue_struct *wsem_js_wq;
 
 static void wsem_js_unref(struct wsem_js *js)
@@ -232,9 +235,30 @@ static void wsem_js_arm(struct wsem_js_proc *p)
 }
 
 /*
+ * @wake_all: every bucket that has a poller, woken in process context, one
+ * bucket's lock at a time with interrupts on.  A poller queued itself on
+ * its bucket before it looked at its request under the semaphore's lock,
+ * which the granter took before queueing this: ordered by that lock and
+ * the queueing, a bucket empty here had nobody to wake.
+ */
+static void wsem_js_wake_all(struct work_struct *work)
+{
+	struct wsem_js *js = container_of(work, struct wsem_js, wake_all);
+	unsigned int i;
+
+	for (i = 0; i < WSEM_JS_BUCKETS; i++) {
+		if (waitqueue_active(&js->buckets[i]))
+			wake_up_poll(&js->buckets[i], EPOLLIN | EPOLLRDNORM);
+		cond_resched();
+	}
+	wsem_js_unref(js);
+}
+
+/*
  * The end of a process's request (or its release) wakes the pollers of its
- * bucket, or those of every bucket if a poll queued the request of a
- * process that registered none (see the top); a grant starts the
+ * bucket, or those of every bucket (@js->wake_all, a work item: this runs
+ * under @p->h->wqh.lock with interrupts off) if a poll queued the request
+ * of a process that registered none (see the top); a grant starts the
  * reservation's clock.  A blocked reader sleeps on @p->h->wqh itself.
  */
 static int wsem_js_relay(struct wait_queue_entry *wq, unsigned int mode,
@@ -242,23 +266,16 @@ static int wsem_js_relay(struct wait_queue_entry *wq, unsigned int mode,
 {
 	struct wsem_js_proc *p = container_of(wq, struct wsem_js_proc, relay);
 	struct wsem_js *js = p->js;
-	unsigned int i;
 
 	__wsem_js_arm(p);
 	if (READ_ONCE(p->registered) || !READ_ONCE(p->polled)) {
 		wake_up_poll(wsem_js_bucket(p), key_to_poll(key));
 		return 0;
 	}
-	for (i = 0; i < WSEM_JS_BUCKETS; i++) {
-		/*
-		 * A poller queued itself on its bucket before it looked at
-		 * its request under the semaphore's lock, which the granter
-		 * took after it: ordered by that lock, a bucket empty here
-		 * had nobody to wake.
-		 */
-		if (waitqueue_active(&js->buckets[i]))
-			wake_up_poll(&js->buckets[i], key_to_poll(key));
-	}
+	/* Not 0: @p holds a reference.  Pending already: that one has its. */
+	refcount_inc(&js->ref);
+	if (!queue_work(wsem_js_wq, &js->wake_all))
+		refcount_dec(&js->ref);
 	return 0;
 }
 
@@ -836,6 +853,7 @@ static struct wsem_js *wsem_js_get(struct wsem *sem)
 		js->sem = sem;
 		refcount_set(&js->ref, 1);
 		mutex_init(&js->lock);
+		INIT_WORK(&js->wake_all, wsem_js_wake_all);
 		for (i = 0; i < WSEM_JS_BUCKETS; i++) {
 			INIT_HLIST_HEAD(&js->procs[i]);
 			init_waitqueue_head(&js->buckets[i]);

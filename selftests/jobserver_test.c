@@ -1480,6 +1480,68 @@ static int wait_in_epoll(pid_t pid)
 	return -1;
 }
 
+/*
+ * A process that waits on an epoll set another process made, and never
+ * registered a poller of its own, is woken by its grant: the set's item
+ * waits on its maker's bucket, which the grant of such a process wakes
+ * with every other (a work item, with interrupts on).  The test makes the
+ * set and holds nothing through it; its child, sharing set and endpoint,
+ * sleeps in epoll_wait() for the full semaphore, its request queued by
+ * that wait's poll; a release grants it, and the wait returns readable at
+ * once, not at its timeout (a reservation that expired would not wake it).
+ */
+TEST_F(js, a_sharer_of_an_epoll_set_is_woken_by_its_grant)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	int fd, ep, rep[2];
+	struct report r;
+	pid_t pid;
+	char c;
+
+	if (!self->ready)
+		return;
+	fd = open(self->path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	ASSERT_LE(0, ep);
+	ASSERT_EQ(0, pipe(rep));
+	/* The test's own request, granted at the add, read and given back. */
+	ASSERT_EQ(0, wsem_acquire(self->fd, CAP - 1));
+	ASSERT_EQ(0, epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev));
+	ASSERT_EQ(1, read1(fd, &c));
+	ASSERT_EQ(1, write(fd, "+", 1));
+	ASSERT_EQ(0, wsem_acquire(self->fd, 1));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		int64_t t0 = now_ns();
+		int n = epoll_wait(ep, &ev, 1, 8000);
+
+		report(rep[1], n, errno);
+		report(rep[1], (now_ns() - t0) / 1000000, 0);
+		_exit(0);
+	}
+	ASSERT_EQ(0, wait_in_epoll(pid));
+	usleep(100000);
+	EXPECT_EQ(1, waiters_of(self->fd));
+	ASSERT_EQ(0, wsem_release(self->fd, 1));
+	ASSERT_EQ(0, get_report(rep[0], &r));
+	EXPECT_EQ(1, r.ret);
+	ASSERT_EQ(0, get_report(rep[0], &r));
+	TH_LOG("the child's epoll_wait() returned %ld ms after it began",
+	       r.ret);
+	EXPECT_GT(4000, r.ret);
+	EXPECT_EQ(0, reap(pid));
+	/* Its reservation went with it. */
+	EXPECT_LE(0, within(self->fd, used_of, CAP - 1, now_ns(), WAIT_MS));
+	EXPECT_EQ(0, close(ep));
+	EXPECT_EQ(0, close(fd));
+	ASSERT_EQ(0, wsem_release(self->fd, CAP - 1));
+	EXPECT_LE(0, within(self->fd, used_of, 0, now_ns(), WAIT_MS));
+	close(rep[0]);
+	close(rep[1]);
+}
+
 /* @pid's voluntary context switches (/proc/PID/status), -1 on error. */
 static long voluntary_switches_of(pid_t pid)
 {
