@@ -236,10 +236,7 @@ static void wsem_js_arm(struct wsem_js_proc *p)
 
 /*
  * @wake_all: every bucket that has a poller, woken in process context, one
- * bucket's lock at a time with interrupts on.  A poller queued itself on
- * its bucket before it looked at its request under the semaphore's lock,
- * which the granter took before queueing this: ordered by that lock and
- * the queueing, a bucket empty here had nobody to wake.
+ * bucket's lock at a time with interrupts on.
  */
 static void wsem_js_wake_all(struct work_struct *work)
 {
@@ -247,6 +244,12 @@ static void wsem_js_wake_all(struct work_struct *work)
 	unsigned int i;
 
 	for (i = 0; i < WSEM_JS_BUCKETS; i++) {
+		/*
+		 * A poller queued itself on its bucket before it looked at
+		 * its request under the semaphore's lock, which the granter
+		 * took before queueing this work: ordered by that lock and
+		 * the queueing, a bucket empty here had nobody to wake.
+		 */
 		if (waitqueue_active(&js->buckets[i]))
 			wake_up_poll(&js->buckets[i], EPOLLIN | EPOLLRDNORM);
 		cond_resched();
