@@ -115,7 +115,8 @@ static uint64_t line_cap(const struct tree *t, int n)
 	return cap;
 }
 
-static bool held_at(const struct tree *t, int a, uint64_t ticket);
+static const struct slot *held_at(const struct tree *t, int a,
+				  uint64_t ticket);
 
 /*
  * Does waiter @w hold up node @a (on its line)?  The node it asked for,
@@ -133,8 +134,9 @@ static bool holds_up(const struct tree *t, const struct slot *w, int a)
 	return true;
 }
 
-/* Does a waiter earlier than @ticket hold up node @a? */
-static bool held_at(const struct tree *t, int a, uint64_t ticket)
+/* A waiter earlier than @ticket that holds up node @a, or NULL. */
+static const struct slot *held_at(const struct tree *t, int a,
+				  uint64_t ticket)
 {
 	const struct slot *w;
 	int i;
@@ -143,9 +145,9 @@ static bool held_at(const struct tree *t, int a, uint64_t ticket)
 		w = &t->slots[i];
 		if (w->state == WAITING && w->ticket < ticket &&
 		    on_line(t, w->node, a) && holds_up(t, w, a))
-			return true;
+			return w;
 	}
-	return false;
+	return NULL;
 }
 
 /* An earlier waiter than @s that holds up a node of @s's line, or NULL. */
@@ -153,15 +155,12 @@ static const struct slot *held_up_by(const struct tree *t,
 				     const struct slot *s)
 {
 	const struct slot *w;
-	int i, a;
+	int a;
 
-	for (i = 0; i < SLOTS; i++) {
-		w = &t->slots[i];
-		if (w->state != WAITING || w->ticket >= s->ticket)
-			continue;
-		for (a = w->node; a >= 0; a = t->nodes[a].parent)
-			if (on_line(t, s->node, a) && holds_up(t, w, a))
-				return w;
+	for (a = s->node; a >= 0; a = t->nodes[a].parent) {
+		w = held_at(t, a, s->ticket);
+		if (w)
+			return w;
 	}
 	return NULL;
 }

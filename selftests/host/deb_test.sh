@@ -3,10 +3,11 @@
 # make deb on this machine: the five packages build, lintian has nothing to
 # say, the symbols file is exact (the build checks it), wsem-dkms's source
 # builds with dkms for the newest kernel whose headers are here (not RT),
-# and wsem holds the boot-time setup.  Skips without dpkg-buildpackage (deps.sh installs
-# it).  As root, wsem-dkms also builds with dkms inside each cached chroot
-# of chroot_releases (selftests/vm/chroot.sh: bullseye's 5.10 and gcc 10,
-# sid's newest kernel and gcc): that release's dkms, gcc and headers.
+# and wsem holds the boot-time setup.  Skips without dpkg-buildpackage
+# (deps.sh installs it).  As root, wsem-dkms also builds with dkms inside
+# each cached chroot of chroot_releases (selftests/vm/chroot.sh: bullseye's
+# 5.10 and gcc 10, sid's newest kernel and gcc): that release's dkms, gcc
+# and headers.
 # TAP on stdout.
 set -u -o pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
