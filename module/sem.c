@@ -588,24 +588,18 @@ static enum wsem_walk_end wsem_grant_at(struct wsem *level, u64 *now,
 }
 
 /*
- * After a change on @sem's line (weight back, a request queued or gone, a
- * resize): walk the queues of the line from @sem up (wsem_grant_at()),
- * granting at the root whoever fits, while @wake has room; after each
- * grant, the grantee's line again, where what it took may send requests
- * back down.  Return: true if it stopped for room.
+ * Walk the queues of @sem's line from @sem up (wsem_grant_at()), granting
+ * at the root whoever fits, while @wake has room; after each grant, the
+ * grantee's line again, where what it took may send requests back down.
+ * Return: true if it stopped for room.
  */
-static bool wsem_grant_waiters(struct wsem *sem, struct wsem_wake *wake)
+static bool wsem_grant_line(struct wsem *sem, u64 *now,
+			    struct wsem_wake *wake)
 {
 	struct wsem *level = sem, *granted;
-	u64 now = 0;
 
-	lockdep_assert_held(sem->lock);
-
-	/* Nobody queued in the tree: the uncontended release's case. */
-	if (likely(list_empty(&sem->root->waiters)))
-		return false;
 	while (level) {
-		switch (wsem_grant_at(level, &now, wake, &granted)) {
+		switch (wsem_grant_at(level, now, wake, &granted)) {
 		case WSEM_WALK_FULL:
 			return true;
 		case WSEM_WALK_GRANTED:
@@ -616,6 +610,32 @@ static bool wsem_grant_waiters(struct wsem *sem, struct wsem_wake *wake)
 		}
 	}
 	return false;
+}
+
+/*
+ * After a change on @sem's line (weight back, a request queued or gone, a
+ * resize): grant whoever fits now, walking the lines of the queues a
+ * shrink took the first of (the root's @regrants) and then @sem's
+ * (wsem_grant_line()).  Return: true if it stopped for room; a queue of
+ * @regrants stays on it until its walk ends.
+ */
+static bool wsem_grant_waiters(struct wsem *sem, struct wsem_wake *wake)
+{
+	struct wsem *root = sem->root, *s;
+	u64 now = 0;
+
+	lockdep_assert_held(sem->lock);
+
+	/* Nobody queued in the tree: the uncontended release's case. */
+	if (likely(list_empty(&root->waiters)))
+		return false;
+	while ((s = list_first_entry_or_null(&root->regrants, struct wsem,
+					     regrant))) {
+		if (wsem_grant_line(s, &now, wake))
+			return true;
+		list_del_init(&s->regrant);
+	}
+	return wsem_grant_line(sem, &now, wake);
 }
 
 /*
@@ -857,6 +877,21 @@ bool wsem_queue_and_unlock(struct wsem *sem, struct wsem_waiter *w)
 }
 
 /*
+ * @w, which a shrink of @sem fails, may be the first of a queue below @sem
+ * that holds up the requests behind it: put that queue on the root's
+ * regrants, for the grant walk that follows the shrink to look at
+ * (wsem_grant_waiters()), as it looks at @sem's line.
+ */
+static void wsem_note_regrant(struct wsem *sem, struct wsem_waiter *w)
+{
+	struct wsem *level = w->level;
+
+	if (level->depth > sem->depth && wsem_queue_first(level) == w &&
+	    list_empty(&level->regrant))
+		list_add_tail(&level->regrant, &sem->root->regrants);
+}
+
+/*
  * After a shrink in @sem's tree: end with -EINVAL the waits of the waiters
  * heavier than the capacity of the semaphore they asked through or of one
  * of its ancestors (never one with a ceiling, whose waiters are all within
@@ -893,6 +928,7 @@ static bool wsem_fail_overweight(struct wsem *sem, struct wsem_waiter *mark,
 		}
 		if (!*now)
 			*now = ktime_get_ns();
+		wsem_note_regrant(sem, w);
 		wsem_end_wait(wsem_waiter_sem(w), w, -EINVAL, *now, wake);
 	}
 	list_del(&mark->node);
@@ -967,6 +1003,8 @@ struct wsem *wsem_alloc(u64 capacity, u64 ceiling, umode_t mode,
 	sem->ceiling = ceiling;
 	INIT_LIST_HEAD(&sem->waiters);
 	sem->queue = RB_ROOT_CACHED;
+	INIT_LIST_HEAD(&sem->regrants);
+	INIT_LIST_HEAD(&sem->regrant);
 	INIT_LIST_HEAD(&sem->holders);
 	init_waitqueue_head(&sem->pollers);
 	init_waitqueue_head(&sem->idle_waiters);
@@ -1016,6 +1054,7 @@ void wsem_free(struct wsem *sem)
 		spin_lock(sem->lock);
 		if (!list_empty(&sem->poll_node))
 			list_del_rcu(&sem->poll_node);
+		list_del(&sem->regrant);
 		list_del(&sem->sibling);
 		sem->parent->nr_children--;
 		sem->root->tree_size--;

@@ -203,6 +203,10 @@ struct wsem_user;
  *	semaphore of their line below it; only the first may go on, up to
  *	the parent's queue or, at the root, to its grant (see sem.c)
  * @next_ticket: in a root, the ticket of the tree's next request
+ * @regrants: in a root, the semaphores of the tree (regrant) whose queue
+ *	a shrink took the first request of, below the resized semaphore,
+ *	that no grant walk looked at since (wsem_grant_waiters())
+ * @regrant: in the root's @regrants, or empty
  * @linked: @name is in its namespace; written under the namespace's lock
  *	and @lock
  * @holders: struct wsem_handle (hold_node) that held weight since they
@@ -271,6 +275,8 @@ struct wsem {
 	struct list_head waiters;
 	struct rb_root_cached queue;
 	u64 next_ticket;
+	struct list_head regrants;
+	struct list_head regrant;
 	bool linked;
 	struct list_head holders;
 	u32 nr_holders;

@@ -361,6 +361,37 @@ TEST_F(nest, a_shrink_above_fails_a_heavier_waiter)
 	close(w);
 }
 
+/*
+ * A shrink above fails the first waiter of a child's queue: the one
+ * behind it, which fits the line, is granted by the same shrink.
+ */
+TEST_F(nest, a_shrink_that_fails_a_childs_first_waiter_grants_the_next)
+{
+	int h = wsem_reopen(self->a, 0), x = wsem_reopen(self->a, 0);
+	int y = wsem_reopen(self->a, 0);
+
+	ASSERT_LE(0, h);
+	ASSERT_LE(0, x);
+	ASSERT_LE(0, y);
+	/* a holds 1 of its 3: x (3) waits in a's queue, y (1) behind it. */
+	ASSERT_EQ(0, wsem_acquire(h, 1));
+	ASSERT_EQ(-1, wsem_acquire_async(x, 3));
+	ASSERT_EQ(EINPROGRESS, errno);
+	ASSERT_EQ(-1, wsem_acquire_async(y, 1));
+	ASSERT_EQ(EINPROGRESS, errno);
+	/* The root shrinks to 2: x can never fit; y fits a and the root. */
+	ASSERT_EQ(0, wsem_set_capacity(self->root, 2));
+	EXPECT_EQ(-1, wsem_acquire_result(x));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(0, wsem_acquire_result(y));
+	EXPECT_EQ(2, used(self->root));
+	EXPECT_EQ(0, stat_of(self->root).waiters);
+	ASSERT_EQ(0, close(y));
+	ASSERT_EQ(0, close(x));
+	ASSERT_EQ(0, close(h));
+	EXPECT_EQ(0, used(self->root));
+}
+
 /* Waiters that shrinks' failing walks looked at, in a test build; or -1. */
 static long long shrink_walked(void)
 {

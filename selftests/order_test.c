@@ -404,6 +404,9 @@ static int tree_make(struct tree *t)
 		if (t->nodes[i].fd < 0)
 			return -1;
 	}
+	for (i = 0; cur_tree == trace_tree && i < t->nr_nodes; i++)
+		fprintf(stderr, "# node %d: parent %d, capacity %llu\n", i,
+			t->nodes[i].parent, (unsigned long long)t->nodes[i].cap);
 	for (i = 0; i < SLOTS; i++)
 		if (slot_open(t, &t->slots[i], below(&t->rng, t->nr_nodes)) < 0)
 			return -1;
@@ -427,7 +430,7 @@ static void tree_close(struct tree *t)
  */
 TEST(random_trees_keep_the_order)
 {
-	unsigned long trees = env_u64("WSEM_ORDER_TREES", 40);
+	unsigned long trees = env_u64("WSEM_ORDER_TREES", 120);
 	unsigned long steps = env_u64("WSEM_ORDER_STEPS", 400);
 	unsigned long grants = 0, waits = 0, failed = 0, k, j;
 	struct tree t;
