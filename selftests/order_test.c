@@ -29,7 +29,8 @@
  *
  * Gangs are not replayed here (they have no asynchronous form); their
  * strict order across trees is gang_test's.  WSEM_ORDER_SEED=N replays a
- * run; WSEM_ORDER_TREES and WSEM_ORDER_STEPS size it.
+ * run; WSEM_ORDER_TREES (120, fewer where 20 s pass first: the debug
+ * kernel) and WSEM_ORDER_STEPS (400) size it.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -433,6 +434,7 @@ TEST(random_trees_keep_the_order)
 	unsigned long trees = env_u64("WSEM_ORDER_TREES", 120);
 	unsigned long steps = env_u64("WSEM_ORDER_STEPS", 400);
 	unsigned long grants = 0, waits = 0, failed = 0, k, j;
+	uint64_t start = now_ns(), budget = 20000000000ull;
 	struct tree t;
 
 	seed = env_u64("WSEM_ORDER_SEED", (uint64_t)now_ns());
@@ -440,7 +442,8 @@ TEST(random_trees_keep_the_order)
 	       "prints tree K's steps)",
 	       (unsigned long long)seed);
 	trace_tree = (long)env_u64("WSEM_ORDER_TRACE", (uint64_t)-1);
-	for (k = 0; k < trees; k++) {
+	/* Within the harness's 30 s: a debug kernel runs fewer trees. */
+	for (k = 0; k < trees && (k < 10 || now_ns() - start < budget); k++) {
 		cur_tree = k;
 		memset(&t, 0, sizeof(t));
 		t.meta = _metadata;
@@ -458,7 +461,7 @@ TEST(random_trees_keep_the_order)
 			       t.nr_nodes, j);
 	}
 	TH_LOG("%lu trees of %lu steps: %lu grants, %lu requests waited, "
-	       "%lu failed by a shrink", trees, steps, grants, waits, failed);
+	       "%lu failed by a shrink", k, steps, grants, waits, failed);
 	/* The checker saw the cases it is for. */
 	EXPECT_LT(100, waits);
 	EXPECT_LT(0, failed);
