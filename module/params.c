@@ -125,6 +125,18 @@ module_param_cb(test_shrink_walked, &wsem_test_counter_ops, &wsem_test_walked,
 MODULE_PARM_DESC(test_shrink_walked,
 		 "Test builds only: waiters that shrinks' failing walks looked at (read-only)");
 
+static atomic_t wsem_test_regrants = ATOMIC_INIT(0);
+
+void wsem_test_count_regrant(void)
+{
+	atomic_inc(&wsem_test_regrants);
+}
+
+module_param_cb(test_regrants, &wsem_test_counter_ops, &wsem_test_regrants,
+		0444);
+MODULE_PARM_DESC(test_regrants,
+		 "Test builds only: queues below a resized semaphore whose first waiter a shrink failed (read-only)");
+
 static unsigned int test_view_delay_ms;
 module_param(test_view_delay_ms, uint, 0600);
 MODULE_PARM_DESC(test_view_delay_ms,

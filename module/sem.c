@@ -887,8 +887,10 @@ static void wsem_note_regrant(struct wsem *sem, struct wsem_waiter *w)
 	struct wsem *level = w->level;
 
 	if (level->depth > sem->depth && wsem_queue_first(level) == w &&
-	    list_empty(&level->regrant))
+	    list_empty(&level->regrant)) {
 		list_add_tail(&level->regrant, &sem->root->regrants);
+		wsem_test_count_regrant();
+	}
 }
 
 /*

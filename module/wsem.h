@@ -798,7 +798,9 @@ void wsem_fs_notify(struct wsem_ns *wns, const char *name, u32 mask);
  * parked waiters not yet freed.  test_cgroup_tryget_fail makes the next
  * reference to a new holder's cgroup fail (wsem_note_holder()).
  * test_shrink_walked counts the waiters that shrinks' failing walks looked
- * at (wsem_fail_overweight()); test_view_most_looked, the most entries a
+ * at (wsem_fail_overweight()), and test_regrants the queues below a
+ * resized semaphore whose first waiter a shrink failed (wsem_note_regrant());
+ * test_view_most_looked, the most entries a
  * holders view looked at in one hold of a tree's lock (wsem_holders()),
  * and test_view_delay_ms holds the next view that long after its first
  * hold, so that the lists change under a view in pieces every run;
@@ -823,6 +825,7 @@ void wsem_test_park_pause(void);
 void wsem_test_count_parked(int delta);
 bool wsem_test_cgroup_fail(void);
 void wsem_test_count_walked(void);
+void wsem_test_count_regrant(void);
 void wsem_test_note_view_hold(unsigned int looked);
 void wsem_test_view_pause(void);
 unsigned int wsem_test_view_batch(unsigned int batch);
@@ -848,6 +851,10 @@ static inline bool wsem_test_cgroup_fail(void)
 }
 
 static inline void wsem_test_count_walked(void)
+{
+}
+
+static inline void wsem_test_count_regrant(void)
 {
 }
 

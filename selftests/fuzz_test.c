@@ -751,6 +751,48 @@ static void tree_fds(void)
 	add(&sh->chains, 1);
 }
 
+/*
+ * A shrink of a root that fails the first waiter of its child's queue,
+ * with random capacities: the one behind it, which fits, is granted by
+ * the same shrink (the walk looks at the queue the shrink took the first
+ * of: test_regrants).  The worker may be SIGKILLed anywhere in it.
+ */
+static void shrink_round(struct rng *r)
+{
+	uint64_t c = 3 + below(r, 6), h = 1 + below(r, c - 2);
+	uint64_t s = h + 1 + below(r, c - 1 - h);
+	int root, child, fd[3] = { -1, -1, -1 }, ex = -1, ey = -1, i;
+
+	root = open_anon(-1, c + below(r, 3), O_RDWR);
+	if (root < 0)
+		return;
+	child = open_anon(root, c, O_RDWR);
+	for (i = 0; i < 3 && child >= 0; i++)
+		fd[i] = wsem_reopen(child, O_CLOEXEC);
+	/* The child holds h of c: c waits in its queue, 1 behind it. */
+	if (child >= 0 && fd[0] >= 0 && fd[1] >= 0 && fd[2] >= 0 &&
+	    !wsem_acquire(fd[0], h) &&
+	    wsem_acquire_async(fd[1], c) && errno == EINPROGRESS &&
+	    wsem_acquire_async(fd[2], 1) && errno == EINPROGRESS &&
+	    !wsem_set_capacity(root, s)) {
+		ex = wsem_acquire_result(fd[1]) ? errno : 0;
+		ey = wsem_acquire_result(fd[2]) ? errno : 0;
+		if (ex != EINVAL || ey)
+			violation("a shrink of a root to %llu (child %llu, "
+				  "%llu held): the child's first waiter of "
+				  "%llu %s, the next of 1 %s",
+				  (unsigned long long)s, (unsigned long long)c,
+				  (unsigned long long)h, (unsigned long long)c,
+				  strerror(ex), ey ? strerror(ey) : "granted");
+	}
+	for (i = 0; i < 3; i++)
+		if (fd[i] >= 0)
+			close(fd[i]);
+	if (child >= 0)
+		close(child);
+	close(root);
+}
+
 enum req {
 	R_OPEN, R_REOPEN, R_ACQUIRE, R_RELEASE, R_SETCAP, R_STAT, R_UNLINK,
 	R_LIST, R_HOLDERS, R_ASYNC, R_IDLE, R_LABEL, R_KILL, R_LEND, R_MANY,
@@ -3481,6 +3523,7 @@ static void __attribute__((noreturn)) worker_main(unsigned int slot,
 			_exit(3);
 	}
 	tree_fds();
+	shrink_round(&r);
 	for (i = 0; i < OP_THREADS; i++) {
 		oa[i].r = rng_for(slot, gen, i + 1);
 		if (arena_init(&oa[i].a) ||
@@ -3803,12 +3846,15 @@ TEST_F_TIMEOUT(fuzz, ioctls, 1800)
 	       (unsigned long long)sh->rdband,
 	       (unsigned long long)sh->woken, sh->woken_max_ns / 1e6);
 	TH_LOG("trees: %llu children made by OPEN, %llu ELOOPs, %llu chains "
-	       "%u deep checked, %llu gangs granted (%llu entries)",
+	       "%u deep checked, %llu gangs granted (%llu entries); "
+	       "%lld queues below a shrink lost their first to it "
+	       "(test_regrants, -1: not a test build)",
 	       (unsigned long long)sh->children,
 	       (unsigned long long)sh->eloops,
 	       (unsigned long long)sh->chains, WSEM_DEPTH_MAX,
 	       (unsigned long long)sh->gangs,
-	       (unsigned long long)sh->gang_parts);
+	       (unsigned long long)sh->gang_parts,
+	       read_num("/sys/module/wsem/parameters/test_regrants"));
 	EXPECT_LT(0, sh->fs_opened);
 	EXPECT_LT(0, sh->fs_read);
 	EXPECT_LT(0, sh->js_opened);
