@@ -23,9 +23,13 @@ package main
 //	    then on an administrator may declare the host dead);
 //	deadline: the holders are also ended (SIGKILL of each holder's
 //	    process, again at each tick while any holds), because under that
-//	    policy the share is a key under the lease, which etcd deletes when
-//	    it expires, so that the other hosts can take it up.
+//	    policy the other agents take the share back once they have seen
+//	    the host's claim (alive/HOST, under the lease) gone for the TTL
+//	    (store.go), by when this host's kernel deadline has passed.
 //
+// The same when etcd answers a renewal with "no such lease" (revoked, or
+// lost): nothing is lent from then on, and the holders are ended under
+// deadline, until a look under a new lease has read the share again.
 // When a renewal is answered again before etcd expired the lease, the
 // agent looks at etcd again and lends what etcd still has as its share.
 
@@ -91,6 +95,13 @@ func (e *leaseEnd) get() (clientv3.LeaseID, time.Duration) {
 	return e.id, e.until
 }
 
+// isGone: etcd said the lease id is gone.
+func (e *leaseEnd) isGone(id clientv3.LeaseID) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.id == id && e.gone
+}
+
 // endMargin is how long before its lease's local end the agent stops
 // lending (and, under deadline, ends the holders): a fifth of the TTL,
 // at least half a second, and at most 5 seconds.
@@ -143,16 +154,22 @@ func (a *agent) renewLease(ctx context.Context) {
 }
 
 // watchLeaseEnd looks ten times a second whether the lease's local end
-// is near, and acts on it (see the top of this file); poke wakes the
-// agent's look at etcd when a renewal came through again.
+// is near, or etcd said the lease is gone (revoked, or lost), and acts on
+// it (see the top of this file); poke wakes the agent's look at etcd when
+// a renewal came through again, and at once when the lease is gone, for
+// the look to claim the host again under a new one.
 func (a *agent) watchLeaseEnd(ctx context.Context, poke func()) {
 	margin := endMargin(time.Duration(a.lim.ttl) * time.Second)
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
 	for ctx.Err() == nil {
 		id, until := a.st.end.get()
-		over := id != 0 && bootTime() >= until-margin
-		if a.setCut(over, until) {
+		gone := id != 0 && a.st.end.isGone(id)
+		over := id != 0 && (gone || bootTime() >= until-margin)
+		if gone {
+			poke()
+		}
+		if a.setCut(over, gone, until) {
 			poke()
 		}
 		if over && a.lim.policy == "deadline" {
@@ -193,9 +210,9 @@ func wallTime(boot time.Duration) time.Time {
 	return time.Now().Add(boot - bootTime())
 }
 
-// setCut records whether the lease's local end is near; true when it no
-// longer is (etcd answered again).
-func (a *agent) setCut(over bool, until time.Duration) bool {
+// setCut records whether the lease's local end is near, or the lease gone;
+// true when neither is so any more (etcd answered again, or a new lease).
+func (a *agent) setCut(over, gone bool, until time.Duration) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if over == a.cut {
@@ -208,11 +225,18 @@ func (a *agent) setCut(over bool, until time.Duration) bool {
 			"share", a.lim.name)
 		return true
 	}
-	lg.Printf("%s: etcd has not renewed the lease since %s: it may "+
-		"expire at %s; lending nothing", a.lim.name,
-		wallTime(until-time.Duration(a.lim.ttl)*time.Second).Format(time.StampMilli),
-		wallTime(until).Format(time.StampMilli))
-	if err := a.lendLocked(0, "the lease's local end"); err != nil {
+	why := "the lease's local end"
+	if gone {
+		why = "etcd says the lease is gone"
+		lg.Printf("%s: %s (revoked, or lost): lending nothing",
+			a.lim.name, why)
+	} else {
+		lg.Printf("%s: etcd has not renewed the lease since %s: it may "+
+			"expire at %s; lending nothing", a.lim.name,
+			wallTime(until-time.Duration(a.lim.ttl)*time.Second).Format(time.StampMilli),
+			wallTime(until).Format(time.StampMilli))
+	}
+	if err := a.lendLocked(0, why); err != nil {
 		lg.Printf("%s: %v", a.lim.name, err)
 	}
 	return false
@@ -232,13 +256,9 @@ func (a *agent) endHolders() {
 		if h.Waiting {
 			continue
 		}
-		if a.ended == nil {
-			a.ended = map[int]bool{}
-		}
-		if a.ended[h.PID] {
+		if !a.markEnded(h.PID) {
 			continue
 		}
-		a.ended[h.PID] = true
 		if h.PID <= 0 || h.Child {
 			lg.Printf("%s: cannot end a holder of %d (%s): no "+
 				"process this agent sees", a.lim.name, h.Weight,
@@ -250,6 +270,21 @@ func (a *agent) endHolders() {
 			"share's deadline: %v", a.lim.name, h.PID, h.Comm,
 			h.Weight, errOrOK(err))
 	}
+}
+
+// markEnded notes that pid is sent SIGKILL: false if it was already (the
+// lease's watch and the look both end holders).
+func (a *agent) markEnded(pid int) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.ended == nil {
+		a.ended = map[int]bool{}
+	}
+	if a.ended[pid] {
+		return false
+	}
+	a.ended[pid] = true
+	return true
 }
 
 // endHoldersWithin ends the holders and waits until nothing is held, or

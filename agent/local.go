@@ -26,8 +26,8 @@ type local struct {
 }
 
 // lend lends n; under policy deadline with WSEM_LEND_END_HOLDERS, so that
-// the kernel kills the holders if the agent dies, however it dies: their
-// share is under the agent's etcd lease, which nobody renews any more.
+// the kernel kills the holders if the agent dies, however it dies: the
+// other agents take their share back once the agent's claim is gone.
 //
 // With a deadline (CLOCK_BOOTTIME, not 0) the kernel withdraws the loan at
 // it unless lent again (and under deadline ends the holders then): a

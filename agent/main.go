@@ -44,23 +44,26 @@ type agent struct {
 	lim    *limit
 	st     *store
 	loc    *local
-	share  int64        // what etcd has as this host's share
-	loan   int64        // what the agent lends the host's semaphore: <= share
-	idle   time.Time    // since when the share is above the rule's, or zero
-	grants int64        // the semaphore's grants when the host last looked
-	served time.Time    // since when served all at the queue's front, or zero
-	fell   time.Time    // since when the need is below the published one
-	again  time.Time    // look again then (toPublish's grace), or zero
-	raced  int64        // growths that found a share changed in etcd
-	ended  map[int]bool // holders sent SIGKILL (lease.go's goroutine)
-	lock   *os.File     // the host's lock file (lockHost), or nil
-	shown  viewFile     // what wsem stat shows (view.go)
+	share  int64     // what etcd has as this host's share
+	loan   int64     // what the agent lends the host's semaphore: <= share
+	idle   time.Time // since when the share is above the rule's, or zero
+	grants int64     // the semaphore's grants when the host last looked
+	served time.Time // since when served all at the queue's front, or zero
+	fell   time.Time // since when the need is below the published one
+	again  time.Time // look again then (toPublish's grace), or zero
+	raced  int64     // growths that found a share changed in etcd
+	lock   *os.File  // the host's lock file (lockHost), or nil
+	shown  viewFile  // what wsem stat shows (view.go)
+	// other policy deadline hosts' shares whose claim is gone (plan.go)
+	orphans map[string]orphan
 
-	// mu guards loan and cut: the look at etcd raises and lowers the
-	// loan, the lease's watch (lease.go) drops it to 0 near the lease's
-	// local end, and no raise is made while cut.
-	mu  sync.Mutex
-	cut bool // the lease's local end is near: lend nothing
+	// mu guards loan, cut and ended: the look at etcd raises and lowers
+	// the loan, the lease's watch (lease.go) drops it to 0 near the
+	// lease's local end, and no raise is made while cut; both end the
+	// holders (endHolders) when the lease ends or is lost.
+	mu    sync.Mutex
+	cut   bool         // the lease's local end is near: lend nothing
+	ended map[int]bool // holders sent SIGKILL (endHolders)
 }
 
 // setLoan makes the host's semaphore take loan from the agent's handle
@@ -119,7 +122,11 @@ func (a *agent) setShare(share int64, why string) {
 // is granted and the held weight only falls.
 func (a *agent) reconcile(ctx context.Context) error {
 	// The claim on alive/HOST, made again at once if the lease was lost
-	// (each look, at least every hold/2).
+	// (each look, at least every hold/2); what was lent under the lost
+	// one is withdrawn first.
+	if a.st.lease != 0 && a.st.end.lost(a.st.lease) {
+		a.loseLease()
+	}
 	if _, err := a.st.session(ctx); err != nil {
 		return err
 	}
@@ -133,6 +140,13 @@ func (a *agent) reconcile(ctx context.Context) error {
 	v, rev, err := a.st.read(ctx)
 	if err != nil {
 		return err
+	}
+	if took, err := a.takeBackOrphans(ctx, v); err != nil {
+		return err
+	} else if took {
+		if v, rev, err = a.st.read(ctx); err != nil {
+			return err
+		}
 	}
 	turned := a.turnOver(v, granted)
 	if turned && v.othersWait(a.lim.host) && a.lent() > used {
@@ -195,6 +209,54 @@ func (a *agent) reconcile(ctx context.Context) error {
 	return nil
 }
 
+// loseLease is the end of what was lent under a lease that is lost (etcd
+// said it is gone, or its local end passed): nothing is lent until a look
+// under the new one has read the share, and under policy deadline the
+// holders are ended, as at the lease's local end (lease.go).
+func (a *agent) loseLease() {
+	if err := a.setLoan(0, "the lease was lost"); err != nil {
+		lg.Printf("%s: %v", a.lim.name, err)
+	}
+	if a.lim.policy == "deadline" {
+		a.endHolders()
+	}
+}
+
+// takeBackOrphans deletes the shares of other policy deadline hosts whose
+// claim it has seen gone for their TTL (orphansDue in plan.go): true if it
+// deleted one.  A share not due yet has its look (a.again).
+func (a *agent) takeBackOrphans(ctx context.Context, v *view) (bool, error) {
+	if a.orphans == nil {
+		a.orphans = map[string]orphan{}
+	}
+	now := a.st.last.at
+	took := false
+	for _, h := range orphansDue(v, a.orphans, a.lim.host, now) {
+		ok, err := a.st.takeBack(ctx, h, a.orphans[h].rev)
+		if err != nil {
+			return took, err
+		}
+		delete(a.orphans, h)
+		if ok {
+			lg.Printf("%s: %s's share of %d taken back: its claim "+
+				"has been gone for its ttl=%d (policy deadline)",
+				a.lim.name, h, v.shares[h], v.ttls[h])
+			took = true
+		}
+	}
+	if at := nextDue(v, a.orphans); at != 0 {
+		a.lookBy(time.Now().Add(at - bootTime()))
+	}
+	return took, nil
+}
+
+// lookBy has the agent look at etcd again by t at the latest.
+func (a *agent) lookBy(t time.Time) {
+	if a.again.IsZero() || t.Before(a.again) {
+		a.again = t
+	}
+}
+
 // turnOver says whether this host leaves its place in the queue for the
 // back: it is at the front (its demand key is the oldest) and a request on
 // it was granted (granted: since the last look) turn= or more after it
@@ -237,7 +299,7 @@ func (a *agent) toPublish(v *view, d demand) demand {
 		a.fell = now
 	}
 	if end := a.fell.Add(a.grace()); now.Before(end) {
-		a.again = end
+		a.lookBy(end)
 		return old
 	}
 	return d
@@ -410,12 +472,17 @@ func (a *agent) leave() {
 	a.unpublish()
 	err := a.setLoan(0, "agent stopped")
 	if a.lim.policy == "deadline" {
-		// the share lives with the agent's lease, revoked below
+		// what they hold stays the host's share below, and the
+		// handle's close ends them in any case
 		a.endHoldersWithin(ctx)
 	}
 	_, used, _, err2 := a.loc.demand()
 	if err == nil && err2 == nil && used < a.share {
 		_, err = a.st.shrinkShare(ctx, a.share, used)
+	}
+	if err == nil && err2 == nil && used == 0 {
+		// nothing left to take back after the claim goes
+		err = a.st.dropTTL(ctx)
 	}
 	lg.Printf("%s: %d growths found another share changed in etcd "+
 		"and were computed again", a.lim.name, a.raced)
@@ -495,41 +562,48 @@ func start(ctx context.Context, lim *limit) (*agent, error) {
 	// One agent per host on this machine: the lock file's flock, which
 	// a dead agent's process lets go of.  With it, a claim in etcd that
 	// is not this agent's is a stopped agent's, and is taken over at
-	// once (with a deadline share, before the dead agent's lease can
-	// expire); without it (another machine that says it is this host),
-	// the claim is waited for.
+	// once; without it (another machine that says it is this host), the
+	// claim is waited for.
 	lock, err := lockHost(ctx, lim)
 	if err != nil {
 		return nil, err
 	}
+	// Checked first: no other handle lends to the host's semaphore.
+	// Nothing in etcd has changed yet.
+	loc, err := openLocal(lim.name, lim.capacity, lim.mode)
+	if err != nil {
+		if lock != nil {
+			lock.Close()
+		}
+		return nil, err
+	}
+	loc.ends = lim.policy == "deadline"
 	st.takeover = lock != nil
 	err = waitWhile(ctx, lim.name, errHostTaken, func() error {
 		_, err := st.session(ctx)
 		return err
 	})
 	if err != nil {
-		return nil, err
-	}
-	loc, err := openLocal(lim.name, lim.capacity, lim.mode)
-	if err != nil {
 		st.close()
+		loc.close()
+		if lock != nil {
+			lock.Close()
+		}
 		return nil, err
 	}
-	loc.ends = lim.policy == "deadline"
 	a := &agent{lim: lim, st: st, loc: loc, lock: lock}
 	v, _, err := st.read(ctx)
 	if err == nil {
-		// A share outlives its agent (finish; deadline: taken over
-		// from a stopped agent before its lease expired): take up
-		// what etcd says is ours.
+		// A share outlives its agent: take up what etcd says is
+		// ours (it was not taken back while the claim was held).
 		a.setShare(v.shares[lim.host], "taken up from etcd")
 		err = a.setLoan(a.share, "taken up from etcd")
 	}
 	if _, used, _, err2 := loc.demand(); err == nil && err2 == nil &&
 		lim.policy == "deadline" && used > a.share {
 		lg.Printf("%s: %d held, etcd has a share of %d: the holders "+
-			"outlived their share (no agent took it over in time)",
-			lim.name, used, a.share)
+			"outlived their share (taken back while no agent "+
+			"held the claim)", lim.name, used, a.share)
 		ectx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		a.endHoldersWithin(ectx)
 		cancel()
@@ -537,6 +611,9 @@ func start(ctx context.Context, lim *limit) (*agent, error) {
 	if err != nil {
 		st.close()
 		loc.close()
+		if lock != nil {
+			lock.Close()
+		}
 		return nil, err
 	}
 	return a, nil
@@ -601,7 +678,7 @@ func onLimit(confs []string, name string,
 // store is the limit's keys in etcd, through cli.
 func (lim *limit) store(cli *clientv3.Client) *store {
 	return &store{cli: cli, prefix: lim.prefix + "/" + lim.name + "/",
-		host: lim.host, ttl: lim.ttl, leased: lim.policy == "deadline"}
+		host: lim.host, ttl: lim.ttl, deadline: lim.policy == "deadline"}
 }
 
 func declareDeadCmd(confs []string, name, host string) error {

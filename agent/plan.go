@@ -6,7 +6,10 @@ package main
 // rule every agent applies to it to find its host's share.  Nothing here
 // talks to etcd or the kernel: the rule is tested on its own.
 
-import "sort"
+import (
+	"sort"
+	"time"
+)
 
 // A demand is what a host asks for: need, the weight its semaphore holds
 // plus what its waiters ask for; floor, the least share with which it
@@ -25,6 +28,63 @@ type view struct {
 	shares   map[string]int64  // each host's share (absent: 0)
 	demands  map[string]demand // hosts whose need is above 0
 	alive    map[string]bool   // hosts whose agent holds its claim
+	// each share's mod revision; the lease TTL of each policy deadline
+	// host (ttl/HOST), in seconds
+	shareRevs, ttls map[string]int64
+}
+
+// An orphan is a policy deadline host's share whose claim (alive/HOST) an
+// agent saw gone.
+type orphan struct {
+	rev   int64         // the share's mod revision then
+	since time.Duration // CLOCK_BOOTTIME after the read that saw it
+}
+
+// orphansDue follows, in seen, the shares of other policy deadline hosts
+// whose claim v (read, its answer back, at now) has not, from the first
+// read without the claim on, at the same revision of the share; and
+// returns those seen so for their host's TTL: taken back, they free
+// nothing that host still lends.  That host's kernel deadline is at most
+// its TTL after the send of its last answered renewal, which came before
+// its claim went (with the lease it was under), so before since; the
+// clocks compared are durations, each host's own.
+func orphansDue(v *view, seen map[string]orphan, me string,
+	now time.Duration) []string {
+	var due []string
+	for h, o := range seen {
+		if v.alive[h] || v.shares[h] == 0 || v.ttls[h] == 0 ||
+			v.shareRevs[h] != o.rev {
+			delete(seen, h)
+		}
+	}
+	for h, share := range v.shares {
+		ttl := v.ttls[h]
+		if h == me || share == 0 || ttl == 0 || v.alive[h] {
+			continue
+		}
+		o, ok := seen[h]
+		if !ok {
+			seen[h] = orphan{rev: v.shareRevs[h], since: now}
+			continue
+		}
+		if now-o.since >= time.Duration(ttl)*time.Second {
+			due = append(due, h)
+		}
+	}
+	sort.Strings(due)
+	return due
+}
+
+// nextDue is when the first share followed in seen comes due (0: none).
+func nextDue(v *view, seen map[string]orphan) time.Duration {
+	var first time.Duration
+	for h, o := range seen {
+		at := o.since + time.Duration(v.ttls[h])*time.Second
+		if first == 0 || at < first {
+			first = at
+		}
+	}
+	return first
 }
 
 // free is the capacity no host has a share of.

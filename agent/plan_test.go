@@ -132,3 +132,44 @@ func TestTurnOverAfterTheTurnAtTheFront(t *testing.T) {
 		t.Fatal("a host not at the front keeps its place")
 	}
 }
+
+// A policy deadline host's share is taken back only after its claim has
+// been seen gone, at the same share, for its TTL; never a finish host's,
+// a live host's or this host's own.
+func TestOrphansDueAfterTheirTTL(t *testing.T) {
+	v := &view{capacity: 9,
+		shares:    map[string]int64{"a": 2, "b": 3, "c": 1, "me": 3},
+		shareRevs: map[string]int64{"a": 5, "b": 6, "c": 7, "me": 8},
+		ttls:      map[string]int64{"a": 3, "b": 3, "me": 3},
+		alive:     map[string]bool{"b": true}}
+	seen := map[string]orphan{}
+	s := time.Second
+	if due := orphansDue(v, seen, "me", 10*s); len(due) != 0 {
+		t.Fatalf("first seen: %v due, want none", due)
+	}
+	if _, ok := seen["a"]; !ok || len(seen) != 1 {
+		t.Fatalf("followed %v, want a only (b alive, c finish, me)", seen)
+	}
+	if due := orphansDue(v, seen, "me", 12*s); len(due) != 0 {
+		t.Fatalf("2 s of a TTL of 3: %v due", due)
+	}
+	if got := nextDue(v, seen); got != 13*s {
+		t.Fatalf("next due %v, want 13s", got)
+	}
+	if due := orphansDue(v, seen, "me", 13*s); len(due) != 1 || due[0] != "a" {
+		t.Fatalf("after its TTL: %v due, want [a]", due)
+	}
+	// The share changed (its host back and gone again): followed anew.
+	v.shareRevs["a"] = 11
+	if due := orphansDue(v, seen, "me", 14*s); len(due) != 0 {
+		t.Fatalf("a new share: %v due at once", due)
+	}
+	if due := orphansDue(v, seen, "me", 16*s); len(due) != 0 {
+		t.Fatalf("a new share: %v due before its TTL", due)
+	}
+	// Its claim back: no longer followed.
+	v.alive["a"] = true
+	if orphansDue(v, seen, "me", 20*s); len(seen) != 0 {
+		t.Fatalf("a alive again: still followed %v", seen)
+	}
+}

@@ -5,12 +5,15 @@ package main
 // One cluster limit in etcd, under PREFIX/NAME/:
 //
 //	capacity      the cluster's capacity, written once by the first agent
-//	share/HOST    what HOST may lend to its semaphore; policy finish:
-//	              no lease, so a share outlives its agent (the host's
-//	              holders keep it until they are gone, or an
-//	              administrator declares the host dead); policy deadline:
-//	              under the agent's lease, so etcd frees it when the lease
-//	              expires (lease.go: the host ended its holders before)
+//	share/HOST    what HOST may lend to its semaphore; under no lease, so
+//	              that no lease's end, expiry or revocation, ever frees it:
+//	              it goes when its host gives it back, when a policy
+//	              deadline host's claim has been seen gone for its TTL
+//	              (ttl/HOST; any other agent takes it back then, when the
+//	              host's kernel has withdrawn its loan: lease.go), or when
+//	              an administrator declares the host dead
+//	ttl/HOST      policy deadline: the TTL of HOST's etcd lease, in
+//	              seconds, written before it lends (absent: finish)
 //	demand/HOST   "NEED FLOOR": what HOST's semaphore holds plus what its
 //	              waiters ask for, and what it holds plus its first
 //	              waiter's weight; under the agent's etcd lease; its
@@ -41,7 +44,7 @@ type store struct {
 	lease    clientv3.LeaseID // the lease alive/HOST was last claimed under
 	ttl      int
 	takeover bool     // the host's lock is ours: take alive/HOST over
-	leased   bool     // policy deadline: share/HOST under the lease
+	deadline bool     // policy deadline: ttl/HOST written with each claim
 	end      leaseEnd // the lease's local end (lease.go)
 	last     readView // the last view read, for wsem stat (view.go)
 }
@@ -69,10 +72,11 @@ func (s *store) session(ctx context.Context) (clientv3.LeaseID, error) {
 	}
 	lease := g.ID
 	k := s.key("alive")
-	claim := clientv3.OpPut(k, "", clientv3.WithLease(lease))
+	claim := []clientv3.Op{clientv3.OpPut(k, "", clientv3.WithLease(lease)),
+		s.ttlOp()}
 	r, err := s.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
-		Then(claim).Commit()
+		Then(claim...).Commit()
 	old := s.lease
 	if err == nil && !r.Succeeded && old == 0 && s.takeover {
 		old, err = s.leaseOf(ctx, k)
@@ -80,13 +84,10 @@ func (s *store) session(ctx context.Context) (clientv3.LeaseID, error) {
 	if err == nil && !r.Succeeded && old != 0 {
 		r, err = s.cli.Txn(ctx).
 			If(clientv3.Compare(clientv3.LeaseValue(k), "=", old)).
-			Then(claim).Commit()
+			Then(claim...).Commit()
 	}
 	if err == nil && !r.Succeeded {
 		err = errHostTaken
-	}
-	if err == nil && old != 0 {
-		err = s.moveShare(ctx, old, lease)
 	}
 	if err != nil {
 		s.revoke(lease)
@@ -135,35 +136,41 @@ func (s *store) leaseOf(ctx context.Context, k string) (clientv3.LeaseID, error)
 	return clientv3.LeaseID(kv.Lease), nil
 }
 
-// moveShare puts share/HOST under the new lease if it is still under the
-// old one (policy deadline): the share is the host's without a break.  If
-// the old lease expired, the share went with it: what etcd now has is 0.
-func (s *store) moveShare(ctx context.Context, old, lease clientv3.LeaseID) error {
-	if !s.leased {
-		return nil
+// shareOp puts share/HOST at n.
+func (s *store) shareOp(n int64) clientv3.Op {
+	return clientv3.OpPut(s.key("share"), strconv.FormatInt(n, 10))
+}
+
+// ttlOp, made with each claim (session), before anything is lent: under
+// policy deadline it puts ttl/HOST (the host's share is taken back that
+// long after its claim is seen gone: a takeBack deletes it, and the next
+// claim puts it again); under finish it deletes it.
+func (s *store) ttlOp() clientv3.Op {
+	if s.deadline {
+		return clientv3.OpPut(s.key("ttl"), strconv.Itoa(s.ttl))
 	}
-	k := s.key("share")
-	kv, err := s.getKey(ctx, k)
-	if kv == nil {
-		return err
-	}
-	_, err = s.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.LeaseValue(k), "=", old),
-			clientv3.Compare(clientv3.ModRevision(k), "=",
-				kv.ModRevision)).
-		Then(clientv3.OpPut(k, string(kv.Value),
-			clientv3.WithLease(lease))).Commit()
+	return clientv3.OpDelete(s.key("ttl"))
+}
+
+// dropTTL deletes ttl/HOST: a stopping agent's host has no share left.
+func (s *store) dropTTL(ctx context.Context) error {
+	_, err := s.cli.Delete(ctx, s.key("ttl"))
 	return err
 }
 
-// shareOp puts share/HOST at n, under the lease if the policy says so.
-func (s *store) shareOp(n int64) clientv3.Op {
-	v := strconv.FormatInt(n, 10)
-	if s.leased {
-		return clientv3.OpPut(s.key("share"), v,
-			clientv3.WithLease(s.lease))
+// takeBack deletes host's share (and its ttl/HOST) if its claim is still
+// gone and its share still the one of revision rev: true if it did.
+func (s *store) takeBack(ctx context.Context, host string, rev int64) (bool, error) {
+	share := s.prefix + "share/" + host
+	r, err := s.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(s.prefix+"alive/"+host), "=", 0),
+			clientv3.Compare(clientv3.ModRevision(share), "=", rev)).
+		Then(clientv3.OpDelete(share),
+			clientv3.OpDelete(s.prefix+"ttl/"+host)).Commit()
+	if err != nil {
+		return false, err
 	}
-	return clientv3.OpPut(s.key("share"), v)
+	return r.Succeeded, nil
 }
 
 // errHostTaken: alive/HOST is another agent's (or a dead one's, until its
@@ -212,7 +219,8 @@ func (s *store) read(ctx context.Context) (*view, int64, error) {
 		return nil, 0, err
 	}
 	v := &view{shares: map[string]int64{}, demands: map[string]demand{},
-		alive: map[string]bool{}}
+		alive: map[string]bool{}, shareRevs: map[string]int64{},
+		ttls: map[string]int64{}}
 	for _, kv := range r.Kvs {
 		rest := strings.TrimPrefix(string(kv.Key), s.prefix)
 		if strings.HasPrefix(rest, "alive/") {
@@ -236,6 +244,9 @@ func (s *store) read(ctx context.Context) (*view, int64, error) {
 			v.capacity = n
 		} else if strings.HasPrefix(rest, "share/") {
 			v.shares[rest[len("share/"):]] = n
+			v.shareRevs[rest[len("share/"):]] = kv.ModRevision
+		} else if strings.HasPrefix(rest, "ttl/") {
+			v.ttls[rest[len("ttl/"):]] = n
 		}
 	}
 	if v.capacity <= 0 {
@@ -305,16 +316,31 @@ func (s *store) setDemand(ctx context.Context, v *view, d demand,
 
 // declareDead gives back host's share and demand, for an administrator who
 // knows that the host's agent is stopped and none of its holders runs any
-// more: refused while alive/HOST says an agent runs.
+// more: refused while alive/HOST says an agent runs, and for a policy
+// deadline host (ttl/HOST), whose share the other agents take back
+// themselves when its kernel can no longer lend it.
 func declareDead(ctx context.Context, cli *clientv3.Client, prefix, host string) error {
 	alive := prefix + "alive/" + host
+	ttl := prefix + "ttl/" + host
 	r, err := cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(alive), "=", 0)).
+		If(clientv3.Compare(clientv3.CreateRevision(alive), "=", 0),
+			clientv3.Compare(clientv3.CreateRevision(ttl), "=", 0)).
 		Then(clientv3.OpDelete(prefix+"share/"+host),
-			clientv3.OpDelete(prefix+"demand/"+host)).Commit()
-	if err == nil && !r.Succeeded {
-		err = fmt.Errorf("%s: its wsem-agent is alive (%s): stop it "+
+			clientv3.OpDelete(prefix+"demand/"+host)).
+		Else(clientv3.OpGet(alive), clientv3.OpGet(ttl)).Commit()
+	if err != nil || r.Succeeded {
+		return err
+	}
+	if len(r.Responses[0].GetResponseRange().Kvs) > 0 {
+		return fmt.Errorf("%s: its wsem-agent is alive (%s): stop it "+
 			"first", host, alive)
 	}
-	return err
+	secs := "?"
+	if kvs := r.Responses[1].GetResponseRange().Kvs; len(kvs) > 0 {
+		secs = string(kvs[0].Value)
+	}
+	return fmt.Errorf("%s is under policy deadline (%s): any running "+
+		"agent of the limit takes its share back %s s after its claim "+
+		"went, when its kernel lends it no more; nothing declared",
+		host, ttl, secs)
 }

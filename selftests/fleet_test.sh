@@ -419,7 +419,8 @@ check "after the hold time the idle share goes back to etcd" \
 # SIGSTOPped for 3 x ttl=3.  Its loan carries a kernel deadline (the
 # lease's local end less the margin, WSEM_LEND_DEADLINE): at it h1's
 # kernel withdraws the loan and kills the job, before etcd expires the
-# lease and deletes the share, which h2's agent then takes up.  Sampled
+# lease and deletes h1's claim; h2's agent takes h1's share back ttl=3 s
+# after it saw the claim gone, and h2's job runs.  Sampled
 # all along: never more than 2 held on h1 and h2 together.  (Without the
 # kernel's deadline h1's job held on, and h2's ran beside it: 4 of 2.)
 G=slots
@@ -456,7 +457,7 @@ check "h1's loan is gone: its capacity is 0" \
 wait $gjob1
 check "h1's job ended by SIGKILL (wsem run exits 137)" test $? -eq 137
 wait $gjob2
-result "h2's job runs once etcd expired h1's lease, exit 0" $? "$T/gjob2"
+result "h2's job runs once h2's agent took h1's share back, exit 0" $? "$T/gjob2"
 left=$((3 * 3 + tp - $(date +%s)))
 [ "$left" -le 0 ] || sleep "$left"
 kill -CONT "$ga"
@@ -464,6 +465,46 @@ wait $gwatch
 result "the agent paused 9 s: never more than 2 of slots held on h1 and h2 together" \
 	$? "$T/gwatch"
 echo "# $(cat "$T/gwatch")"
+
+# A revoked lease (issue 43): etcdctl lease revoke of h1's lease, what
+# etcd's early revoke or a lost lease also do, while h1 holds all 2 of
+# slots and h2 waits for 2.  The revoke deletes alive/h1, not h1's share
+# (under no lease); h1's agent, told "no such lease" at its next renewal,
+# lends nothing and kills the job, claims h1 again under a new lease and
+# gives the share back; h2's job runs then.  Sampled all along: never
+# more than 2 held on h1 and h2 together.  (With the share under the
+# lease, h2 took it at once, while h1's job held on to its kernel
+# deadline: 4 of 2.)
+# alive_lease H: the lease of alive/H of slots, in hex ("": none)
+alive_lease() {
+	l=$(ectl get "/wsem/$G/alive/$1" -w json |
+		sed -n 's/.*"lease":\([0-9]*\).*/\1/p')
+	[ -n "$l" ] && printf '%x\n' "$l"
+}
+check "h1's agent claims h1 again after its pause" until_true 20 alive_lease h1
+in_host 1 wsem run $G -w 2 --timeout 60 -- sleep 30 >/dev/null 2>&1 &
+gjob1=$!
+check "a job on h1 holds all 2 of slots again" until_true 20 slots_used_is 1 2
+in_host 2 wsem run $G -w 2 --timeout 60 -- true >"$T/gjob2" 2>&1 &
+gjob2=$!
+# shellcheck disable=SC2086 # the paths
+fleet_watch 2 10 "$T/h1/$G" "$T/h2/$G" >"$T/gwatch" 2>&1 &
+gwatch=$!
+sleep 1
+ectl lease revoke "$(alive_lease h1)" >/dev/null
+tr=$(date +%s)
+wait $gjob1
+check "h1's lease revoked: its agent ends h1's job (wsem run exits 137)" \
+	test $? -eq 137
+echo "# the job's end: $(($(date +%s) - tr)) s after the revoke"
+wait $gjob2
+result "h2's job runs once h1 gave its share back, exit 0" $? "$T/gjob2"
+wait $gwatch
+result "a revoked lease: never more than 2 of slots held on h1 and h2 together" \
+	$? "$T/gwatch"
+echo "# $(cat "$T/gwatch")"
+check "h1's agent said why it lent nothing" \
+	grep -q "etcd says the lease is gone" "$T/slots-agent1.log"
 for h in 1 2; do
 	eval "p=\$slots_agent_$h"
 	kill -TERM "$(real_pid "$p")"
@@ -759,11 +800,12 @@ all_back "a host cut off and restored"
 grep -h "lending nothing\|renewed the lease again\|claimed again" "$T/agent1.log" |
 	sed 's/^/# h1: /'
 
-# The same under policy deadline (a second limit, gpus 2, on h2 and h3,
-# share/HOST under the agent's lease): h2 holds 2, h3 waits for 1; h2
-# cut off, its agent ends its job a margin before the lease can expire,
-# etcd deletes the share when it does, and h3's job runs: within ttl=5
-# and the others' look at etcd; never more than 2 held on both together.
+# The same under policy deadline (a second limit, gpus 2, on h2 and h3):
+# h2 holds 2, h3 waits for 1; h2 cut off, its agent ends its job a margin
+# before the lease can expire, etcd deletes h2's claim when it does, h3's
+# agent takes h2's share back ttl=5 s after it saw the claim gone, and
+# h3's job runs: within twice ttl=5 and the looks at etcd; never more
+# than 2 held on both together.
 CAP0=$CAP
 N=gpus
 CAP=2
@@ -778,14 +820,14 @@ check "policy deadline: two agents start (gpus 2 on h2 and h3)" \
 	until_true 30 deadline_ready
 in_host_bg 2 wsem run $N -w 2 --timeout 30 -- sleep 60
 job=$!
-check "... h2 holds 2 (its share under its agent's lease)" \
+check "... h2 holds 2" \
 	until_true 10 field_is 2 used 2
 in_host_bg 3 wsem run $N -w 1 --timeout 40 -- sh -c "date +%s.%N >$T/job3.ran"
 job3=$!
 until_true 10 field_is 3 waiters 1
 HP0=$HP
 HP="$T/h2/$N $T/h3/$N"
-watch_start 14
+watch_start 20
 $IP link set vh2 down
 tc=$(date +%s.%N)
 wait $job
@@ -797,8 +839,8 @@ holds_and_lends_nothing() {
 	field_is "$1" used 0 && field_is "$1" capacity 0
 }
 check "... nothing held on h2, nothing lent" holds_and_lends_nothing 2
-check "... h2's share leaves etcd with its lease, h3's job runs (within 10 s of the cut)" \
-	until_true 10 sh -c "! kill -0 $job3 2>/dev/null"
+check "... h3's agent takes h2's share back ttl=5 s after h2's claim went, h3's job runs (within 16 s of the cut)" \
+	until_true 16 sh -c "! kill -0 $job3 2>/dev/null"
 wait $job3
 result "... and ends well" $?
 ran=$(awk -v c="$tc" '{ printf "%.1f", $1 - c }' "$T/job3.ran" 2>/dev/null)
@@ -809,7 +851,8 @@ check "h2 restored: its agent claims h2 again" \
 	until_true 30 grep -q "claimed again" "$T/gpus-agent2.log"
 # The agent's own death: under deadline it lends with
 # WSEM_LEND_END_HOLDERS, and the kernel kills its host's holders when its
-# handle goes, however it dies (their share is under its lease).
+# handle goes, however it dies; h2's agent takes h3's share back once
+# h3's claim has been gone for ttl=5 s.
 in_host_bg 3 wsem run $N -w 1 --timeout 30 -- sleep 60
 job=$!
 check "h3 holds 1 of gpus" until_true 15 field_is 3 used 1
@@ -821,11 +864,13 @@ r=$?
 check "SIGKILL of h3's deadline agent: the kernel ends h3's job at once (status $r)" \
 	test $r -ge 128
 check "... nothing held on h3" until_true 2 field_is 3 used 0
+check "... h2's agent takes h3's share back (within its lease and ttl=5 s)" \
+	until_true 16 share_is h3 0
 eval "p=\$gpus_agent_2"
 kill "$(real_pid "$p")"
 wait "$p"
 result "gpus' agent on h2 stops on SIGTERM" $?
-check "policy deadline: every share back in etcd (h3's with its dead agent's lease)" \
+check "policy deadline: every share back in etcd" \
 	until_true 10 no_shares
 grep -h "lending nothing\|SIGKILL\|claimed again" "$T"/gpus-agent*.log |
 	sed 's/^/# gpus: /'
