@@ -510,7 +510,15 @@ func lockHost(ctx context.Context, lim *limit) (*os.File, error) {
 	}
 	p := filepath.Join(runDir, url.PathEscape(lim.prefix+"/"+lim.name+
 		"@"+lim.host)+".lock")
-	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0644)
+	// 0600, an older one's mode too: a user who may open the file
+	// may flock() it and keep the agent from starting.
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0600)
+	if err == nil {
+		err = f.Chmod(0600)
+		if err != nil {
+			f.Close()
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -29,6 +29,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -43,10 +44,11 @@ type store struct {
 	host     string
 	lease    clientv3.LeaseID // the lease alive/HOST was last claimed under
 	ttl      int
-	takeover bool     // the host's lock is ours: take alive/HOST over
-	deadline bool     // policy deadline: ttl/HOST written with each claim
-	end      leaseEnd // the lease's local end (lease.go)
-	last     readView // the last view read, for wsem stat (view.go)
+	takeover bool              // the host's lock is ours: take alive/HOST over
+	deadline bool              // policy deadline: ttl/HOST written with each claim
+	skipped  map[string]string // keys read skips, and their values (skip)
+	end      leaseEnd          // the lease's local end (lease.go)
+	last     readView          // the last view read, for wsem stat (view.go)
 }
 
 func (s *store) key(kind string) string {
@@ -72,14 +74,14 @@ func (s *store) session(ctx context.Context) (clientv3.LeaseID, error) {
 	}
 	lease := g.ID
 	k := s.key("alive")
-	claim := []clientv3.Op{clientv3.OpPut(k, "", clientv3.WithLease(lease)),
-		s.ttlOp()}
+	claim := []clientv3.Op{clientv3.OpPut(k, thisMachine(),
+		clientv3.WithLease(lease)), s.ttlOp()}
 	r, err := s.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
 		Then(claim...).Commit()
 	old := s.lease
 	if err == nil && !r.Succeeded && old == 0 && s.takeover {
-		old, err = s.leaseOf(ctx, k)
+		old, err = s.stoppedClaim(ctx, k)
 	}
 	if err == nil && !r.Succeeded && old != 0 {
 		r, err = s.cli.Txn(ctx).
@@ -127,13 +129,62 @@ func (s *store) getKey(ctx context.Context, k string) (*mvccpb.KeyValue, error) 
 	return r.Kvs[0], nil
 }
 
-// leaseOf is the lease that key k is under (0: none, or no such key).
-func (s *store) leaseOf(ctx context.Context, k string) (clientv3.LeaseID, error) {
+// stoppedClaim is the lease of claim k, made by a stopped agent of this
+// machine, for the caller (which holds the host's lock file) to take it
+// over: 0 if there is no such key; errOtherMachine if another machine
+// made it (nothing is taken over from a machine that may still lend).
+func (s *store) stoppedClaim(ctx context.Context, k string) (clientv3.LeaseID, error) {
 	kv, err := s.getKey(ctx, k)
 	if kv == nil {
 		return 0, err
 	}
+	if !sameMachine(string(kv.Value)) {
+		return 0, fmt.Errorf("%w: %s is %q, this machine is %q",
+			errOtherMachine, k, kv.Value, thisMachine())
+	}
 	return clientv3.LeaseID(kv.Lease), nil
+}
+
+// errOtherMachine: alive/HOST is another machine's claim.
+var errOtherMachine = errors.New("another machine's wsem-agent serves " +
+	"this host (give each machine its own host=)")
+
+// thisMachine is the value of this machine's claims: "machine=ID boot=ID"
+// (/etc/machine-id, empty where there is none; the kernel's boot_id).
+func thisMachine() string {
+	return "machine=" + readID("/etc/machine-id") + " boot=" +
+		readID("/proc/sys/kernel/random/boot_id")
+}
+
+func readID(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// sameMachine says whether claim (alive/HOST's value) was made on this
+// machine: the same machine id where both have one, else the same boot.
+// An empty claim (an agent before claims said whose they are) counts as
+// this machine's, as every claim did then.
+func sameMachine(claim string) bool {
+	if claim == "" {
+		return true
+	}
+	id := func(v, key string) string {
+		for _, f := range strings.Fields(v) {
+			if k, x, ok := strings.Cut(f, "="); ok && k == key {
+				return x
+			}
+		}
+		return ""
+	}
+	me := thisMachine()
+	if m := id(me, "machine"); m != "" && id(claim, "machine") != "" {
+		return m == id(claim, "machine")
+	}
+	return id(me, "boot") != "" && id(me, "boot") == id(claim, "boot")
 }
 
 // shareOp puts share/HOST at n.
@@ -231,16 +282,23 @@ func (s *store) read(ctx context.Context) (*view, int64, error) {
 		var err error
 		if strings.HasPrefix(rest, "demand/") {
 			_, err = fmt.Sscanf(string(kv.Value), "%d %d", &n, &floor)
-			v.demands[rest[len("demand/"):]] = demand{need: n,
-				floor: floor, rev: kv.CreateRevision}
 		} else {
 			n, err = strconv.ParseInt(string(kv.Value), 10, 64)
 		}
-		if err != nil {
+		if err != nil && (rest == "capacity" ||
+			strings.HasPrefix(rest, "share/")) {
+			// what is free cannot be known without it
 			return nil, 0, fmt.Errorf("%s: %q: %v", kv.Key, kv.Value,
 				err)
 		}
-		if rest == "capacity" {
+		if err != nil {
+			s.skip(string(kv.Key), string(kv.Value), err)
+			continue
+		}
+		if strings.HasPrefix(rest, "demand/") {
+			v.demands[rest[len("demand/"):]] = demand{need: n,
+				floor: floor, rev: kv.CreateRevision}
+		} else if rest == "capacity" {
 			v.capacity = n
 		} else if strings.HasPrefix(rest, "share/") {
 			v.shares[rest[len("share/"):]] = n
@@ -254,6 +312,21 @@ func (s *store) read(ctx context.Context) (*view, int64, error) {
 	}
 	s.last = readView{v, r.Header.Revision, bootTime()}
 	return v, r.Header.Revision, nil
+}
+
+// skip logs a key of the limit that read leaves out, once per key and
+// value: a demand or a ttl that does not parse (the host then asks for
+// nothing, or its share is not taken back), or a key of no known kind.
+// One bad write under the prefix does not stop every agent's looks.
+func (s *store) skip(key, value string, err error) {
+	if s.skipped == nil {
+		s.skipped = map[string]string{}
+	}
+	if old, ok := s.skipped[key]; ok && old == value {
+		return
+	}
+	s.skipped[key] = value
+	lg.Printf("%s: %q: skipped (%v)", key, value, err)
 }
 
 // growShare sets this host's share to share if no share changed since rev:

@@ -341,6 +341,19 @@ check "$nh agents start; each host's $N takes loans (own capacity 0, ceiling $CA
 	until_true 30 loans_ready
 check "nothing lent while nothing is asked" field_is 1 capacity 0
 
+# A bad write under the prefix (issue 43): a demand that does not parse
+# and a key of no known kind are skipped and logged, and the agents'
+# looks go on (they failed every look before).
+ectl put "/wsem/$N/demand/bogus" "not a demand" >/dev/null
+ectl put "/wsem/$N/junk" "?" >/dev/null
+in_host 1 wsem run $N -w 1 --timeout 20 -- true
+result "a malformed demand and a key of no known kind in etcd: a job still runs on h1" $?
+check "... h1's agent logged the keys it skipped" \
+	grep -q "demand/bogus.*skipped" "$T/agent1.log"
+ectl del "/wsem/$N/demand/bogus" >/dev/null
+ectl del "/wsem/$N/junk" >/dev/null
+check "... and gives the share back" until_true 10 share_is h1 0
+
 # A job on h1: its agent takes a share from etcd and lends it.
 # (it holds until status has looked: two Go starts take seconds on the
 # debug kernel)
@@ -437,15 +450,21 @@ slots_ready() {
 deadline_agents $G "ttl=3 turn=4000" 1 2
 check "policy=deadline: two agents of slots (capacity 2, ttl=3) start" \
 	until_true 30 slots_ready
-in_host 1 wsem run $G -w 2 --timeout 30 -- sleep 30 >/dev/null 2>&1 &
-gjob1=$!
-check "a job on h1 holds all 2 of slots" until_true 15 slots_used_is 1 2
-in_host 2 wsem run $G -w 2 --timeout 60 -- true >"$T/gjob2" 2>&1 &
-gjob2=$!
-# shellcheck disable=SC2086 # the paths
-fleet_watch 2 20 "$T/h1/$G" "$T/h2/$G" >"$T/gwatch" 2>&1 &
-gwatch=$!
-sleep 1
+# h1_holds_h2_waits SECONDS [WHAT]: a job on h1 holds all 2 of slots (its
+# pid in gjob1), one of 2 on h2 waits for it (gjob2), and fleet_watch
+# samples both for SECONDS (gwatch)
+h1_holds_h2_waits() {
+	in_host 1 wsem run $G -w 2 --timeout 60 -- sleep 30 >/dev/null 2>&1 &
+	gjob1=$!
+	check "a job on h1 holds all 2 of slots${2:-}" \
+		until_true 20 slots_used_is 1 2
+	in_host 2 wsem run $G -w 2 --timeout 60 -- true >"$T/gjob2" 2>&1 &
+	gjob2=$!
+	fleet_watch 2 "$1" "$T/h1/$G" "$T/h2/$G" >"$T/gwatch" 2>&1 &
+	gwatch=$!
+	sleep 1
+}
+h1_holds_h2_waits 20
 ga=$(real_pid "$slots_agent_1")
 kill -STOP "$ga"
 tp=$(date +%s)
@@ -482,15 +501,7 @@ alive_lease() {
 	[ -n "$l" ] && printf '%x\n' "$l"
 }
 check "h1's agent claims h1 again after its pause" until_true 20 alive_lease h1
-in_host 1 wsem run $G -w 2 --timeout 60 -- sleep 30 >/dev/null 2>&1 &
-gjob1=$!
-check "a job on h1 holds all 2 of slots again" until_true 20 slots_used_is 1 2
-in_host 2 wsem run $G -w 2 --timeout 60 -- true >"$T/gjob2" 2>&1 &
-gjob2=$!
-# shellcheck disable=SC2086 # the paths
-fleet_watch 2 10 "$T/h1/$G" "$T/h2/$G" >"$T/gwatch" 2>&1 &
-gwatch=$!
-sleep 1
+h1_holds_h2_waits 10 " again"
 ectl lease revoke "$(alive_lease h1)" >/dev/null
 tr=$(date +%s)
 wait $gjob1

@@ -17,7 +17,8 @@
 # share of 3; a job of 2 on b then waits while a holds it (b is lent at
 # most 1), and runs once a's job ends (b's share 2); meanwhile a samples
 # the sum of the shares in etcd; at the end b's agent stops and b says so
-# (/twoguest/b-done), then a checks that every share is back, that the
+# (/twoguest/b-done; before that, an agent on b that says it is host a is
+# refused, a's claim unchanged), then a checks that every share is back, that the
 # sum never exceeded $CAP, and stops its agent and etcd.
 
 . "$(dirname "$0")/util.sh"
@@ -65,6 +66,10 @@ claimed() {
 shares_sum() {
 	ectl get --prefix --print-value-only "/wsem/$N/share/" |
 		awk 'NF { s += $1 } END { print s + 0 }'
+}
+# says_whose H: host H's claim names its machine and boot
+says_whose() {
+	ectl get --print-value-only "/wsem/$N/alive/$1" | grep -q "machine=.* boot=."
 }
 # field F: this guest's semaphore's field F (wsem stat --json)
 field() {
@@ -293,6 +298,23 @@ else
 	wait $agent
 	result "b: the agent stops on SIGTERM, exit 0" $? "$T/agent.log"
 	agent=
+
+	# One agent per host: an agent on b that says it is host a finds
+	# a's claim made by another machine (another boot, and another
+	# machine id where both have one), and is refused at once; a's
+	# claim stays as it was.
+	la=$(ectl get "/wsem/$N/alive/a" -w json | sed -n 's/.*"lease":\([0-9]*\).*/\1/p')
+	sed 's/host=b/host=a/' "$T/wsem.conf" >"$T/same.conf"
+	timeout 30 wsem-agent -c "$T/same.conf" >"$T/same.log" 2>&1
+	result "b: an agent on b with host=a is refused (exit 1)" \
+		"$(($? != 1))" "$T/same.log"
+	check "b: ... naming another machine's agent" \
+		grep -q "another machine's wsem-agent serves this host" "$T/same.log"
+	sed 's/^/# b: /' "$T/same.log"
+	lb=$(ectl get "/wsem/$N/alive/a" -w json | sed -n 's/.*"lease":\([0-9]*\).*/\1/p')
+	check "b: ... and a's claim in etcd is the same (lease $la)" \
+		test -n "$la" -a "$la" = "$lb"
+	check "b: ... and says whose it is (machine=, boot=)" says_whose a
 	mark b-done $fails
 fi
 [ $fails -eq 0 ] || sed "s/^/# $ROLE agent: /" "$T/agent.log"

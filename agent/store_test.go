@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: GPL-2.0
+
+package main
+
+import "testing"
+
+// A claim is taken over only from this machine: the same machine id, or
+// without one the same boot; an empty claim is an older agent's.
+func TestSameMachine(t *testing.T) {
+	me := thisMachine()
+	if !sameMachine(me) || !sameMachine("") {
+		t.Fatalf("this machine's claim %q, or an empty one, is not ours", me)
+	}
+	if sameMachine("machine=0123 boot=4567") {
+		t.Fatalf("another machine's claim is ours (this one is %q)", me)
+	}
+	// Without a machine id on one side, the boot decides.
+	boot := readID("/proc/sys/kernel/random/boot_id")
+	if !sameMachine("machine= boot=" + boot) {
+		t.Fatal("a claim of this boot without a machine id is not ours")
+	}
+	if sameMachine("machine= boot=4567") {
+		t.Fatal("a claim of another boot without a machine id is ours")
+	}
+}
