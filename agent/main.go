@@ -563,6 +563,7 @@ func start(ctx context.Context, lim *limit) (*agent, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer sayUnreachable(ctx, lim, cli)()
 	st := lim.store(cli)
 	if err := st.ensureCapacity(ctx, lim.capacity); err != nil {
 		return nil, err
@@ -625,6 +626,39 @@ func start(ctx context.Context, lim *limit) (*agent, error) {
 		return nil, err
 	}
 	return a, nil
+}
+
+// sayUnreachable logs, every ttl= while start waits for etcd, which of
+// lim's endpoints do not answer (and keeps waiting); the function it
+// returns ends that.
+func sayUnreachable(ctx context.Context, lim *limit, cli *clientv3.Client) func() {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		ttl := time.Duration(lim.ttl) * time.Second
+		began := time.Now()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(ttl):
+			}
+			var down []string
+			for _, ep := range lim.endpoints {
+				pctx, pcancel := context.WithTimeout(ctx, time.Second)
+				if _, err := cli.Status(pctx, ep); err != nil {
+					down = append(down, ep)
+				}
+				pcancel()
+			}
+			if ctx.Err() != nil || len(down) == 0 {
+				continue
+			}
+			lg.Printf("%s: starting for %.0f s: etcd does not answer "+
+				"at %s: still trying", lim.name,
+				time.Since(began).Seconds(), strings.Join(down, ","))
+		}
+	}()
+	return cancel
 }
 
 func (lim *limit) client() (*clientv3.Client, error) {
@@ -743,23 +777,55 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(),
 		syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	var wg sync.WaitGroup
-	for _, lim := range lims {
-		a, err := start(ctx, lim)
-		if err != nil && ctx.Err() != nil {
-			lg.Printf("%s: stopped while starting", lim.name)
-			break
-		}
-		if err != nil {
-			lg.Fatalf("%s: %v", lim.name, err)
-		}
-		lg.Printf("%s: capacity %d across the cluster, host %s, "+
-			"share %d", lim.name, lim.capacity, lim.host, a.share)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			a.run(ctx)
-		}()
+	if failed := serve(ctx, lims); failed > 0 {
+		os.Exit(1)
 	}
-	wg.Wait()
+}
+
+// serve starts and runs an agent for each limit, each on its own: a limit
+// that cannot start (its etcd, its semaphore, another machine's claim) is
+// logged and leaves the others running.  Return: how many could not
+// start; once all of them, at once.
+func serve(ctx context.Context, lims []*limit) int {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	failed := 0
+	all := make(chan struct{})
+	for _, lim := range lims {
+		wg.Add(1)
+		go func(lim *limit) {
+			defer wg.Done()
+			a, err := start(ctx, lim)
+			if err != nil && ctx.Err() != nil {
+				lg.Printf("%s: stopped while starting", lim.name)
+				return
+			}
+			if err != nil {
+				lg.Printf("%s: %v", lim.name, err)
+				mu.Lock()
+				failed++
+				if failed == len(lims) {
+					close(all)
+				}
+				mu.Unlock()
+				return
+			}
+			lg.Printf("%s: capacity %d across the cluster, host %s, "+
+				"share %d", lim.name, lim.capacity, lim.host,
+				a.share)
+			a.run(ctx)
+		}(lim)
+	}
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-all:
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return failed
 }

@@ -354,6 +354,37 @@ ectl del "/wsem/$N/demand/bogus" >/dev/null
 ectl del "/wsem/$N/junk" >/dev/null
 check "... and gives the share back" until_true 10 share_is h1 0
 
+# One agent, three limits (issue 43): pool is served; lost, whose etcd is
+# a port nobody listens on, says every ttl=1 which endpoint does not
+# answer and keeps trying; seats, declared with another capacity than
+# etcd's, is logged and stops nothing else.  (One limit's failure ended
+# the whole agent before, and a start waited on etcd without a word.)
+cat >"$T/multi.conf" <<EOF
+pool capacity=3 cluster=etcd endpoints=$EP host=h3 hold=300
+lost capacity=3 cluster=etcd endpoints=http://127.0.0.1:9 host=h3 ttl=1
+seats capacity=$((CAP + 1)) cluster=etcd endpoints=$EP host=hx
+EOF
+in_host_bg 3 wsem-agent -c "$T/multi.conf" >"$T/multi.log" 2>&1
+multi=$!
+pool_ready() {
+	[ -e "$T/h3/pool" ] && [ "$(stat_key "$T/h3/pool" ceiling)" = 3 ]
+}
+check "one agent, three limits: pool is served (a loans semaphore of ceiling 3)" \
+	until_true 20 pool_ready
+check "... lost says which endpoint does not answer, and keeps trying" \
+	until_true 10 grep -q "lost: starting for .*etcd does not answer at http://127.0.0.1:9: still trying" \
+	"$T/multi.log"
+check "... seats' other capacity is logged" \
+	grep -q "seats: /wsem/seats/capacity in etcd is $CAP, this host says $((CAP + 1))" \
+	"$T/multi.log"
+in_host 3 wsem run pool -w 3 --timeout 20 -- true
+result "... a job of 3 of pool runs on h3 meanwhile" $? "$T/multi.log"
+kill -TERM "$(real_pid "$multi")"
+wait "$multi"
+result "... the agent stops on SIGTERM, exit 1 (a limit could not start)" \
+	"$(($? != 1))" "$T/multi.log"
+sed 's/^/# multi: /' "$T/multi.log"
+
 # A job on h1: its agent takes a share from etcd and lends it.
 # (it holds until status has looked: two Go starts take seconds on the
 # debug kernel)
