@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//go:build etcd
+
+package main
+
+// The store's transactions against an etcd of Debian's in the test's own
+// process (go.etcd.io/etcd/integration): make -C agent check-etcd, which
+// the host lane runs; not the package's build.
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/clientv3"
+	"go.etcd.io/etcd/integration"
+)
+
+func testStore(t *testing.T, host string) (*store, context.Context, func()) {
+	clus := integration.NewClusterV3(t, &integration.ClusterConfig{Size: 1})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	st := &store{cli: clus.RandClient(), prefix: "/wsem/t/", host: host,
+		ttl: 2}
+	if err := st.ensureCapacity(ctx, 6); err != nil {
+		t.Fatal(err)
+	}
+	return st, ctx, func() {
+		cancel()
+		clus.Terminate(t)
+	}
+}
+
+func put(t *testing.T, ctx context.Context, st *store, k, v string,
+	opts ...clientv3.OpOption) int64 {
+	r, err := st.cli.Put(ctx, st.prefix+k, v, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Header.Revision
+}
+
+func value(t *testing.T, ctx context.Context, st *store, k string) string {
+	kv, err := st.getKey(ctx, st.prefix+k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kv == nil {
+		return ""
+	}
+	return string(kv.Value)
+}
+
+// claimLease is the lease alive/HOST is under.
+func claimLease(t *testing.T, ctx context.Context, st *store) clientv3.LeaseID {
+	kv, err := st.getKey(ctx, st.key("alive"))
+	if err != nil || kv == nil {
+		t.Fatalf("alive/%s: %v", st.host, err)
+	}
+	return clientv3.LeaseID(kv.Lease)
+}
+
+// A share is taken back only while its host's claim is gone and the share
+// is the one seen; its ttl/ key goes with it.
+func TestTakeBack(t *testing.T) {
+	st, ctx, done := testStore(t, "me")
+	defer done()
+	rev := put(t, ctx, st, "share/h", "2")
+	put(t, ctx, st, "ttl/h", "2")
+	if ok, err := st.takeBack(ctx, "h", rev-1); err != nil || ok {
+		t.Fatalf("another revision of the share: taken back %v, %v", ok, err)
+	}
+	l, err := st.cli.Grant(ctx, 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, ctx, st, "alive/h", "", clientv3.WithLease(l.ID))
+	if ok, err := st.takeBack(ctx, "h", rev); err != nil || ok {
+		t.Fatalf("its claim back: taken back %v, %v", ok, err)
+	}
+	if _, err := st.cli.Revoke(ctx, l.ID); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := st.takeBack(ctx, "h", rev); err != nil || !ok {
+		t.Fatalf("claim gone, share the one seen: taken back %v, %v", ok, err)
+	}
+	if value(t, ctx, st, "share/h") != "" || value(t, ctx, st, "ttl/h") != "" {
+		t.Fatal("the share or its ttl/ key is still there")
+	}
+}
+
+// A claim another machine made is refused, and stays as it was; one this
+// machine made is taken over, with ttl/HOST under policy deadline.
+func TestSessionClaims(t *testing.T) {
+	st, ctx, done := testStore(t, "h")
+	defer done()
+	l, err := st.cli.Grant(ctx, 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, ctx, st, "alive/h", "machine=0123 boot=4567",
+		clientv3.WithLease(l.ID))
+	st.takeover, st.deadline = true, true
+	if _, err := st.session(ctx); !errors.Is(err, errOtherMachine) {
+		t.Fatalf("another machine's claim: %v", err)
+	}
+	if lease := claimLease(t, ctx, st); lease != l.ID {
+		t.Fatal("another machine's claim changed")
+	}
+	put(t, ctx, st, "alive/h", thisMachine(), clientv3.WithLease(l.ID))
+	lease, err := st.session(ctx)
+	if err != nil || lease == l.ID {
+		t.Fatalf("this machine's stopped claim: lease %x, %v", lease, err)
+	}
+	if got := claimLease(t, ctx, st); got != lease {
+		t.Fatalf("the claim is under %x, not the new lease %x", got, lease)
+	}
+	if value(t, ctx, st, "ttl/h") != "2" {
+		t.Fatal("policy deadline: no ttl/h of 2 with the claim")
+	}
+}
+
+// declare-dead: refused while the claim lasts, and for a policy deadline
+// host; done for a finish host whose claim is gone.
+func TestDeclareDead(t *testing.T) {
+	st, ctx, done := testStore(t, "me")
+	defer done()
+	put(t, ctx, st, "share/d", "1")
+	put(t, ctx, st, "ttl/d", "2")
+	err := declareDead(ctx, st.cli, st.prefix, "d")
+	if err == nil || !strings.Contains(err.Error(), "policy deadline") {
+		t.Fatalf("a policy deadline host: %v", err)
+	}
+	if value(t, ctx, st, "share/d") != "1" {
+		t.Fatal("a refused declare-dead changed the share")
+	}
+	put(t, ctx, st, "share/f", "1")
+	if err := declareDead(ctx, st.cli, st.prefix, "f"); err != nil {
+		t.Fatalf("a finish host without a claim: %v", err)
+	}
+	if value(t, ctx, st, "share/f") != "" {
+		t.Fatal("declare-dead left the share")
+	}
+}
+
+// A bad demand or a key of no known kind is skipped; a bad share is not.
+func TestReadSkipsBadKeys(t *testing.T) {
+	st, ctx, done := testStore(t, "me")
+	defer done()
+	put(t, ctx, st, "share/a", "2")
+	put(t, ctx, st, "demand/b", "not a demand")
+	put(t, ctx, st, "junk", "?")
+	v, _, err := st.read(ctx)
+	if err != nil || v.shares["a"] != 2 || len(v.demands) != 0 ||
+		len(st.skipped) != 2 {
+		t.Fatalf("read: %v, skipped %v", err, st.skipped)
+	}
+	put(t, ctx, st, "share/c", "x")
+	if _, _, err := st.read(ctx); err == nil {
+		t.Fatal("a share that does not parse was skipped")
+	}
+}

@@ -1,0 +1,39 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# wsem-agent's store against an etcd of Debian's running in the test's own
+# process (go.etcd.io/etcd/integration, golang-etcd-server-dev): the
+# take-back of a policy deadline share, a claim of another machine
+# refused and one of this machine taken over, declare-dead, the keys a
+# look skips.  No guest, no network: make -C agent check-etcd.  TAP.
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+# shellcheck source=selftests/host/tap.sh
+. "$(dirname "$0")/tap.sh"
+
+echo "1..5"
+if [ ! -d /usr/share/gocode/src/go.etcd.io/etcd/integration ]; then
+	for i in 1 2 3 4 5; do
+		echo "ok $i # SKIP no go.etcd.io/etcd/integration (golang-etcd-server-dev)"
+	done
+	exit 0
+fi
+make -s -C "$ROOT/agent" check-etcd >"$T/go.log" 2>&1
+st=$?
+# passed NAME: go test -v said "--- PASS: NAME"
+passed() {
+	grep -q -- "^--- PASS: $1 " "$T/go.log"
+}
+check "the agent's store builds and runs against an in-process etcd" test $st -eq 0
+check "a share is taken back only while its host's claim is gone, the share the one seen" \
+	passed TestTakeBack
+check "another machine's claim is refused and unchanged, this machine's is taken over" \
+	passed TestSessionClaims
+check "declare-dead refuses a policy deadline host, gives a finish host's share back" \
+	passed TestDeclareDead
+check "a look skips a bad demand and a key of no known kind, not a bad share" \
+	passed TestReadSkipsBadKeys
+[ $st -eq 0 ] || tail -n 30 "$T/go.log" | sed 's/^/# /'
+exit $((failed > 0))
