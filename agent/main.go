@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/clientv3"
+	"go.etcd.io/etcd/mvcc/mvccpb"
 	"go.etcd.io/etcd/pkg/transport"
 )
 
@@ -141,6 +142,13 @@ func (a *agent) reconcile(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if !v.alive[a.lim.host] {
+		// The claim went while the lease lives (deleted by hand):
+		// the other agents count from now; act as on a lost lease.
+		a.st.end.expired(a.st.lease)
+		return fmt.Errorf("alive/%s is gone from etcd: claiming "+
+			"the host again", a.lim.host)
+	}
 	if took, err := a.takeBackOrphans(ctx, v); err != nil {
 		return err
 	} else if took {
@@ -232,7 +240,7 @@ func (a *agent) takeBackOrphans(ctx context.Context, v *view) (bool, error) {
 	now := a.st.last.at
 	took := false
 	for _, h := range orphansDue(v, a.orphans, a.lim.host, now) {
-		ok, err := a.st.takeBack(ctx, h, a.orphans[h].rev)
+		ok, err := a.st.takeBack(ctx, h, a.orphans[h])
 		if err != nil {
 			return took, err
 		}
@@ -433,8 +441,8 @@ func (a *agent) run(ctx context.Context) {
 	a.leave()
 }
 
-// watch pokes at every change of the limit's shares and demands in etcd
-// (not of alive/: an agent's lease is no news).
+// watch pokes at every change of the limit's shares and demands in etcd,
+// and at the end of a claim (a claim made is no news: its ttl/HOST is).
 func (a *agent) watch(ctx context.Context, poke func()) {
 	for ctx.Err() == nil {
 		wc := a.st.cli.Watch(clientv3.WithRequireLeader(ctx),
@@ -446,7 +454,8 @@ func (a *agent) watch(ctx context.Context, poke func()) {
 			for _, ev := range resp.Events {
 				k := strings.TrimPrefix(string(ev.Kv.Key),
 					a.st.prefix)
-				if !strings.HasPrefix(k, "alive/") {
+				if !strings.HasPrefix(k, "alive/") ||
+					ev.Type == mvccpb.DELETE {
 					poke()
 					break
 				}
@@ -477,10 +486,12 @@ func (a *agent) leave() {
 		a.endHoldersWithin(ctx)
 	}
 	_, used, _, err2 := a.loc.demand()
+	gone := a.share == 0
 	if err == nil && err2 == nil && used < a.share {
-		_, err = a.st.shrinkShare(ctx, a.share, used)
+		gone, err = a.st.shrinkShare(ctx, a.share, used)
+		gone = gone && used == 0
 	}
-	if err == nil && err2 == nil && used == 0 {
+	if err == nil && err2 == nil && gone {
 		// nothing left to take back after the claim goes
 		err = a.st.dropTTL(ctx)
 	}
@@ -564,6 +575,15 @@ func start(ctx context.Context, lim *limit) (*agent, error) {
 		return nil, err
 	}
 	defer sayUnreachable(ctx, lim, cli)()
+	a, err := startWith(ctx, lim, cli)
+	if err != nil {
+		cli.Close()
+	}
+	return a, err
+}
+
+// startWith is start's, with lim's etcd client.
+func startWith(ctx context.Context, lim *limit, cli *clientv3.Client) (*agent, error) {
 	st := lim.store(cli)
 	if err := st.ensureCapacity(ctx, lim.capacity); err != nil {
 		return nil, err

@@ -29,20 +29,22 @@ type view struct {
 	demands  map[string]demand // hosts whose need is above 0
 	alive    map[string]bool   // hosts whose agent holds its claim
 	// each share's mod revision; the lease TTL of each policy deadline
-	// host (ttl/HOST), in seconds
-	shareRevs, ttls map[string]int64
+	// host (ttl/HOST), in seconds, and that key's mod revision
+	shareRevs, ttls, ttlRevs map[string]int64
 }
 
 // An orphan is a policy deadline host's share whose claim (alive/HOST) an
 // agent saw gone.
 type orphan struct {
-	rev   int64         // the share's mod revision then
-	since time.Duration // CLOCK_BOOTTIME after the read that saw it
+	rev    int64         // the share's mod revision then
+	ttlRev int64         // ttl/HOST's, which each claim puts again
+	since  time.Duration // CLOCK_BOOTTIME after the read that saw it
 }
 
 // orphansDue follows, in seen, the shares of other policy deadline hosts
 // whose claim v (read, its answer back, at now) has not, from the first
-// read without the claim on, at the same revision of the share; and
+// read without the claim on, at the same revisions of the share and of
+// ttl/HOST (a claim made and lost between two reads puts ttl/HOST); and
 // returns those seen so for their host's TTL: taken back, they free
 // nothing that host still lends.  That host's kernel deadline is at most
 // its TTL after the send of its last answered renewal, which came before
@@ -53,7 +55,7 @@ func orphansDue(v *view, seen map[string]orphan, me string,
 	var due []string
 	for h, o := range seen {
 		if v.alive[h] || v.shares[h] == 0 || v.ttls[h] == 0 ||
-			v.shareRevs[h] != o.rev {
+			v.shareRevs[h] != o.rev || v.ttlRevs[h] != o.ttlRev {
 			delete(seen, h)
 		}
 	}
@@ -64,7 +66,8 @@ func orphansDue(v *view, seen map[string]orphan, me string,
 		}
 		o, ok := seen[h]
 		if !ok {
-			seen[h] = orphan{rev: v.shareRevs[h], since: now}
+			seen[h] = orphan{rev: v.shareRevs[h],
+				ttlRev: v.ttlRevs[h], since: now}
 			continue
 		}
 		if now-o.since >= time.Duration(ttl)*time.Second {

@@ -167,6 +167,17 @@ func TestOrphansDueAfterTheirTTL(t *testing.T) {
 	if due := orphansDue(v, seen, "me", 16*s); len(due) != 0 {
 		t.Fatalf("a new share: %v due before its TTL", due)
 	}
+	// A claim made and lost between two reads puts ttl/a again.
+	v.ttlRevs = map[string]int64{"a": 12}
+	if due := orphansDue(v, seen, "me", 30*s); len(due) != 0 {
+		t.Fatalf("a claim in between: %v due", due)
+	}
+	if due := orphansDue(v, seen, "me", 32*s); len(due) != 0 {
+		t.Fatalf("a claim in between: %v due before its TTL", due)
+	}
+	if due := orphansDue(v, seen, "me", 33*s); len(due) != 1 {
+		t.Fatalf("a claim in between, then its TTL: %v due", due)
+	}
 	// Its claim back: no longer followed.
 	v.alive["a"] = true
 	if orphansDue(v, seen, "me", 20*s); len(seen) != 0 {

@@ -75,7 +75,7 @@ func (s *store) session(ctx context.Context) (clientv3.LeaseID, error) {
 	lease := g.ID
 	k := s.key("alive")
 	claim := []clientv3.Op{clientv3.OpPut(k, thisMachine(),
-		clientv3.WithLease(lease)), s.ttlOp()}
+		clientv3.WithLease(lease)), s.ttlOp(g.TTL)}
 	r, err := s.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
 		Then(claim...).Commit()
@@ -193,12 +193,15 @@ func (s *store) shareOp(n int64) clientv3.Op {
 }
 
 // ttlOp, made with each claim (session), before anything is lent: under
-// policy deadline it puts ttl/HOST (the host's share is taken back that
-// long after its claim is seen gone: a takeBack deletes it, and the next
-// claim puts it again); under finish it deletes it.
-func (s *store) ttlOp() clientv3.Op {
+// policy deadline it puts ttl/HOST, the TTL etcd granted the lease (at
+// least ttl=: etcd raises one below its minimum), which the renewals'
+// answers and so the kernel deadline follow: the host's share is taken
+// back that long after its claim is seen gone.  A takeBack deletes it,
+// and each claim puts it again, which other agents see as a new claim
+// (orphansDue).  Under finish it deletes it.
+func (s *store) ttlOp(ttl int64) clientv3.Op {
 	if s.deadline {
-		return clientv3.OpPut(s.key("ttl"), strconv.Itoa(s.ttl))
+		return clientv3.OpPut(s.key("ttl"), strconv.FormatInt(ttl, 10))
 	}
 	return clientv3.OpDelete(s.key("ttl"))
 }
@@ -210,14 +213,17 @@ func (s *store) dropTTL(ctx context.Context) error {
 }
 
 // takeBack deletes host's share (and its ttl/HOST) if its claim is still
-// gone and its share still the one of revision rev: true if it did.
-func (s *store) takeBack(ctx context.Context, host string, rev int64) (bool, error) {
+// gone, and its share and ttl/HOST are still those of revisions o.rev and
+// o.ttlRev (no claim came and went since): true if it did.
+func (s *store) takeBack(ctx context.Context, host string, o orphan) (bool, error) {
 	share := s.prefix + "share/" + host
+	ttl := s.prefix + "ttl/" + host
 	r, err := s.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(s.prefix+"alive/"+host), "=", 0),
-			clientv3.Compare(clientv3.ModRevision(share), "=", rev)).
+			clientv3.Compare(clientv3.ModRevision(share), "=", o.rev),
+			clientv3.Compare(clientv3.ModRevision(ttl), "=", o.ttlRev)).
 		Then(clientv3.OpDelete(share),
-			clientv3.OpDelete(s.prefix+"ttl/"+host)).Commit()
+			clientv3.OpDelete(ttl)).Commit()
 	if err != nil {
 		return false, err
 	}
@@ -271,7 +277,7 @@ func (s *store) read(ctx context.Context) (*view, int64, error) {
 	}
 	v := &view{shares: map[string]int64{}, demands: map[string]demand{},
 		alive: map[string]bool{}, shareRevs: map[string]int64{},
-		ttls: map[string]int64{}}
+		ttls: map[string]int64{}, ttlRevs: map[string]int64{}}
 	for _, kv := range r.Kvs {
 		rest := strings.TrimPrefix(string(kv.Key), s.prefix)
 		if strings.HasPrefix(rest, "alive/") {
@@ -305,6 +311,7 @@ func (s *store) read(ctx context.Context) (*view, int64, error) {
 			v.shareRevs[rest[len("share/"):]] = kv.ModRevision
 		} else if strings.HasPrefix(rest, "ttl/") {
 			v.ttls[rest[len("ttl/"):]] = n
+			v.ttlRevs[rest[len("ttl/"):]] = kv.ModRevision
 		}
 	}
 	if v.capacity <= 0 {

@@ -68,8 +68,9 @@ func TestTakeBack(t *testing.T) {
 	st, ctx, done := testStore(t, "me")
 	defer done()
 	rev := put(t, ctx, st, "share/h", "2")
-	put(t, ctx, st, "ttl/h", "2")
-	if ok, err := st.takeBack(ctx, "h", rev-1); err != nil || ok {
+	o := orphan{rev: rev, ttlRev: put(t, ctx, st, "ttl/h", "2")}
+	if ok, err := st.takeBack(ctx, "h", orphan{rev: rev - 1,
+		ttlRev: o.ttlRev}); err != nil || ok {
 		t.Fatalf("another revision of the share: taken back %v, %v", ok, err)
 	}
 	l, err := st.cli.Grant(ctx, 60)
@@ -77,13 +78,19 @@ func TestTakeBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	put(t, ctx, st, "alive/h", "", clientv3.WithLease(l.ID))
-	if ok, err := st.takeBack(ctx, "h", rev); err != nil || ok {
+	if ok, err := st.takeBack(ctx, "h", o); err != nil || ok {
 		t.Fatalf("its claim back: taken back %v, %v", ok, err)
 	}
 	if _, err := st.cli.Revoke(ctx, l.ID); err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := st.takeBack(ctx, "h", rev); err != nil || !ok {
+	// a claim made and lost since: ttl/h put again
+	ttlRev := put(t, ctx, st, "ttl/h", "2")
+	if ok, err := st.takeBack(ctx, "h", o); err != nil || ok {
+		t.Fatalf("a claim came and went: taken back %v, %v", ok, err)
+	}
+	o.ttlRev = ttlRev
+	if ok, err := st.takeBack(ctx, "h", o); err != nil || !ok {
 		t.Fatalf("claim gone, share the one seen: taken back %v, %v", ok, err)
 	}
 	if value(t, ctx, st, "share/h") != "" || value(t, ctx, st, "ttl/h") != "" {

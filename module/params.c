@@ -135,7 +135,7 @@ void wsem_test_count_regrant(void)
 module_param_cb(test_regrants, &wsem_test_counter_ops, &wsem_test_regrants,
 		0444);
 MODULE_PARM_DESC(test_regrants,
-		 "Test builds only: queues below a resized semaphore whose first waiter a shrink failed (read-only)");
+		 "Test builds only: queues whose first waiter a shrink failed (read-only)");
 
 static unsigned int test_view_delay_ms;
 module_param(test_view_delay_ms, uint, 0600);

@@ -539,7 +539,8 @@ enum wsem_walk_end {
  * its task, wsem_poke_gang()); one held up below goes back down
  * (wsem_held_below()).  At the root it returns after each grant,
  * with the semaphore the grantee asked through in *@granted, whose line
- * may now hold requests that fit no more.
+ * may now hold requests that fit no more; with @granted NULL it grants
+ * nothing, and stops at the root's first request that fits.
  */
 static enum wsem_walk_end wsem_grant_at(struct wsem *level, u64 *now,
 					struct wsem_wake *wake,
@@ -574,6 +575,9 @@ static enum wsem_walk_end wsem_grant_at(struct wsem *level, u64 *now,
 			wsem_queue_move(w, level->parent);
 			continue;
 		}
+		/* At the root, a walk that only moves requests up ends. */
+		if (!granted)
+			break;
 		if (unlikely(w->gang)) {
 			/* A gang grants itself, under all its trees' locks. */
 			if (wsem_gang_fits(w->gang, level))
@@ -613,28 +617,48 @@ static bool wsem_grant_line(struct wsem *sem, u64 *now,
 }
 
 /*
+ * Move the requests of the queues a shrink took the first of (@root's
+ * regrants) up their lines as far as they fit, granting none: they meet
+ * in the queues above, in ticket order, and the root's walk grants them
+ * in that order (two such queues walked to their grants one after the
+ * other would grant the later request of the first before the earlier
+ * one of the second).  Return: true if it stopped for room; a queue
+ * stays on the regrants until its walk ends.
+ */
+static bool wsem_raise_regrants(struct wsem *root, u64 *now,
+				struct wsem_wake *wake)
+{
+	struct wsem *s, *level;
+
+	while ((s = list_first_entry_or_null(&root->regrants, struct wsem,
+					     regrant))) {
+		for (level = s; level; level = level->parent)
+			if (wsem_grant_at(level, now, wake, NULL) ==
+			    WSEM_WALK_FULL)
+				return true;
+		list_del_init(&s->regrant);
+	}
+	return false;
+}
+
+/*
  * After a change on @sem's line (weight back, a request queued or gone, a
- * resize): grant whoever fits now, walking the lines of the queues a
- * shrink took the first of (the root's @regrants) and then @sem's
- * (wsem_grant_line()).  Return: true if it stopped for room; a queue of
- * @regrants stays on it until its walk ends.
+ * resize): grant whoever fits now, first moving up the requests of the
+ * queues a shrink took the first of (wsem_raise_regrants()), then walking
+ * @sem's line to the root (wsem_grant_line()).  Return: true if it
+ * stopped for room.
  */
 static bool wsem_grant_waiters(struct wsem *sem, struct wsem_wake *wake)
 {
-	struct wsem *root = sem->root, *s;
 	u64 now = 0;
 
 	lockdep_assert_held(sem->lock);
 
 	/* Nobody queued in the tree: the uncontended release's case. */
-	if (likely(list_empty(&root->waiters)))
+	if (likely(list_empty(&sem->root->waiters)))
 		return false;
-	while ((s = list_first_entry_or_null(&root->regrants, struct wsem,
-					     regrant))) {
-		if (wsem_grant_line(s, &now, wake))
-			return true;
-		list_del_init(&s->regrant);
-	}
+	if (unlikely(wsem_raise_regrants(sem->root, &now, wake)))
+		return true;
 	return wsem_grant_line(sem, &now, wake);
 }
 
@@ -877,17 +901,17 @@ bool wsem_queue_and_unlock(struct wsem *sem, struct wsem_waiter *w)
 }
 
 /*
- * @w, which a shrink of @sem fails, may be the first of a queue below @sem
- * that holds up the requests behind it: put that queue on the root's
- * regrants, for the grant walk that follows the shrink to look at
- * (wsem_grant_waiters()), as it looks at @sem's line.
+ * @w, which a shrink of @sem fails, may be the first of a queue that holds
+ * up the requests behind it, a queue the walk of @sem's line may not
+ * reach (below @sem; or anywhere, when another shrink made @w too heavy):
+ * put that queue on the root's regrants, for the walk that follows the
+ * shrink (wsem_grant_waiters()).
  */
 static void wsem_note_regrant(struct wsem *sem, struct wsem_waiter *w)
 {
 	struct wsem *level = w->level;
 
-	if (level->depth > sem->depth && wsem_queue_first(level) == w &&
-	    list_empty(&level->regrant)) {
+	if (wsem_queue_first(level) == w && list_empty(&level->regrant)) {
 		list_add_tail(&level->regrant, &sem->root->regrants);
 		wsem_test_count_regrant();
 	}

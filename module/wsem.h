@@ -204,8 +204,8 @@ struct wsem_user;
  *	the parent's queue or, at the root, to its grant (see sem.c)
  * @next_ticket: in a root, the ticket of the tree's next request
  * @regrants: in a root, the semaphores of the tree (regrant) whose queue
- *	a shrink took the first request of, below the resized semaphore,
- *	that no grant walk looked at since (wsem_grant_waiters())
+ *	a shrink took the first request of, that no grant walk moved the
+ *	requests of up since (wsem_raise_regrants())
  * @regrant: in the root's @regrants, or empty
  * @linked: @name is in its namespace; written under the namespace's lock
  *	and @lock
@@ -798,8 +798,8 @@ void wsem_fs_notify(struct wsem_ns *wns, const char *name, u32 mask);
  * parked waiters not yet freed.  test_cgroup_tryget_fail makes the next
  * reference to a new holder's cgroup fail (wsem_note_holder()).
  * test_shrink_walked counts the waiters that shrinks' failing walks looked
- * at (wsem_fail_overweight()), and test_regrants the queues below a
- * resized semaphore whose first waiter a shrink failed (wsem_note_regrant());
+ * at (wsem_fail_overweight()), and test_regrants the queues whose first
+ * waiter a shrink failed (wsem_note_regrant());
  * test_view_most_looked, the most entries a
  * holders view looked at in one hold of a tree's lock (wsem_holders()),
  * and test_view_delay_ms holds the next view that long after its first

@@ -3847,7 +3847,7 @@ TEST_F_TIMEOUT(fuzz, ioctls, 1800)
 	       (unsigned long long)sh->woken, sh->woken_max_ns / 1e6);
 	TH_LOG("trees: %llu children made by OPEN, %llu ELOOPs, %llu chains "
 	       "%u deep checked, %llu gangs granted (%llu entries); "
-	       "%lld queues below a shrink lost their first to it "
+	       "%lld queues lost their first to a shrink "
 	       "(test_regrants, -1: not a test build)",
 	       (unsigned long long)sh->children,
 	       (unsigned long long)sh->eloops,

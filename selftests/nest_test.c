@@ -392,6 +392,60 @@ TEST_F(nest, a_shrink_that_fails_a_childs_first_waiter_grants_the_next)
 	EXPECT_EQ(0, used(self->root));
 }
 
+/*
+ * One shrink fails the first waiters of two sibling queues: the requests
+ * behind them are granted in their order, not queue by queue (e2 came
+ * before e1 and takes the room of s they both want).
+ */
+TEST(one_shrink_frees_two_queues_in_ticket_order)
+{
+	int r = wsem_open_anon(10, 0), s, c1, c2, h1, h2, d1, d2, e1, e2;
+
+	ASSERT_LE(0, r);
+	s = child(r, 10);
+	ASSERT_LE(0, s);
+	c1 = child(s, 8);
+	c2 = child(s, 8);
+	ASSERT_LE(0, c1);
+	ASSERT_LE(0, c2);
+	h1 = wsem_reopen(c1, 0);
+	h2 = wsem_reopen(c2, 0);
+	d1 = wsem_reopen(c1, 0);
+	d2 = wsem_reopen(c2, 0);
+	e1 = wsem_reopen(c1, 0);
+	e2 = wsem_reopen(c2, 0);
+	ASSERT_LE(0, h1 | h2 | d1 | d2 | e1 | e2);
+	ASSERT_EQ(0, wsem_acquire(h1, 2));
+	ASSERT_EQ(0, wsem_acquire(h2, 2));
+	/* d1, d2 (7 each) wait in their queues; e2, then e1 (2), behind. */
+	ASSERT_EQ(-1, wsem_acquire_async(d1, 7));
+	ASSERT_EQ(-1, wsem_acquire_async(d2, 7));
+	ASSERT_EQ(-1, wsem_acquire_async(e2, 2));
+	ASSERT_EQ(-1, wsem_acquire_async(e1, 2));
+	ASSERT_EQ(EINPROGRESS, errno);
+	/* s to 6: d1 and d2 fail; s has room for one of e2 and e1. */
+	ASSERT_EQ(0, wsem_set_capacity(s, 6));
+	EXPECT_EQ(-1, wsem_acquire_result(d1));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, wsem_acquire_result(d2));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(0, wsem_acquire_result(e2));
+	EXPECT_EQ(-1, wsem_acquire_result(e1));
+	EXPECT_EQ(EINPROGRESS, errno);
+	EXPECT_EQ(6, used(s));
+	close(e1);
+	close(e2);
+	close(d1);
+	close(d2);
+	close(h1);
+	close(h2);
+	close(c1);
+	close(c2);
+	close(s);
+	EXPECT_EQ(0, used(r));
+	close(r);
+}
+
 /* Waiters that shrinks' failing walks looked at, in a test build; or -1. */
 static long long shrink_walked(void)
 {
