@@ -129,8 +129,8 @@ func TestSessionClaims(t *testing.T) {
 	}
 }
 
-// declare-dead: refused while the claim lasts, and for a policy deadline
-// host; done for a finish host whose claim is gone.
+// declare-dead: refused for a policy deadline host, which keeps its share;
+// done for a finish host whose claim is gone.
 func TestDeclareDead(t *testing.T) {
 	st, ctx, done := testStore(t, "me")
 	defer done()
