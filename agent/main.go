@@ -583,7 +583,8 @@ func start(ctx context.Context, lim *limit) (*agent, error) {
 }
 
 // startWith is start's, with lim's etcd client.
-func startWith(ctx context.Context, lim *limit, cli *clientv3.Client) (*agent, error) {
+// What it took is given back if it fails (the deferred functions).
+func startWith(ctx context.Context, lim *limit, cli *clientv3.Client) (_ *agent, err error) {
 	st := lim.store(cli)
 	if err := st.ensureCapacity(ctx, lim.capacity); err != nil {
 		return nil, err
@@ -597,15 +598,25 @@ func startWith(ctx context.Context, lim *limit, cli *clientv3.Client) (*agent, e
 	if err != nil {
 		return nil, err
 	}
+	if lock != nil {
+		defer func() {
+			if err != nil {
+				lock.Close()
+			}
+		}()
+	}
 	// Checked first: no other handle lends to the host's semaphore.
-	// Nothing in etcd has changed yet.
+	// Nothing in etcd has changed yet but a new limit's capacity.
 	loc, err := openLocal(lim.name, lim.capacity, lim.mode)
 	if err != nil {
-		if lock != nil {
-			lock.Close()
-		}
 		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			st.close()
+			loc.close()
+		}
+	}()
 	loc.ends = lim.policy == "deadline"
 	st.takeover = lock != nil
 	err = waitWhile(ctx, lim.name, errHostTaken, func() error {
@@ -613,11 +624,6 @@ func startWith(ctx context.Context, lim *limit, cli *clientv3.Client) (*agent, e
 		return err
 	})
 	if err != nil {
-		st.close()
-		loc.close()
-		if lock != nil {
-			lock.Close()
-		}
 		return nil, err
 	}
 	a := &agent{lim: lim, st: st, loc: loc, lock: lock}
@@ -638,11 +644,6 @@ func startWith(ctx context.Context, lim *limit, cli *clientv3.Client) (*agent, e
 		cancel()
 	}
 	if err != nil {
-		st.close()
-		loc.close()
-		if lock != nil {
-			lock.Close()
-		}
 		return nil, err
 	}
 	return a, nil
