@@ -173,7 +173,7 @@ done
 say "1. acquire+release pairs on h1 with its share lent"
 start_agent 1 "ttl=5 hold=600000"
 in_host 1 wsem create plain $CAP || fail "wsem create plain"
-in_host 1 wsem run $N -w 1 --timeout 60 -- true || fail "the first job on h1"
+in_host 1 wsem run $N --weight 1 --timeout 60 -- true || fail "the first job on h1"
 until_true 10 field_is 1 $N capacity 1 || fail "h1 has no loan of 1"
 share_is h1 1 || fail "h1's share in etcd is $(share h1), not 1"
 in_host 1 $B pair $N plain "$agent_1" "$etcd_pid" || fail "the pairs"

@@ -238,7 +238,7 @@ t_create_invalid() {
 	err_is "wsem: $P-z: capacity 4611686018427387905 is out of range (1 .. 2^62 = 4611686018427387904)"
 	expect 1 wsem create "a b" 1
 	err_is "wsem: a b: invalid name: a name is 1..63 bytes of [A-Za-z0-9._-]"
-	expect 125 wsem run "bad*name" -c 1 -- true
+	expect 125 wsem run "bad*name" --create 1 -- true
 	err_is "wsem: bad*name: invalid name: a name is 1..63 bytes of [A-Za-z0-9._-]"
 	# a path names a wsemfs file, and those are not created
 	expect 2 wsem create "$P/z" 1
@@ -336,8 +336,8 @@ t_help() {
 		expect 0 wsem help "$verb"
 		grep -q "^Usage: wsem $verb" "$T/out"
 	done
-	expect 0 wsem run "$P-hp" -w 2 -h -- touch "$T/hp-ran"
-	grep -q -- '-w, --weight W' "$T/out"
+	expect 0 wsem run "$P-hp" --weight 2 -h -- touch "$T/hp-ran"
+	grep -q -- '    --weight W' "$T/out"
 	grep -q -- '-E, --conflict-exit-code N' "$T/out"
 	[ ! -e "$T/hp-ran" ]
 	# -V and --version: the version, on stdout
@@ -468,10 +468,10 @@ t_stat_table() {
 
 t_stat_holders() {
 	wsem create "$P-h" 4
-	bg wsem run "$P-h" -w 3 -- sleep 60
+	bg wsem run "$P-h" --weight 3 -- sleep 60
 	h=$BG
 	eventually is used "$P-h" 3
-	bg wsem run "$P-h" -w 2 -- true
+	bg wsem run "$P-h" --weight 2 -- true
 	w=$BG
 	eventually is waiters "$P-h" 1
 	expect 0 wsem stat "$P-h"
@@ -569,9 +569,9 @@ t_top_tree() {
 	wsem create "$P-ca" 4 --parent "$P-gpu"
 	wsem create "$P-cb" 6 --parent "$P-gpu"
 	wsem create "$P-ci" 2 --parent "$P-ca"
-	bg wsem run "$P-ci" -w 2 -- sleep 60
+	bg wsem run "$P-ci" --weight 2 -- sleep 60
 	eventually is used "$P-gpu" 2
-	bg wsem run "$P-cb" -w 3 -- sleep 60
+	bg wsem run "$P-cb" --weight 3 -- sleep 60
 	eventually is used "$P-gpu" 5
 	expect 0 wsem top -n 1
 	cat "$T/out"
@@ -599,8 +599,8 @@ t_stat_children() {
 	wsem create "$P-sg" 8
 	wsem create "$P-sa" 4 --parent "$P-sg"
 	wsem create "$P-sb" 6 --parent "$P-sg"
-	bg wsem run "$P-sa" -w 2 -- sleep 60
-	bg wsem run "$P-sb" -w 3 -- sleep 60
+	bg wsem run "$P-sa" --weight 2 -- sleep 60
+	bg wsem run "$P-sb" --weight 3 -- sleep 60
 	eventually is used "$P-sg" 5
 	expect 0 wsem stat "$P-sg"
 	sed -n '/^CHILDREN/,$p' "$T/out" >"$T/kids"
@@ -697,9 +697,9 @@ t_apply() {
 	grep -q '"uid":65534,' "$T/j"
 	grep -q '"mode":"0660"' "$T/j"
 	# not declared: no change, so not a word unless -v; removed with
-	# --prune.  One made on first use by run -c is no different.
+	# --prune.  One made on first use by run --create is no different.
 	nsenter -t "$ns" -i "$WSEM" create extra 1
-	nsenter -t "$ns" -i "$WSEM" run extra2 -c 2 -- true
+	nsenter -t "$ns" -i "$WSEM" run extra2 --create 2 -- true
 	expect 0 nsenter -t "$ns" -i "$WSEM" apply "$d"
 	quiet
 	expect 0 nsenter -t "$ns" -i "$WSEM" apply "$d"
@@ -913,7 +913,7 @@ t_run_env() {
 	expect 0 wsem run "$P-env" --inherit -- sh -c 'echo $WSEM_FD' <&-
 	[ "$(cat "$T/out")" -gt 2 ]
 	# supervised (the default): COMMAND gets no handle and no WSEM_FD
-	expect 0 wsem run "$P-env" -w 2 -- sh -c 'echo "fd=${WSEM_FD-none}"
+	expect 0 wsem run "$P-env" --weight 2 -- sh -c 'echo "fd=${WSEM_FD-none}"
 		grep -l "^wsem-held:" /proc/self/fdinfo/* 2>/dev/null
 		wsem stat '"$P-env"' --json'
 	[ "$(head -n 1 "$T/out")" = "fd=none" ]
@@ -921,17 +921,21 @@ t_run_env() {
 	grep -q '"used":2,' "$T/out"
 }
 
-# Short options, and options after NAME but before "--" are wsem's.
+# Short options, and options after NAME but before "--" are wsem's;
+# flock(1)'s -w is refused, never taken as a weight.
 t_run_short_options() {
 	wsem create "$P-so" 4
-	expect 0 wsem run "$P-so" -w 3 -- wsem stat "$P-so" --json
+	expect 0 wsem run "$P-so" --weight 3 -- wsem stat "$P-so" --json
 	grep -q '"used":3,' "$T/out"
-	expect 0 wsem run "$P-so" -w2 -n -- wsem stat "$P-so" --json
+	expect 0 wsem run "$P-so" --weight 2 -n -- wsem stat "$P-so" --json
 	grep -q '"used":2,' "$T/out"
-	expect 0 wsem run -t 1m -w 4 "$P-so" -- wsem stat "$P-so" --json
+	expect 0 wsem run -t 1m --weight 4 "$P-so" -- wsem stat "$P-so" --json
 	grep -q '"used":4,' "$T/out"
-	expect 0 wsem run "$P-so" --weight=1 -nw 3 -- wsem stat "$P-so" --json
+	expect 0 wsem run "$P-so" --weight=1 -vn --weight 3 -- wsem stat "$P-so" --json
 	grep -q '"used":3,' "$T/out"
+	expect 125 wsem run "$P-so" -w 2 -- touch "$T/so-ran"
+	grep -q -- '--timeout SECONDS; a weight is --weight W' "$T/err"
+	[ ! -e "$T/so-ran" ]
 	# the first word that is not an option starts COMMAND
 	expect 0 wsem run "$P-so" echo -w 2 -- x
 	[ "$(cat "$T/out")" = "-w 2 -- x" ]
@@ -948,24 +952,24 @@ t_run_create_mode() {
 	is mode "$P-cm" 0666			# as given, as mkdir -m
 	[ "$(cat "$T/out")" = 0022 ]		# COMMAND has the user's umask
 	umask 0
-	expect 0 wsem run "$P-cm2" -c 2 -m 0666 -w 2 -- true
+	expect 0 wsem run "$P-cm2" --create 2 -m 0666 --weight 2 -- true
 	is mode "$P-cm2" 0666
 	is capacity "$P-cm2" 2
 	if [ "$(su -s /bin/sh -c 'id -u' nobody 2>/dev/null)" = 65534 ]; then
-		expect 0 su -s /bin/sh -c "$WSEM run $P-cm2 -w 2 -- true" nobody
+		expect 0 su -s /bin/sh -c "$WSEM run $P-cm2 --weight 2 -- true" nobody
 	fi
 	# without --create, the default mode, 0600 & ~umask
-	expect 0 wsem run "$P-cm3" -c 1 -- true
+	expect 0 wsem run "$P-cm3" --create 1 -- true
 	is mode "$P-cm3" 0600
 }
 
-# run -c on an existing semaphore of another capacity: one line, and on.
+# run --create on an existing semaphore of another capacity: one line, and on.
 t_run_create_existing() {
 	wsem create "$P-ce" 4
-	expect 0 wsem run "$P-ce" -c 8 -w 2 -- wsem stat "$P-ce" --json
+	expect 0 wsem run "$P-ce" --create 8 --weight 2 -- wsem stat "$P-ce" --json
 	err_is "wsem: note: $P-ce exists with capacity 4, not 8, left as it is"
 	grep -q '"capacity":4,"used":2,' "$T/out"
-	expect 0 wsem run "$P-ce" -c 4 -- true
+	expect 0 wsem run "$P-ce" --create 4 -- true
 	quiet
 	is capacity "$P-ce" 4
 }
@@ -982,7 +986,7 @@ t_symbolic_mode() {
 	is mode "$P-sm3" 0600
 	expect 0 wsem create "$P-sm4" 2 -m g=u,o=r
 	is mode "$P-sm4" 0664
-	expect 0 wsem run "$P-sm5" -c 1 -m g+r -- true
+	expect 0 wsem run "$P-sm5" --create 1 -m g+r -- true
 	is mode "$P-sm5" 0640
 	expect 0 wsem create "$P-sm6" 2 -m 0604
 	is mode "$P-sm6" 0604
@@ -997,9 +1001,9 @@ t_symbolic_mode() {
 # -w all: the whole capacity, an exclusive lease.
 t_run_weight_all() {
 	wsem create "$P-wa" 5
-	expect 0 wsem run "$P-wa" -w all -- wsem stat "$P-wa" --json
+	expect 0 wsem run "$P-wa" --weight all -- wsem stat "$P-wa" --json
 	grep -q '"capacity":5,"used":5,' "$T/out"
-	bg wsem run "$P-wa" -w 1 -- sleep 60
+	bg wsem run "$P-wa" --weight 1 -- sleep 60
 	eventually is used "$P-wa" 1
 	expect 75 wsem run "$P-wa" --weight=all -n -- touch "$T/wa-ran"
 	[ ! -e "$T/wa-ran" ]
@@ -1017,7 +1021,7 @@ t_acquire_release() {
 	jv() { wsem stat "$@" --json | sed -n "s/.*\"$k\":\([0-9]*\).*/\1/p"; }
 	mount -t wsem wsem "$fs"
 	exec 9<>"$fs/$name"
-	wsem acquire --fd 9 -w 2 --label 'nightly "build"'
+	wsem acquire --fd 9 --weight 2 --label 'nightly "build"'
 	k=used; [ "$(jv "$name")" = 2 ]
 	k=held; [ "$(jv --fd 9)" = 2 ]
 	wsem stat "$name" --json | grep -Fq '"label":"nightly \"build\""'
@@ -1025,22 +1029,22 @@ t_acquire_release() {
 	[ $st -eq 2 ]
 	wsem acquire --fd 9
 	k=used; [ "$(jv "$name")" = 3 ]
-	wsem release --fd 9 -w 1
+	wsem release --fd 9 --weight 1
 	k=used; [ "$(jv "$name")" = 2 ]
-	st=0; wsem release --fd 9 -w 5 2>"$fs.err" || st=$?
+	st=0; wsem release --fd 9 --weight 5 2>"$fs.err" || st=$?
 	[ $st -eq 1 ]
 	[ "$(cat "$fs.err")" = "wsem: --fd 9: weight 5 exceeds what this handle holds (2)" ]
 	wsem release --fd 9
 	k=used; [ "$(jv "$name")" = 0 ]
 	wsem release --fd 9			# nothing held: nothing to do
-	wsem acquire --fd 9 -w all
+	wsem acquire --fd 9 --weight all
 	k=used; [ "$(jv "$name")" = 4 ]
 	st=0; wsem acquire --fd 9 -n 2>"$fs.err" || st=$?
 	[ $st -eq 75 ]
 	[ "$(cat "$fs.err")" = "wsem: --fd 9: would block" ]
 	st=0; wsem acquire --fd 9 -t 0.1 -E 9 2>"$fs.err" || st=$?
 	[ $st -eq 9 ]
-	st=0; wsem acquire --fd 9 -w 5 2>"$fs.err" || st=$?
+	st=0; wsem acquire --fd 9 --weight 5 2>"$fs.err" || st=$?
 	[ $st -eq 1 ]
 	[ "$(cat "$fs.err")" = "wsem: --fd 9: weight 5 exceeds capacity 4" ]
 	exec 9>&-				# closing releases, as flock's
@@ -1054,7 +1058,7 @@ t_acquire_release() {
 	grep -q "^wsem: --fd 8: Bad file descriptor (" "$fs.err"
 	exec 8<&-
 	# a shell that ends gives its weight back
-	sh -c "exec 7<>$fs/$name; wsem acquire --fd 7 -w 3"
+	sh -c "exec 7<>$fs/$name; wsem acquire --fd 7 --weight 3"
 	k=used; [ "$(jv "$name")" = 0 ]
 	umount "$fs"
 	EOS
@@ -1068,7 +1072,7 @@ t_acquire_release() {
 		usage_err
 		grep -q -- "--fd N" "$T/err"
 	done
-	expect 2 wsem acquire --fd 0 -w 0
+	expect 2 wsem acquire --fd 0 --weight 0
 	usage_err
 	is used "$P-ar" 0
 }
@@ -1140,7 +1144,7 @@ t_run_exec_fail() {
 # executed, as env(1) says.
 t_run_command_first() {
 	wsem create "$P-cf" 2
-	bg wsem run "$P-cf" -w 2 -- sleep 60
+	bg wsem run "$P-cf" --weight 2 -- sleep 60
 	holder=$BG
 	eventually is used "$P-cf" 2
 	expect 127 timeout 20 wsem run "$P-cf" -- no-such-command-here
@@ -1160,7 +1164,7 @@ t_run_command_first() {
 	err_is "wsem: cfcmd: Permission denied"
 	is waiters "$P-cf" 0
 	# nothing made for a typo
-	expect 127 wsem run "$P-cf2" -c 2 -- no-such-command-here
+	expect 127 wsem run "$P-cf2" --create 2 -- no-such-command-here
 	expect 3 wsem stat "$P-cf2"
 	reap "$holder"
 	eventually is used "$P-cf" 0
@@ -1179,18 +1183,18 @@ t_run_command_first() {
 # nothing when the weight is free.
 t_run_verbose() {
 	wsem create "$P-vb" 3
-	expect 0 wsem run "$P-vb" --verbose -w 2 -- true
+	expect 0 wsem run "$P-vb" --verbose --weight 2 -- true
 	quiet
-	bg wsem run "$P-vb" -w 3 -- sleep 60
+	bg wsem run "$P-vb" --weight 3 -- sleep 60
 	holder=$BG
 	eventually is used "$P-vb" 3
-	bg wsem run "$P-vb" -w 1 -- true
+	bg wsem run "$P-vb" --weight 1 -- true
 	eventually is waiters "$P-vb" 1
-	wsem run "$P-vb" -v -w 2 -- true 2>"$T/vb-err" &
+	wsem run "$P-vb" -v --weight 2 -- true 2>"$T/vb-err" &
 	w=$!
 	echo "$w" >>"$T/pids"
 	eventually is waiters "$P-vb" 2
-	wsem run "$P-vb" -w 2 -- true 2>"$T/vb-quiet" &
+	wsem run "$P-vb" --weight 2 -- true 2>"$T/vb-quiet" &
 	q=$!
 	echo "$q" >>"$T/pids"
 	eventually is waiters "$P-vb" 3
@@ -1221,10 +1225,10 @@ t_run_invalid() {
 	err_is "wsem: $P-iv2: capacity 0 is out of range (1 .. 2^62 = 4611686018427387904)"
 	expect 3 wsem stat "$P-iv2"
 	# a waiter whose weight a shrink put over the capacity
-	bg wsem run "$P-iv" -w 4 -- sleep 60
+	bg wsem run "$P-iv" --weight 4 -- sleep 60
 	h=$BG
 	eventually is used "$P-iv" 4
-	wsem run "$P-iv" -w 3 -- touch "$T/iv-ran" 2>"$T/iv-err" &
+	wsem run "$P-iv" --weight 3 -- touch "$T/iv-ran" 2>"$T/iv-err" &
 	w=$!
 	echo "$w" >>"$T/pids"
 	eventually is waiters "$P-iv" 1
@@ -1337,7 +1341,7 @@ t_run_descendant() {
 # signal to wsem goes on to COMMAND, and wsem exits with COMMAND's status.
 t_run_supervised() {
 	wsem create "$P-sv" 4
-	bg wsem run "$P-sv" -w 3 -- sh -c \
+	bg wsem run "$P-sv" --weight 3 -- sh -c \
 		"trap 'echo hup >$T/sv-sig; exit 5' HUP
 		 touch $T/sv-ready; while :; do sleep 0.1; done"
 	eventually test -e "$T/sv-ready"
@@ -1359,7 +1363,7 @@ t_run_supervised() {
 	# SIGTERM and SIGUSR1 go on too; COMMAND killed by one: 128 + it.
 	# (SIGINT is ignored in a background job; so it stays for COMMAND.)
 	for sig in TERM USR1; do
-		bg wsem run "$P-sv" -w 2 -- sleep 60
+		bg wsem run "$P-sv" --weight 2 -- sleep 60
 		eventually is used "$P-sv" 2
 		eventually test -n "$(child_of "$BG")"
 		c=$(child_of "$BG")
@@ -1431,7 +1435,7 @@ t_run_unit_signal() {
 # PR_SET_PDEATHSIG): COMMAND never runs without its lease.
 t_run_pdeathsig() {
 	wsem create "$P-pd" 4
-	bg wsem run "$P-pd" -w 4 -- sleep 60
+	bg wsem run "$P-pd" --weight 4 -- sleep 60
 	eventually is used "$P-pd" 4
 	eventually test -n "$(child_of "$BG")"
 	c=$(child_of "$BG")
@@ -1450,7 +1454,7 @@ t_run_gang_kill() {
 	wsem create "$P-gk1" 2
 	wsem create "$P-gk2" 3
 	wsem create "$P-gk3" 1 --parent "$P-gk2"
-	bg wsem run "$P-gk1" -w 2 --and "$P-gk2:2" -a "$P-gk3" -- sh -c "
+	bg wsem run "$P-gk1" --weight 2 --and "$P-gk2:2" -a "$P-gk3" -- sh -c "
 		sleep 611 & echo \$! >>$T/gk.pid
 		sleep 612 & echo \$! >>$T/gk.pid; wait"
 	eventually is used "$P-gk1" 2
@@ -1479,7 +1483,7 @@ t_run_gang_kill() {
 # of NAME reach the inherited handle ($WSEM_FD, $WSEM_NAME).
 t_run_inherited_other_ns() {
 	wsem create "$P-ns" 4
-	expect 0 wsem run "$P-ns" -w 3 --inherit -- unshare -i sh -c \
+	expect 0 wsem run "$P-ns" --weight 3 --inherit -- unshare -i sh -c \
 		"wsem stat $P-ns --json; wsem resize $P-ns 6; wsem ls"
 	grep -q '"capacity":4,"used":3,"available":1,"held":3,' "$T/out"
 	if grep -q "^$P-ns " "$T/out"; then
@@ -1489,8 +1493,8 @@ t_run_inherited_other_ns() {
 	is capacity "$P-ns" 6
 	is used "$P-ns" 0
 	# a nested run of NAME reopens the inherited handle: a lease of its own
-	expect 0 wsem run "$P-ns" -w 1 --inherit -- unshare -i \
-		wsem run "$P-ns" -w 2 -- cat /proc/self/status
+	expect 0 wsem run "$P-ns" --weight 1 --inherit -- unshare -i \
+		wsem run "$P-ns" --weight 2 -- cat /proc/self/status
 	is used "$P-ns" 0
 }
 
@@ -1511,7 +1515,7 @@ t_device_errors() {
 	expect 125 unshare -m sh -c "mount --make-rprivate / 2>/dev/null
 		mount -t tmpfs none /dev && mount -t tmpfs none /sys/module &&
 		mount -t tmpfs none /sys/fs &&
-		exec $WSEM run $P-dv -c 1 -- true"
+		exec $WSEM run $P-dv --create 1 -- true"
 	err_is "wsem: /dev/wsem: No such file or directory (is the module loaded? modprobe wsem)"
 	# rm -f: a missing module is still an error, not a missing name
 	expect 1 unshare -m sh -c "mount --make-rprivate / 2>/dev/null
@@ -1558,7 +1562,7 @@ t_run_timeout() {
 	within 45 1000 $((end - start))
 	# units, as timeout(1): 0.005m is 0.3 s
 	start=$(now_cs)
-	expect 124 wsem run "$P-t" -w 2 -t 0.005m -- touch "$T/t-ran"
+	expect 124 wsem run "$P-t" --weight 2 -t 0.005m -- touch "$T/t-ran"
 	end=$(now_cs)
 	err_is "wsem: $P-t: timed out"
 	within 27 1000 $((end - start))
@@ -1572,9 +1576,9 @@ t_run_timeout() {
 	# what fits is granted at once, timeout or not
 	expect 0 wsem run "$P-t" --weight 1 --timeout 0 -- true
 	expect 0 wsem run "$P-t" --weight 1 --timeout=2.5 -- true
-	expect 0 wsem run "$P-t" -w 1 -t 1.5s -- true
-	expect 0 wsem run "$P-t" -w 1 -t 2h -- true
-	expect 0 wsem run "$P-t" -w 1 -t 1d -- true
+	expect 0 wsem run "$P-t" --weight 1 -t 1.5s -- true
+	expect 0 wsem run "$P-t" --weight 1 -t 2h -- true
+	expect 0 wsem run "$P-t" --weight 1 -t 1d -- true
 	reap "$BG"
 	eventually is used "$P-t" 0
 }
@@ -1582,7 +1586,7 @@ t_run_timeout() {
 # -E N: the status of a conflict (would block, timed out), as flock(1)'s.
 t_run_conflict_exit_code() {
 	wsem create "$P-E" 2
-	bg wsem run "$P-E" -w 2 -- sleep 60
+	bg wsem run "$P-E" --weight 2 -- sleep 60
 	eventually is used "$P-E" 2
 	expect 9 wsem run "$P-E" -n -E 9 -- touch "$T/E-ran"
 	err_is "wsem: $P-E: would block"
@@ -1674,7 +1678,7 @@ t_run_concurrency() {
 	echo 0 >"$d/max"
 	wsem create "$P-c" 4
 	mkfifo "$d/gate"
-	bg wsem run "$P-c" -w 4 -- sh -c "read x <$d/gate"
+	bg wsem run "$P-c" --weight 4 -- sh -c "read x <$d/gate"
 	gate=$BG
 	eventually is used "$P-c" 4
 	pids=
@@ -1785,9 +1789,9 @@ t_lend_sigkill() {
 	bg wsem lend "$P-lk" 3
 	lender=$BG
 	eventually is capacity "$P-lk" 5
-	bg wsem run "$P-lk" -w 4 -- sleep 600
+	bg wsem run "$P-lk" --weight 4 -- sleep 600
 	eventually is used "$P-lk" 4
-	"$WSEM" run "$P-lk" -w 5 -- touch "$T/ran-lk" >"$T/wout" 2>&1 &
+	"$WSEM" run "$P-lk" --weight 5 -- touch "$T/ran-lk" >"$T/wout" 2>&1 &
 	waiter=$!
 	echo "$waiter" >>"$T/pids"
 	eventually is waiters "$P-lk" 1
@@ -1810,7 +1814,7 @@ t_lend_loans_waiter() {
 	bg wsem lend "$P-lw" 3
 	lender=$BG
 	eventually is capacity "$P-lw" 3
-	bg wsem run "$P-lw" -w 5 -- touch "$T/ran-lw"
+	bg wsem run "$P-lw" --weight 5 -- touch "$T/ran-lw"
 	eventually is waiters "$P-lw" 1
 	kill -KILL "$lender"
 	eventually is capacity "$P-lw" 0
@@ -1818,7 +1822,7 @@ t_lend_loans_waiter() {
 	is waiters "$P-lw" 1
 	[ ! -e "$T/ran-lw" ]
 	# above the ceiling: fails at once
-	expect 125 wsem run "$P-lw" -w 9 -- true
+	expect 125 wsem run "$P-lw" --weight 9 -- true
 	err_is "wsem: $P-lw: weight 9 exceeds ceiling 8"
 	expect 0 wsem lend "$P-lw" 6 -- sh -c "
 		until [ -e $T/ran-lw ]; do sleep 0.1; done"
@@ -1889,7 +1893,7 @@ t_create_parent() {
 	is depth "$P-gk" 2
 	wsem ls -l | grep -Eq "^$P-gk +2 +0 +0 +0 +0 +2 "
 	wsem ls -l | grep -Eq "^$P-root +8 +0 +0 +0 +0 +0 "
-	wsem run "$P-gk" -w 2 -- sh -c "wsem stat $P-root --json >$T/r.json
+	wsem run "$P-gk" --weight 2 -- sh -c "wsem stat $P-root --json >$T/r.json
 		wsem stat $P-kid --json >$T/k.json"
 	grep -q '"used":2,' "$T/r.json"
 	grep -q '"used":2,' "$T/k.json"
@@ -1929,7 +1933,7 @@ t_create_parent_path() {
 	err_is "wsem: $T/fs/$P-none: no such parent semaphore"
 	expect 3 wsem stat "$P-c3"
 	# the child of a path is where NAME says: this IPC namespace
-	wsem run "$P-c1" -w 4 -- sh -c "wsem stat $P-host --json >$T/h.json"
+	wsem run "$P-c1" --weight 4 -- sh -c "wsem stat $P-host --json >$T/h.json"
 	grep -q '"used":4,' "$T/h.json"
 }
 
@@ -1938,7 +1942,7 @@ t_run_gang() {
 	wsem create "$P-g1" 2
 	wsem create "$P-g2" 3
 	wsem create "$P-g3" 1
-	expect 0 wsem run "$P-g1" -w 2 --and "$P-g2:3" -a "$P-g3" -- sh -c "
+	expect 0 wsem run "$P-g1" --weight 2 --and "$P-g2:3" -a "$P-g3" -- sh -c "
 		wsem stat $P-g1 --json >$T/g1; wsem stat $P-g2 --json >$T/g2
 		wsem stat $P-g3 --json >$T/g3"
 	quiet
@@ -1970,7 +1974,7 @@ t_run_gang() {
 	is used "$P-g3" 1
 	# a child and an unrelated semaphore in one gang
 	wsem create "$P-g4" 2 --parent "$P-g2"
-	expect 0 wsem run "$P-g4" -w 2 --and "$P-g2:1" -- sh -c "
+	expect 0 wsem run "$P-g4" --weight 2 --and "$P-g2:1" -- sh -c "
 		wsem stat $P-g2 --json >$T/g2"
 	grep -q '"used":3,' "$T/g2"
 	# errors: 125, one line, nothing held
@@ -2197,11 +2201,11 @@ t_resize resize changes the capacity; 0 is refused
 t_rm rm removes the name; again exits 3; rm -f of a missing one exits 0
 t_permissions another user: stat/ls with read only, resize/run/rm refused
 t_run_env run --inherit exports WSEM_FD; supervised COMMAND has no handle
-t_run_short_options run -w -n -t ..., options after NAME before --
+t_run_short_options run -n -t ..., options after NAME before --; -w refused
 t_run_create_mode run --create takes --mode
-t_run_create_existing run -c on another capacity says so on stderr and runs
-t_symbolic_mode create -m and run -c -m take symbolic modes, relative to 0600
-t_run_weight_all run -w all holds the whole capacity
+t_run_create_existing run --create on another capacity says so on stderr and runs
+t_symbolic_mode create -m and run --create -m take symbolic modes, relative to 0600
+t_run_weight_all run --weight all holds the whole capacity
 t_acquire_release acquire/release --fd N hold weight on the shell's own descriptor
 t_run_status run exits with COMMAND's status, or its signal
 t_run_signal run dies of the signal that killed COMMAND; without a terminal its caller lives on

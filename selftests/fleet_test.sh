@@ -152,7 +152,7 @@ deadline_agents() {
 jobs_loop() {
 	in_host "$1" sh -c '
 	while [ ! -e "$1/stop-$2" ]; do
-		if wsem run "$3" -w "$4" --timeout 30 -- sleep "$5"; then
+		if wsem run "$3" --weight "$4" --timeout 30 -- sleep "$5"; then
 			echo >>"$1/done-$2-$4"
 		else
 			st=$?
@@ -346,7 +346,7 @@ check "nothing lent while nothing is asked" field_is 1 capacity 0
 # looks go on (they failed every look before).
 ectl put "/wsem/$N/demand/bogus" "not a demand" >/dev/null
 ectl put "/wsem/$N/junk" "?" >/dev/null
-in_host 1 wsem run $N -w 1 --timeout 20 -- true
+in_host 1 wsem run $N --weight 1 --timeout 20 -- true
 result "a malformed demand and a key of no known kind in etcd: a job still runs on h1" $?
 check "... h1's agent logged the keys it skipped" \
 	grep -q "demand/bogus.*skipped" "$T/agent1.log"
@@ -377,7 +377,7 @@ check "... lost says which endpoint does not answer, and keeps trying" \
 check "... seats' other capacity is logged" \
 	grep -q "seats: /wsem/seats/capacity in etcd is $CAP, this host says $((CAP + 1))" \
 	"$T/multi.log"
-in_host 3 wsem run pool -w 3 --timeout 20 -- true
+in_host 3 wsem run pool --weight 3 --timeout 20 -- true
 result "... a job of 3 of pool runs on h3 meanwhile" $? "$T/multi.log"
 kill -TERM "$(real_pid "$multi")"
 wait "$multi"
@@ -388,7 +388,7 @@ sed 's/^/# multi: /' "$T/multi.log"
 # A job on h1: its agent takes a share from etcd and lends it.
 # (it holds until status has looked: two Go starts take seconds on the
 # debug kernel)
-in_host 1 wsem run $N -w 2 --timeout 60 -- \
+in_host 1 wsem run $N --weight 2 --timeout 60 -- \
 	sh -c "until [ -e '$T/job-end' ]; do sleep 0.1; done" &
 job=$!
 check "a job of 2 on h1 runs once the agent took a share of 2 from etcd" \
@@ -485,11 +485,11 @@ check "policy=deadline: two agents of slots (capacity 2, ttl=3) start" \
 # pid in gjob1), one of 2 on h2 waits for it (gjob2), and fleet_watch
 # samples both for SECONDS (gwatch)
 h1_holds_h2_waits() {
-	in_host 1 wsem run $G -w 2 --timeout 60 -- sleep 30 >/dev/null 2>&1 &
+	in_host 1 wsem run $G --weight 2 --timeout 60 -- sleep 30 >/dev/null 2>&1 &
 	gjob1=$!
 	check "a job on h1 holds all 2 of slots${2:-}" \
 		until_true 20 slots_used_is 1 2
-	in_host 2 wsem run $G -w 2 --timeout 60 -- true >"$T/gjob2" 2>&1 &
+	in_host 2 wsem run $G --weight 2 --timeout 60 -- true >"$T/gjob2" 2>&1 &
 	gjob2=$!
 	fleet_watch 2 "$1" "$T/h1/$G" "$T/h2/$G" >"$T/gwatch" 2>&1 &
 	gwatch=$!
@@ -676,7 +676,7 @@ rounds=0
 while kill -0 $watch 2>/dev/null; do
 	js=
 	for h in 1 2 3; do
-		in_host $h wsem run $N -w 4 --timeout 30 -- sleep 0.2 &
+		in_host $h wsem run $N --weight 4 --timeout 30 -- sleep 0.2 &
 		js="$js $!"
 	done
 	# shellcheck disable=SC2086 # pids
@@ -764,7 +764,7 @@ holds() {
 }
 # (every claim there: a lease lapsed under load is claimed again first)
 until_true 5 claimed
-in_host_bg 4 wsem run $N -w 1 --timeout 60 -- sleep 100
+in_host_bg 4 wsem run $N --weight 1 --timeout 60 -- sleep 100
 check "h4 holds weight" until_true 20 holds 4
 eval "kill -KILL \$anchor_4"
 s4=$(share h4)
@@ -810,7 +810,7 @@ all_back "a host SIGKILLed"
 # 2; cut off, its agent stops lending a margin before its etcd lease
 # (ttl=5) can expire, while its job runs on and its share stays in etcd;
 # the others run jobs in the rest; restored, h1 lends its share again.
-in_host_bg 1 wsem run $N -w 2 --timeout 60 -- sleep 25
+in_host_bg 1 wsem run $N --weight 2 --timeout 60 -- sleep 25
 job=$!
 check "partition (finish): h1 holds 2" until_true 10 field_is 1 used 2
 HP0=$HP
@@ -823,10 +823,10 @@ check "h1 cut off: it lends nothing before its lease can expire (within 6 s), 2 
 echo "# h1 stopped lending $(($(date +%s) - tc)) s after the cut"
 check "... its job runs on" field_is 1 used 2
 check "... its share of 2 stays in etcd (policy finish)" share_is h1 2
-in_host 2 wsem run $N -w 4 --timeout 20 -- true
+in_host 2 wsem run $N --weight 4 --timeout 20 -- true
 result "... a job of 4 (the rest) runs on h2 meanwhile" $?
 check "... a job of 5 on h3 times out (the cut host's 2 are not given away)" \
-	sh -c "nsenter -t $anchor_3 $NSF -- wsem run $N -w 5 --timeout 2 -- true 2>&1 |
+	sh -c "nsenter -t $anchor_3 $NSF -- wsem run $N --weight 5 --timeout 2 -- true 2>&1 |
 		grep -q 'timed out'"
 $IP link set vh1 up
 # lends_again: h1 lends at least its share of 2 again
@@ -860,11 +860,11 @@ deadline_ready() {
 }
 check "policy deadline: two agents start (gpus 2 on h2 and h3)" \
 	until_true 30 deadline_ready
-in_host_bg 2 wsem run $N -w 2 --timeout 30 -- sleep 60
+in_host_bg 2 wsem run $N --weight 2 --timeout 30 -- sleep 60
 job=$!
 check "... h2 holds 2" \
 	until_true 10 field_is 2 used 2
-in_host_bg 3 wsem run $N -w 1 --timeout 40 -- sh -c "date +%s.%N >$T/job3.ran"
+in_host_bg 3 wsem run $N --weight 1 --timeout 40 -- sh -c "date +%s.%N >$T/job3.ran"
 job3=$!
 until_true 10 field_is 3 waiters 1
 HP0=$HP
@@ -895,7 +895,7 @@ check "h2 restored: its agent claims h2 again" \
 # WSEM_LEND_END_HOLDERS, and the kernel kills its host's holders when its
 # handle goes, however it dies; h2's agent takes h3's share back once
 # h3's claim has been gone for ttl=5 s.
-in_host_bg 3 wsem run $N -w 1 --timeout 30 -- sleep 60
+in_host_bg 3 wsem run $N --weight 1 --timeout 30 -- sleep 60
 job=$!
 check "h3 holds 1 of gpus" until_true 15 field_is 3 used 1
 eval "p=\$gpus_agent_3"
@@ -934,7 +934,7 @@ result "... and stops on SIGTERM while it waits, exit 0" $?
 # An agent SIGKILLed while its host holds 2: the host grants nothing more,
 # the share stays in etcd, a new agent takes it up once the dead one's
 # etcd lease (ttl=5) has expired.
-in_host_bg 1 wsem run $N -w 2 --timeout 30 -- sleep 10
+in_host_bg 1 wsem run $N --weight 2 --timeout 30 -- sleep 10
 job=$!
 until_true 10 field_is 1 used 2
 stop_agent KILL 1
@@ -950,7 +950,7 @@ check "... and gives it back once the job ends" \
 	until_true 5 share_is h1 0
 
 # declare-dead: a host whose agent and jobs are gone for good.
-in_host_bg 2 wsem run $N -w 1 --timeout 30 -- sleep 30
+in_host_bg 2 wsem run $N --weight 1 --timeout 30 -- sleep 30
 job=$!
 check "a job of 1 on h2" until_true 10 field_is 2 used 1
 stop_agent KILL 2

@@ -189,7 +189,7 @@ most_between() {
 # exited: b ran one job beside t2.)
 t_tail() {
 	: >"$T/log"
-	wsem run "$N" -w $((CAP - 1)) -- sleep 3 &
+	wsem run "$N" --weight $((CAP - 1)) -- sleep 3 &
 	pf=$!
 	build a tail &
 	pa=$!

@@ -77,7 +77,7 @@ while { [ ! -e "$T/held" ] || [ "$(used "$N")" != 2 ]; } && [ $i -lt 100 ]; do
 	sleep 0.1
 done
 # A waiter, queued behind them: it wants all 4.
-wsem run "$N" -w 4 -- true &
+wsem run "$N" --weight 4 -- true &
 waiter=$!
 sleep 0.5
 
@@ -115,7 +115,7 @@ t_nobody() {
 t_run() {
 	N2=json2$$
 	wsem create "$N2" 3 || return 1
-	wsem run "$N2" -w 2 --json -- echo ran >"$T/run" || return 1
+	wsem run "$N2" --weight 2 --json -- echo ran >"$T/run" || return 1
 	cat "$T/run"
 	[ "$(sed -n 2p "$T/run")" = ran ] || return 1
 	head -n 1 "$T/run" | python3 "$T/check.py" "j['name'] == '$N2' and \

@@ -125,6 +125,6 @@ result "wsem run build --jobserver -- ninja: the same MAKEFLAGS" $? "$T/ran"
 ran '^cargo build \|  -j1 --jobserver-auth=fifo:/sys/fs/wsem/@jobserver/build \| build=1$' 1
 result "wsem run build --jobserver -- cargo build: the same MAKEFLAGS" $? "$T/ran"
 ran '^make -j2 \|  \| gpu=2$' 1
-result "exec 9<>, wsem acquire --fd 9 -w 2: make runs holding 2" $? "$T/ran"
+result "exec 9<>, wsem acquire --fd 9 --weight 2: make runs holding 2" $? "$T/ran"
 
 tap_end

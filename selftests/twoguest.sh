@@ -223,7 +223,7 @@ if [ "$ROLE" = a ]; then
 		peer_wait 150 claimed b
 	stop_if_failed
 
-	wsem run $N -w 3 --timeout 60 -- \
+	wsem run $N --weight 3 --timeout 60 -- \
 		sh -c "until [ -e '$T/job-end' ]; do sleep 0.1; done" &
 	job=$!
 	check "a: a job of 3 runs on a: a's share in etcd moves to 3" \
@@ -272,7 +272,7 @@ else
 	check "b: a's job holds (a says so)" peer_wait 90 marked a-holds
 	check "b: a's share in etcd is 3" share_is a 3
 
-	wsem run $N -w 2 --timeout 60 -- sh -c \
+	wsem run $N --weight 2 --timeout 60 -- sh -c \
 		"touch '$T/ran'; until [ -e '$T/job-end' ]; do sleep 0.1; done" &
 	job=$!
 	check "b: a job of 2 on b waits (1 waiter, nothing held)" \

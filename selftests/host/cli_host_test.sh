@@ -42,7 +42,7 @@ version() {
 # run's usage errors: 125 and the usage line, nothing run.
 run_usage() {
 	local args
-	for args in "run x -w 0 -- touch $T/ran" "run x --bogus -- touch $T/ran" \
+	for args in "run x --weight 0 -- touch $T/ran" "run x --bogus -- touch $T/ran" \
 	    "run x -t 1x -- touch $T/ran" "run x" "run -- touch $T/ran" \
 	    "run x -n -t 1 -- touch $T/ran"; do
 		# shellcheck disable=SC2086 # word splitting wanted
@@ -50,6 +50,49 @@ run_usage() {
 			return 1
 	done
 	[ ! -e "$T/ran" ]
+}
+
+# flock(1)'s and timeout(1)'s spellings that mean something else in wsem,
+# or nothing: refused, one usage line naming wsem's, nothing run; never
+# taken (before: -w 2 was a weight of 2, -c 4 a capacity).
+flock_habits() {
+	local args
+	for args in "-w 2" "-w2" "--wait 2" "-nw 2" "-c 4" "--command true" \
+	    "-s" "-x" "-u" "-o" "-F" "--nb" "-k 5" "--signal KILL" \
+	    "--preserve-status" "--foreground"; do
+		# shellcheck disable=SC2086 # word splitting wanted
+		status 125 "$WSEM" run x $args -- touch "$T/ran" &&
+			one_line '^wsem: usage: -?-[A-Za-z-]+ is not an option of run: ' ||
+			return 1
+	done
+	status 125 "$WSEM" run x -w 2 -- true &&
+		one_line "flock\(1\)'s -w, a wait of at most SECONDS, is --timeout SECONDS; a weight is --weight W" &&
+		status 125 "$WSEM" run x -c 4 -- true &&
+		one_line "to create NAME, --create CAPACITY" &&
+		status 2 "$WSEM" acquire --fd 0 -w 2 &&
+		one_line '^wsem: usage: -w is not an option of acquire: ' &&
+		status 2 "$WSEM" acquire --fd 0 -x &&
+		one_line 'is --weight all' &&
+		status 2 "$WSEM" release --fd 0 -w 1 &&
+		one_line '^wsem: usage: -w is not an option of release: ' &&
+		[ ! -e "$T/ran" ]
+}
+
+# Every spelling run and acquire refuse is in wsem.1's table of habits,
+# and none is offered among the options of --help.
+docs_flock_habits() {
+	local verb names n
+	for verb in run acquire; do
+		names=$("$WSEM" "$verb" --help | sed -n 's/^Refused .*): //p')
+		[ -n "$names" ] || return 1
+		for n in $names; do
+			sed -n '/^\.SS Habits of flock/,/^\.SH /p' "$MAN" |
+				grep -q -- "$(printf '%s' "$n" | sed 's/-/\\\\-/g')" ||
+				{ echo "$verb $n: not in wsem.1"; return 1; }
+			! "$WSEM" "$verb" --help | grep -qE "^  (-., )? *$n[ ,]" ||
+				{ echo "$verb $n: offered"; return 1; }
+		done
+	done
 }
 
 # A name that is not one: 125 too.
@@ -126,6 +169,10 @@ echo "TAP version 13"
 check "wsem -V and --version print the version" version
 check "run: usage errors exit 125" run_usage
 check "run: an invalid name exits 125" run_bad_name
+check "run, acquire, release refuse flock(1)'s -w, -c, -s ... with wsem's spelling" \
+	flock_habits
+check "wsem.1 maps every refused flock(1) and timeout(1) option" \
+	docs_flock_habits
 check "run: COMMAND not found 127, not executable 126, first" \
 	run_command_first
 check "lend: usage errors, bad name or capacity 125, COMMAND first 127" \

@@ -61,7 +61,7 @@ comp "--weight" wsem run build --we
 comp "--exclusive --exist-ok" wsem create x 4 --ex
 comp "--help --json --long --noheadings --output" wsem ls --
 comp "all" wsem run build --weight ""
-comp "all" wsem acquire --fd 9 -w a
+comp "all" wsem acquire --fd 9 --weight a
 comp "--fd" wsem release --f
 comp "create" wsem help cr
 comp "wsemtestcmd" wsem run build -- wsemtest

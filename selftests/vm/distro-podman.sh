@@ -309,9 +309,9 @@ gpu_used() {
 	[ "$(wsem stat gpu --json | grep -o '"used":[0-9]*' | cut -d: -f2)" = "$1" ]
 }
 podman run -d -v $gpu:/run/limits/gpu "$IMG" \
-	wsem run /run/limits/gpu -w 1 -- sleep 600 >"$WORK/id-g1" &&
+	wsem run /run/limits/gpu --weight 1 -- sleep 600 >"$WORK/id-g1" &&
 	podman run -d -v $gpu:/run/limits/gpu "$IMG" \
-		wsem run /run/limits/gpu -w 2 -- sleep 600 >"$WORK/id-g2" &&
+		wsem run /run/limits/gpu --weight 2 -- sleep 600 >"$WORK/id-g2" &&
 	until_true 60 gpu_used 3
 st=$?
 echo "== wsem stat gpu, two containers holding"

@@ -4,7 +4,7 @@
  * "flock 9" holds a lock on the shell's descriptor 9:
  *
  *	exec 9<>/sys/fs/wsem/gpu
- *	wsem acquire --fd 9 -w 2
+ *	wsem acquire --fd 9 --weight 2
  *	...
  *	wsem release --fd 9		(or exec 9>&-)
  *
@@ -24,7 +24,7 @@
 static struct cli_opt acquire_opts[] = {
 	{ .name = "fd", .arg = "N",
 	  .help = "the handle to acquire on (required): the shell's own" },
-	{ .name = "weight", .short_name = 'w', .arg = "W",
+	{ .name = "weight", .arg = "W",
 	  .help = "the weight to acquire (default 1; all: the capacity)" },
 	{ .name = "timeout", .short_name = 't', .arg = "DURATION",
 	  .help = "give up after DURATION (5, 1.5s, 5m, 2h, 1d): exit 124" },
@@ -34,14 +34,18 @@ static struct cli_opt acquire_opts[] = {
 	  .help = "exit N (0-255) instead of 75 or 124" },
 	{ .name = "label", .arg = "TEXT",
 	  .help = "what the weight is held for, shown by stat" },
+	FLOCK_HABITS,
 	{ .name = NULL },
 };
 
 static struct cli_opt release_opts[] = {
 	{ .name = "fd", .arg = "N",
 	  .help = "the handle to release on (required)" },
-	{ .name = "weight", .short_name = 'w', .arg = "W",
+	{ .name = "weight", .arg = "W",
 	  .help = "the weight to give back (default: all the handle holds)" },
+	{ .name = "wait", .short_name = 'w', .refuse = "a weight is "
+	  "--weight W (-w is flock(1)'s timeout, which acquire and run "
+	  "refuse)" },
 	{ .name = NULL },
 };
 
@@ -119,7 +123,7 @@ int cli_acquire(const struct cli_verb *verb, int argc, char **argv)
 	return ret;
 }
 
-/* -w W of release: 1 or more, or all; 0 (all) or a usage status. */
+/* --weight W of release: 1 or more, or all; 0 (all) or a usage status. */
 static int release_weight(const char *syn, uint64_t *w)
 {
 	struct cli_opt *o = cli_opt(release_opts, "weight");

@@ -2,15 +2,17 @@
 /*
  * Splitting a verb's arguments into options, operands and COMMAND.
  *
- * Options come long ("--weight 2", "--weight=2") or short ("-w 2", "-w2",
- * "-nc 4" for flags together), before, between or after the operands.
+ * Options come long ("--weight 2", "--weight=2") or short ("-t 2", "-t2",
+ * "-nt 4" for flags together), before, between or after the operands.
  * Where a verb has an "fd" option, --fd N takes the place of its first
  * operand, NAME.  "--" ends the options.  For a verb that ends with
  * COMMAND, the first word after "--", or the first word that is not an
  * option once all operands are there, starts COMMAND; nothing after it is
- * ours.  So "wsem run NAME -w 2 -- cmd" takes -w as ours, and
- * "wsem run NAME echo -w 2" gives "-w 2" to echo.  -h and --help print the
- * verb's help.
+ * ours.  So "wsem run NAME -t 2 -- cmd" takes -t as ours, and
+ * "wsem run NAME echo -t 2" gives "-t 2" to echo.  -h and --help print the
+ * verb's help.  An option with a hint to refuse it (run's -w, which is a
+ * timeout to a flock(1) user) is never taken: the usage message names
+ * what wsem spells for it.
  */
 #include <stdio.h>
 #include <string.h>
@@ -50,7 +52,7 @@ static struct cli_opt *match_short(struct cli_opt *opts, char c)
 	return NULL;
 }
 
-/* "-w, --weight W" for help and messages. */
+/* "-t, --timeout DURATION" for help and messages. */
 static void print_opt_name(FILE *f, const struct cli_opt *o)
 {
 	char buf[48];
@@ -74,16 +76,45 @@ static int verb_help(const struct cli_parse *p)
 {
 	const struct cli_opt *o;
 
+	bool refused = false;
+
 	printf("Usage: wsem %s\n%s\n\nOptions:\n", p->verb->synopsis,
 	       p->verb->summary);
 	for (o = p->opts; o->name; o++) {
+		refused |= !!o->refuse;
+		if (o->refuse)
+			continue;
 		print_opt_name(stdout, o);
 		printf(" %s\n", o->help);
 	}
 	print_opt_name(stdout, &(struct cli_opt){ .name = "help",
 						  .short_name = 'h' });
-	printf(" show this help and exit\nSee wsem(1).\n");
+	printf(" show this help and exit\n");
+	if (refused)
+		printf("\nRefused (another tool's meaning; see wsem(1)):");
+	for (o = p->opts; o->name; o++) {
+		if (!o->refuse)
+			continue;
+		if (o->short_name)
+			printf(" -%c", o->short_name);
+		printf(" --%s", o->name);
+	}
+	printf("%sSee wsem(1).\n", refused ? "\n" : "");
 	return CLI_DONE;
+}
+
+/*
+ * @o, spelled -@c (or --name if @c is 0), refused: a usage status, with
+ * what wsem spells for what the user meant.
+ */
+static int refuse(const struct cli_parse *p, const struct cli_opt *o,
+		  char c)
+{
+	if (c)
+		return cli_usage(p->synopsis, "-%c is not an option of %s: %s",
+				 c, p->verb->name, o->refuse);
+	return cli_usage(p->synopsis, "--%s is not an option of %s: %s",
+			 o->name, p->verb->name, o->refuse);
 }
 
 /* Record option @o with @value (NULL for a flag). */
@@ -106,6 +137,8 @@ static int take_long(struct cli_parse *p, int argc, char **argv, int *i)
 		return verb_help(p);
 	if (!o)
 		return cli_usage(p->synopsis, "unknown option %s", argv[*i]);
+	if (o->refuse)
+		return refuse(p, o, 0);
 	if (!o->arg && value)
 		return cli_usage(p->synopsis, "option --%s takes no value",
 				 o->name);
@@ -120,7 +153,7 @@ static int take_long(struct cli_parse *p, int argc, char **argv, int *i)
 }
 
 /*
- * Take the short options at argv[*i] ("-n", "-w2", "-nw 2"); 0, CLI_DONE
+ * Take the short options at argv[*i] ("-n", "-t2", "-nt 2"); 0, CLI_DONE
  * or a usage status.  An option with a value takes the rest of the word,
  * or the next word.
  */
@@ -135,6 +168,8 @@ static int take_short(struct cli_parse *p, int argc, char **argv, int *i)
 			return verb_help(p);
 		if (!o)
 			return cli_usage(p->synopsis, "unknown option -%c", *s);
+		if (o->refuse)
+			return refuse(p, o, *s);
 		if (!o->arg) {
 			set_opt(o, NULL);
 			continue;

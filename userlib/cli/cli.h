@@ -37,12 +37,33 @@ struct cli_opt {
 	const char *arg;	/* what the value is called in help; NULL: a flag */
 	bool arg_optional;	/* the value comes only as --name=VALUE */
 	const char *help;	/* one line for --help */
+	const char *refuse;	/* another tool's spelling: refused, with this
+				 * hint naming wsem's (as flock(1)'s -w) */
 	bool seen;
 	const char *value;	/* the last value given */
 	const char **values;	/* a repeatable option: every value, in order */
 	int max_values;		/* room in @values */
 	int nvalues;		/* how many were given (may exceed the room) */
 };
+
+/*
+ * What a flock(1) user types out of habit where wsem means another thing
+ * or has nothing like it: refused, each with the wsem spelling, never
+ * taken to mean something else (flock's -w is a timeout).  What means the
+ * same here is taken as it is: -n, -E N, --timeout, --verbose.  run adds
+ * COMMAND's (run.c).
+ */
+#define FLOCK_HABITS \
+	{ .name = "wait", .short_name = 'w', .refuse = "flock(1)'s -w, a " \
+	  "wait of at most SECONDS, is --timeout SECONDS; a weight is " \
+	  "--weight W" }, \
+	{ .name = "shared", .short_name = 's', .refuse = "no shared mode " \
+	  "(flock(1)'s -s): hold --weight W of a larger capacity" }, \
+	{ .name = "exclusive", .short_name = 'x', .refuse = "all of the " \
+	  "capacity (flock(1)'s -x) is --weight all" }, \
+	{ .name = "unlock", .short_name = 'u', .refuse = "weight goes back " \
+	  "when its holder ends or closes the handle, or at wsem release" }, \
+	{ .name = "nb", .refuse = "flock(1)'s --nb is --nonblock (-n)" }
 
 /* A verb: argv[0] is the verb itself. */
 struct cli_verb {
@@ -69,7 +90,7 @@ struct cli_parse {
 /* lease.c: acquiring as run and acquire are asked to */
 struct cli_lease {
 	const char *what;	/* NAME, a path or "--fd N", for messages */
-	uint64_t weight;	/* -w W; set from the capacity for "all" */
+	uint64_t weight;	/* --weight W; set from the capacity for "all" */
 	bool weight_all;	/* -w all: the whole capacity */
 	int64_t timeout_ns;	/* --timeout, or -1 */
 	bool nonblock;		/* --nonblock, or --timeout 0 */

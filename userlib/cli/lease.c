@@ -13,7 +13,7 @@
 
 #include "cli.h"
 
-/* -w W: 1 or more, or "all"; 0 or a usage exit status. */
+/* --weight W: 1 or more, or "all"; 0 or a usage exit status. */
 static int parse_weight(const char *syn, struct cli_opt *o,
 			struct cli_lease *l)
 {

@@ -35,19 +35,19 @@ static const struct cli_verb verbs[] = {
 	  "(2s); q quits.", cli_top },
 	{ "resize", "resize NAME|PATH|--fd N CAPACITY",
 	  "Change the capacity.", cli_resize },
-	{ "run", "run NAME|PATH|--fd N [-w W|all] [-t DURATION | -n] [-E N] "
-		 "[-v] [-c CAPACITY [-m MODE]] [--inherit] "
+	{ "run", "run NAME|PATH|--fd N [--weight W|all] [-t DURATION | -n] "
+		 "[-E N] [-v] [--create CAPACITY [-m MODE]] [--inherit] "
 		 "[--jobserver[=fifo|pipe]] [--json] -- COMMAND [ARG...]",
 	  "Wait for weight W, run COMMAND holding it, give it back when "
 	  "COMMAND ends.", cli_run },
 	{ "lend", "lend NAME|PATH|--fd N CAPACITY [-- COMMAND [ARG...]]",
 	  "Lend CAPACITY to the semaphore while COMMAND runs (without "
 	  "COMMAND: until SIGTERM, SIGINT or SIGHUP).", cli_lend },
-	{ "acquire", "acquire --fd N [-w W|all] [-t DURATION | -n] [-E N] "
-	  "[--label TEXT]",
+	{ "acquire", "acquire --fd N [--weight W|all] [-t DURATION | -n] "
+	  "[-E N] [--label TEXT]",
 	  "Acquire weight W on the shell's own handle N (exec N<>FILE); "
 	  "it holds W until released or closed.", cli_acquire },
-	{ "release", "release --fd N [-w W]",
+	{ "release", "release --fd N [--weight W]",
 	  "Give back W, or all that handle N holds.", cli_release },
 	{ "wait", "wait NAME|PATH|--fd N [--idle] [-t DURATION] [--json]",
 	  "Wait until nothing is held and nobody waits.", cli_wait },

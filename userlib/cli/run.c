@@ -92,11 +92,34 @@ enum { JOBSERVER_NONE, JOBSERVER_FIFO, JOBSERVER_PIPE };
 /* Where the semaphores of this IPC namespace are files (the packages'). */
 #define WSEMFS_MOUNT	"/sys/fs/wsem"
 
+/*
+ * What a flock(1) or timeout(1) user types out of habit around COMMAND,
+ * where wsem has another meaning or nothing like it (FLOCK_HABITS in
+ * cli.h for the lock's own options).
+ */
+#define COMMAND_HABITS \
+	{ .name = "command", .short_name = 'c', .refuse = "COMMAND comes " \
+	  "after -- (-- sh -c 'CMD' for flock(1)'s -c); to create NAME, " \
+	  "--create CAPACITY" }, \
+	{ .name = "close", .short_name = 'o', .refuse = "COMMAND never " \
+	  "holds the handle (flock(1)'s -o), unless --inherit" }, \
+	{ .name = "no-fork", .short_name = 'F', .refuse = "wsem stays " \
+	  "to hold the weight while COMMAND runs (flock(1)'s -F)" }, \
+	{ .name = "kill-after", .short_name = 'k', .refuse = "--timeout " \
+	  "bounds the wait for the weight, not COMMAND: run COMMAND under " \
+	  "timeout(1) for that" }, \
+	{ .name = "signal", .refuse = "--timeout bounds the wait for the " \
+	  "weight, not COMMAND: run COMMAND under timeout(1) for that" }, \
+	{ .name = "preserve-status", .refuse = "the exit status is always " \
+	  "COMMAND's (timeout(1)'s --preserve-status)" }, \
+	{ .name = "foreground", .refuse = "COMMAND has the terminal when " \
+	  "wsem has it (timeout(1)'s --foreground)" }
+
 /* --and's values, as given */
 static const char *and_values[WSEM_MANY_MAX - 1];
 
 static struct cli_opt run_opts[] = {
-	{ .name = "weight", .short_name = 'w', .arg = "W",
+	{ .name = "weight", .arg = "W",
 	  .help = "the weight to hold (default 1; all: the capacity)" },
 	{ .name = "timeout", .short_name = 't', .arg = "DURATION",
 	  .help = "give up after DURATION (5, 1.5s, 5m, 2h, 1d): exit 124" },
@@ -104,7 +127,7 @@ static struct cli_opt run_opts[] = {
 	  .help = "take the weight only at once, else exit 75" },
 	{ .name = "conflict-exit-code", .short_name = 'E', .arg = "N",
 	  .help = "exit N (0-255) instead of 75 or 124; COMMAND does not run" },
-	{ .name = "create", .short_name = 'c', .arg = "CAPACITY",
+	{ .name = "create", .arg = "CAPACITY",
 	  .help = "create NAME with CAPACITY if it does not exist" },
 	{ .name = "mode", .short_name = 'm', .arg = "MODE",
 	  .help = "with --create: octal or symbolic (u=rw,g=r), as given "
@@ -122,6 +145,8 @@ static struct cli_opt run_opts[] = {
 	  .help = "also hold W (default 1) of NAME or PATH, taken at once "
 		  "with the rest; repeatable", .values = and_values,
 	  .max_values = WSEM_MANY_MAX - 1 },
+	FLOCK_HABITS,
+	COMMAND_HABITS,
 	{ .name = NULL },
 };
 

@@ -24,11 +24,11 @@ _wsem_opts()
 	lend) echo "--fd -h --help" ;;
 	wait) echo "-i --idle -t --timeout --fd --json -h --help" ;;
 	apply) echo "-n --dry-run --prune -v --verbose -h --help" ;;
-	acquire) echo "--fd -w --weight -t --timeout -n --nonblock -E" \
+	acquire) echo "--fd --weight -t --timeout -n --nonblock -E" \
 		      "--conflict-exit-code --label -h --help" ;;
-	release) echo "--fd -w --weight -h --help" ;;
-	run) echo "-w --weight -t --timeout -n --nonblock -E" \
-		  "--conflict-exit-code -c --create -m --mode --inherit" \
+	release) echo "--fd --weight -h --help" ;;
+	run) echo "--weight -t --timeout -n --nonblock -E" \
+		  "--conflict-exit-code --create -m --mode --inherit" \
 		  "--jobserver --fd -v --verbose --json -a --and -h --help" ;;
 	esac
 }
@@ -62,11 +62,11 @@ _wsem()
 		fi
 	done
 	case $prev in
-	-w | --weight)
+	--weight)
 		[ "$verb" = run ] || [ "$verb" = acquire ] &&
 			mapfile -t COMPREPLY < <(compgen -W "all" -- "$cur")
 		return ;;			# a number, or all
-	-t | --timeout | -E | --conflict-exit-code | -c | --create | -m | \
+	-t | --timeout | -E | --conflict-exit-code | --create | -m | \
 	--mode | --fd | --parent-fd)
 		return ;;			# a value: nothing to offer
 	-p | --parent | -a | --and)
