@@ -111,18 +111,34 @@ t_nobody() {
 		su -s /bin/sh -c "wsem stat $N --json" nobody
 }
 
-# run --json: the lease, one line before COMMAND's output.
+# run --json: the lease, one line on stderr before COMMAND runs, never on
+# COMMAND's stdout; --json=PATH writes it to PATH instead, and a PATH that
+# cannot be written is wsem's own failure (125), with nothing taken.
 t_run() {
 	N2=json2$$
 	wsem create "$N2" 3 || return 1
-	wsem run "$N2" --weight 2 --json -- echo ran >"$T/run" || return 1
-	cat "$T/run"
-	[ "$(sed -n 2p "$T/run")" = ran ] || return 1
-	head -n 1 "$T/run" | python3 "$T/check.py" "j['name'] == '$N2' and \
+	wsem run "$N2" --weight 2 --json -- sh -c 'echo ran; echo err >&2' \
+		>"$T/run" 2>"$T/run.err" || return 1
+	cat "$T/run" "$T/run.err"
+	[ "$(cat "$T/run")" = ran ] || return 1
+	[ "$(sed -n 2p "$T/run.err")" = err ] || return 1
+	head -n 1 "$T/run.err" | python3 "$T/check.py" "j['name'] == '$N2' and \
 		j['weight'] == 2 and j['capacity'] == 3 and j['used'] == 2 and \
 		j['waited_ns'] >= 0 and j['inherit'] is False" || return 1
-	parses "j['inherit'] is True and j['fd'] > 2 and j['weight'] == 1" \
-		wsem run "$N2" --inherit --json -- true
+	wsem run "$N2" --inherit --json="$T/lease" -- true >"$T/run" \
+		2>"$T/run.err" || return 1
+	[ ! -s "$T/run" ] && [ ! -s "$T/run.err" ] || return 1
+	python3 "$T/check.py" "j['inherit'] is True and j['fd'] > 2 and \
+		j['weight'] == 1" <"$T/lease" || return 1
+	st=0
+	wsem run "$N2" --json="$T/no/such/dir" -- touch "$T/ran" \
+		2>"$T/run.err" || st=$?
+	cat "$T/run.err"
+	[ "$st" -eq 125 ] && [ ! -e "$T/ran" ] &&
+		[ "$(wc -l <"$T/run.err")" -eq 1 ] &&
+		grep -q "$T/no/such/dir: No such file or directory" "$T/run.err" &&
+		[ "$(wsem stat "$N2" --json | python3 -c \
+			'import json,sys; print(json.load(sys.stdin)["used"])')" = 0 ]
 	r=$?
 	wsem rm "$N2"
 	return $r
@@ -135,7 +151,8 @@ t_run_waited() {
 	wsem run "$N3" -- sleep 1 &
 	p=$!
 	sleep 0.3
-	parses "j['waited_ns'] >= 300000000" wsem run "$N3" --json -- true
+	wsem run "$N3" --json=/proc/self/fd/3 -- true 3>"$T/waited"
+	python3 "$T/check.py" "j['waited_ns'] >= 300000000" <"$T/waited"
 	r=$?
 	wait $p
 	wsem rm "$N3"
@@ -190,7 +207,7 @@ check "stat --json: a non-ASCII cgroup name" t_cgroup
 check "stat PATH --json and stat --fd N --json parse" t_stat_path_fd
 check "ls --json parses" t_ls
 check "stat --json as nobody (read permission): holders and queue" t_nobody
-check "run --json: the lease, one line before COMMAND's output" t_run
+check "run --json: the lease on stderr or --json=PATH, never COMMAND's stdout" t_run
 check "run --json: waited_ns after a wait" t_run_waited
 check "wait --json: idle, and timed out (124)" t_wait
 check "stat --json of a cluster limit: host names and the error escaped" t_cluster

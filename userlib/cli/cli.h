@@ -180,8 +180,8 @@ void cli_print_cluster(const struct wsem_stat *st, unsigned long ns,
 
 /* json.c */
 void cli_json_string(FILE *out, const char *s, size_t max);
-void cli_print_json_lease(const char *name, int fd, uint64_t weight,
-			  uint64_t waited_ns, int inherit_fd);
+int cli_print_json_lease(FILE *f, const char *name, int fd, uint64_t weight,
+			 uint64_t waited_ns, int inherit_fd);
 void cli_print_json_wait(const char *name, bool idle, uint64_t waited_ns);
 uint64_t cli_now_ns(void);
 

@@ -85,31 +85,32 @@ void cli_json_string(FILE *out, const char *s, size_t max)
 }
 
 /*
- * run --json: one line on stdout once the weight is held, before COMMAND
- * starts (flushed, so that COMMAND's output follows it):
+ * run --json: one line on @f (standard error, or --json=PATH) once the
+ * weight is held, before COMMAND starts (flushed, so that it comes before
+ * anything COMMAND writes there):
  * {"name":..,"weight":W,"capacity":C,"used":U,"waited_ns":N,"pid":P,
  * "inherit":false} and, with --inherit, "fd": the handle COMMAND gets as
  * $WSEM_FD.  P is the process that holds the lease: wsem's, which is
  * COMMAND's too with --inherit.  capacity and used are 0 where @fd cannot
- * be stat()ed.
+ * be stat()ed.  0, or -1 with errno if the line could not be written.
  */
-void cli_print_json_lease(const char *name, int fd, uint64_t weight,
-			  uint64_t waited_ns, int inherit_fd)
+int cli_print_json_lease(FILE *f, const char *name, int fd, uint64_t weight,
+			 uint64_t waited_ns, int inherit_fd)
 {
 	struct wsem_stat st = { 0 };
 
 	wsem_stat(fd, &st);
-	fputs("{\"name\":", stdout);
-	cli_json_string(stdout, name, strlen(name));
-	printf(",\"weight\":%" PRIu64 ",\"capacity\":%" PRIu64
-	       ",\"used\":%" PRIu64 ",\"waited_ns\":%" PRIu64 ",\"pid\":%d"
-	       ",\"inherit\":%s", weight, (uint64_t)st.capacity,
-	       (uint64_t)st.used, waited_ns, (int)getpid(),
-	       inherit_fd >= 0 ? "true" : "false");
+	fputs("{\"name\":", f);
+	cli_json_string(f, name, strlen(name));
+	fprintf(f, ",\"weight\":%" PRIu64 ",\"capacity\":%" PRIu64
+		",\"used\":%" PRIu64 ",\"waited_ns\":%" PRIu64 ",\"pid\":%d"
+		",\"inherit\":%s", weight, (uint64_t)st.capacity,
+		(uint64_t)st.used, waited_ns, (int)getpid(),
+		inherit_fd >= 0 ? "true" : "false");
 	if (inherit_fd >= 0)
-		printf(",\"fd\":%d", inherit_fd);
-	puts("}");
-	fflush(stdout);
+		fprintf(f, ",\"fd\":%d", inherit_fd);
+	fputs("}\n", f);
+	return fflush(f) || ferror(f) ? -1 : 0;
 }
 
 /*

@@ -83,6 +83,7 @@ struct run_req {
 	int killed_by;		/* the signal that killed COMMAND, or 0 */
 	bool to_group;		/* die_of() signals wsem's whole group */
 	bool lend;		/* wsem lend: COMMAND is not tied to the handle */
+	FILE *json;		/* --json's line goes here, or NULL */
 	uint64_t loan;		/* wsem lend's CAPACITY */
 	struct cli_gang gang;	/* --and: [0] is NAME's handle; n 1 without */
 };
@@ -139,8 +140,9 @@ static struct cli_opt run_opts[] = {
 	  .help = "MAKEFLAGS with NAME's jobserver: fifo (default) or pipe" },
 	{ .name = "verbose", .short_name = 'v',
 	  .help = "say on stderr when it waits, and for how long" },
-	{ .name = "json",
-	  .help = "once held, one JSON line on stdout: the lease, the wait" },
+	{ .name = "json", .arg = "PATH", .arg_optional = true,
+	  .help = "once held, one JSON line on stderr (or PATH): the lease, "
+		  "the wait" },
 	{ .name = "and", .short_name = 'a', .arg = "NAME[:W]",
 	  .help = "also hold W (default 1) of NAME or PATH, taken at once "
 		  "with the rest; repeatable", .values = and_values,
@@ -234,6 +236,36 @@ static int run_and_options(const char *syn, struct run_req *req)
 }
 
 /* Turn the options into @req; 0 or a usage exit status. */
+/*
+ * Where --json's line goes: standard error, so that COMMAND's standard
+ * output is COMMAND's alone (a pipeline reads it), or --json=PATH,
+ * created (0666 & ~umask) or truncated now, before any wait, so that a
+ * PATH wsem cannot write is a failure of its own that changes nothing
+ * else.  /dev/fd/N names a descriptor the caller holds.
+ */
+static int run_json_option(const char *syn, struct run_req *req)
+{
+	const char *path = value("json");
+	int fd;
+
+	if (!seen("json"))
+		return 0;
+	if (!path) {
+		req->json = stderr;
+		return 0;
+	}
+	if (!*path)
+		return cli_usage(syn, "--json= needs a PATH");
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	req->json = fd < 0 ? NULL : fdopen(fd, "w");
+	if (!req->json) {
+		if (fd >= 0)
+			close(fd);
+		return cli_fail_nodev(path, errno);
+	}
+	return 0;
+}
+
 static int run_options(const struct cli_verb *verb, struct run_req *req)
 {
 	const char *syn = verb->synopsis;
@@ -246,6 +278,9 @@ static int run_options(const struct cli_verb *verb, struct run_req *req)
 	req->inherit = seen("inherit");
 	req->js_fds[0] = req->js_fds[1] = -1;
 	ret = run_and_options(syn, req);
+	if (ret)
+		return ret;
+	ret = run_json_option(syn, req);
 	if (ret)
 		return ret;
 	if (seen("jobserver")) {
@@ -996,10 +1031,16 @@ static int run_leased(int fd, struct run_req *req)
 						      &ret) :
 	    !cli_lease_acquire(fd, &req->lease, &ret))
 		return req->lease.conflict ? ret : own_failure(ret);
-	if (seen("json"))
-		cli_print_json_lease(req->name, fd, req->lease.weight,
-				     cli_now_ns() - start,
-				     req->inherit ? fd : -1);
+	if (req->json && cli_print_json_lease(req->json, req->name, fd,
+					      req->lease.weight,
+					      cli_now_ns() - start,
+					      req->inherit ? fd : -1))
+		return own_failure(cli_fail_nodev(value("json") ?
+						  value("json") : "stderr",
+						  errno));
+	if (req->json && req->json != stderr)
+		fclose(req->json);
+	req->json = NULL;
 	return req->inherit ? become(fd, req) : supervise(fd, req);
 }
 
