@@ -569,6 +569,92 @@ TEST(run_setuid_killed_leaves_nothing)
 	wsem_unlink(name);
 }
 
+/* The live processes whose command name is @comm (up to @max in @pids). */
+static int procs_named(const char *comm, pid_t *pids, int max)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	pid_t pid, ppid, pgrp;
+	int n = 0;
+	char st;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d))) {
+		pid = atoi(e->d_name);
+		if (pid <= 0 || !proc_stat(pid, &st, &ppid, &pgrp) ||
+		    st == 'Z' || st == 'X' || !comm_is(pid, comm))
+			continue;
+		if (n < max)
+			pids[n] = pid;
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/*
+ * kill -9 of "wsem run" at every moment of its start, a set-uid root
+ * COMMAND run by an ordinary user: before the fork, between the fork and
+ * the kill group's registration, between that and the exec, during the
+ * set-uid exec (which clears PR_SET_PDEATHSIG) and after it.  60 rounds,
+ * each killing wsem 0 to 59 ms after it started (the start takes a few ms
+ * natively, tens under TCG); none may leave a process of COMMAND's alive
+ * 1.2 s later, nor weight held (three that do end the rounds, within
+ * the harness's 30 s).
+ */
+TEST(run_setuid_killed_at_start_leaves_nothing)
+{
+	int fd = access(DEV, F_OK) ? -1 : anon_handle(), i, j, n, left = 0;
+	int ran = 0;
+	char name[WSEM_NAME_MAX], dir[64], prog[96], pids[96];
+	char *cmd[] = { prog, "--hold", pids, NULL };
+	pid_t run, found[8];
+
+	NEED_SET_KILL(fd);
+	close(fd);
+	make_sem(name, sizeof(name), "early");
+	snprintf(dir, sizeof(dir), "/tmp/lease.%d", getpid());
+	snprintf(prog, sizeof(prog), "%s/hold", dir);
+	ASSERT_EQ(0, mkdir(dir, 0755));
+	ASSERT_EQ(0, setuid_copy(prog));
+	snprintf(pids, sizeof(pids), "%s/run", dir);
+	ASSERT_EQ(0, mkdir(pids, 0777));
+	ASSERT_EQ(0, chmod(pids, 0777));
+	strcat(pids, "/pids");
+	for (i = 0; i < 60 && left < 3; i++) {
+		run = start_run(name, USER_ID, cmd);
+		ASSERT_LT(0, run);
+		nap((i * 17) % 60);
+		ran += procs_named("hold", found, 8) > 0;
+		end_child(run);
+		for (j = 0; j < 120 && procs_named("hold", found, 8) > 0; j++)
+			nap(10);
+		n = procs_named("hold", found, 8);
+		if (n > 0) {
+			left++;
+			TH_LOG("round %d (killed after %d ms): %d left, pid %d",
+			       i, (i * 17) % 60, n, found[0]);
+		}
+		for (j = 0; j < n && j < 8; j++)
+			kill(found[j], SIGKILL);
+		unlink(pids);
+	}
+	TH_LOG("%d of %d rounds killed wsem once COMMAND ran", ran, i);
+	/* the rounds reach both sides of the exec */
+	EXPECT_LT(0, ran);
+	EXPECT_GT(i, ran);
+	EXPECT_EQ(0, left);
+	for (j = 0; j < 100 && used_of(name) > 0; j++)
+		nap(10);
+	EXPECT_EQ(0, used_of(name));
+	*strrchr(pids, '/') = '\0';
+	rmdir(pids);
+	unlink(prog);
+	rmdir(dir);
+	wsem_unlink(name);
+}
+
 /* The text of file @path (at most @len - 1 bytes) into @buf. */
 static void read_text(const char *path, char *buf, size_t len)
 {
