@@ -13,22 +13,36 @@ MAKE=${MAKE:-make}
 log() { printf '%s\n' "$*" >&2; }
 die() { log "$(basename "$0"): $*"; exit 1; }
 
-# The newest installed Debian 6.1, 6.12 and 6.12 PREEMPT_RT kernels that
-# have both an image and headers.
+# Where kernel KVER's image and modules are: /boot and /lib/modules when
+# its owner installed it, else the cache guest-kernels.sh unpacked it into
+# (always the cache with WSEM_CACHED_KERNELS=1).  The headers are always
+# the installed ones, /lib/modules/KVER/build (kdir_of).
+kernel_root() {
+	if [ -z "${WSEM_CACHED_KERNELS:-}" ] && [ -f "/boot/vmlinuz-$1" ]; then
+		echo ""
+	else
+		echo "$BUILD/kernels/$1"
+	fi
+}
+kernel_image() { echo "$(kernel_root "$1")/boot/vmlinuz-$1"; }
+kernel_modules() { echo "$(kernel_root "$1")/lib/modules/$1"; }
+
+# The newest Debian 6.1, 6.12 and 6.12 PREEMPT_RT kernels that have both
+# an image (installed or cached) and headers.
 installed_kernels() {
 	local pat v newest
 	for pat in '6.1.0-*-amd64' '6.12.*+deb12-amd64' \
 		   '6.12.*+deb12-rt-amd64'; do
 		newest=
-		for v in /boot/vmlinuz-$pat; do
-			v=${v#/boot/vmlinuz-}
+		for v in /boot/vmlinuz-$pat "$BUILD"/kernels/*/boot/vmlinuz-$pat; do
+			v=${v##*/vmlinuz-}
 			# 6.1.0-N-rt-amd64 matches the first pattern too.
 			case $pat/$v in
 			*-rt-*/*) ;;
 			*/*-rt-amd64) continue ;;
 			esac
-			[ -f "/boot/vmlinuz-$v" ] && [ -d "/lib/modules/$v/build" ] ||
-				continue
+			[ -f "$(kernel_image "$v")" ] &&
+				[ -d "/lib/modules/$v/build" ] || continue
 			newest=$(printf '%s\n%s\n' "$newest" "$v" | sed '/^$/d' |
 				sort -V | tail -n 1)
 		done
@@ -42,7 +56,7 @@ installed_kernels() {
 # a PREEMPT_RT one only when KVER ends in "rt" ("6.12-rt", "rt").
 resolve_kernel() {
 	local k match= base=${1%rt} rt=
-	if [ -f "/boot/vmlinuz-$1" ] && [ -d "/lib/modules/$1/build" ]; then
+	if [ -f "$(kernel_image "$1")" ] && [ -d "/lib/modules/$1/build" ]; then
 		echo "$1"
 		return 0
 	fi

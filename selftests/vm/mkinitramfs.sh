@@ -109,7 +109,7 @@ esac
 add_net_modules() {
 	local kver mdir m f
 	kver=$(modinfo -F vermagic "$ko" 2>/dev/null | cut -d' ' -f1)
-	mdir=/lib/modules/$kver
+	mdir=$(kernel_modules "$kver")
 	[ -n "$kver" ] && [ -f "$mdir/modules.dep" ] || return 0
 	mkdir -p "$stage/lib/modules/net"
 	for m in "$@"; do

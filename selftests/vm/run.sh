@@ -14,9 +14,9 @@
 #          status.
 #   shell  an interactive shell on the serial console (Ctrl-A X quits QEMU).
 # Without -K the module is built for KVER first.
-# -I boots IMAGE (a kernel not in /boot, as make check-debug's) instead of
-# /boot/vmlinuz-KVER: -k only names it then, and -K is required.  -a adds
-# to the kernel command line.  -n gives the guest one NIC, QEMU's
+# -I boots IMAGE (a kernel of no package, as make check-debug's) instead
+# of KVER's own (lib.sh's kernel_image): -k only names it then, and -K is
+# required.  -a adds to the kernel command line.  -n gives the guest one NIC, QEMU's
 # "-nic NIC" (twoguest.sh's: "socket,listen=...,model=e1000,mac=..."),
 # instead of none.  WSEM_VM_ENV ("NAME=VALUE ...") is exported
 # in the guest (mkinitramfs.sh).
@@ -75,7 +75,7 @@ else
 	kver=$(default_kernel)
 fi
 [ -n "$kver" ] || die "no Debian 6.1/6.12 kernel with headers is installed (selftests/vm/deps.sh installs them)"
-kernel=${image:-/boot/vmlinuz-$kver}
+kernel=${image:-$(kernel_image "$kver")}
 [ -r "$kernel" ] || die "cannot read $kernel"
 command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 is not installed"
 
