@@ -63,16 +63,20 @@ for w in 3 2 2 1 3 1 2 1; do
 	say "job $i (weight $w) arrives: used $(used)/$CAP, $(waiting) waiting"
 done
 
-# Kill job 4 if it is running, else whichever job holds weight now.
+# Kill job 4 if it is running, else whichever job holds weight now (one
+# that ends on its own just before is passed over: the kill must land).
 sleep 0.5
 victim=
 for n in 4 3 2 5 6 7 8; do
-	[ -f /tmp/job$n.pid ] && ! grep -q "end $n " "$LOG" && { victim=$n; break; }
+	[ -f /tmp/job$n.pid ] && ! grep -q "end $n " "$LOG" || continue
+	t=$(now)
+	kill -9 "$(cat /tmp/job$n.pid)" 2>/dev/null || continue
+	echo "$t kill $n" >>"$LOG"
+	victim=$n
+	break
 done
 if [ -n "$victim" ]; then
-	say "SIGKILL job $victim while it holds its lease (used $(used)/$CAP)"
-	echo "$(now) kill $victim" >>"$LOG"
-	kill -9 "$(cat /tmp/job$victim.pid)"
+	say "SIGKILLed job $victim while it held its lease"
 	sleep 0.3
 	say "after the kill: used $(used)/$CAP, $(waiting) waiting"
 fi
@@ -88,9 +92,9 @@ echo "== timeline (seconds since start; what each job saw)"
 sort -n "$LOG" | awk -v t0="$T0" -v cap="$CAP" '
 	$2 == "start" { cur += $4; w[$3] = $4; if (cur > max) max = cur
 		printf "%6.2fs  job %s starts, weight %s   -> %d/%d in use\n", $1 - t0, $3, $4, cur, cap }
-	$2 == "kill" { cur -= w[$3]; done[$3] = 1
+	$2 == "kill" && !done[$3] { cur -= w[$3]; done[$3] = 1
 		printf "%6.2fs  job %s gets SIGKILL         -> %d/%d in use, lease returned\n", $1 - t0, $3, cur, cap }
-	$2 == "end"   { cur -= $4; done[$3] = 1
+	$2 == "end" && !done[$3] { cur -= $4; done[$3] = 1
 		printf "%6.2fs  job %s ends              -> %d/%d in use\n", $1 - t0, $3, cur, cap }
 	$2 == "exit" && $5 != 0 { printf "%6.2fs  job %s exited with status %s\n", $1 - t0, $3, $5 }
 	$2 == "sem" { if ($3 > kmax) kmax = $3

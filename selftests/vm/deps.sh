@@ -16,20 +16,33 @@ set -u
 PKGS="build-essential pkg-config make gcc libc6-dev gcc-multilib binutils perl
 python3 xz-utils gzip clang
 cpio kmod busybox-static qemu-system-x86 sparse codespell
-linux-image-amd64 linux-headers-amd64
-linux-image-6.12-amd64 linux-headers-6.12-amd64
-linux-image-6.12-rt-amd64 linux-headers-6.12-rt-amd64
+linux-headers-amd64 linux-headers-6.12-amd64 linux-headers-6.12-rt-amd64
 linux-source-6.1 linux-source-6.12 flex bison bc libelf-dev bubblewrap
 liburing-dev golang-go debhelper dh-dkms dkms lintian dpkg-dev fakeroot
 python3-pip python3-setuptools python3-wheel debootstrap qemu-utils e2fsprogs
 golang-etcd-server-dev etcd-server etcd-client"
+
+# make demo needs less: gcc and make for the module and the CLI, the 6.12
+# headers, QEMU, busybox and cpio for the guest, and one guest kernel.
+if [ "${1:-}" = --demo ]; then
+	PKGS="build-essential make gcc libc6-dev kmod xz-utils cpio
+busybox-static qemu-system-x86 linux-headers-6.12-amd64"
+	export WSEM_GUEST_KERNELS='6.12.*+deb12-amd64'
+fi
+
+# What the host boots, before anything is installed from this tree:
+# selftests/host/boot_test.sh checks at the end of make test that it is
+# the same.
+bash "$(dirname "$0")/../host/boot_test.sh" --record
 
 missing=
 for p in $PKGS; do
 	s=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null)
 	[ "$s" = installed ] || missing="$missing $p"
 done
-[ -z "$missing" ] && exit 0
+# The guests' kernels are not installed: guest-kernels.sh unpacks their
+# images into the cache, so that nothing here changes how the host boots.
+[ -z "$missing" ] && exec bash "$(dirname "$0")/guest-kernels.sh"
 
 if [ "$(id -u)" -ne 0 ]; then
 	echo "deps: missing packages:$missing" >&2
@@ -62,4 +75,5 @@ if [ -n "$unknown" ]; then
 	exit 1
 fi
 # shellcheck disable=SC2086
-apt-get install $apt_opts $missing </dev/null
+apt-get install $apt_opts $missing </dev/null || exit 1
+exec bash "$(dirname "$0")/guest-kernels.sh"
