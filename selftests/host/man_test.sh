@@ -10,7 +10,8 @@
 #  - every page its SEE ALSO names exists: one of the tree's pages, a name
 #    that userlib/Makefile installs as a link (MAN3_LINKS), or a page of
 #    this system (man -w); deps.sh installs man-db, groff-base and the
-#    manpages of the system calls and the C library.
+#    manpages of the system calls and the C library;
+#  - every function userlib/libwsem.map exports has a page or a link.
 # Skips without man and groff (deps.sh installs them).
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -82,6 +83,17 @@ check_see_also() {
 	done
 	[ -z "$missing" ] || { echo "no such page:$missing"; return 1; }
 }
+
+# Every function libwsem.so exports has a page, or a link to one.
+check_exports() {
+	local f missing=
+	for f in $(sed -n 's/^[[:space:]]*\(wsem_[a-z_0-9]*\);$/\1/p' \
+		userlib/libwsem.map); do
+		grep -qxF "$f.3" "$T/ours" || missing="$missing $f"
+	done
+	[ -z "$missing" ] || { echo "no page or MAN3_LINKS entry:$missing"; return 1; }
+}
+check "every function of userlib/libwsem.map has a page or a link" check_exports
 
 for f in "${pages[@]}"; do
 	check "$f: man --warnings and groff -ww say nothing" \
