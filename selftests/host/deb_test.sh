@@ -78,17 +78,20 @@ want_files wsem_1.0.0_amd64 usr/bin/wsem usr/bin/wsem-static \
 	lib/systemd/system/sys-fs-wsem.mount \
 	lib/systemd/system/wsem-apply.service \
 	usr/lib/modules-load.d/wsem.conf lib/udev/rules.d/60-wsem.rules \
-	etc/wsem.d/ usr/share/man/man1/wsem.1.gz &&
+	etc/wsem.d/ usr/share/man/man1/wsem.1.gz \
+	usr/share/man/man4/wsem.4.gz usr/share/man/man5/wsem.d.5.gz \
+	usr/share/man/man7/wsem.7.gz &&
 want_files libwsem-dev_1.0.0_amd64 usr/include/wsem.h \
 	usr/include/wsem/linux/wsem.h \
 	usr/lib/x86_64-linux-gnu/pkgconfig/wsem.pc \
-	usr/share/man/man3/wsem_acquire_async.3.gz &&
+	usr/share/man/man3/wsem_acquire_async.3.gz \
+	usr/share/man/man3/wsem_holders_children_sized.3.gz &&
 want_files wsem-dkms_1.0.0_all usr/src/wsem-1.0.0/dkms.conf \
 	usr/src/wsem-1.0.0/Kbuild usr/src/wsem-1.0.0/module/sem.c &&
 want_files wsem-agent_1.0.0_amd64 usr/bin/wsem-agent \
 	lib/systemd/system/wsem-agent.service \
 	usr/share/man/man8/wsem-agent.8.gz
-result "wsem: units, modules-load.d, udev rule; -dev: headers, .pc; -dkms: source; -agent: program, unit, man page" $?
+result "wsem: units, modules-load.d, udev rule, wsem(1), wsem(4), wsem.d(5), wsem(7); -dev: headers, .pc, section 3; -dkms: source; -agent: program, unit, man page" $?
 
 # The units enable at install and wait for the module: the postinst says so.
 dpkg-deb -e "$out/wsem_1.0.0_amd64.deb" "$T/ctl"

@@ -6,7 +6,8 @@
 #  - "make install" puts the uapi header in INCLUDEDIR/wsem/linux/, never in
 #    INCLUDEDIR/linux/ (linux-libc-dev's when PREFIX=/usr), and a program
 #    with "#include <wsem.h>" builds against the installed tree, with a
-#    plain -I and with pkg-config;
+#    plain -I and with pkg-config, and the man pages of sections 1, 3, 4,
+#    5 and 7 go to MANDIR;
 #  - the library and the CLI build where __u64 is unsigned long (ppc64el,
 #    mips64el, alpha), simulated with an <asm/types.h> that says so;
 #  - WERROR=0 leaves -Werror out.
@@ -16,7 +17,7 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 . "$ROOT/selftests/host/tap.sh"
 
-echo "1..8"
+echo "1..9"
 
 D=$T/dest
 check "make install DESTDIR=... PREFIX=/usr" \
@@ -42,6 +43,10 @@ PROG
 check "#include <wsem.h> builds against the installed tree (-I only)" \
 	cc -Wall -Werror -I"$D/usr/include" -o "$T/prog" "$T/prog.c" \
 		"$D/usr/lib/libwsem.a"
+check "man pages in MANDIR: wsem(1), wsem(4), wsem.d(5), wsem(7), section 3 and its links" \
+	eval "for p in man1/wsem.1 man4/wsem.4 man5/wsem.d.5 man7/wsem.7 \
+		man3/libwsem.3 man3/wsem_holders_children_sized.3; do
+		[ -s '$D/usr/share/man/'\$p ] || { echo \$p; exit 1; }; done"
 check "bash completion installed in DATADIR/bash-completion/completions" \
 	test -s "$D/usr/share/bash-completion/completions/wsem"
 check "#include <wsem.h> builds with pkg-config --cflags --libs wsem" \
