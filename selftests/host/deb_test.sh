@@ -49,6 +49,9 @@ if [ "$(id -u)" -eq 0 ]; then
 	done
 fi
 echo "1..$((5 + $(echo "$kvers" $chroots | wc -w)))"
+# The packages' version: the release's (version_test.sh holds
+# debian/changelog to it).
+V=$(cat "$ROOT/VERSION")
 
 make -s -C "$ROOT" deb >"$T/deb.log" 2>&1
 st=$?
@@ -57,8 +60,8 @@ result "make deb: dpkg-buildpackage, exact symbols, lintian clean" $st
 
 out=$ROOT/build/deb
 missing=
-for p in wsem-dkms_1.0.0_all libwsem1_1.0.0_amd64 libwsem-dev_1.0.0_amd64 \
-	wsem_1.0.0_amd64 wsem-agent_1.0.0_amd64; do
+for p in wsem-dkms_${V}_all libwsem1_${V}_amd64 libwsem-dev_${V}_amd64 \
+	wsem_${V}_amd64 wsem-agent_${V}_amd64; do
 	[ -f "$out/$p.deb" ] || missing="$missing $p"
 done
 [ -z "$missing" ] || echo "# missing:$missing"
@@ -74,46 +77,46 @@ want_files() {
 			{ echo "# $shift_pkg lacks $f"; return 1; }
 	done
 }
-want_files wsem_1.0.0_amd64 usr/bin/wsem usr/bin/wsem-static \
+want_files wsem_${V}_amd64 usr/bin/wsem usr/bin/wsem-static \
 	lib/systemd/system/sys-fs-wsem.mount \
 	lib/systemd/system/wsem-apply.service \
 	usr/lib/modules-load.d/wsem.conf lib/udev/rules.d/60-wsem.rules \
 	etc/wsem.d/ usr/share/man/man1/wsem.1.gz \
 	usr/share/man/man4/wsem.4.gz usr/share/man/man5/wsem.d.5.gz \
 	usr/share/man/man7/wsem.7.gz &&
-want_files libwsem-dev_1.0.0_amd64 usr/include/wsem.h \
+want_files libwsem-dev_${V}_amd64 usr/include/wsem.h \
 	usr/include/wsem/linux/wsem.h \
 	usr/lib/x86_64-linux-gnu/pkgconfig/wsem.pc \
 	usr/share/man/man3/wsem_acquire_async.3.gz \
 	usr/share/man/man3/wsem_holders_children_sized.3.gz &&
-want_files wsem-dkms_1.0.0_all usr/src/wsem-1.0.0/dkms.conf \
-	usr/src/wsem-1.0.0/Kbuild usr/src/wsem-1.0.0/module/sem.c &&
-want_files wsem-agent_1.0.0_amd64 usr/bin/wsem-agent \
+want_files wsem-dkms_${V}_all usr/src/wsem-$V/dkms.conf \
+	usr/src/wsem-$V/Kbuild usr/src/wsem-$V/module/sem.c &&
+want_files wsem-agent_${V}_amd64 usr/bin/wsem-agent \
 	lib/systemd/system/wsem-agent.service \
 	usr/share/man/man8/wsem-agent.8.gz
 result "wsem: units, modules-load.d, udev rule, wsem(1), wsem(4), wsem.d(5), wsem(7); -dev: headers, .pc, section 3; -dkms: source; -agent: program, unit, man page" $?
 
 # The units enable at install and wait for the module: the postinst says so.
-dpkg-deb -e "$out/wsem_1.0.0_amd64.deb" "$T/ctl"
+dpkg-deb -e "$out/wsem_${V}_amd64.deb" "$T/ctl"
 grep -q 'deb-systemd-helper.*wsem-apply.service' "$T/ctl/postinst" &&
 	grep -q 'sys-fs-wsem.mount' "$T/ctl/postinst"
 result "wsem's postinst enables wsem-apply.service and sys-fs-wsem.mount" $?
 
 # The agent's unit is enabled only by an administrator (after declaring a
 # cluster limit): its postinst touches it only if it was enabled before.
-dpkg-deb -e "$out/wsem-agent_1.0.0_amd64.deb" "$T/actl"
+dpkg-deb -e "$out/wsem-agent_${V}_amd64.deb" "$T/actl"
 grep -q "debian-installed 'wsem-agent.service'" "$T/actl/postinst" &&
 	! grep -q "new installations run enable" "$T/actl/postinst"
 result "wsem-agent's postinst does not enable wsem-agent.service" $?
 
 # DKMS, as the package's postinst runs it, for that kernel.
-dpkg-deb -x "$out/wsem-dkms_1.0.0_all.deb" "$T/root"
+dpkg-deb -x "$out/wsem-dkms_${V}_all.deb" "$T/root"
 for k in $kvers; do
 	mkdir -p "$T/tree"
-	dkms build -m wsem -v 1.0.0 -k "$k" --sourcetree "$T/root/usr/src" \
+	dkms build -m wsem -v "$V" -k "$k" --sourcetree "$T/root/usr/src" \
 		--dkmstree "$T/tree" >"$T/dkms.log" 2>&1
 	st=$?
-	ko=$(find "$T/tree/wsem/1.0.0/$k" -name 'wsem.ko*' 2>/dev/null | head -1)
+	ko=$(find "$T/tree/wsem/$V/$k" -name 'wsem.ko*' 2>/dev/null | head -1)
 	if [ $st -eq 0 ] && [ -n "$ko" ] &&
 		modinfo -F vermagic "$ko" | grep -q "^$k "; then
 		result "dkms builds wsem.ko for $k" 0
@@ -128,11 +131,11 @@ for d in $chroots; do
 	r=$(basename "$d")
 	r=${r%-*}
 	mkdir -p "$T/tree-$r"
-	in_chroot "$d" "$T" dkms build -m wsem -v 1.0.0 -k "$k" \
+	in_chroot "$d" "$T" dkms build -m wsem -v "$V" -k "$k" \
 		--sourcetree /mnt/root/usr/src --dkmstree "/mnt/tree-$r" \
 		>"$T/dkms-$r.log" 2>&1
 	st=$?
-	ko=$(find "$T/tree-$r/wsem/1.0.0/$k" -name 'wsem.ko*' 2>/dev/null | head -1)
+	ko=$(find "$T/tree-$r/wsem/$V/$k" -name 'wsem.ko*' 2>/dev/null | head -1)
 	if [ $st -eq 0 ] && [ -n "$ko" ] &&
 		modinfo -F vermagic "$ko" | grep -q "^$k "; then
 		result "dkms builds wsem.ko for $k in the $r chroot ($(cat "$d/gcc"))" 0

@@ -62,6 +62,7 @@ l64_build() {
 	local f
 	for f in "$ROOT"/userlib/src/*.c "$ROOT"/userlib/cli/*.c; do
 		cc -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror \
+			-DWSEM_VERSION="\"$(cat "$ROOT/VERSION")\"" \
 			-I"$T/l64" -I"$ROOT/userlib" -I"$ROOT/uapi" \
 			-fsyntax-only "$f" || return 1
 	done

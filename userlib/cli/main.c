@@ -14,7 +14,10 @@
 
 #include "cli.h"
 
-#define WSEM_VERSION	"1.0.0"
+/* The release, from the top-level VERSION file (userlib/Makefile). */
+#ifndef WSEM_VERSION
+#error "WSEM_VERSION is set by userlib/Makefile from the file VERSION"
+#endif
 
 static const struct cli_verb verbs[] = {
 	{ "create", "create NAME CAPACITY [-m MODE] [--exclusive | --exist-ok] "
