@@ -165,6 +165,54 @@ docs_run_125() {
 		grep -q '^| 125 | `run` failed itself' "$REFERENCE"
 }
 
+# owner= and group= of wsem.d: wsem resolves names through NSS, so an
+# account only nss_wrapper knows (as one only LDAP or sssd knows) is found;
+# wsem-static reads /etc/passwd and /etc/group only, and does not find it.
+# "apply -n FILE" parses FILE before it opens /dev/wsem: a name it cannot
+# resolve is "unknown owner" (or group) on stderr, module or not.
+NSSW=
+for d in "/usr/lib/$(uname -m)-linux-gnu" /usr/lib64 /usr/lib; do
+	[ -f "$d/libnss_wrapper.so" ] && { NSSW=$d/libnss_wrapper.so; break; }
+done
+nss_user=wsemnss$$
+printf '%s:x:4242:4343:wsem test:/nonexistent:/bin/false\n' "$nss_user" \
+	>"$T/passwd"
+printf '%s:x:4343:\n' "$nss_user" >"$T/group"
+printf 'gpu capacity=2 owner=%s group=%s\n' "$nss_user" "$nss_user" \
+	>"$T/nss.conf"
+printf 'gpu capacity=2 owner=%s\n' "nobody$$" >"$T/nobody.conf"
+printf 'gpu capacity=2 group=%s\n' "nobody$$" >"$T/nogroup.conf"
+printf 'gpu capacity=2 owner=root group=root\n' >"$T/root.conf"
+in_nssw() {
+	LD_PRELOAD=$NSSW NSS_WRAPPER_PASSWD=$T/passwd \
+		NSS_WRAPPER_GROUP=$T/group "$@"
+}
+# apply_names WANT BIN FILE [PRELOAD]: apply -n says "unknown" (WANT=1)
+# or not (0) about FILE.
+apply_names() {
+	local want=$1 bin=$2 file=$3
+	shift 3
+	"$@" "$bin" apply -n "$file" >"$T/out" 2>"$T/err"
+	cat "$T/out" "$T/err"
+	if [ "$want" -eq 1 ]; then
+		grep -Eq ': unknown (owner|group);' "$T/err"
+	else
+		! grep -q 'unknown' "$T/err"
+	fi
+}
+nss_names() {
+	! grep -q "^$nss_user:" /etc/passwd /etc/group &&
+		apply_names 1 "$WSEM" "$T/nss.conf" &&
+		apply_names 0 "$WSEM" "$T/nss.conf" in_nssw &&
+		apply_names 1 "$WSEM" "$T/nobody.conf" in_nssw &&
+		apply_names 1 "$WSEM" "$T/nogroup.conf" in_nssw
+}
+static_files() {
+	apply_names 1 "$ROOT/userlib/wsem-static" "$T/nss.conf" in_nssw &&
+		apply_names 0 "$ROOT/userlib/wsem-static" "$T/root.conf" &&
+		apply_names 1 "$ROOT/userlib/wsem-static" "$T/nobody.conf"
+}
+
 echo "TAP version 13"
 check "wsem -V and --version print the version" version
 check "run: usage errors exit 125" run_usage
@@ -182,6 +230,20 @@ if [ -e /dev/wsem ]; then
 	echo "ok $n - run without /dev/wsem exits 125 # SKIP /dev/wsem is here"
 else
 	check "run, lend without /dev/wsem exit 125, rm -f 1" no_device
+fi
+if [ -z "$NSSW" ]; then
+	n=$((n + 1))
+	echo "ok $n - apply: owner=, group= through NSS # SKIP no libnss_wrapper.so (deps.sh installs libnss-wrapper)"
+else
+	check "apply: owner=, group= through NSS (nss_wrapper's user and group)" \
+		nss_names
+fi
+if [ -z "$NSSW" ] || [ ! -x "$ROOT/userlib/wsem-static" ]; then
+	n=$((n + 1))
+	echo "ok $n - apply in wsem-static: owner=, group= from /etc/passwd and /etc/group only # SKIP no libnss_wrapper.so or wsem-static"
+else
+	check "apply in wsem-static: owner=, group= from /etc/passwd and /etc/group only" \
+		static_files
 fi
 check "README, docs/ and wsem.1 close the lease with exec" docs_close_lease
 check "wsem.1: stat of an unreadable semaphore is exit 1 only" \

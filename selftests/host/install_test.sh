@@ -60,7 +60,8 @@ mkdir -p "$T/l64/asm"
 echo '#include <asm-generic/int-l64.h>' >"$T/l64/asm/types.h"
 l64_build() {
 	local f
-	for f in "$ROOT"/userlib/src/*.c "$ROOT"/userlib/cli/*.c; do
+	for f in "$ROOT"/userlib/src/*.c "$ROOT"/userlib/cli/*.c \
+		"$ROOT"/userlib/cli/ids/*.c; do
 		cc -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror \
 			-DWSEM_VERSION="\"$(cat "$ROOT/VERSION")\"" \
 			-I"$T/l64" -I"$ROOT/userlib" -I"$ROOT/uapi" \

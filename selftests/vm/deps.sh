@@ -14,7 +14,8 @@ set -u
 # etcd client), etcd-server and etcd-client for wsem-agent and fleet_test;
 # clang for header_test's clang and clang++ half; man-db, groff-base,
 # manpages and manpages-dev for man_test (the pages' warnings, and the
-# system's pages their SEE ALSO names).
+# system's pages their SEE ALSO names); libnss-wrapper for
+# cli_host_test's owner=/group= names that only NSS knows.
 PKGS="build-essential pkg-config make gcc libc6-dev gcc-multilib binutils perl
 python3 xz-utils gzip clang
 cpio kmod busybox-static qemu-system-x86 sparse codespell
@@ -23,7 +24,7 @@ linux-source-6.1 linux-source-6.12 flex bison bc libelf-dev bubblewrap
 liburing-dev golang-go debhelper dh-dkms dkms lintian dpkg-dev fakeroot
 python3-pip python3-setuptools python3-wheel debootstrap qemu-utils e2fsprogs
 golang-etcd-server-dev etcd-server etcd-client
-man-db groff-base manpages manpages-dev"
+man-db groff-base manpages manpages-dev libnss-wrapper"
 
 # make demo needs less: gcc and make for the module and the CLI, the 6.12
 # headers, QEMU, busybox and cpio for the guest, and one guest kernel.

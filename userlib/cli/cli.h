@@ -226,6 +226,15 @@ struct cli_conf {
 
 int cli_conf_read(struct cli_conf *c, char **paths);
 
+/*
+ * ids/: the uid of user @name, the gid of group @name; 0, or -1 with
+ * errno (ENOENT: no such name).  wsem links ids/nss.c (NSS), wsem-static
+ * ids/files.c (/etc/passwd and /etc/group: static glibc loads no NSS
+ * module).
+ */
+int cli_user_id(const char *name, unsigned int *id);
+int cli_group_id(const char *name, unsigned int *id);
+
 /* The verbs */
 int cli_create(const struct cli_verb *verb, int argc, char **argv);
 int cli_create_open(const char *name, int oflag, mode_t mode, bool exact,

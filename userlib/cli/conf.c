@@ -9,8 +9,8 @@
  *	gpu      capacity=2 owner=ci
  *	gpu-ci   capacity=1 parent=gpu
  *
- * capacity is required; mode (octal), owner and group (a name from
- * /etc/passwd and /etc/group, or a number) are enforced only when given;
+ * capacity is required; mode (octal), owner and group (a name, or a
+ * number) are enforced only when given;
  * parent=NAME makes it a child of NAME (WSEM_OPEN_CHILD).  cluster=etcd
  * makes it this host's share of a cluster limit: a loans semaphore
  * (WSEM_LOANS) whose ceiling is capacity, to which wsem-agent lends; the
@@ -33,17 +33,13 @@
 #define LINE_MAX_LEN	1024
 
 /*
- * The id of @name in @db (/etc/passwd or /etc/group: "name:x:id:..."),
- * or @name itself when it is a number.  Read from the file, not through
- * NSS, so that the static wsem resolves the same names in a container.
+ * The id of @name, a user (@user) or a group: @name itself when it is a
+ * number, else what cli_user_id() or cli_group_id() finds: through NSS in
+ * wsem, in /etc/passwd and /etc/group in wsem-static (cli/ids/).
  */
-static bool lookup_id(const char *db, const char *name, unsigned int *id)
+static bool lookup_id(bool user, const char *name, unsigned int *id)
 {
-	char line[LINE_MAX_LEN], *colon, *end;
-	size_t len = strlen(name);
 	uint64_t n;
-	FILE *f;
-	bool found = false;
 
 	if (cli_parse_u64(name, &n)) {
 		if (n >= UINT32_MAX)		/* (uid_t)-1 means "none" */
@@ -51,23 +47,7 @@ static bool lookup_id(const char *db, const char *name, unsigned int *id)
 		*id = (unsigned int)n;
 		return true;
 	}
-	f = fopen(db, "re");
-	if (!f)
-		return false;
-	while (!found && fgets(line, sizeof(line), f)) {
-		if (strncmp(line, name, len) || line[len] != ':')
-			continue;
-		colon = strchr(line + len + 1, ':');	/* past the password */
-		if (!colon)
-			continue;
-		n = strtoull(colon + 1, &end, 10);
-		if (end != colon + 1 && *end == ':' && n < UINT32_MAX) {
-			*id = (unsigned int)n;
-			found = true;
-		}
-	}
-	fclose(f);
-	return found;
+	return !(user ? cli_user_id(name, id) : cli_group_id(name, id));
 }
 
 /* A name as the kernel takes it: 1..63 bytes of [A-Za-z0-9._-]. */
@@ -115,11 +95,11 @@ static const char *conf_key(struct cli_decl *d, char *word)
 			return "invalid mode (octal, at most 0777)";
 		d->has_mode = true;
 	} else if (!strcmp(word, "owner")) {
-		if (!lookup_id("/etc/passwd", val, &d->uid))
+		if (!lookup_id(true, val, &d->uid))
 			return "unknown owner";
 		d->has_uid = true;
 	} else if (!strcmp(word, "group")) {
-		if (!lookup_id("/etc/group", val, &d->gid))
+		if (!lookup_id(false, val, &d->gid))
 			return "unknown group";
 		d->has_gid = true;
 	} else if (!strcmp(word, "parent")) {
