@@ -158,7 +158,8 @@ endif
 	install -D -m 0644 module/60-wsem.rules \
 		$(DESTDIR)$(UDEVRULESDIR)/60-wsem.rules
 
-# Debian packages (wsem-dkms, libwsem1, libwsem-dev, wsem) from a copy of
+# Debian packages (wsem-dkms, libwsem1, libwsem-dev, wsem, wsem-agent,
+# python3-wsem, golang-wsem-dev) from a copy of
 # the tree in build/deb, checked by lintian; the .debs land in build/deb.
 deb:
 	@bash $(VM)/deps.sh

@@ -1,9 +1,12 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# make deb on this machine: the five packages build, lintian has nothing to
+# make deb on this machine: the seven packages build, lintian has nothing to
 # say, the symbols file is exact (the build checks it), wsem-dkms's source
 # builds with dkms for the newest kernel whose headers are here (not RT),
-# and wsem holds the boot-time setup.  Skips without dpkg-buildpackage
+# wsem holds the boot-time setup, python3-wsem's package imports with
+# Debian's python3 and a program importing golang-wsem-dev's source builds
+# with Debian's go in GOPATH mode, offline (each package unpacked with
+# dpkg-deb -x, its /usr then taken as the system's).  Skips without dpkg-buildpackage
 # (deps.sh installs it).  As root, wsem-dkms also builds with dkms inside
 # each cached chroot of chroot_releases (selftests/vm/chroot.sh: bullseye's
 # 5.10 and gcc 10, sid's newest kernel and gcc): that release's dkms, gcc
@@ -48,7 +51,7 @@ if [ "$(id -u)" -eq 0 ]; then
 			chroots="$chroots $d"
 	done
 fi
-echo "1..$((5 + $(echo "$kvers" $chroots | wc -w)))"
+echo "1..$((7 + $(echo "$kvers" $chroots | wc -w)))"
 # The packages' version: the release's (version_test.sh holds
 # debian/changelog to it).
 V=$(cat "$ROOT/VERSION")
@@ -61,11 +64,12 @@ result "make deb: dpkg-buildpackage, exact symbols, lintian clean" $st
 out=$ROOT/build/deb
 missing=
 for p in wsem-dkms_${V}_all libwsem1_${V}_amd64 libwsem-dev_${V}_amd64 \
-	wsem_${V}_amd64 wsem-agent_${V}_amd64; do
+	wsem_${V}_amd64 wsem-agent_${V}_amd64 python3-wsem_${V}_all \
+	golang-wsem-dev_${V}_all; do
 	[ -f "$out/$p.deb" ] || missing="$missing $p"
 done
 [ -z "$missing" ] || echo "# missing:$missing"
-result "the five packages" "$([ -z "$missing" ]; echo $?)"
+result "the seven packages" "$([ -z "$missing" ]; echo $?)"
 
 # What each holds that matters on a real host.
 want_files() {
@@ -93,8 +97,69 @@ want_files wsem-dkms_${V}_all usr/src/wsem-$V/dkms.conf \
 	usr/src/wsem-$V/Kbuild usr/src/wsem-$V/module/sem.c &&
 want_files wsem-agent_${V}_amd64 usr/bin/wsem-agent \
 	lib/systemd/system/wsem-agent.service \
-	usr/share/man/man8/wsem-agent.8.gz
-result "wsem: units, modules-load.d, udev rule, wsem(1), wsem(4), wsem.d(5), wsem(7); -dev: headers, .pc, section 3; -dkms: source; -agent: program, unit, man page" $?
+	usr/share/man/man8/wsem-agent.8.gz &&
+want_files python3-wsem_${V}_all \
+	usr/lib/python3/dist-packages/wsem/__init__.py \
+	usr/lib/python3/dist-packages/wsem/py.typed &&
+want_files golang-wsem-dev_${V}_all \
+	usr/share/gocode/src/wsem.example/wsem/go.mod \
+	usr/share/gocode/src/wsem.example/wsem/wsem.go
+result "wsem: units, modules-load.d, udev rule, wsem(1), wsem(4), wsem.d(5), wsem(7); -dev: headers, .pc, section 3; -dkms: source; -agent: program, unit, man page; the bindings" $?
+
+# Every module of the Python package, every .go file of the Go binding:
+# a new one cannot be left out of its package.
+same_files() {
+	(cd "$ROOT/bindings/$2" && find . -name "$3" ! -path '*/__pycache__/*' |
+		sed 's|^\./||' | sort) >"$T/want" &&
+	grep "^\./$4/." "$T/$1.list" | grep -E "$5" |
+		sed "s|^\./$4/||" | sort >"$T/got" &&
+	diff -u "$T/want" "$T/got" | sed 's/^/# /'
+	cmp -s "$T/want" "$T/got"
+}
+same_files python3-wsem_${V}_all python '*.py' \
+	usr/lib/python3/dist-packages '\.py$' &&
+	same_files golang-wsem-dev_${V}_all go '*.go' \
+		usr/share/gocode/src/wsem.example/wsem '\.go$'
+st=$?
+# Installed: python3 finds the package in dist-packages (not the tree),
+# go builds a program importing wsem.example/wsem from GOPATH alone.
+dpkg-deb -x "$out/python3-wsem_${V}_all.deb" "$T/py"
+(cd "$T" && PYTHONPATH=$T/py/usr/lib/python3/dist-packages /usr/bin/python3 \
+	-c 'import wsem, sys; print(wsem.__file__, wsem.__version__);
+sys.exit(wsem.__version__ != sys.argv[1] or
+	 not wsem.__file__.startswith(sys.argv[2]))' "$V" "$T/py/") \
+	>"$T/py.log" 2>&1 || st=1
+sed 's/^/# /' "$T/py.log"
+result "python3-wsem: import wsem from its dist-packages; the package holds every module" $st
+
+dpkg-deb -x "$out/golang-wsem-dev_${V}_all.deb" "$T/go"
+mkdir -p "$T/hello"
+cat >"$T/hello/main.go" <<'GO'
+package main
+
+import (
+	"fmt"
+
+	"wsem.example/wsem"
+)
+
+func main() {
+	_, err := wsem.NewWeighted("deb-test", 1)
+	fmt.Println(err)
+}
+GO
+if command -v go >/dev/null; then
+	(cd "$T/hello" && env GOPATH="$T/go/usr/share/gocode" GO111MODULE=off \
+		GOFLAGS= GOPROXY=off GOENV=off GOTOOLCHAIN=local CGO_ENABLED=0 \
+		GOCACHE="$T/gocache" go build -o "$T/hello/hello" . &&
+		[ -x "$T/hello/hello" ]) >"$T/go.log" 2>&1
+	st=$?
+	sed 's/^/# /' "$T/go.log"
+	result "golang-wsem-dev: a program importing wsem.example/wsem builds with GOPATH=/usr/share/gocode, GO111MODULE=off" $st
+else
+	n=$((n + 1))
+	echo "ok $n - golang-wsem-dev builds in GOPATH mode # SKIP no go (deps.sh installs golang-go)"
+fi
 
 # The units enable at install and wait for the module: the postinst says so.
 dpkg-deb -e "$out/wsem_${V}_amd64.deb" "$T/ctl"

@@ -8,7 +8,7 @@ set -u
 # flex, bison, bc and libelf-dev build the debug kernel (debug-kernel.sh);
 # bubblewrap goes into the guest for container_test; liburing-dev builds
 # examples/uring_jobs; golang-go builds the Go binding; debhelper, dh-dkms,
-# dkms and lintian make deb; pip, setuptools and wheel for
+# dkms, dh-python and lintian make deb; pip, setuptools and wheel for
 # python_pip_test's offline "pip install"; debootstrap, qemu-utils and
 # e2fsprogs build make check-distro's image; golang-etcd-server-dev (the
 # etcd client), etcd-server and etcd-client for wsem-agent and fleet_test;
@@ -21,7 +21,7 @@ python3 xz-utils gzip clang
 cpio kmod busybox-static qemu-system-x86 sparse codespell
 linux-headers-amd64 linux-headers-6.12-amd64 linux-headers-6.12-rt-amd64
 linux-source-6.1 linux-source-6.12 flex bison bc libelf-dev bubblewrap
-liburing-dev golang-go debhelper dh-dkms dkms lintian dpkg-dev fakeroot
+liburing-dev golang-go debhelper dh-dkms dh-python dkms lintian dpkg-dev fakeroot
 python3-pip python3-setuptools python3-wheel debootstrap qemu-utils e2fsprogs
 golang-etcd-server-dev etcd-server etcd-client
 man-db groff-base manpages manpages-dev libnss-wrapper"
