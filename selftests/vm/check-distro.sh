@@ -54,8 +54,9 @@ debs=$(ls "$BUILD"/deb/{wsem,wsem-dkms,wsem-agent,libwsem1,libwsem-dev}_*.deb 2>
 [ "$(echo "$debs" | wc -w)" -eq 5 ] || summary label=- "$tapf"
 
 stage "the guest image (built once per machine: about 10 minutes)"
+mirror_host=$(host_mirror | sed -E 's|^[a-z]+://([^/:]+).*|\1|')
 if ! bash "$VMDIR/distro-image.sh" -n >/dev/null 2>&1 &&
-   ! timeout 20 bash -c 'exec 3<>/dev/tcp/deb.debian.org/80' 2>/dev/null; then
+   ! timeout 20 bash -c "exec 3<>/dev/tcp/$mirror_host/80" 2>/dev/null; then
 	skip "no cached image, and no Debian mirror to build one"
 fi
 img=$(bash "$VMDIR/distro-image.sh" 2>"$out/image.log")

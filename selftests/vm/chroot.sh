@@ -26,7 +26,8 @@ set -u -o pipefail
 
 # Bump when the way the chroot is made changes.
 RECIPE=1
-MIRROR=${WSEM_CHROOT_MIRROR:-http://deb.debian.org/debian}
+MIRROR=${WSEM_CHROOT_MIRROR:-$(host_mirror)}
+SECURITY_MIRROR=${WSEM_CHROOT_MIRROR_SECURITY:-$(host_mirror security)}
 PACKAGES="build-essential kmod linux-headers-amd64 linux-image-amd64 dkms"
 # sid's chroot also builds the debug kernel of `make check-debug`
 # (debug-kernel.sh): the source and what building it needs (flex, bison
@@ -104,8 +105,15 @@ rm -rf "$work" "$dir" "$dir.tmp"
 mkdir -p "$work"
 t0=$(date +%s)
 log "chroot $release: debootstrap (log: $blog)"
-debootstrap --variant=minbase --arch=amd64 "$release" "$rfs" "$MIRROR" \
-	>"$blog" 2>&1 || fail "debootstrap"
+# A release the mirror no longer has (bullseye once it leaves the main
+# archive for archive.debian.org) is one line that says so and what to do,
+# not debootstrap's errors.
+if ! debootstrap --variant=minbase --arch=amd64 "$release" "$rfs" "$MIRROR" \
+	>"$blog" 2>&1; then
+	grep -q "Failed getting release file\|Couldn't download .*Release\|Release signed by unknown key\|No such file.*Release" "$blog" &&
+		die "$release is not on $MIRROR any more (a release that left the main archive is on http://archive.debian.org/debian): WSEM_CHROOT_MIRROR=URL takes another mirror, CHROOTS= leaves the lane out (log: $blog)"
+	fail "debootstrap"
+fi
 t1=$(date +%s)
 
 # A stable release takes its point releases and security updates (the
@@ -116,7 +124,7 @@ t1=$(date +%s)
 	sid | unstable | testing | experimental) ;;
 	*)
 		echo "deb $MIRROR $release-updates main"
-		echo "deb http://deb.debian.org/debian-security" \
+		echo "deb $SECURITY_MIRROR" \
 			"$release-security main"
 		;;
 	esac

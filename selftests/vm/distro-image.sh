@@ -28,7 +28,8 @@ set -u -o pipefail
 # Bump when the way the image is made changes (the unit below included).
 RECIPE=1
 SUITE=bookworm
-MIRROR=${WSEM_DISTRO_MIRROR:-http://deb.debian.org/debian}
+MIRROR=${WSEM_DISTRO_MIRROR:-$(host_mirror)}
+SECURITY_MIRROR=${WSEM_DISTRO_MIRROR_SECURITY:-$(host_mirror security)}
 LIST=$VMDIR/distro.packages
 SIZE=8G
 
@@ -98,7 +99,7 @@ t1=$(date +%s)
 cat >"$rfs/etc/apt/sources.list" <<EOF
 deb $MIRROR $SUITE main
 deb $MIRROR $SUITE-updates main
-deb http://deb.debian.org/debian-security $SUITE-security main
+deb $SECURITY_MIRROR $SUITE-security main
 EOF
 printf '#!/bin/sh\nexit 101\n' >"$rfs/usr/sbin/policy-rc.d"
 chmod 755 "$rfs/usr/sbin/policy-rc.d"

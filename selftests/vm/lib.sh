@@ -101,6 +101,43 @@ default_kernel() {
 	echo "$k"
 }
 
+# host_mirror [security]: the Debian mirror this machine's apt uses (the
+# first deb822 or one-line source whose suite is not -security; with
+# "security", the first whose suite is), for the chroots and the distro
+# image, so that a machine behind its own mirror or proxy uses it there
+# too; deb.debian.org when the host names none.
+host_mirror() {
+	local want=main uri
+	[ "${1:-}" = security ] && want=security
+	uri=$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null | awk -v want="$want" '
+	function take() {
+		if (uri != "" && suites != "" && !found &&
+		    ((want == "security") == (suites ~ /-security/))) {
+			print uri; found = 1
+		}
+		uri = suites = ""
+	}
+	/^[ \t]*$/ { take(); next }
+	/^URIs:/ { uri = $2 }
+	/^Suites:/ { suites = $0 }
+	END { take() }')
+	[ -n "$uri" ] || uri=$(cat /etc/apt/sources.list \
+		/etc/apt/sources.list.d/*.list 2>/dev/null | awk -v want="$want" '
+	$1 == "deb" {
+		i = 2
+		if ($2 ~ /^\[/) while (i <= NF && $i !~ /\]$/) i++
+		if ($2 ~ /^\[/) i++
+		if ((want == "security") == ($(i + 1) ~ /-security/)) {
+			print $i; exit
+		}
+	}')
+	if [ -z "$uri" ]; then
+		[ "$want" = security ] && uri=http://deb.debian.org/debian-security ||
+			uri=http://deb.debian.org/debian
+	fi
+	echo "${uri%/}"
+}
+
 kdir_of() { echo "/lib/modules/$1/build"; }
 
 # The test programs: TESTS if set, else those of the tier WSEM_TIER:
