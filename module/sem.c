@@ -191,22 +191,6 @@ __poll_t wsem_events(const struct wsem *sem)
 	return events;
 }
 
-/* @h gives back @weight of what it holds. */
-static void wsem_sub_held(struct wsem *sem, struct wsem_handle *h, u64 weight)
-{
-	struct wsem *s;
-
-	if (!weight)
-		return;
-	for (s = sem; s; s = s->parent) {
-		s->used -= weight;
-		wsem_note_demand(s);
-	}
-	h->held -= weight;
-	if (!h->held)
-		sem->nr_holders--;
-}
-
 /* Put @w into @level's queue, in ticket order. */
 static void wsem_queue_insert(struct wsem *level, struct wsem_waiter *w)
 {
@@ -1218,8 +1202,8 @@ static void wsem_kill_holders(struct wsem *sem, struct wsem_wake *wake)
  * @sem->lock (wsem_kill_holders()).  The handle then lends nothing, with
  * no deadline, and ends no holders.
  */
-static void wsem_withdraw_loan(struct wsem *sem, struct wsem_handle *h,
-			       struct wsem_wake *wake)
+void wsem_withdraw_loan(struct wsem *sem, struct wsem_handle *h,
+			struct wsem_wake *wake)
 {
 	lockdep_assert_held(sem->lock);
 
@@ -1295,63 +1279,6 @@ void wsem_loan_free(struct wsem_handle *h)
 	cancel_work_sync(&loan->expiry);
 	h->loan = NULL;
 	kfree(loan);
-}
-
-/**
- * wsem_unbind() - give back what a closing handle holds
- * @h: the handle, bound, with no caller left inside an ioctl on it
- *
- * The handle's weight returns to the semaphore and the waiters that now fit
- * are granted; its queued request and its parked waiters leave the queue.
- * Its loan is withdrawn, and if it lends with WSEM_LEND_END_HOLDERS the
- * holders are sent SIGKILL in the same hold of the lock
- * (wsem_kill_holders()).
- * The handle's reference to the semaphore is left to the caller to drop
- * (wsem_put()), since the last one is its namespace's to uncharge.
- *
- * Context: Process context.
- */
-void wsem_unbind(struct wsem_handle *h)
-{
-	struct wsem *sem = h->sem;
-	struct task_struct *requester = NULL;
-	struct wsem_waiter *w, *next;
-	struct wsem_wake wake;
-	LIST_HEAD(parked);
-	__poll_t before;
-	u64 now;
-
-	if (h->relay.func)
-		remove_wait_queue(&sem->pollers, &h->relay);
-	wsem_wake_init(&wake);
-	spin_lock(sem->lock);
-	before = wsem_events(sem);
-	now = ktime_get_ns();
-	/* Closing cancels a queued request; a granted one is in @h->held. */
-	if (h->requested) {
-		if (h->async.status == WSEM_WAITING)
-			wsem_remove_waiter(sem, &h->async, -ECANCELED, now);
-		requester = h->async.task;
-		h->requested = false;
-	}
-	/* A parked sleeper cannot come back through a closed file. */
-	list_for_each_entry(w, &h->parked, park_node) {
-		if (w->status != WSEM_WAITING)
-			continue;
-		wsem_remove_waiter(sem, w, -ECANCELED, now);
-	}
-	list_splice_init(&h->parked, &parked);
-	if (h->held)
-		trace_wsem_release(sem->id, h->held, sem->used - h->held);
-	wsem_sub_held(sem, h, h->held);
-	list_del_init(&h->hold_node);
-	/* No LEND of @h can run any more; grants wait for the unlock. */
-	wsem_withdraw_loan(sem, h, &wake);
-	wsem_unlock_and_wake(sem, before, &wake);
-	if (requester)
-		put_task_struct(requester);
-	list_for_each_entry_safe(w, next, &parked, park_node)
-		wsem_free_parked(w);
 }
 
 /*

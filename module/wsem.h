@@ -10,7 +10,8 @@
  *                ns.c wsemfs's notifier, ns.c's list views.c's describer)
  *   fs.c         wsemfs, the file system of the names
  *   jobserver.c  the jobserver endpoints of wsemfs
- *   handle.c     a handle's allocation and close
+ *   handle.c     a handle's allocation and close: what it holds, asks
+ *                and lends goes back (wsem_unbind())
  *   views.c      stat, holders and text, as the caller may see them
  *   ns.c         names, namespaces, their limits and lifetimes
  *   wait.c       requests that sleep: acquire, acquire_many, wait for idle;
@@ -635,11 +636,12 @@ struct wsem *wsem_alloc(u64 capacity, u64 ceiling, umode_t mode,
 			struct wsem *parent);
 void wsem_free(struct wsem *sem);
 int wsem_bind(struct wsem_handle *h, struct wsem *sem);
-void wsem_unbind(struct wsem_handle *h);
 int wsem_release(struct wsem_handle *h, u64 weight);
 int wsem_set_capacity(struct wsem *sem, u64 capacity);
 int wsem_lend(struct wsem_handle *h, u64 capacity, bool end_holders,
 	      u64 deadline, bool may_raise);
+void wsem_withdraw_loan(struct wsem *sem, struct wsem_handle *h,
+			struct wsem_wake *wake);
 void wsem_loan_free(struct wsem_handle *h);
 void wsem_handle_put(struct wsem_handle *h);
 void wsem_note_polled(struct wsem *sem);
@@ -691,9 +693,9 @@ void wsem_handle_forget(struct wsem_handle *h);
 void wsem_set_label(struct wsem_handle *h, const char *label);
 
 /*
- * The grant's and the uncontended acquire's steps, inline in sem.c and
- * wait.c: on the path of every acquire, where a call costs what the step
- * does.
+ * The grant's, the uncontended acquire's and the release's steps, inline
+ * in sem.c, wait.c and handle.c: on the path of every acquire and release,
+ * where a call costs what the step does.
  */
 
 /* The used weight or the queue changed: the demand event is new. */
@@ -720,6 +722,23 @@ static inline void wsem_add_held(struct wsem *sem, struct wsem_handle *h,
 	}
 	h->held += weight;
 	wsem_note_holder(h, task);
+}
+
+/* @h gives back @weight of what it holds. */
+static inline void wsem_sub_held(struct wsem *sem, struct wsem_handle *h,
+				 u64 weight)
+{
+	struct wsem *s;
+
+	if (!weight)
+		return;
+	for (s = sem; s; s = s->parent) {
+		s->used -= weight;
+		wsem_note_demand(s);
+	}
+	h->held -= weight;
+	if (!h->held)
+		sem->nr_holders--;
 }
 
 /*
