@@ -17,8 +17,10 @@
  *   wait.c       requests that sleep: acquire, acquire_many, wait for idle;
  *                the poll before sleeping, deadlines, signals, parking
  *   async.c      asynchronous requests
- *   sem.c        the core: the queue, grants, release, resize, loans,
- *                gangs' grants, wake-ups, binding
+ *   loan.c       loans: lending, withdrawing, their deadlines, the end of
+ *                holders (WSEM_LEND_END_HOLDERS)
+ *   sem.c        the core: the queue, grants, release, resize, gangs'
+ *                grants, wake-ups, binding
  *   holders.c    what a grant notes of its acquirer; labels
  *   perm.c       who may read, write, resize and unlink
  *   params.c     module parameters and test knobs
@@ -638,11 +640,7 @@ void wsem_free(struct wsem *sem);
 int wsem_bind(struct wsem_handle *h, struct wsem *sem);
 int wsem_release(struct wsem_handle *h, u64 weight);
 int wsem_set_capacity(struct wsem *sem, u64 capacity);
-int wsem_lend(struct wsem_handle *h, u64 capacity, bool end_holders,
-	      u64 deadline, bool may_raise);
-void wsem_withdraw_loan(struct wsem *sem, struct wsem_handle *h,
-			struct wsem_wake *wake);
-void wsem_loan_free(struct wsem_handle *h);
+void wsem_resize(struct wsem *sem, u64 capacity, struct wsem_wake *wake);
 void wsem_handle_put(struct wsem_handle *h);
 void wsem_note_polled(struct wsem *sem);
 __poll_t wsem_poll(struct wsem *sem, struct wsem_handle *h, struct file *file,
@@ -681,6 +679,13 @@ int wsem_acquire_many(struct wsem_handle **hs, const u64 *weights,
 int wsem_wait_idle(struct wsem_handle *h, u64 flags, clockid_t clock,
 		   ktime_t deadline);
 void wsem_gang_unpark_handle(struct wsem_handle *h);
+
+/* loan.c: what handles lend, until when */
+int wsem_lend(struct wsem_handle *h, u64 capacity, bool end_holders,
+	      u64 deadline, bool may_raise);
+void wsem_withdraw_loan(struct wsem *sem, struct wsem_handle *h,
+			struct wsem_wake *wake);
+void wsem_loan_free(struct wsem_handle *h);
 
 /* async.c: asynchronous requests */
 void wsem_queue_async(struct wsem *sem, struct wsem_handle *h, u64 weight)
