@@ -90,12 +90,6 @@
 
 static DEFINE_IDA(wsem_ida);
 
-static bool wsem_wake_full(const struct wsem_wake *wake)
-{
-	return wake->nr_tasks == WSEM_WAKE_BATCH ||
-	       wake->nr_handles == WSEM_WAKE_BATCH;
-}
-
 /**
  * wsem_handle_put() - drop a reference to a handle
  * @h: the handle; the last reference frees it
@@ -224,14 +218,6 @@ void wsem_replace_waiter(struct wsem_waiter *old, struct wsem_waiter *w)
 	rb_replace_node_cached(&old->qnode, &w->qnode, &old->level->queue);
 	w->level = old->level;
 	w->ticket = old->ticket;
-}
-
-/* The first request of @sem's queue, or NULL. */
-static struct wsem_waiter *wsem_queue_first(struct wsem *sem)
-{
-	struct rb_node *first = rb_first_cached(&sem->queue);
-
-	return first ? rb_entry(first, struct wsem_waiter, qnode) : NULL;
 }
 
 /*
@@ -454,8 +440,7 @@ void wsem_gang_look_later(struct wsem_gang *g)
  * once @wake is; @wake must have room.  A parked gang's work item looks
  * in its place.  Under one of its trees' locks.
  */
-static void wsem_poke_gang(struct wsem_gang *g, int fail,
-			   struct wsem_wake *wake)
+void wsem_poke_gang(struct wsem_gang *g, int fail, struct wsem_wake *wake)
 {
 	if (fail)
 		WRITE_ONCE(g->fail, fail);
@@ -478,12 +463,6 @@ static bool wsem_gang_abandoned(const struct wsem_gang *g)
 {
 	return READ_ONCE(g->parked) &&
 	       (READ_ONCE(g->task->flags) & PF_EXITING);
-}
-
-/* The semaphore a waiter asked through: its handle's. */
-static struct wsem *wsem_waiter_sem(const struct wsem_waiter *w)
-{
-	return w->handle->sem;
 }
 
 /*
@@ -692,7 +671,7 @@ static __poll_t wsem_events_before(struct wsem *sem)
  * A walk that ends waits stopped with @wake full: wake that batch without
  * @sem->lock, then take the lock again for the walk to go on.
  */
-static void wsem_wake_batch(struct wsem *sem, struct wsem_wake *wake)
+void wsem_wake_batch(struct wsem *sem, struct wsem_wake *wake)
 	__releases(sem->lock) __acquires(sem->lock)
 {
 	spin_unlock(sem->lock);
@@ -819,8 +798,7 @@ static u64 wsem_gang_need(const struct wsem_gang *g, const struct wsem *sem)
  * single request fails that asks more than its line can give.  Under the
  * lock of that tree (of every tree).
  */
-static bool wsem_gang_can_fit(const struct wsem_gang *g,
-			      const struct wsem *root)
+bool wsem_gang_can_fit(const struct wsem_gang *g, const struct wsem *root)
 {
 	const struct wsem_waiter *p;
 	const struct wsem *s;
@@ -878,88 +856,6 @@ bool wsem_queue_and_unlock(struct wsem *sem, struct wsem_waiter *w)
 	first = !sem->parent && w->head;
 	wsem_unlock_and_wake(sem, before, &wake);
 	return first;
-}
-
-/*
- * @w, which a shrink of @sem fails, may be the first of a queue that holds
- * up the requests behind it, a queue the walk of @sem's line may not
- * reach (below @sem; or anywhere, when another shrink made @w too heavy):
- * put that queue on the root's regrants, for the walk that follows the
- * shrink (wsem_grant_waiters()).
- */
-static void wsem_note_regrant(struct wsem *sem, struct wsem_waiter *w)
-{
-	struct wsem *level = w->level;
-
-	if (wsem_queue_first(level) == w && list_empty(&level->regrant)) {
-		list_add_tail(&level->regrant, &sem->root->regrants);
-		wsem_test_count_regrant();
-	}
-}
-
-/*
- * After a shrink in @sem's tree: end with -EINVAL the waits of the waiters
- * heavier than the capacity of the semaphore they asked through or of one
- * of its ancestors (never one with a ceiling, whose waiters are all within
- * it), and fail the gangs whose parts in the tree together ask more than
- * one of its semaphores can give, at *@now (taken at the first of them),
- * from @mark on, while @wake has room.  Return: true if it stopped for
- * room, with @mark moved to just before the first waiter not looked at.
- */
-static bool wsem_fail_overweight(struct wsem *sem, struct wsem_waiter *mark,
-				 u64 *now, struct wsem_wake *wake)
-{
-	struct wsem_waiter *w = mark, *next;
-
-	lockdep_assert_held(sem->lock);
-
-	list_for_each_entry_safe_continue(w, next, &sem->root->waiters, node) {
-		if (unlikely(wsem_is_mark(w)))
-			continue;
-		wsem_test_count_walked();
-		if (unlikely(w->gang)) {
-			if (READ_ONCE(w->gang->fail) ||
-			    wsem_gang_can_fit(w->gang, sem->root))
-				continue;
-		} else if (w->weight <= wsem_max_weight_up(wsem_waiter_sem(w))) {
-			continue;
-		}
-		if (wsem_wake_full(wake)) {
-			list_move_tail(&mark->node, &w->node);
-			return true;
-		}
-		if (unlikely(w->gang)) {
-			wsem_poke_gang(w->gang, -EINVAL, wake);
-			continue;
-		}
-		if (!*now)
-			*now = ktime_get_ns();
-		wsem_note_regrant(sem, w);
-		wsem_end_wait(wsem_waiter_sem(w), w, -EINVAL, *now, wake);
-	}
-	list_del(&mark->node);
-	return false;
-}
-
-/*
- * Set the capacity in force of @sem to @capacity.  A shrink fails the
- * waiters heavier than it (wsem_fail_overweight()); the caller grants those
- * that fit (wsem_unlock_and_wake()).  The walk keeps its place in the
- * tree's waiters with a mark (a waiter without a task) while it wakes a
- * full batch without the lock, so it looks at each waiter once.
- */
-void wsem_resize(struct wsem *sem, u64 capacity, struct wsem_wake *wake)
-{
-	struct wsem_waiter mark = { };
-	u64 now = 0;
-
-	lockdep_assert_held(sem->lock);
-
-	trace_wsem_capacity(sem->id, sem->capacity, capacity);
-	sem->capacity = capacity;
-	list_add(&mark.node, &sem->root->waiters);
-	while (wsem_fail_overweight(sem, &mark, &now, wake))
-		wsem_wake_batch(sem, wake);
 }
 
 /**
@@ -1393,43 +1289,6 @@ int wsem_release(struct wsem_handle *h, u64 weight)
 	before = wsem_events_before(sem);
 	wsem_sub_held(sem, h, weight);
 	trace_wsem_release(sem->id, weight, sem->used);
-	wsem_unlock_and_wake(sem, before, &wake);
-	return 0;
-}
-
-/**
- * wsem_set_capacity() - grow or shrink a semaphore
- * @sem: the semaphore; the caller checked ownership
- * @capacity: the semaphore's own capacity; the capacity in force is that
- *	plus what its handles lend
- *
- * Growing grants the waiters that now fit.  Shrinking revokes nothing: no
- * grant happens until the used weight is low enough again, and a waiter
- * whose weight exceeds the new capacity fails with -EINVAL, but for a
- * semaphore with a ceiling (WSEM_OPEN_LOANS), whose own capacity may be 0
- * and whose waiters wait on.
- *
- * Context: Process context.
- * Return: 0, or -EINVAL for a capacity of 0 (without a ceiling) or one that
- * makes the capacity in force exceed WSEM_CAPACITY_MAX.
- */
-int wsem_set_capacity(struct wsem *sem, u64 capacity)
-{
-	struct wsem_wake wake;
-	__poll_t before;
-
-	if (capacity > WSEM_CAPACITY_MAX)
-		return -EINVAL;
-
-	wsem_wake_init(&wake);
-	spin_lock(sem->lock);
-	if ((!capacity && !sem->ceiling) ||
-	    capacity > WSEM_CAPACITY_MAX - sem->lent) {
-		spin_unlock(sem->lock);
-		return -EINVAL;
-	}
-	before = wsem_events(sem);
-	wsem_resize(sem, capacity + sem->lent, &wake);
 	wsem_unlock_and_wake(sem, before, &wake);
 	return 0;
 }

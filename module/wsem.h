@@ -19,8 +19,9 @@
  *   async.c      asynchronous requests
  *   loan.c       loans: lending, withdrawing, their deadlines, the end of
  *                holders (WSEM_LEND_END_HOLDERS)
- *   sem.c        the core: the queue, grants, release, resize, gangs'
- *                grants, wake-ups, binding
+ *   shrink.c     resizes: the capacity set, the shrink's failing walk
+ *   sem.c        the core: the queue, grants, release, gangs' grants,
+ *                wake-ups, binding
  *   holders.c    what a grant notes of its acquirer; labels
  *   perm.c       who may read, write, resize and unlink
  *   params.c     module parameters and test knobs
@@ -376,6 +377,14 @@ static inline bool wsem_is_mark(const struct wsem_waiter *w)
 	return !w->task;
 }
 
+/* The first request of @sem's queue, or NULL. */
+static inline struct wsem_waiter *wsem_queue_first(struct wsem *sem)
+{
+	struct rb_node *first = rb_first_cached(&sem->queue);
+
+	return first ? rb_entry(first, struct wsem_waiter, qnode) : NULL;
+}
+
 /* struct wsem_waiter.status until its wait ends (then 0 or -errno) */
 #define WSEM_WAITING	1
 
@@ -501,6 +510,12 @@ struct wsem_wake {
 	const struct file_operations *doomed_fops; /* ... and handles' f_op */
 };
 
+static inline bool wsem_wake_full(const struct wsem_wake *wake)
+{
+	return wake->nr_tasks == WSEM_WAKE_BATCH ||
+	       wake->nr_handles == WSEM_WAKE_BATCH;
+}
+
 static __always_inline void wsem_wake_init(struct wsem_wake *wake)
 {
 	wake->nr_tasks = 0;
@@ -620,6 +635,12 @@ static inline struct wsem *wsem_handle_sem(struct wsem_handle *h)
 	return smp_load_acquire(&h->sem);
 }
 
+/* The semaphore a waiter asked through: its handle's. */
+static inline struct wsem *wsem_waiter_sem(const struct wsem_waiter *w)
+{
+	return w->handle->sem;
+}
+
 /* handle.c: handles */
 struct wsem_handle *wsem_handle_alloc(void);
 void wsem_handle_close(struct wsem_handle *h);
@@ -639,8 +660,6 @@ struct wsem *wsem_alloc(u64 capacity, u64 ceiling, umode_t mode,
 void wsem_free(struct wsem *sem);
 int wsem_bind(struct wsem_handle *h, struct wsem *sem);
 int wsem_release(struct wsem_handle *h, u64 weight);
-int wsem_set_capacity(struct wsem *sem, u64 capacity);
-void wsem_resize(struct wsem *sem, u64 capacity, struct wsem_wake *wake);
 void wsem_handle_put(struct wsem_handle *h);
 void wsem_note_polled(struct wsem *sem);
 __poll_t wsem_poll(struct wsem *sem, struct wsem_handle *h, struct file *file,
@@ -669,6 +688,10 @@ int wsem_gang_queue(struct wsem_gang *g, u64 flags, clockid_t clock,
 int wsem_gang_look(struct wsem_gang *g);
 int wsem_gang_leave(struct wsem_gang *g, int why);
 void wsem_gang_look_later(struct wsem_gang *g);
+void wsem_wake_batch(struct wsem *sem, struct wsem_wake *wake)
+	__releases(sem->lock) __acquires(sem->lock);
+void wsem_poke_gang(struct wsem_gang *g, int fail, struct wsem_wake *wake);
+bool wsem_gang_can_fit(const struct wsem_gang *g, const struct wsem *root);
 
 /* wait.c: requests that may sleep */
 int wsem_acquire(struct wsem_handle *h, u64 weight, u64 flags,
@@ -679,6 +702,10 @@ int wsem_acquire_many(struct wsem_handle **hs, const u64 *weights,
 int wsem_wait_idle(struct wsem_handle *h, u64 flags, clockid_t clock,
 		   ktime_t deadline);
 void wsem_gang_unpark_handle(struct wsem_handle *h);
+
+/* shrink.c: resizes */
+int wsem_set_capacity(struct wsem *sem, u64 capacity);
+void wsem_resize(struct wsem *sem, u64 capacity, struct wsem_wake *wake);
 
 /* loan.c: what handles lend, until when */
 int wsem_lend(struct wsem_handle *h, u64 capacity, bool end_holders,
