@@ -12,7 +12,8 @@
  * failing walk drops it to wake a full batch, keeping its place in the
  * tree's waiters with a mark (wsem_resize()).
  *
- * Calls sem.c (ending waits, the grants after) and params.c (test knobs).
+ * Calls gang.c (can a gang ever fit), sem.c (ending waits, the grants
+ * after) and params.c (test knobs).
  */
 #include <linux/ktime.h>
 #include <linux/list.h>

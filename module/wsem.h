@@ -20,8 +20,10 @@
  *   loan.c       loans: lending, withdrawing, their deadlines, the end of
  *                holders (WSEM_LEND_END_HOLDERS)
  *   shrink.c     resizes: the capacity set, the shrink's failing walk
- *   sem.c        the core: the queue, grants, release, gangs' grants,
- *                wake-ups, binding
+ *   gang.c       gangs: queued, granted or ended under all their trees'
+ *                locks
+ *   sem.c        the core: the queue, grants, release, wake-ups,
+ *                binding; a gang as one tree's grant walk sees it
  *   holders.c    what a grant notes of its acquirer; labels
  *   perm.c       who may read, write, resize and unlink
  *   params.c     module parameters and test knobs
@@ -63,7 +65,8 @@
  *                         back, granted or ended under it
  *   sem->lock (spin)      one tree of semaphores (a root and its
  *                         descendants share the root's lock); a gang
- *                         request (wsem_acquire_many()) alone holds
+ *                         request (wsem_acquire_many(); gang.c's
+ *                         wsem_gang_lock()) alone holds
  *                         several trees' locks at once, taken in
  *                         increasing order of their roots' ids with
  *                         spin_lock_nested() (subclass = rank), dropped
@@ -109,7 +112,8 @@
  * one for its name and one per wsemfs inode, one for its jobserver state
  * while that exists, and one from each child (taken by wsem_alloc(),
  * dropped after the child is freed); each is dropped with wsem_put() (ns.c; a
- * handle's by wsem_file_release(), after wsem_unbind()), whose last one
+ * handle's by its close, wsem_handle_close(), after wsem_unbind(): both in
+ * handle.c), whose last one
  * uncharges the namespace and has sem.c free it (wsem_free()) after an
  * RCU grace period, since RCU-walk path lookups read it through its
  * wsemfs inode.  sem.c calls nothing of ns.c.
@@ -666,7 +670,7 @@ __poll_t wsem_poll(struct wsem *sem, struct wsem_handle *h, struct file *file,
 		   poll_table *wait);
 int wsem_sem_init(void);
 void wsem_sem_exit(void);
-/* ... and its queue and grants, for wait.c and async.c */
+/* ... its queue, grants and wake-ups, for the files that call it */
 __poll_t wsem_events(const struct wsem *sem);
 void wsem_enqueue(struct wsem *sem, struct wsem_waiter *w);
 bool wsem_queue_and_unlock(struct wsem *sem, struct wsem_waiter *w)
@@ -683,14 +687,20 @@ void wsem_unlock_and_wake(struct wsem *sem, __poll_t before,
 			  struct wsem_wake *wake) __releases(sem->lock);
 bool wsem_leave(struct wsem *sem, struct wsem_waiter *w, int why);
 ktime_t wsem_now(clockid_t clock);
+bool wsem_grant_waiters(struct wsem *sem, struct wsem_wake *wake);
+void wsem_wake_batch(struct wsem *sem, struct wsem_wake *wake)
+	__releases(sem->lock) __acquires(sem->lock);
+/* ... and a gang as one tree's grant walk sees it */
+bool wsem_gang_weights_fit(struct wsem_gang *g, struct wsem *root);
+bool wsem_gang_fits(struct wsem_gang *g, struct wsem *root);
+void wsem_poke_gang(struct wsem_gang *g, int fail, struct wsem_wake *wake);
+void wsem_gang_look_later(struct wsem_gang *g);
+
+/* gang.c: gangs, under all their trees' locks */
 int wsem_gang_queue(struct wsem_gang *g, u64 flags, clockid_t clock,
 		    const ktime_t *deadline);
 int wsem_gang_look(struct wsem_gang *g);
 int wsem_gang_leave(struct wsem_gang *g, int why);
-void wsem_gang_look_later(struct wsem_gang *g);
-void wsem_wake_batch(struct wsem *sem, struct wsem_wake *wake)
-	__releases(sem->lock) __acquires(sem->lock);
-void wsem_poke_gang(struct wsem_gang *g, int fail, struct wsem_wake *wake);
 bool wsem_gang_can_fit(const struct wsem_gang *g, const struct wsem *root);
 
 /* wait.c: requests that may sleep */
