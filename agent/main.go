@@ -798,9 +798,26 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(),
 		syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	ignoreHangup()
 	if failed := serve(ctx, lims); failed > 0 {
 		os.Exit(1)
 	}
+}
+
+// ignoreHangup: a SIGHUP (a closed terminal, a reload asked of the unit)
+// does not end the agent, whose end would end its loans and, under the
+// deadline policy, its host's jobs: it is logged, saying that the
+// configuration is read at start only.
+func ignoreHangup() {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		for range hup {
+			lg.Printf("SIGHUP: ignored; the configuration is read " +
+				"at start only (restart the agent to apply a " +
+				"change: its loans end with it)")
+		}
+	}()
 }
 
 // serve starts and runs an agent for each limit, each on its own: a limit

@@ -547,6 +547,13 @@ result "a revoked lease: never more than 2 of slots held on h1 and h2 together" 
 echo "# $(cat "$T/gwatch")"
 check "h1's agent said why it lent nothing" \
 	grep -q "etcd says the lease is gone" "$T/slots-agent1.log"
+# A SIGHUP (a closed terminal, a reload) does not end an agent, whose end
+# would end its loans: it is logged and ignored.
+kill -HUP "$(real_pid "$slots_agent_1")"
+sleep 1
+check "h1's agent lives on after a SIGHUP and says it ignored it" \
+	sh -c "kill -0 $(real_pid "$slots_agent_1") &&
+		grep -q 'SIGHUP: ignored' '$T/slots-agent1.log'"
 for h in 1 2; do
 	eval "p=\$slots_agent_$h"
 	kill -TERM "$(real_pid "$p")"
