@@ -129,11 +129,15 @@ static bool alive(pid_t pid)
 	return proc_stat(pid, &st, &ppid, &pgrp) && st != 'Z' && st != 'X';
 }
 
+static bool comm_is(pid_t pid, const char *comm);
+
 /*
  * The live processes whose @field (0: parent, 1: process group) is @id,
- * the first @max of them into @pids; how many there are.
+ * or, with @comm, whose command name is @comm; the first @max of them
+ * into @pids; how many there are.
  */
-static int procs_with(int field, pid_t id, pid_t *pids, int max)
+static int procs_where(int field, pid_t id, const char *comm, pid_t *pids,
+		       int max)
 {
 	DIR *d = opendir("/proc");
 	struct dirent *e;
@@ -146,7 +150,9 @@ static int procs_with(int field, pid_t id, pid_t *pids, int max)
 	while ((e = readdir(d))) {
 		pid = atoi(e->d_name);
 		if (pid <= 0 || !proc_stat(pid, &st, &ppid, &pgrp) ||
-		    st == 'Z' || st == 'X' || (field ? pgrp : ppid) != id)
+		    st == 'Z' || st == 'X')
+			continue;
+		if (comm ? !comm_is(pid, comm) : (field ? pgrp : ppid) != id)
 			continue;
 		if (n < max)
 			pids[n] = pid;
@@ -154,6 +160,11 @@ static int procs_with(int field, pid_t id, pid_t *pids, int max)
 	}
 	closedir(d);
 	return n;
+}
+
+static int procs_with(int field, pid_t id, pid_t *pids, int max)
+{
+	return procs_where(field, id, NULL, pids, max);
 }
 
 /* Is the command name of @pid @comm? */
@@ -514,6 +525,33 @@ static int setuid_copy(const char *path)
 }
 
 /*
+ * /tmp/lease.PID/hold, this program set-uid root, into @prog (96 bytes),
+ * its folder into @dir (64), and in @pids (96) the file it writes its
+ * pids to, in a folder the ordinary user may write; 0 or -1.
+ */
+static int setuid_dirs(char *dir, char *prog, char *pids)
+{
+	snprintf(dir, 64, "/tmp/lease.%d", getpid());
+	snprintf(prog, 96, "%s/hold", dir);
+	snprintf(pids, 96, "%s/run", dir);
+	if (mkdir(dir, 0755) || setuid_copy(prog) || mkdir(pids, 0777) ||
+	    chmod(pids, 0777))
+		return -1;
+	strcat(pids, "/pids");
+	return 0;
+}
+
+/* Remove what setuid_dirs() made. */
+static void setuid_undo(char *dir, char *prog, char *pids)
+{
+	unlink(pids);
+	*strrchr(pids, '/') = '\0';
+	rmdir(pids);
+	unlink(prog);
+	rmdir(dir);
+}
+
+/*
  * The same with a set-uid root COMMAND (that becomes root through and
  * through, and forks) run by an ordinary user, who may not signal it,
  * and whose PR_SET_PDEATHSIG the kernel cleared.
@@ -529,15 +567,7 @@ TEST(run_setuid_killed_leaves_nothing)
 	NEED_SET_KILL(fd);
 	close(fd);
 	make_sem(name, sizeof(name), "setuid");
-	snprintf(dir, sizeof(dir), "/tmp/lease.%d", getpid());
-	snprintf(prog, sizeof(prog), "%s/hold", dir);
-	snprintf(pids, sizeof(pids), "%s/run/pids", dir);
-	ASSERT_EQ(0, mkdir(dir, 0755));
-	ASSERT_EQ(0, setuid_copy(prog));
-	snprintf(pids, sizeof(pids), "%s/run", dir);
-	ASSERT_EQ(0, mkdir(pids, 0777));
-	ASSERT_EQ(0, chmod(pids, 0777));
-	strcat(pids, "/pids");
+	ASSERT_EQ(0, setuid_dirs(dir, prog, pids));
 	run = start_run(name, USER_ID, cmd);
 	ASSERT_LT(0, run);
 	ASSERT_TRUE(appears(pids)) TH_LOG("the set-uid COMMAND never ran");
@@ -561,36 +591,14 @@ TEST(run_setuid_killed_leaves_nothing)
 	EXPECT_EQ(0, used_of(name));
 	kill(holder, SIGKILL);
 	kill(kid, SIGKILL);
-	unlink(pids);
-	*strrchr(pids, '/') = '\0';
-	rmdir(pids);
-	unlink(prog);
-	rmdir(dir);
+	setuid_undo(dir, prog, pids);
 	wsem_unlink(name);
 }
 
 /* The live processes whose command name is @comm (up to @max in @pids). */
 static int procs_named(const char *comm, pid_t *pids, int max)
 {
-	DIR *d = opendir("/proc");
-	struct dirent *e;
-	pid_t pid, ppid, pgrp;
-	int n = 0;
-	char st;
-
-	if (!d)
-		return -1;
-	while ((e = readdir(d))) {
-		pid = atoi(e->d_name);
-		if (pid <= 0 || !proc_stat(pid, &st, &ppid, &pgrp) ||
-		    st == 'Z' || st == 'X' || !comm_is(pid, comm))
-			continue;
-		if (n < max)
-			pids[n] = pid;
-		n++;
-	}
-	closedir(d);
-	return n;
+	return procs_where(0, 0, comm, pids, max);
 }
 
 /*
@@ -614,14 +622,7 @@ TEST(run_setuid_killed_at_start_leaves_nothing)
 	NEED_SET_KILL(fd);
 	close(fd);
 	make_sem(name, sizeof(name), "early");
-	snprintf(dir, sizeof(dir), "/tmp/lease.%d", getpid());
-	snprintf(prog, sizeof(prog), "%s/hold", dir);
-	ASSERT_EQ(0, mkdir(dir, 0755));
-	ASSERT_EQ(0, setuid_copy(prog));
-	snprintf(pids, sizeof(pids), "%s/run", dir);
-	ASSERT_EQ(0, mkdir(pids, 0777));
-	ASSERT_EQ(0, chmod(pids, 0777));
-	strcat(pids, "/pids");
+	ASSERT_EQ(0, setuid_dirs(dir, prog, pids));
 	for (i = 0; i < 60 && left < 3; i++) {
 		run = start_run(name, USER_ID, cmd);
 		ASSERT_LT(0, run);
@@ -648,10 +649,7 @@ TEST(run_setuid_killed_at_start_leaves_nothing)
 	for (j = 0; j < 100 && used_of(name) > 0; j++)
 		nap(10);
 	EXPECT_EQ(0, used_of(name));
-	*strrchr(pids, '/') = '\0';
-	rmdir(pids);
-	unlink(prog);
-	rmdir(dir);
+	setuid_undo(dir, prog, pids);
 	wsem_unlink(name);
 }
 
