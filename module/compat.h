@@ -432,4 +432,28 @@ static inline void hrtimer_setup(struct hrtimer *timer,
 }
 #endif
 
+/* 6.3: a VMA's flags are set and cleared by calls. */
+#ifndef WSEM_HAVE_VM_FLAGS_SET
+static inline void vm_flags_set(struct vm_area_struct *vma, vm_flags_t flags)
+{
+	vma->vm_flags |= flags;
+}
+
+static inline void vm_flags_clear(struct vm_area_struct *vma,
+				  vm_flags_t flags)
+{
+	vma->vm_flags &= ~flags;
+}
+#endif
+
+/* 5.11: a mapping's file is swapped by a call, in ->mmap only. */
+#ifndef WSEM_HAVE_VMA_SET_FILE
+static inline void vma_set_file(struct vm_area_struct *vma, struct file *file)
+{
+	get_file(file);
+	swap(vma->vm_file, file);
+	fput(file);
+}
+#endif
+
 #endif /* _WSEM_COMPAT_H */

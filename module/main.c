@@ -22,6 +22,7 @@
 #include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
+#include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/pid.h>
 #include <linux/sched/signal.h>
@@ -1136,6 +1137,56 @@ static void wsem_file_fdinfo(struct seq_file *m, struct file *file)
 	seq_printf(m, "wsem-ipc-ns:\t%u\n", wsem_ns_inum(sem->wns));
 }
 
+/* A counters mapping's file: nothing to do, no handle behind it. */
+static const struct file_operations wsem_counters_fops = {
+	.owner		= THIS_MODULE,
+};
+
+/**
+ * wsem_file_mmap() - map the counters page of a handle's semaphore
+ * @file: a handle, /dev/wsem's or a wsemfs file
+ * @vma: one page at most, at offset 0, neither writable nor executable
+ *
+ * Maps struct wsem_counters (uapi), the same page for every handle of the
+ * semaphore, read-only for good: VM_MAYWRITE and VM_MAYEXEC are cleared,
+ * so mprotect(2) cannot add them; VM_DONTEXPAND keeps mremap(2) from
+ * growing it.  The mapping holds a reference on the page
+ * (vm_insert_page()), which therefore outlives the semaphore, and not on
+ * the handle: its file is swapped for one of its own, with no handle
+ * behind it, so that a mapping never keeps a handle open, nor the weight
+ * it holds or lends, after its last descriptor is closed.
+ *
+ * Context: Process context, mmap_lock held for writing.
+ * Return: 0; -EINVAL for an unbound handle, an offset or a length over a
+ * page; -EACCES for a writable or executable mapping or a handle not open
+ * for reading (its state needs read permission); -ENOMEM.
+ */
+static int wsem_file_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	struct wsem_handle *h = file->private_data;
+	struct wsem *sem = wsem_handle_sem(h);
+	struct file *counters;
+	struct page *page;
+
+	if (!sem || vma->vm_pgoff || vma->vm_end - vma->vm_start > PAGE_SIZE)
+		return -EINVAL;
+	if (!(file->f_mode & FMODE_READ) ||
+	    (vma->vm_flags & (VM_WRITE | VM_EXEC)))
+		return -EACCES;
+	page = wsem_counters_page(sem);
+	if (!page)
+		return -ENOMEM;
+	counters = anon_inode_getfile("[wsem-counters]", &wsem_counters_fops,
+				      NULL, O_RDONLY);
+	if (IS_ERR(counters))
+		return PTR_ERR(counters);
+	vma_set_file(vma, counters);
+	fput(counters);
+	vm_flags_clear(vma, VM_MAYWRITE | VM_MAYEXEC);
+	vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
+	return vm_insert_page(vma, vma->vm_start, page);
+}
+
 /* The handles' file operations: /dev/wsem, wsemfs files, REOPEN's. */
 const struct file_operations wsem_fops = {
 	.owner		= THIS_MODULE,
@@ -1147,6 +1198,7 @@ const struct file_operations wsem_fops = {
 	.unlocked_ioctl	= wsem_file_ioctl,
 	.compat_ioctl	= compat_ptr_ioctl,
 	.show_fdinfo	= wsem_file_fdinfo,
+	.mmap		= wsem_file_mmap,
 };
 
 static struct miscdevice wsem_dev = {

@@ -138,6 +138,19 @@ static enum hrtimer_restart f(struct hrtimer *t) { return HRTIMER_NORESTART; }
 void wsem_probe(struct hrtimer *t);
 void wsem_probe(struct hrtimer *t) { hrtimer_setup(t, f, CLOCK_BOOTTIME, HRTIMER_MODE_ABS); }'
 
+# 6.3: a VMA's flags change through vm_flags_set() and vm_flags_clear();
+# before, by writing vma->vm_flags, which is read-only since.
+probe VM_FLAGS_SET '#include <linux/mm.h>
+void wsem_probe(struct vm_area_struct *v);
+void wsem_probe(struct vm_area_struct *v)
+{ vm_flags_set(v, VM_DONTEXPAND); vm_flags_clear(v, VM_MAYWRITE); }'
+
+# 5.11: vma_set_file() swaps a mapping's file in ->mmap.
+probe VMA_SET_FILE '#include <linux/mm.h>
+void wsem_probe(struct vm_area_struct *v, struct file *f);
+void wsem_probe(struct vm_area_struct *v, struct file *f)
+{ vma_set_file(v, f); }'
+
 # The key of OUT: CC, CFLAGS, this script, and what the headers that the
 # probes include say, as the compiler reads them with these flags (one
 # pass of the preprocessor over all of them, macros kept).  The same flags

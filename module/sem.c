@@ -241,12 +241,12 @@ void wsem_enqueue(struct wsem *sem, struct wsem_waiter *w)
 	wsem_queue_insert(sem, w);
 	for (s = sem; s; s = s->parent) {
 		s->nr_waiters++;
-		wsem_note_demand(s);
 		if (s->nr_waiters > s->stats.queue_max)
 			s->stats.queue_max = s->nr_waiters;
 		if (check_add_overflow(s->queued_weight, w->weight,
 				       &s->queued_weight))
 			s->queued_carry++;
+		wsem_note_demand(s);
 	}
 	trace_wsem_queue(sem->id, w->task->pid, w->weight, sem->nr_waiters);
 }
@@ -286,10 +286,10 @@ static void wsem_dequeue(struct wsem *sem, struct wsem_waiter *w)
 	rb_erase_cached(&w->qnode, &w->level->queue);
 	for (s = sem; s; s = s->parent) {
 		s->nr_waiters--;
-		wsem_note_demand(s);
 		if (s->queued_weight < w->weight)
 			s->queued_carry--;
 		s->queued_weight -= w->weight;
+		wsem_note_demand(s);
 	}
 }
 
@@ -924,10 +924,61 @@ void wsem_free(struct wsem *sem)
 		sem->root->tree_size--;
 		spin_unlock(sem->lock);
 	}
+	if (sem->counters) {
+		/*
+		 * No handle is left to change it: the mappings keep the page,
+		 * with its last values, marked.
+		 */
+		struct wsem_counters *c = sem->counters;
+
+		WRITE_ONCE(c->seq, c->seq + 1);
+		smp_wmb();	/* as wsem_publish()'s */
+		WRITE_ONCE(c->flags, WSEM_COUNTERS_GONE);
+		smp_wmb();	/* as wsem_publish()'s */
+		WRITE_ONCE(c->seq, c->seq + 1);
+		free_page((unsigned long)c);
+	}
 	put_user_ns(sem->user_ns);
 	ida_free(&wsem_ida, sem->id);
 	/* RCU-walk lookups read it through its inode (wsemfs). */
 	kfree_rcu(sem, rcu);
+}
+
+/**
+ * wsem_counters_page() - the page of a semaphore's counters, for mmap(2)
+ * @sem: the semaphore of a bound handle
+ *
+ * The first call allocates the page, with no lock held, and installs it
+ * under the tree's lock, showing the counters then; a call that loses the
+ * race to install frees its own.  From then on every change of the
+ * counters rewrites it (wsem_publish()).  The caller maps the page, which
+ * takes a reference of its own: the page outlives the semaphore while
+ * mapped.
+ *
+ * Context: Process context; takes the tree's lock.
+ * Return: the page, or NULL when no memory could be had.
+ */
+struct page *wsem_counters_page(struct wsem *sem)
+{
+	struct wsem_counters *c;
+
+	c = READ_ONCE(sem->counters);
+	if (c)
+		return virt_to_page(c);
+	c = (struct wsem_counters *)get_zeroed_page(WSEM_GFP);
+	if (!c)
+		return NULL;
+	c->size = sizeof(*c);
+	spin_lock(sem->lock);
+	if (sem->counters) {
+		free_page((unsigned long)c);
+	} else {
+		WRITE_ONCE(sem->counters, c);
+		wsem_publish(sem);
+	}
+	c = sem->counters;
+	spin_unlock(sem->lock);
+	return virt_to_page(c);
 }
 
 /* @h's early pollers hear what the semaphore's pollers hear. */

@@ -229,6 +229,11 @@ struct wsem_user;
  *	when the semaphore comes to be idle (wsem_unlock_and_wake())
  * @idle_waiters: WSEM_IOC_WAIT_IDLE sleepers; woken only when the
  *	semaphore comes to be idle
+ * @counters: the page that mmap(2) of its handles maps (struct
+ *	wsem_counters, uapi), allocated by the first mmap and installed
+ *	under @lock (wsem_counters_page()), freed by wsem_free(); or NULL.
+ *	Rewritten under @lock at every change of what it shows
+ *	(wsem_publish())
  * @spin_budget: how long a head waiter polls before it sleeps (ns, at
  *	most spin_ns); grown by short waits, set to 0 by a long one
  *	(wsem_adapt_spin()); written under @lock
@@ -300,6 +305,7 @@ struct wsem {
 	} stats;
 	wait_queue_head_t pollers;
 	wait_queue_head_t idle_waiters;
+	struct wsem_counters *counters;
 	u32 spin_budget;
 	struct rcu_head rcu;
 	struct wsem *parent;
@@ -662,6 +668,7 @@ struct wsem *wsem_alloc(u64 capacity, u64 ceiling, umode_t mode,
 			const char *name, struct user_namespace *user_ns,
 			struct wsem *parent);
 void wsem_free(struct wsem *sem);
+struct page *wsem_counters_page(struct wsem *sem);
 int wsem_bind(struct wsem_handle *h, struct wsem *sem);
 int wsem_release(struct wsem_handle *h, u64 weight);
 void wsem_handle_put(struct wsem_handle *h);
@@ -740,10 +747,37 @@ void wsem_set_label(struct wsem_handle *h, const char *label);
  * where a call costs what the step does.
  */
 
-/* The used weight or the queue changed: the demand event is new. */
+/*
+ * Rewrite @sem's counters page, if it has one, as its seqcount's writer:
+ * @seq odd, the fields, @seq even again (struct wsem_counters, uapi).
+ * sem->lock makes us the only writer; userspace readers retry.
+ */
+static inline void wsem_publish(struct wsem *sem)
+{
+	struct wsem_counters *c = sem->counters;
+
+	lockdep_assert_held(sem->lock);
+
+	if (likely(!c))
+		return;
+	WRITE_ONCE(c->seq, c->seq + 1);
+	smp_wmb();	/* odd before the fields: pairs with the reader's acquire */
+	WRITE_ONCE(c->capacity, sem->capacity);
+	WRITE_ONCE(c->used, sem->used);
+	WRITE_ONCE(c->waiters, sem->nr_waiters);
+	WRITE_ONCE(c->queued_weight, sem->queued_weight);
+	smp_wmb();	/* the fields before even: pairs with its read fence */
+	WRITE_ONCE(c->seq, c->seq + 1);
+}
+
+/*
+ * The used weight or the queue changed: the demand event is new, and the
+ * counters page shows it.  Called after each change is whole.
+ */
 static inline void wsem_note_demand(struct wsem *sem)
 {
 	WRITE_ONCE(sem->demand_seq, sem->demand_seq + 1);
+	wsem_publish(sem);
 }
 
 /* @task, acquiring through @h, is granted @weight, on @sem and above. */

@@ -522,4 +522,76 @@ struct wsem_many_args {
  */
 #define WSEM_IOC_ACQUIRE_MANY	_IOW(WSEM_IOC_MAGIC, 0x0f, struct wsem_many_args)
 
+/**
+ * struct wsem_counters - a semaphore's counters, mapped read-only
+ * @seq: even when the fields below are whole; odd while the kernel writes
+ *	them.  It changes at every write, so a reader that sees the same
+ *	even value before and after reading the fields has one state
+ * @flags: WSEM_COUNTERS_*
+ * @size: how many bytes of this struct the kernel writes, at least
+ *	WSEM_COUNTERS_SIZE_VER0; a field beyond it is 0
+ * @__pad: 0
+ * @capacity: the capacity in force: the semaphore's own plus every open
+ *	loan, as struct wsem_stat's @capacity
+ * @used: the weight held on the semaphore and its children together, as
+ *	struct wsem_stat's @used
+ * @waiters: queued requests on the semaphore and its children
+ * @queued_weight: the sum of their weights, modulo 2^64 (as struct
+ *	wsem_stat's @queued_weight)
+ *
+ * mmap(2) of a handle bound to a semaphore (a /dev/wsem handle, or a
+ * semaphore's file in wsemfs), PROT_READ and offset 0, of at most one page,
+ * maps this struct at the start of the mapping; the rest of the page is 0.
+ * Every handle of the semaphore maps the same page.  The kernel rewrites it
+ * under the semaphore's lock at every change of a field; userspace only
+ * reads it, without a system call:
+ *
+ *	const struct wsem_counters *c = mmap(NULL, sizeof(*c), PROT_READ,
+ *					     MAP_SHARED, fd, 0);
+ *	struct wsem_counters out;
+ *	__u32 s1, s2;
+ *
+ *	for (;;) {
+ *		s1 = __atomic_load_n(&c->seq, __ATOMIC_ACQUIRE);
+ *		if (s1 & 1)
+ *			continue;			// or pause, yield
+ *		out.flags = __atomic_load_n(&c->flags, __ATOMIC_RELAXED);
+ *		out.capacity = __atomic_load_n(&c->capacity,
+ *					       __ATOMIC_RELAXED);
+ *		...					// each field likewise
+ *		__atomic_thread_fence(__ATOMIC_ACQUIRE); // the read barrier
+ *		s2 = __atomic_load_n(&c->seq, __ATOMIC_RELAXED);
+ *		if (s1 == s2)
+ *			break;				// out is one state
+ *	}
+ *
+ * (A 32-bit program may read the __u64 fields with plain volatile loads: a
+ * torn one is caught by @seq.)  libwsem's wsem_read_counters() does this.
+ *
+ * A mapping keeps the page: once the semaphore is freed (its last handle
+ * closed, its name unlinked), the page keeps its last values, with
+ * WSEM_COUNTERS_GONE set, until the last mapping of it goes.
+ *
+ * mmap fails with EINVAL for an unbound handle, an offset other than 0 or
+ * a length over one page; with EACCES for PROT_WRITE or PROT_EXEC, shared
+ * or private, and for a handle not open for reading.  The mapping can
+ * never be made writable or executable (mprotect(2): EACCES) nor grow
+ * (mremap(2)).
+ */
+struct wsem_counters {
+	__u32 seq;
+	__u32 flags;
+	__u32 size;
+	__u32 __pad;
+	__u64 capacity;
+	__u64 used;
+	__u64 waiters;
+	__u64 queued_weight;
+};
+
+#define WSEM_COUNTERS_SIZE_VER0	48
+
+/* struct wsem_counters.flags */
+#define WSEM_COUNTERS_GONE	_BITUL(0)	/* the semaphore was freed */
+
 #endif /* _UAPI_LINUX_WSEM_H */
