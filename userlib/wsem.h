@@ -183,6 +183,20 @@ int wsem_lend(int fd, uint64_t capacity);
  */
 int wsem_set_label(int fd, const char *label);
 
+/*
+ * The counters page (struct wsem_counters): map @fd's semaphore's counters
+ * read-only, and read them without a system call.  wsem_map_counters()
+ * returns the page or NULL with errno (EINVAL, EACCES, ENOMEM);
+ * wsem_read_counters() copies one consistent state of it into @out,
+ * retrying while the kernel writes, and returns 0 (or -1, EFAULT);
+ * wsem_unmap_counters() unmaps it.  The page stays readable after the
+ * semaphore is gone, with WSEM_COUNTERS_GONE in @flags.
+ */
+const struct wsem_counters *wsem_map_counters(int fd);
+int wsem_read_counters(const struct wsem_counters *c,
+		       struct wsem_counters *out);
+int wsem_unmap_counters(const struct wsem_counters *c);
+
 #ifdef __cplusplus
 }
 #endif
