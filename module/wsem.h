@@ -107,6 +107,9 @@
  * h->wqh.lock (wsem_bind(), against a poller queueing itself and another
  * bind), and read under no lock with wsem_handle_sem()'s acquire.
  * No user memory is touched and nothing is allocated under a spinlock.
+ * A semaphore's counters page (@counters) is allocated with no lock held,
+ * installed under sem->lock, and written only under it (wsem_publish()),
+ * but for wsem_free()'s last write, when nothing else can reach it.
  *
  * Lifetimes: a semaphore has a reference per bound handle (wsem_bind()),
  * one for its name and one per wsemfs inode, one for its jobserver state
@@ -117,6 +120,10 @@
  * uncharges the namespace and has sem.c free it (wsem_free()) after an
  * RCU grace period, since RCU-walk path lookups read it through its
  * wsemfs inode.  sem.c calls nothing of ns.c.
+ * A counters page is the semaphore's, one reference, dropped by
+ * wsem_free(), and each mapping's (vm_insert_page()): it outlives the
+ * semaphore while mapped.  A mapping holds no handle: wsem_file_mmap()
+ * gives the VMA a file of its own.
  * A handle is freed at its last reference: its file's, and one a granter
  * holds from granting its asynchronous request under sem->lock until it
  * has woken the handle's pollers after the lock is dropped.  A loan's
