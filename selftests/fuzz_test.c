@@ -12,10 +12,12 @@
  * bytes and without a terminator.  Every so often a request SIGKILLs a
  * worker instead (another one, or its own).  A third thread in each worker
  * closes, dup()s and dup2()s its descriptors, forks children that fuzz
- * with copies of them (and read their fdinfo), passes them to the other
- * workers over SCM_RIGHTS and interrupts its own waiters with a signal;
- * it acts about once per CHAOS_EVERY requests of its worker, so that the
- * mix is the same on a fast kernel and on a slow one (PREEMPT_RT).
+ * with copies of them (and read their fdinfo and counters page), passes
+ * them to the other workers over SCM_RIGHTS and interrupts its own waiters
+ * with a signal; it acts about once per CHAOS_EVERY requests of its
+ * worker, so that the mix is the same on a fast kernel and on a slow one
+ * (PREEMPT_RT).  The fuzzing threads map and read a counters page now and
+ * then (issue 45).
  *
  * Some fresh handles are opened read-only: then acquire, release and
  * resize must fail with EBADF, and what REOPEN makes of a bound one must
@@ -2251,8 +2253,36 @@ static void fdinfo(int fd)
 }
 
 /*
+ * The counters page of @fd (issue 45), read as the library reads it: a
+ * consistent state, never a capacity above 2^62, no queued weight without
+ * waiters.  @fd may have been closed and reused meanwhile by another
+ * thread: a page whose size is not the kernel's is not ours, and one whose
+ * semaphore went (GONE) is looked at no further.
+ */
+static void counters(int fd)
+{
+	const struct wsem_counters *c;
+	struct wsem_counters s;
+
+	if (fd < 0)
+		return;
+	c = wsem_map_counters(fd);
+	if (!c)
+		return;
+	if (!wsem_read_counters(c, &s) && s.size == WSEM_COUNTERS_SIZE_VER0 &&
+	    !(s.flags & WSEM_COUNTERS_GONE) &&
+	    ((s.seq & 1) || s.flags || s.capacity > WSEM_CAPACITY_MAX ||
+	     (!s.waiters && s.queued_weight)))
+		violation("counters: seq %u flags %u capacity %llu waiters %llu queued %llu",
+			  s.seq, s.flags, (unsigned long long)s.capacity,
+			  (unsigned long long)s.waiters,
+			  (unsigned long long)s.queued_weight);
+	wsem_unmap_counters(c);
+}
+
+/*
  * A forked copy of a worker: a few requests on copies of its handles, and
- * a look at their fdinfo.
+ * a look at their fdinfo and counters page.
  */
 static void __attribute__((noreturn)) fork_child(struct rng *r)
 {
@@ -2266,6 +2296,8 @@ static void __attribute__((noreturn)) fork_child(struct rng *r)
 		fuzz_one(r, &a);
 		if (chance(r, 20))
 			fdinfo(pool_get(r));
+		if (chance(r, 20))
+			counters(pool_get(r));
 	}
 	if (chance(r, 50))
 		_exit(0);
@@ -3497,6 +3529,8 @@ static void *op_main(void *p)
 		if (__atomic_load_n(&sh->ops, __ATOMIC_RELAXED) >= sh->target)
 			break;
 		fuzz_one(&o->r, &o->a);
+		if (chance(&o->r, 1))
+			counters(pool_get(&o->r));
 	}
 	_exit(0);
 }
