@@ -287,6 +287,7 @@ struct wsem {
 	u64 capacity;
 	u64 lent;
 	u64 ceiling;
+	struct wsem_counters *counters;	/* beside @used: tested per change */
 	u32 demand_seq;
 	u64 used;
 	u64 queued_weight;
@@ -312,7 +313,6 @@ struct wsem {
 	} stats;
 	wait_queue_head_t pollers;
 	wait_queue_head_t idle_waiters;
-	struct wsem_counters *counters;
 	u32 spin_budget;
 	struct rcu_head rcu;
 	struct wsem *parent;
