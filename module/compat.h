@@ -21,6 +21,7 @@
 #define _WSEM_COMPAT_H
 
 #include <linux/dcache.h>
+#include <linux/file.h>		/* fput() (vma_set_file() before 5.11) */
 #include <linux/fs.h>
 #include <linux/fs_struct.h>	/* current_umask() (7.x: no longer in fs.h) */
 #include <linux/fsnotify.h>
