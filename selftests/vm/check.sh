@@ -203,7 +203,13 @@ for r in $releases; do
 	k=$(cat "$cdir/kernel.release")
 	stage "wsem.ko for $k ($r, $(cat "$cdir/gcc"))"
 	WSEM_TEST_KNOBS=y build_chroot_module "$cdir" >"$out/module-$k.log" 2>&1
-	tap $? "build: wsem.ko for $k in the $r chroot, W=1, no warning" \
+	st=$?
+	# A release whose compiler moved (sid's gcc, daily) and now warns:
+	# one line that says so and what to do, before the build's log.
+	w=$(grep -m 1 'error: .*\[-W[a-z0-9=-]*\]' "$out/module-$k.log")
+	[ "$st" -ne 0 ] && [ -n "$w" ] &&
+		echo "check: $r's compiler ($(cat "$cdir/gcc")) warns where W=1 -Werror wants none: ${w#/mnt/}; fix the code, or CHROOTS= leaves the $r lane out"
+	tap $st "build: wsem.ko for $k in the $r chroot, W=1, no warning" \
 		"$out/module-$k.log"
 	echo "check: $r: module built in $(($(date +%s) - cs))s"
 	ko=$BUILD/$k/mod/wsem.ko
