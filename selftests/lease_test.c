@@ -615,12 +615,12 @@ static int procs_named(const char *comm, pid_t *pids, int max)
  * kill -9 of "wsem run" at every moment of its start, a set-uid root
  * COMMAND run by an ordinary user: before the fork, between the fork and
  * the kill group's registration, between that and the exec, during the
- * set-uid exec (which clears PR_SET_PDEATHSIG) and after it.  60 rounds,
- * each killing wsem 0 to 59 ms after it started (the start takes a few ms
- * natively, tens under TCG); none may leave a process of COMMAND's alive
- * 1.2 s later, nor weight held.  Three that do end the rounds, and so do
- * 15 s (a debug kernel's KASAN makes each round slower: the harness gives
- * a test 30 s).
+ * set-uid exec (which clears PR_SET_PDEATHSIG) and after it.  A first
+ * start measures how long COMMAND takes to run here (a few ms natively,
+ * tens under TCG, hundreds with KASAN); then up to 60 rounds each kill
+ * wsem 0 to 1.5 times that after it started; none may leave a process of
+ * COMMAND's alive 1.2 s later, nor weight held.  Three that do end the
+ * rounds, and so do 15 s (the harness gives a test 30 s).
  */
 TEST(run_setuid_killed_at_start_leaves_nothing)
 {
@@ -630,16 +630,28 @@ TEST(run_setuid_killed_at_start_leaves_nothing)
 	char *cmd[] = { prog, "--hold", pids, NULL };
 	pid_t run, found[8];
 	struct timespec t0;
+	long start_ms;
 
 	NEED_SET_KILL(fd);
 	close(fd);
 	make_sem(name, sizeof(name), "early");
 	ASSERT_EQ(0, setuid_dirs(dir, prog, pids));
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	run = start_run(name, USER_ID, cmd);
+	ASSERT_LT(0, run);
+	for (j = 0; j < 2000 && procs_named("hold", found, 8) == 0; j++)
+		nap(5);
+	start_ms = ms_since(&t0);
+	ASSERT_GT(2000, j) TH_LOG("the set-uid COMMAND never ran");
+	end_child(run);
+	EXPECT_TRUE(gone_within(found[0], 1200));
+	unlink(pids);
+	TH_LOG("COMMAND runs %ld ms after wsem run starts", start_ms);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (i = 0; i < 60 && left < 3 && ms_since(&t0) < 15000; i++) {
 		run = start_run(name, USER_ID, cmd);
 		ASSERT_LT(0, run);
-		nap((i * 17) % 60);
+		nap((int)((i * 17) % 60 * start_ms * 3 / 2 / 59));
 		ran += procs_named("hold", found, 8) > 0;
 		end_child(run);
 		for (j = 0; j < 120 && procs_named("hold", found, 8) > 0; j++)
@@ -647,8 +659,9 @@ TEST(run_setuid_killed_at_start_leaves_nothing)
 		n = procs_named("hold", found, 8);
 		if (n > 0) {
 			left++;
-			TH_LOG("round %d (killed after %d ms): %d left, pid %d",
-			       i, (i * 17) % 60, n, found[0]);
+			TH_LOG("round %d (killed after %ld ms): %d left, pid %d",
+			       i, (i * 17) % 60 * start_ms * 3 / 2 / 59, n,
+			       found[0]);
 		}
 		for (j = 0; j < n && j < 8; j++)
 			kill(found[j], SIGKILL);
