@@ -98,6 +98,8 @@ enum { JOBSERVER_NONE, JOBSERVER_FIFO, JOBSERVER_PIPE };
  * where wsem has another meaning or nothing like it (FLOCK_HABITS in
  * cli.h for the lock's own options).
  */
+#define NOT_A_RUN_LIMIT	"--timeout bounds the wait for the weight, not " \
+	"COMMAND: run COMMAND under timeout(1) for that"
 #define COMMAND_HABITS \
 	{ .name = "command", .short_name = 'c', .refuse = "COMMAND comes " \
 	  "after -- (-- sh -c 'CMD' for flock(1)'s -c); to create NAME, " \
@@ -106,11 +108,8 @@ enum { JOBSERVER_NONE, JOBSERVER_FIFO, JOBSERVER_PIPE };
 	  "holds the handle (flock(1)'s -o), unless --inherit" }, \
 	{ .name = "no-fork", .short_name = 'F', .refuse = "wsem stays " \
 	  "to hold the weight while COMMAND runs (flock(1)'s -F)" }, \
-	{ .name = "kill-after", .short_name = 'k', .refuse = "--timeout " \
-	  "bounds the wait for the weight, not COMMAND: run COMMAND under " \
-	  "timeout(1) for that" }, \
-	{ .name = "signal", .refuse = "--timeout bounds the wait for the " \
-	  "weight, not COMMAND: run COMMAND under timeout(1) for that" }, \
+	{ .name = "kill-after", .short_name = 'k', .refuse = NOT_A_RUN_LIMIT }, \
+	{ .name = "signal", .refuse = NOT_A_RUN_LIMIT }, \
 	{ .name = "preserve-status", .refuse = "the exit status is always " \
 	  "COMMAND's (timeout(1)'s --preserve-status)" }, \
 	{ .name = "foreground", .refuse = "COMMAND has the terminal when " \
