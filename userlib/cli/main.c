@@ -40,7 +40,7 @@ static const struct cli_verb verbs[] = {
 	  "Change the capacity.", cli_resize },
 	{ "run", "run NAME|PATH|--fd N [--weight W|all] [-t DURATION | -n] "
 		 "[-E N] [-v] [--create CAPACITY [-m MODE]] [--inherit] "
-		 "[--jobserver[=fifo|pipe]] [--json] -- COMMAND [ARG...]",
+		 "[--jobserver[=fifo|pipe]] [--json[=PATH]] -- COMMAND [ARG...]",
 	  "Wait for weight W, run COMMAND holding it, give it back when "
 	  "COMMAND ends.", cli_run },
 	{ "lend", "lend NAME|PATH|--fd N CAPACITY [-- COMMAND [ARG...]]",
