@@ -138,9 +138,9 @@ vm:
 		$(if $(value CMD),-m cmd -c $(cmd_arg),-m shell)
 
 demo:
-	@echo "make demo: installs what it lacks of 10 packages (gcc, QEMU, the 6.12" \
-		"headers: about 350 MB), unpacks one Debian kernel into build/kernels" \
-		"(120 MB), builds wsem.ko and the CLI, boots a guest (about 2 minutes)"
+	@echo "make demo: installs what it lacks of 10 packages (gcc, QEMU, busybox:" \
+		"about 250 MB), unpacks one Debian kernel and its headers into" \
+		"build/kernels (210 MB), builds wsem.ko and the CLI, boots a guest (about 2 minutes)"
 	@bash $(VM)/deps.sh --demo
 	@$(MAKE) -s --no-print-directory userlib
 	@bash $(VM)/run.sh $(if $(KVER),-k $(KVER),-k 6.12) -m cmd \

@@ -161,6 +161,12 @@ guest_kernel() {
 		"$ROOT/selftests/vm/lib.sh" "$kver"
 }
 
+# The headers that selftests/vm/lib.sh builds against for KVER $1.
+kernel_headers() {
+	# shellcheck disable=SC2016 # expanded by the inner shell
+	bash -c '. "$0"; kdir_of "$1"' "$ROOT/selftests/vm/lib.sh" "$1"
+}
+
 # before_module KVER DIR: DIR/wsem-before.ko for KVER, built from the git
 # revision WSEM_BENCH_BEFORE (with KVER's headers, as build_module builds
 # the working tree's) or copied from WSEM_BENCH_BEFORE_KO; sets before_name.
@@ -186,7 +192,7 @@ before_module() {
 		mkdir -p "$src"
 		git -C "$ROOT" archive "$rev" Kbuild module uapi | tar -x -C "$src" ||
 			die "git archive $rev failed"
-		make -s -C "/lib/modules/$k/build" M="$src" modules >&2 ||
+		make -s -C "$(kernel_headers "$k")" M="$src" modules >&2 ||
 			die "building the module of $rev failed"
 	fi
 	cp "$src/wsem.ko" "$dir/wsem-before.ko"
@@ -210,7 +216,7 @@ twin_module() {
 	# The objects' list by its new name, where the probes hang on it too.
 	sed -i 's/^obj-m := wsem\.o/obj-m := wsem_before.o/; s/^wsem-y/wsem_before-y/
 		s/\$(wsem-y)/$(wsem_before-y)/' "$twin/Kbuild"
-	make -s -C "/lib/modules/$k/build" M="$twin" modules >&2 ||
+	make -s -C "$(kernel_headers "$k")" M="$twin" modules >&2 ||
 		{ log "bench: no twin of $rev (its build failed): no paired row"; return 1; }
 }
 

@@ -15,22 +15,27 @@ set -u
 # clang for header_test's clang and clang++ half; man-db, groff-base,
 # manpages and manpages-dev for man_test (the pages' warnings, and the
 # system's pages their SEE ALSO names); libnss-wrapper for
-# cli_host_test's owner=/group= names that only NSS knows.
+# cli_host_test's owner=/group= names that only NSS knows.  The 6.12
+# kernels' headers are not installed (their packages depend on the
+# kernel's image, which the host would then boot): guest-kernels.sh
+# unpacks them, with the images, into the cache; pahole serves their
+# kbuild as it serves 6.1's.
 PKGS="build-essential pkg-config make gcc libc6-dev gcc-multilib binutils perl
 python3 xz-utils gzip clang
 cpio kmod busybox-static qemu-system-x86 sparse codespell
-linux-headers-amd64 linux-headers-6.12-amd64 linux-headers-6.12-rt-amd64
+linux-headers-amd64 pahole
 linux-source-6.1 linux-source-6.12 flex bison bc libelf-dev bubblewrap
 liburing-dev golang-go debhelper dh-dkms dh-python dkms lintian dpkg-dev fakeroot
 python3-pip python3-setuptools python3-wheel debootstrap qemu-utils e2fsprogs
 golang-etcd-server-dev etcd-server etcd-client
 man-db groff-base manpages manpages-dev libnss-wrapper"
 
-# make demo needs less: gcc and make for the module and the CLI, the 6.12
-# headers, QEMU, busybox and cpio for the guest, and one guest kernel.
+# make demo needs less: gcc and make for the module and the CLI, QEMU,
+# busybox and cpio for the guest, and one guest kernel, 6.12, with its
+# headers (pahole: their kbuild's BTF step).
 if [ "${1:-}" = --demo ]; then
 	PKGS="build-essential make gcc libc6-dev kmod xz-utils cpio
-busybox-static qemu-system-x86 linux-headers-6.12-amd64"
+busybox-static qemu-system-x86 pahole"
 	export WSEM_GUEST_KERNELS='6.12.*+deb12-amd64'
 fi
 

@@ -15,8 +15,9 @@ die() { log "$(basename "$0"): $*"; exit 1; }
 
 # Where kernel KVER's image and modules are: /boot and /lib/modules when
 # its owner installed it, else the cache guest-kernels.sh unpacked it into
-# (always the cache with WSEM_CACHED_KERNELS=1).  The headers are always
-# the installed ones, /lib/modules/KVER/build (kdir_of).
+# (always the cache with WSEM_CACHED_KERNELS=1).  Its headers: the
+# installed ones (/lib/modules/KVER/build), else those guest-kernels.sh
+# unpacked beside the image (kdir_of).
 kernel_root() {
 	if [ -z "${WSEM_CACHED_KERNELS:-}" ] && [ -f "/boot/vmlinuz-$1" ]; then
 		echo ""
@@ -42,7 +43,7 @@ installed_kernels() {
 			*/*-rt-amd64) continue ;;
 			esac
 			[ -f "$(kernel_image "$v")" ] &&
-				[ -d "/lib/modules/$v/build" ] || continue
+				[ -f "$(kdir_of "$v")/Makefile" ] || continue
 			newest=$(printf '%s\n%s\n' "$newest" "$v" | sed '/^$/d' |
 				sort -V | tail -n 1)
 		done
@@ -56,7 +57,7 @@ installed_kernels() {
 # a PREEMPT_RT one only when KVER ends in "rt" ("6.12-rt", "rt").
 resolve_kernel() {
 	local k match= base=${1%rt} rt=
-	if [ -f "$(kernel_image "$1")" ] && [ -d "/lib/modules/$1/build" ]; then
+	if [ -f "$(kernel_image "$1")" ] && [ -f "$(kdir_of "$1")/Makefile" ]; then
 		echo "$1"
 		return 0
 	fi
@@ -138,7 +139,16 @@ host_mirror() {
 	echo "${uri%/}"
 }
 
-kdir_of() { echo "/lib/modules/$1/build"; }
+# kdir_of KVER: the headers to build against for KVER, the installed ones
+# if any, else those in the cache (6.12's headers packages depend on the
+# kernel's image, so they are unpacked, not installed: guest-kernels.sh).
+kdir_of() {
+	if [ -f "/lib/modules/$1/build/Makefile" ]; then
+		echo "/lib/modules/$1/build"
+	else
+		echo "$BUILD/kernels/$1/usr/src/linux-headers-$1"
+	fi
+}
 
 # The test programs: TESTS if set, else those of the tier WSEM_TIER:
 #  - kernel: every selftests/X_test built from an X_test.c.  They face the
