@@ -4,7 +4,9 @@
 # selftests/vm/summary.awk fed fabricated TAP and VM console logs, in TAP:
 # a program that planned more results than it reported (it died half-way
 # yet exited 0), or reported more than it planned, must count as failed;
-# complete ones, skips and nested results must not.
+# complete ones, skips and nested results must not; with expected=FILE, a
+# skip that no line of FILE matches fails, one that a line matches does
+# not, and every skip is named.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 AWK=$ROOT/selftests/vm/summary.awk
@@ -23,11 +25,13 @@ vmlog() {
 	} >"$1"
 }
 
-# case NAME WANT_STATUS WANT_LAST_LINE FILE: run summary.awk on FILE.
+# case NAME WANT_STATUS WANT_LAST_LINE FILE [EXPECTED]: run summary.awk on
+# FILE (with expected=EXPECTED).
 case_() {
 	local name=$1 want_st=$2 want=$3 st=0
 	n=$((n + 1))
-	awk -f "$AWK" label=vm "$4" >"$T/out" 2>&1 || st=$?
+	awk -v expected="${5:-}" -f "$AWK" label=vm "$4" >"$T/out" 2>&1 ||
+		st=$?
 	if [ "$st" -eq "$want_st" ] && [ "$(tail -n 1 "$T/out")" = "$want" ]
 	then
 		echo "ok $n - $name"
@@ -39,7 +43,7 @@ case_() {
 	fi
 }
 
-echo "1..9"
+echo "1..13"
 
 vmlog "$T/full" <<'EOF2'
 # wsem-vm: begin a_test
@@ -116,4 +120,24 @@ case_ "a plain TAP file short of its plan fails" 1 "2 passed, 1 failed" \
 printf 'ok 1 x\nok 2 y\n' >"$T/noplan"
 case_ "a plain TAP file without a plan is counted as before" 0 \
 	"2 passed, 0 failed" "$T/noplan"
+# want_line LINE: summary.awk's last output has LINE.
+want_line() {
+	n=$((n + 1))
+	if grep -qxF "$1" "$T/out"; then
+		echo "ok $n - it says: $1"
+	else
+		echo "not ok $n - it says: $1"
+		sed 's/^/#   /' "$T/out"
+		failed=$((failed + 1))
+	fi
+}
+
+printf '# the skips this run expects\n^vm: b_test\\.sh: b two # SKIP not here$\n' \
+	>"$T/expected"
+case_ "an expected skip passes" 0 "2 passed, 0 failed" "$T/trailing" \
+	"$T/expected"
+want_line "SKIPPED: vm: b_test.sh: b two # SKIP not here"
+case_ "a skip that no line of expected= matches fails" 1 \
+	"1 passed, 1 failed" "$T/skipall" "$T/expected"
+want_line "FAILED: a skip not in $T/expected: vm: c_test"
 [ $failed -eq 0 ]

@@ -27,7 +27,7 @@ take_check_lock
 check_begin check-debug
 summary() {
 	stage "summary ($(($(date +%s) - t0))s)"
-	awk -f "$VMDIR/summary.awk" "$@"
+	awk -v expected="$EXPECTED_SKIPS" -f "$VMDIR/summary.awk" "$@"
 	exit
 }
 

@@ -244,4 +244,4 @@ if [ -n "$k612" ] && [ -f "$BUILD/$k612/mod/wsem.ko" ] && [ -n "$k61" ] &&
 fi
 
 stage "summary ($(($(date +%s) - t0))s)"
-awk -f "$VMDIR/summary.awk" "${inputs[@]}"
+awk -v expected="$EXPECTED_SKIPS" -f "$VMDIR/summary.awk" "${inputs[@]}"

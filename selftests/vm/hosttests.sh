@@ -43,4 +43,4 @@ if [ -z "${NO_LINT:-}" ]; then
 fi
 [ -n "$summary" ] || exit 0
 stage "summary"
-awk -f "$VMDIR/summary.awk" "${inputs[@]}"
+awk -v expected="$EXPECTED_SKIPS" -f "$VMDIR/summary.awk" "${inputs[@]}"

@@ -8,6 +8,9 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=$ROOT/build
 # shellcheck disable=SC2034 # used by the scripts that source this
 VMDIR=$ROOT/selftests/vm
+# The skips a run expects (summary.awk's expected=): any other fails it.
+# shellcheck disable=SC2034 # used by the scripts that source this
+EXPECTED_SKIPS=${EXPECTED_SKIPS-$ROOT/selftests/expected-skips}
 MAKE=${MAKE:-make}
 
 log() { printf '%s\n' "$*" >&2; }

@@ -16,6 +16,12 @@
 # at all counts as one result by its exit status.  A VM log without
 # "# wsem-vm: done" means the guest hung or died: one failure.
 #
+# Skips are expected: with expected=FILE (awk -v), each skip's name and
+# reason ("LANE: program: case # SKIP reason") must match a line of FILE,
+# an extended regular expression each (a line starting with # is a
+# comment), or it counts as a failure too: a new skip is something lost,
+# to be seen, then fixed or added.  Every skip is listed ("SKIPPED: ...").
+#
 # TAP plans: a program's top-level "1..N" (or a plain TAP file's, outside
 # any program) must match the number of top-level results it reported; a
 # program that stopped half-way, or reported more than it planned, counts
@@ -26,9 +32,30 @@ function fail(name) {
 	failures[failed] = name
 }
 
+function skip_seen(name) {
+	skipped++
+	skips[skipped] = name
+}
+
+# Does @name match a line of the file @expected?
+function skip_expected(name,    line, i) {
+	if (!loaded) {
+		loaded = 1
+		while ((getline line < expected) > 0) {
+			if (line !~ /^#/ && line != "")
+				pats[++npats] = line
+		}
+		close(expected)
+	}
+	for (i = 1; i <= npats; i++)
+		if (name ~ pats[i])
+			return 1
+	return 0
+}
+
 function result(ok, skip, name) {
 	if (skip)
-		skipped++
+		skip_seen(name)
 	else if (ok)
 		passed++
 	else
@@ -126,7 +153,7 @@ FNR == 1 {
 		fail(prefix name " (TAP plan: " short ")")
 	} else if (exitst != "0" && bfail == 0) {
 		if (exitst == "4" && bpass + bskip == 0)
-			skipped++
+			skip_seen(prefix name)
 		else
 			fail(prefix name " (" why ")")
 	} else if (exitst == "0" && bpass + bfail + bskip == 0) {
@@ -161,7 +188,9 @@ FNR == 1 {
 	skip = 0
 	if (line ~ /# *([Ss][Kk][Ii][Pp]|[Tt][Oo][Dd][Oo])/)
 		skip = 1
-	sub(/ *#.*$/, "", line)
+	# a skip is named with its reason: the harness's have no other name
+	if (!skip)
+		sub(/ *#.*$/, "", line)
 	result(ok, skip, prefix (cur != "" ? cur ": " : "") line)
 	next
 }
@@ -171,6 +200,11 @@ END {
 	lanetally()
 	if (passed + failed + skipped == 0)
 		fail("no test results at all")
+	for (i = 1; i <= skipped; i++) {
+		print "SKIPPED: " skips[i]
+		if (expected != "" && !skip_expected(skips[i]))
+			fail("a skip not in " expected ": " skips[i])
+	}
 	for (i = 1; i <= failed; i++)
 		print "FAILED: " failures[i]
 	for (i = 1; i <= nlanes; i++)

@@ -109,5 +109,5 @@ done
 echo "twoguest: both guests ended in $(($(date +%s) - ts))s"
 [ -n "$quiet" ] && exit 0
 stage "summary"
-awk -f "$VMDIR/summary.awk" label=- "$tapf" label="twoguest-a ($ka)" "$out/a.log" \
+awk -v expected="$EXPECTED_SKIPS" -f "$VMDIR/summary.awk" label=- "$tapf" label="twoguest-a ($ka)" "$out/a.log" \
 	label="twoguest-b ($kb)" "$out/b.log"
