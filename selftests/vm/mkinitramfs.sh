@@ -170,6 +170,10 @@ case " $tests " in
 	mkdir -p "$stage/selftests/docs"
 	cp "$ROOT"/docs/*.md "$stage/selftests/docs/" ;;
 esac
+# demo_test.sh runs make demo's guest half, selftests/vm/demo.sh.
+case " $tests " in
+*" demo_test.sh "*) cp "$VMDIR/demo.sh" "$stage/selftests/demo.sh" ;;
+esac
 # bash, for cli_test.sh: only bash ends a loop when its child dies of the
 # ^C it got too (and so tells a death by SIGINT from an exit 130).
 case " $tests " in
