@@ -235,6 +235,7 @@ int wsem_gang_queue(struct wsem_gang *g, u64 flags, clockid_t clock,
 	__poll_t before[WSEM_MANY_MAX];
 	bool now = true;
 	unsigned int i;
+	u64 since;
 
 	wsem_gang_lock(g);
 	if (!wsem_gang_can_fit(g, NULL)) {
@@ -259,8 +260,12 @@ int wsem_gang_queue(struct wsem_gang *g, u64 flags, clockid_t clock,
 	}
 	for (i = 0; i < g->nr_roots; i++)
 		before[i] = wsem_events(g->roots[i]);
-	for (i = 0; i < g->nr; i++)
+	/* Its wait starts here, one time for all parts: read only when queued. */
+	since = ktime_get_ns();
+	for (i = 0; i < g->nr; i++) {
+		g->part[i].since = since;
 		wsem_enqueue(g->part[i].handle->sem, &g->part[i]);
+	}
 	wsem_gang_unlock(g);
 	wsem_gang_walk(g, before);
 	return WSEM_WAITING;

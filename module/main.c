@@ -418,19 +418,73 @@ static int wsem_ioctl_acquire(struct wsem_handle *h, void __user *uarg)
 }
 
 /*
+ * struct wsem_many_args at our size, read as wsem_acquire_args_ours()
+ * reads an acquire's: 1 when read, 0 for the general way, or -EFAULT.
+ */
+static int wsem_many_args_ours(struct wsem_many_args *args,
+			       const struct wsem_many_args __user *u)
+{
+	if (!user_read_access_begin(u, sizeof(*u)))
+		return 0;
+	unsafe_get_user(args->size, &u->size, fault);
+	if (args->size != sizeof(*args)) {
+		user_read_access_end();
+		return 0;
+	}
+	unsafe_get_user(args->flags, &u->flags, fault);
+	unsafe_get_user(args->deadline_ns, &u->deadline_ns, fault);
+	unsafe_get_user(args->clockid, &u->clockid, fault);
+	unsafe_get_user(args->count, &u->count, fault);
+	unsafe_get_user(args->entries, &u->entries, fault);
+	user_read_access_end();
+	return 1;
+fault:
+	user_read_access_end();
+	return -EFAULT;
+}
+
+/*
+ * The @n entries of a gang at @uptr, field by field in one window of user
+ * access (a gang's call is a plain pair's cost plus its entries', not a
+ * copy routine's per struct).  Return: 0 or -EFAULT.
+ */
+static int wsem_many_entries(struct wsem_many_entry *e, u64 uptr,
+			     unsigned int n)
+{
+	const struct wsem_many_entry __user *u = u64_to_user_ptr(uptr);
+	unsigned int i;
+
+	if (!user_read_access_begin(u, n * sizeof(*u)))
+		return -EFAULT;
+	for (i = 0; i < n; i++) {
+		unsafe_get_user(e[i].fd, &u[i].fd, fault);
+		unsafe_get_user(e[i].__pad, &u[i].__pad, fault);
+		unsafe_get_user(e[i].weight, &u[i].weight, fault);
+	}
+	user_read_access_end();
+	return 0;
+fault:
+	user_read_access_end();
+	return -EFAULT;
+}
+
+/*
  * The handle of one gang entry, for wsem_ioctl_acquire_many(), with its
- * file in *@file (fput() it); an ERR_PTR() as that function returns.
+ * descriptor in *@f (fdput() it if its file is not NULL): fdget()'s
+ * reference, which costs no atomic while the caller's descriptor table
+ * is its own, holds the file for the call as the syscall's own does.  An
+ * ERR_PTR() as that function returns.
  */
 static struct wsem_handle *wsem_many_handle(const struct wsem_many_entry *e,
-					    struct file **file)
+					    struct fd *f)
 {
-	*file = NULL;
+	*f = (struct fd){};
 	if (e->__pad || !e->weight)
 		return ERR_PTR(-EINVAL);
-	*file = fget(e->fd);
-	if (!*file)
+	*f = fdget(e->fd);
+	if (!fd_file(*f))
 		return ERR_PTR(-EBADF);
-	return wsem_rw_handle(*file);
+	return wsem_rw_handle(fd_file(*f));
 }
 
 /**
@@ -451,7 +505,7 @@ static int wsem_ioctl_acquire_many(void __user *uarg)
 			  WSEM_ACQUIRE_CLOCK;
 	struct wsem_handle *hs[WSEM_MANY_MAX];
 	struct wsem_many_entry e[WSEM_MANY_MAX];
-	struct file *files[WSEM_MANY_MAX];
+	struct fd files[WSEM_MANY_MAX];
 	struct wsem_acquire_args times;
 	u64 weights[WSEM_MANY_MAX];
 	struct wsem_many_args args;
@@ -460,9 +514,15 @@ static int wsem_ioctl_acquire_many(void __user *uarg)
 	clockid_t clock;
 	int ret;
 
-	ret = wsem_copy_args(&args, sizeof(args), WSEM_MANY_SIZE_VER0, uarg);
-	if (ret)
+	ret = wsem_many_args_ours(&args, uarg);
+	if (ret < 0)
 		return ret;
+	if (!ret) {
+		ret = wsem_copy_args(&args, sizeof(args), WSEM_MANY_SIZE_VER0,
+				     uarg);
+		if (ret)
+			return ret;
+	}
 	if ((args.flags & ~known) || !args.count ||
 	    args.count > WSEM_MANY_MAX ||
 	    ((args.flags & WSEM_ACQUIRE_TRY) &&
@@ -478,9 +538,9 @@ static int wsem_ioctl_acquire_many(void __user *uarg)
 	ret = wsem_deadline(&times, &clock, &deadline);
 	if (ret)
 		return ret;
-	if (copy_from_user(e, u64_to_user_ptr(args.entries),
-			   args.count * sizeof(e[0])))
-		return -EFAULT;
+	ret = wsem_many_entries(e, args.entries, args.count);
+	if (ret)
+		return ret;
 
 	for (n = 0; n < args.count; n++) {
 		hs[n] = wsem_many_handle(&e[n], &files[n]);
@@ -491,7 +551,7 @@ static int wsem_ioctl_acquire_many(void __user *uarg)
 				ret = -EINVAL;
 		}
 		if (ret) {
-			if (files[n])
+			if (fd_file(files[n]))
 				n++;
 			break;
 		}
@@ -505,7 +565,7 @@ static int wsem_ioctl_acquire_many(void __user *uarg)
 		ret = wsem_acquire_many(hs, weights, n, args.flags, clock,
 					deadline);
 	for (i = 0; i < n; i++)
-		fput(files[i]);
+		fdput(files[i]);
 	return ret;
 }
 

@@ -557,7 +557,7 @@ static struct wsem_gang *wsem_gang_take_back(struct wsem_handle **hs,
 static struct wsem_gang *wsem_gang_alloc(struct wsem_handle **hs,
 					 const u64 *weights, unsigned int n)
 {
-	struct wsem_gang *g = kzalloc(sizeof(*g), WSEM_GFP);
+	struct wsem_gang *g = kzalloc(struct_size(g, part, n), WSEM_GFP);
 	unsigned int i, j;
 
 	if (!g)
@@ -573,7 +573,6 @@ static struct wsem_gang *wsem_gang_alloc(struct wsem_handle **hs,
 			.task = current,
 			.handle = hs[i],
 			.weight = weights[i],
-			.since = ktime_get_ns(),
 			.status = WSEM_WAITING,
 			.gang = g,
 		};

@@ -561,9 +561,10 @@ static __always_inline void wsem_wake_init(struct wsem_wake *wake)
  * @park_node: in wsem_parked_gangs
  * @park_work: grants or ends it in place of its task while parked
  *	(queued by wsem_poke_gang(), runs wsem_gang_look_parked())
- * @part: one request per semaphore, each queued and moved up its line as
- *	a plain one is; the parts of one tree take consecutive tickets,
- *	queued at once, so they stand together once at the root
+ * @part: @nr requests, one per semaphore, each queued and moved up its
+ *	line as a plain one is; the parts of one tree take consecutive
+ *	tickets, queued at once, so they stand together once at the root
+ *	(allocated for @nr: a gang of two is a third of a gang of eight)
  *
  * A gang is granted by its own task alone, under the locks of all its
  * trees, taken in @roots order (spin_lock_nested(), a subclass per tree):
@@ -594,7 +595,7 @@ struct wsem_gang {
 	bool parked;
 	struct list_head park_node;
 	struct work_struct park_work;
-	struct wsem_waiter part[WSEM_MANY_MAX];
+	struct wsem_waiter part[] __counted_by(nr);
 };
 
 /* The largest weight a request may ask for: its ceiling, or its capacity. */
