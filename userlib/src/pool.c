@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * The pool: a process's fast path over one handle (wsem_pool(3)).
+ * The pool: a process's fast path over one handle (wsem_pool_open(3)).
  *
  * The pool has a handle of its own (a reopen of the caller's), so what the
  * kernel says that handle holds is exactly the pool's: @inuse, the weight
@@ -16,11 +16,11 @@
  *    batch (up to @max_spare, within what the page shows free) that
  *    becomes spare; else the plain acquire of its weight, which queues in
  *    arrival order with every other request;
- *  - a release puts the weight into @spare, gives back what is above
- *    @max_spare, then reads the page and gives all of @spare back if it
- *    shows a waiter or an overhang (one system call in all); a batch
- *    does the same after the try, so no weight stays spare behind a
- *    request that queued before the store;
+ *  - a release puts the weight into @spare, then reads the page: if it
+ *    shows a waiter or an overhang, all of @spare goes back, else what is
+ *    above @max_spare (one system call at most); a batch does the same
+ *    after the try, so no weight stays spare behind a request that queued
+ *    before the store;
  *  - the watcher thread (none with WSEM_POOL_NOTHREAD) sleeps in poll(2)
  *    on the handle for the demand event (POLLRDBAND, the one lenders
  *    follow) and, when the state it then reads shows a waiter or an
@@ -186,13 +186,17 @@ static int pool_trim_excess(struct wsem_pool *p)
 }
 
 /*
- * Weight went into @spare after a look at the page: keep it within
- * @max_spare, and give it all back if a request queued since the look.
+ * Weight went into @spare: give it all back if the page now shows a
+ * request queued (or an overhang), else what is above @max_spare.  The
+ * look comes after the store, so a request that queued before the store
+ * is seen here, and one that queues after it finds the weight in @spare
+ * for the watcher or the next call to give back.
  */
 static void pool_settle(struct wsem_pool *p)
 {
-	pool_trim_excess(p);
-	if (!pool_uncontended(p))
+	if (pool_uncontended(p))
+		pool_trim_excess(p);
+	else
 		pool_give_back(p);
 }
 
