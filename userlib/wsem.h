@@ -197,6 +197,34 @@ int wsem_read_counters(const struct wsem_counters *c,
 		       struct wsem_counters *out);
 int wsem_unmap_counters(const struct wsem_counters *c);
 
+/*
+ * A pool: this process's fast path over one handle (wsem_pool(3)).  It
+ * holds weight of the semaphore through a handle of its own and serves
+ * its threads' acquires and releases with atomics, no system call, while
+ * the counters page shows nobody queued; once a request waits, its
+ * acquires go to the kernel in arrival order and its spare weight goes
+ * back.  A pool gets ahead of a queued request by at most one acquire per
+ * thread: the acquires that had looked at the page before it queued.
+ * @max_spare bounds the weight it keeps for later acquires; timeout_ns as
+ * wsem_acquire_many()'s (< 0 for ever, 0 only tries: EAGAIN).  Its weight
+ * goes back when the pool is closed or the process dies.  Without
+ * WSEM_POOL_NOTHREAD a thread of the pool's gives spare weight back on the
+ * demand event (POLLRDBAND); with it, the caller polls wsem_pool_fd() for
+ * POLLRDBAND and calls wsem_pool_trim().
+ */
+#define WSEM_POOL_NOTHREAD	0x1
+
+struct wsem_pool;
+
+struct wsem_pool *wsem_pool_open(int fd, uint64_t max_spare, int flags);
+int wsem_pool_close(struct wsem_pool *pool);
+int wsem_pool_acquire(struct wsem_pool *pool, uint64_t weight,
+		      int64_t timeout_ns);
+int wsem_pool_tryacquire(struct wsem_pool *pool, uint64_t weight);
+int wsem_pool_release(struct wsem_pool *pool, uint64_t weight);
+int wsem_pool_trim(struct wsem_pool *pool);
+int wsem_pool_fd(const struct wsem_pool *pool);
+
 #ifdef __cplusplus
 }
 #endif
