@@ -473,19 +473,28 @@ func (a *agent) watch(ctx context.Context, poke func()) {
 // agents' changes, are one look, not one each.
 const lookGap = 20 * time.Millisecond
 
-// leave is the end of a stopped agent: the host grants nothing more, and
-// etcd gets back all of the share but what is still held.
+// leave is the end of a stopped agent, giving back last: the host grants
+// nothing more (its loan drops to 0, and under deadline its holders are
+// ended); the handle that lends is closed (the kernel withdraws the loan,
+// and under deadline ends in the same step what still holds); then etcd
+// gets back all of the share but what was still held; then the lease is
+// revoked, and the claim with it, from whose end the other agents count
+// to take back what is left of a deadline host's share.
 func (a *agent) leave() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
 	a.unpublish()
 	err := a.setLoan(0, "agent stopped")
 	if a.lim.policy == "deadline" {
-		// what they hold stays the host's share below, and the
-		// handle's close ends them in any case
+		// what they still hold stays the host's share below, and
+		// the handle's close ends them in any case
 		a.endHoldersWithin(ctx)
 	}
+	cancel()
+	// read with nothing lent: from here what is held only falls
 	_, used, _, err2 := a.loc.demand()
+	a.loc.close()
+	ctx, cancel = context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
 	gone := a.share == 0
 	if err == nil && err2 == nil && used < a.share {
 		gone, err = a.st.shrinkShare(ctx, a.share, used)
@@ -495,16 +504,18 @@ func (a *agent) leave() {
 		// nothing left to take back after the claim goes
 		err = a.st.dropTTL(ctx)
 	}
+	a.st.close()
 	lg.Printf("%s: %d growths found another share changed in etcd "+
 		"and were computed again", a.lim.name, a.raced)
+	if err == nil {
+		err = err2
+	}
 	if err != nil {
 		lg.Printf("%s: stopping: %v", a.lim.name, err)
 	} else if used > 0 {
 		lg.Printf("%s: stopped; %d still held stays this host's share",
 			a.lim.name, used)
 	}
-	a.st.close()
-	a.loc.close()
 	if a.lock != nil {
 		a.lock.Close()
 	}
@@ -582,18 +593,20 @@ func start(ctx context.Context, lim *limit) (*agent, error) {
 	return a, err
 }
 
-// startWith is start's, with lim's etcd client.
-// What it took is given back if it fails (the deferred functions).
+// startWith is start's, with lim's etcd client.  It checks first and
+// changes etcd last: the host's lock file, then that no other handle
+// lends to the host's semaphore, then etcd's capacity (written if no
+// agent did: a new limit), then the claim (session: another machine's is
+// refused before anything is granted, this machine's stopped one taken
+// over).  A second agent that fails on any of them changes nothing in
+// etcd.  What it took is given back if it fails (the deferred functions).
 func startWith(ctx context.Context, lim *limit, cli *clientv3.Client) (_ *agent, err error) {
 	st := lim.store(cli)
-	if err := st.ensureCapacity(ctx, lim.capacity); err != nil {
-		return nil, err
-	}
 	// One agent per host on this machine: the lock file's flock, which
 	// a dead agent's process lets go of.  With it, a claim in etcd that
 	// is not this agent's is a stopped agent's, and is taken over at
-	// once; without it (another machine that says it is this host), the
-	// claim is waited for.
+	// once; without it (no lock file can be made), the claim is waited
+	// for.
 	lock, err := lockHost(ctx, lim)
 	if err != nil {
 		return nil, err
@@ -605,18 +618,20 @@ func startWith(ctx context.Context, lim *limit, cli *clientv3.Client) (_ *agent,
 			}
 		}()
 	}
-	// Checked first: no other handle lends to the host's semaphore.
-	// Nothing in etcd has changed yet but a new limit's capacity.
+	// No other handle lends to the host's semaphore.
 	loc, err := openLocal(lim.name, lim.capacity, lim.mode)
 	if err != nil {
 		return nil, err
 	}
 	defer func() {
 		if err != nil {
-			st.close()
 			loc.close()
+			st.close()
 		}
 	}()
+	if err := st.ensureCapacity(ctx, lim.capacity); err != nil {
+		return nil, err
+	}
 	loc.ends = lim.policy == "deadline"
 	st.takeover = lock != nil
 	err = waitWhile(ctx, lim.name, errHostTaken, func() error {

@@ -67,13 +67,25 @@ func (s *store) session(ctx context.Context) (clientv3.LeaseID, error) {
 	if s.lease != 0 && !s.end.lost(s.lease) {
 		return s.lease, nil
 	}
+	// Checked before a lease is granted: a claim of another machine,
+	// or, at the first claim, one this agent may not take over.
+	k := s.key("alive")
+	kv, err := s.getKey(ctx, k)
+	if err != nil {
+		return 0, err
+	}
+	if kv != nil && !sameMachine(string(kv.Value)) {
+		return 0, s.otherMachine(kv)
+	}
+	if kv != nil && s.lease == 0 && !s.takeover {
+		return 0, errHostTaken
+	}
 	sent := bootTime()
 	g, err := s.cli.Grant(ctx, int64(s.ttl))
 	if err != nil {
 		return 0, err
 	}
 	lease := g.ID
-	k := s.key("alive")
 	claim := []clientv3.Op{clientv3.OpPut(k, thisMachine(),
 		clientv3.WithLease(lease)), s.ttlOp(g.TTL)}
 	r, err := s.cli.Txn(ctx).
@@ -139,10 +151,15 @@ func (s *store) stoppedClaim(ctx context.Context, k string) (clientv3.LeaseID, e
 		return 0, err
 	}
 	if !sameMachine(string(kv.Value)) {
-		return 0, fmt.Errorf("%w: %s is %q, this machine is %q",
-			errOtherMachine, k, kv.Value, thisMachine())
+		return 0, s.otherMachine(kv)
 	}
 	return clientv3.LeaseID(kv.Lease), nil
+}
+
+// otherMachine is the error for claim kv, another machine's.
+func (s *store) otherMachine(kv *mvccpb.KeyValue) error {
+	return fmt.Errorf("%w: %s is %q, this machine is %q",
+		errOtherMachine, kv.Key, kv.Value, thisMachine())
 }
 
 // errOtherMachine: alive/HOST is another machine's claim.

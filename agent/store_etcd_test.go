@@ -169,3 +169,115 @@ func TestReadSkipsBadKeys(t *testing.T) {
 		t.Fatal("a share that does not parse was skipped")
 	}
 }
+
+// grantCount counts the leases a client is granted.
+type grantCount struct {
+	clientv3.Lease
+	n int
+}
+
+func (g *grantCount) Grant(ctx context.Context, ttl int64) (*clientv3.LeaseGrantResponse, error) {
+	g.n++
+	return g.Lease.Grant(ctx, ttl)
+}
+
+// testLimit is a policy deadline limit of capacity 6 on host h, served by
+// st's etcd.
+func testLimit() *limit {
+	return &limit{name: "t", prefix: "/wsem", capacity: 6, host: "h",
+		ttl: 2, policy: "deadline", mode: 0600, hold: time.Second,
+		turn: time.Second}
+}
+
+// A second agent checks first: one that finds another handle lending to
+// the host's semaphore, or another machine's claim, changes nothing in
+// etcd (no lease granted, the claim and its lease as they were).
+func TestStartChecksFirst(t *testing.T) {
+	st, ctx, done := testStore(t, "h")
+	defer done()
+	l, err := st.cli.Grant(ctx, 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, ctx, st, "share/h", "2")
+	put(t, ctx, st, "ttl/h", "2")
+	grants := &grantCount{Lease: st.cli.Lease}
+	st.cli.Lease = grants
+	defer func() { st.cli.Lease = grants.Lease }()
+	unchanged := func(what string) {
+		t.Helper()
+		if grants.n != 0 {
+			t.Errorf("%s: %d leases granted", what, grants.n)
+		}
+		if got := claimLease(t, ctx, st); got != l.ID {
+			t.Errorf("%s: the claim moved to lease %x", what, got)
+		}
+		ttl, err := st.cli.TimeToLive(ctx, l.ID)
+		if err != nil || ttl.TTL <= 0 {
+			t.Errorf("%s: the live agent's lease ended: %v", what, err)
+		}
+		if value(t, ctx, st, "share/h") != "2" {
+			t.Errorf("%s: the share changed", what)
+		}
+	}
+
+	// this machine's live agent, which lends 2 to the semaphore
+	put(t, ctx, st, "alive/h", thisMachine(), clientv3.WithLease(l.ID))
+	sem := newFakeSem(6, 2)
+	defer useFakeSem(sem, t.TempDir())()
+	if _, err := startWith(ctx, testLimit(), st.cli); err == nil ||
+		!strings.Contains(err.Error(), "another handle lends") {
+		t.Fatalf("another handle lends: %v", err)
+	}
+	unchanged("another handle lends")
+
+	// another machine's agent: the semaphore here lends nothing
+	put(t, ctx, st, "alive/h", "machine=0123 boot=4567",
+		clientv3.WithLease(l.ID))
+	sem.stat.Lent, sem.stat.Capacity = 0, 0
+	if _, err := startWith(ctx, testLimit(), st.cli); !errors.Is(err,
+		errOtherMachine) {
+		t.Fatalf("another machine's claim: %v", err)
+	}
+	unchanged("another machine's claim")
+}
+
+// A stopping agent gives back last: when the handle that lends closes,
+// the claim and the share are still in etcd; after, both are gone.
+func TestLeaveClosesFirst(t *testing.T) {
+	st, ctx, done := testStore(t, "h")
+	defer done()
+	put(t, ctx, st, "share/h", "2")
+	sem := newFakeSem(6, 0)
+	defer useFakeSem(sem, t.TempDir())()
+	a, err := startWith(ctx, testLimit(), st.cli)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sem.stat.Lent != 2 || value(t, ctx, st, "ttl/h") == "" {
+		t.Fatalf("started: lends %d, ttl/h %q", sem.stat.Lent,
+			value(t, ctx, st, "ttl/h"))
+	}
+	var atClose []string
+	sem.onClose = func() {
+		atClose = []string{value(t, ctx, st, "alive/h"),
+			value(t, ctx, st, "share/h"), value(t, ctx, st, "ttl/h")}
+		if sem.stat.Lent != 0 {
+			t.Errorf("the handle closed lending %d", sem.stat.Lent)
+		}
+	}
+	a.leave()
+	if !sem.closed {
+		t.Fatal("the handle is not closed")
+	}
+	if atClose[0] == "" || atClose[1] != "2" || atClose[2] == "" {
+		t.Errorf("at the handle's close: claim %q, share %q, ttl %q "+
+			"(the claim, share 2 and ttl/ still there)", atClose[0],
+			atClose[1], atClose[2])
+	}
+	for _, k := range []string{"alive/h", "share/h", "ttl/h", "demand/h"} {
+		if v := value(t, ctx, st, k); v != "" {
+			t.Errorf("after leave: %s is %q", k, v)
+		}
+	}
+}

@@ -5,7 +5,8 @@
 # process (go.etcd.io/etcd/integration, golang-etcd-server-dev): the
 # take-back of a policy deadline share, a claim of another machine
 # refused and one of this machine taken over, declare-dead, the keys a
-# look skips.  No guest, no network: make -C agent check-etcd.  TAP.
+# look skips, a start that checks before it changes etcd and a stop that
+# closes the lending handle before it gives back.  No guest, no network: make -C agent check-etcd.  TAP.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 T=$(mktemp -d)
@@ -13,9 +14,9 @@ trap 'rm -rf "$T"' EXIT
 # shellcheck source=selftests/host/tap.sh
 . "$(dirname "$0")/tap.sh"
 
-echo "1..5"
+echo "1..7"
 if [ ! -d /usr/share/gocode/src/go.etcd.io/etcd/integration ]; then
-	for i in 1 2 3 4 5; do
+	for i in 1 2 3 4 5 6 7; do
 		echo "ok $i # SKIP no go.etcd.io/etcd/integration (golang-etcd-server-dev)"
 	done
 	exit 0
@@ -35,5 +36,9 @@ check "declare-dead refuses a policy deadline host, gives a finish host's share 
 	passed TestDeclareDead
 check "a look skips a bad demand and a key of no known kind, not a bad share" \
 	passed TestReadSkipsBadKeys
+check "a second agent that finds another lender or another machine's claim changes nothing in etcd" \
+	passed TestStartChecksFirst
+check "a stopping agent closes its lending handle before it gives the share back and revokes its lease" \
+	passed TestLeaveClosesFirst
 [ $st -eq 0 ] || tail -n 30 "$T/go.log" | sed 's/^/# /'
 exit $((failed > 0))
