@@ -10,6 +10,7 @@
 //
 //	wsem-agent [-c DIR_OR_FILE]...           run (a systemd unit's ExecStart)
 //	wsem-agent declare-dead NAME HOST        give back a dead host's share
+//	wsem-agent set-capacity NAME N           change the cluster's capacity
 //	wsem-agent status NAME [--json]          the limit as etcd has it
 package main
 
@@ -42,19 +43,20 @@ var lg = log.New(os.Stderr, "wsem-agent: ", 0)
 
 // An agent serves one limit.
 type agent struct {
-	lim    *limit
-	st     *store
-	loc    *local
-	share  int64     // what etcd has as this host's share
-	loan   int64     // what the agent lends the host's semaphore: <= share
-	idle   time.Time // since when the share is above the rule's, or zero
-	grants int64     // the semaphore's grants when the host last looked
-	served time.Time // since when served all at the queue's front, or zero
-	fell   time.Time // since when the need is below the published one
-	again  time.Time // look again then (toPublish's grace), or zero
-	raced  int64     // growths that found a share changed in etcd
-	lock   *os.File  // the host's lock file (lockHost), or nil
-	shown  viewFile  // what wsem stat shows (view.go)
+	lim     *limit
+	st      *store
+	loc     *local
+	share   int64     // what etcd has as this host's share
+	loan    int64     // what the agent lends the host's semaphore: <= share
+	idle    time.Time // since when the share is above the rule's, or zero
+	grants  int64     // the semaphore's grants when the host last looked
+	served  time.Time // since when served all at the queue's front, or zero
+	fell    time.Time // since when the need is below the published one
+	again   time.Time // look again then (toPublish's grace), or zero
+	raced   int64     // growths that found a share changed in etcd
+	capSeen int64     // etcd's capacity at the last look (noteCapacity)
+	lock    *os.File  // the host's lock file (lockHost), or nil
+	shown   viewFile  // what wsem stat shows (view.go)
 	// other policy deadline hosts' shares whose claim is gone (plan.go)
 	orphans map[string]orphan
 
@@ -142,6 +144,7 @@ func (a *agent) reconcile(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	a.noteCapacity(v)
 	if !v.alive[a.lim.host] {
 		// The claim went while the lease lives (deleted by hand):
 		// the other agents count from now; act as on a lost lease.
@@ -215,6 +218,26 @@ func (a *agent) reconcile(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// noteCapacity logs, once for each value, that etcd's capacity is not
+// capacity= (set-capacity changed it): the shares follow etcd's; the
+// host's semaphore keeps its ceiling, and the next start needs capacity=
+// changed.
+func (a *agent) noteCapacity(v *view) {
+	c := v.capacity
+	if v.full != 0 {
+		c = v.full
+	}
+	if c == a.capSeen {
+		return
+	}
+	if a.capSeen != 0 || c != a.lim.capacity {
+		lg.Printf("%s: capacity %d in etcd (capacity= %d), the shares "+
+			"kept within %d", a.lim.name, c, a.lim.capacity,
+			v.capacity)
+	}
+	a.capSeen = c
 }
 
 // loseLease is the end of what was lent under a lease that is lost (etcd
@@ -759,11 +782,79 @@ func (lim *limit) store(cli *clientv3.Client) *store {
 		host: lim.host, ttl: lim.ttl, deadline: lim.policy == "deadline"}
 }
 
+// declareDeadCmd declares host dead (declareDead), after ttl= seconds
+// with its claim gone, all within three times ttl=.
 func declareDeadCmd(confs []string, name, host string) error {
-	return onLimit(confs, name, func(ctx context.Context, st *store,
-		_ *limit) error {
-		return declareDead(ctx, st.cli, st.prefix, host)
+	lim, err := limitNamed(confs, name)
+	if err != nil {
+		return err
+	}
+	cli, err := lim.client()
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	ttl := time.Duration(lim.ttl) * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 3*ttl)
+	defer cancel()
+	st := lim.store(cli)
+	return declareDead(ctx, cli, st.prefix, host, ttl, func() {
+		lg.Printf("%s: %s's claim is gone: waiting ttl=%d s, by when "+
+			"its kernel lends nothing more", name, host, lim.ttl)
 	})
+}
+
+// parseCapacity is set-capacity's N: a number from 1 to capacity='s
+// largest.
+func parseCapacity(arg string) (int64, error) {
+	n, err := strconv.ParseInt(arg, 10, 64)
+	if err != nil || n < 1 || n > limits["capacity"] {
+		return 0, fmt.Errorf("set-capacity: %q: not a number from 1 "+
+			"to %d", arg, limits["capacity"])
+	}
+	return n, nil
+}
+
+// setCapacityCmd makes the capacity of the cluster limit called name n
+// (setCapacity), waiting, a shrink, for the agents to lower the shares
+// first, until SIGTERM or SIGINT.
+func setCapacityCmd(confs []string, name string, n int64) error {
+	lim, err := limitNamed(confs, name)
+	if err != nil {
+		return err
+	}
+	cli, err := lim.client()
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	ctx, stop := signal.NotifyContext(context.Background(),
+		syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	st := lim.store(cli)
+	old, err := setCapacity(ctx, st, n, func(sum int64) {
+		lg.Printf("%s: the shares add up to %d, above %d: the agents "+
+			"lower them first (%scapacity/next %d), what is held "+
+			"when its holders end; waiting", name, sum, n,
+			st.prefix, n)
+	})
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("%s: stopped: %scapacity/next %d stays, "+
+			"and the agents keep the shares within it; run "+
+			"set-capacity %s %d again to finish, or with the "+
+			"capacity in force to take it away", name, st.prefix,
+			n, name, n)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%s: capacity %d -> %d\n", name, old, n)
+	if n != lim.capacity {
+		lg.Printf("%s: this host's capacity= is %d: change it on "+
+			"every host (an agent whose capacity= is not etcd's "+
+			"does not start)", name, lim.capacity)
+	}
+	return nil
 }
 
 // testDelay is WSEM_AGENT_TEST_DELAY_MS, a test's knob: how long an agent
@@ -790,6 +881,17 @@ func main() {
 		}
 		return
 	}
+	if flag.NArg() == 3 && flag.Arg(0) == "set-capacity" {
+		n, err := parseCapacity(flag.Arg(2))
+		if err != nil {
+			lg.Print(err)
+			os.Exit(2)
+		}
+		if err := setCapacityCmd(confs, flag.Arg(1), n); err != nil {
+			lg.Fatal(err)
+		}
+		return
+	}
 	if flag.NArg() >= 2 && flag.NArg() <= 3 && flag.Arg(0) == "status" &&
 		(flag.NArg() == 2 || flag.Arg(2) == "--json") {
 		err := statusCmd(os.Stdout, confs, flag.Arg(1), flag.NArg() == 3)
@@ -800,7 +902,8 @@ func main() {
 	}
 	if flag.NArg() != 0 {
 		fmt.Fprintln(os.Stderr, "usage: wsem-agent [-c PATH]... "+
-			"[declare-dead NAME HOST | status NAME [--json]]")
+			"[declare-dead NAME HOST | set-capacity NAME N | "+
+			"status NAME [--json]]")
 		os.Exit(2)
 	}
 	lims, err := limitsOf(confs)

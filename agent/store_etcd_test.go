@@ -11,6 +11,7 @@ package main
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -130,13 +131,15 @@ func TestSessionClaims(t *testing.T) {
 }
 
 // declare-dead: refused for a policy deadline host, which keeps its share;
-// done for a finish host whose claim is gone.
+// done for a finish host whose claim is gone, once it has stayed gone for
+// the wait (by then the host's kernel deadline has passed), and refused if
+// the host claims itself again in that time.
 func TestDeclareDead(t *testing.T) {
 	st, ctx, done := testStore(t, "me")
 	defer done()
 	put(t, ctx, st, "share/d", "1")
 	put(t, ctx, st, "ttl/d", "2")
-	err := declareDead(ctx, st.cli, st.prefix, "d")
+	err := declareDead(ctx, st.cli, st.prefix, "d", time.Second, nil)
 	if err == nil || !strings.Contains(err.Error(), "policy deadline") {
 		t.Fatalf("a policy deadline host: %v", err)
 	}
@@ -144,11 +147,33 @@ func TestDeclareDead(t *testing.T) {
 		t.Fatal("a refused declare-dead changed the share")
 	}
 	put(t, ctx, st, "share/f", "1")
-	if err := declareDead(ctx, st.cli, st.prefix, "f"); err != nil {
+	began := time.Now()
+	if err := declareDead(ctx, st.cli, st.prefix, "f", time.Second,
+		nil); err != nil {
 		t.Fatalf("a finish host without a claim: %v", err)
+	}
+	if took := time.Since(began); took < time.Second {
+		t.Errorf("declared dead after %v, not after the wait of 1 s", took)
 	}
 	if value(t, ctx, st, "share/f") != "" {
 		t.Fatal("declare-dead left the share")
+	}
+	// the host's agent claims it again while declare-dead waits, and
+	// loses the claim again
+	put(t, ctx, st, "share/g", "1")
+	end := make(chan error, 1)
+	go func() {
+		end <- declareDead(ctx, st.cli, st.prefix, "g", 2*time.Second,
+			func() {
+				put(t, ctx, st, "alive/g", thisMachine())
+				st.cli.Delete(ctx, st.prefix+"alive/g")
+			})
+	}()
+	if err := <-end; err == nil {
+		t.Fatal("declare-dead done while the host claimed itself again")
+	}
+	if value(t, ctx, st, "share/g") != "1" {
+		t.Fatal("the refused declare-dead changed the share")
 	}
 }
 
@@ -278,6 +303,150 @@ func TestLeaveClosesFirst(t *testing.T) {
 	for _, k := range []string{"alive/h", "share/h", "ttl/h", "demand/h"} {
 		if v := value(t, ctx, st, k); v != "" {
 			t.Errorf("after leave: %s is %q", k, v)
+		}
+	}
+}
+
+// A growth computed before the capacity (or capacity/next) changed fails.
+func TestGrowthSeesCapacity(t *testing.T) {
+	st, ctx, done := testStore(t, "h")
+	defer done()
+	for _, k := range []string{"capacity/next", "capacity"} {
+		_, rev, err := st.read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		put(t, ctx, st, k, "4")
+		if ok, err := st.growShare(ctx, rev, 5); err != nil || ok {
+			t.Errorf("%s changed since the read: grown %v, %v", k,
+				ok, err)
+		}
+	}
+}
+
+// sharesFit checks that at each revision of st's etcd from rev on, the
+// shares add up to no more than the capacity.
+func sharesFit(t *testing.T, ctx context.Context, st *store, rev int64) {
+	t.Helper()
+	last, err := st.cli.Get(ctx, "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r := rev; r <= last.Header.Revision; r++ {
+		g, err := st.cli.Get(ctx, st.prefix, clientv3.WithPrefix(),
+			clientv3.WithRev(r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var capacity, sum int64
+		for _, kv := range g.Kvs {
+			n, _ := strconv.ParseInt(string(kv.Value), 10, 64)
+			if string(kv.Key) == st.prefix+"capacity" {
+				capacity = n
+			} else if strings.HasPrefix(string(kv.Key), st.prefix+"share/") {
+				sum += n
+			}
+		}
+		if sum > capacity {
+			t.Errorf("revision %d: shares of %d, capacity %d", r, sum,
+				capacity)
+		}
+	}
+}
+
+// set-capacity: growth at once; a shrink puts capacity/next, which the
+// agents' looks take as the capacity, and writes the capacity once the
+// shares fit; at no revision do the shares add up to more than the
+// capacity.  One stopped while it waits leaves capacity/next, which a
+// set-capacity the shares fit in takes away.
+func TestSetCapacity(t *testing.T) {
+	st, ctx, done := testStore(t, "h")
+	defer done()
+	rev := put(t, ctx, st, "share/a", "3")
+	put(t, ctx, st, "share/b", "2")
+	if old, err := setCapacity(ctx, st, 8, nil); err != nil || old != 6 ||
+		value(t, ctx, st, "capacity") != "8" {
+		t.Fatalf("grow 6 -> 8: old %d, %v, capacity %s", old, err,
+			value(t, ctx, st, "capacity"))
+	}
+	waiting := make(chan int64, 1)
+	end := make(chan error, 1)
+	go func() {
+		_, err := setCapacity(ctx, st, 4, func(sum int64) { waiting <- sum })
+		end <- err
+	}()
+	select {
+	case sum := <-waiting:
+		if sum != 5 {
+			t.Errorf("waits for shares of %d, not 5", sum)
+		}
+	case err := <-end:
+		sharesFit(t, ctx, st, rev)
+		t.Fatalf("set-capacity 4 with shares of 5 did not wait: %v", err)
+	}
+	if value(t, ctx, st, "capacity") != "8" ||
+		value(t, ctx, st, "capacity/next") != "4" {
+		t.Fatalf("while the shares are 5: capacity %s, capacity/next %s",
+			value(t, ctx, st, "capacity"),
+			value(t, ctx, st, "capacity/next"))
+	}
+	if v, _, err := st.read(ctx); err != nil || v.capacity != 4 ||
+		v.full != 8 || v.free() != -1 {
+		t.Fatalf("an agent's look: %+v, %v", v, err)
+	}
+	// host a's agent gives 1 back
+	a := *st
+	a.host = "a"
+	if ok, err := a.shrinkShare(ctx, 3, 2); err != nil || !ok {
+		t.Fatalf("a's shrink: %v %v", ok, err)
+	}
+	select {
+	case err := <-end:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("set-capacity 4 did not end with shares of 4")
+	}
+	if value(t, ctx, st, "capacity") != "4" ||
+		value(t, ctx, st, "capacity/next") != "" {
+		t.Fatalf("after: capacity %s, capacity/next %s",
+			value(t, ctx, st, "capacity"),
+			value(t, ctx, st, "capacity/next"))
+	}
+	// stopped while it waits: capacity/next stays until a set-capacity
+	// ends
+	sctx, stop := context.WithCancel(ctx)
+	if _, err := setCapacity(sctx, st, 3, func(int64) { stop() }); err == nil {
+		t.Fatal("set-capacity 3, stopped: no error")
+	}
+	if value(t, ctx, st, "capacity/next") != "3" {
+		t.Fatal("set-capacity 3, stopped: no capacity/next 3")
+	}
+	if _, err := setCapacity(ctx, st, 4, nil); err != nil ||
+		value(t, ctx, st, "capacity/next") != "" {
+		t.Fatalf("set-capacity 4 again: %v, capacity/next %s", err,
+			value(t, ctx, st, "capacity/next"))
+	}
+	sharesFit(t, ctx, st, rev)
+}
+
+// A capacity below 1 in etcd fails the look (refused, not used); a
+// capacity/next that is not one is skipped.
+func TestReadCapacity(t *testing.T) {
+	st, ctx, done := testStore(t, "h")
+	defer done()
+	for _, bad := range []string{"-3", "0", "x"} {
+		put(t, ctx, st, "capacity", bad)
+		if _, _, err := st.read(ctx); err == nil {
+			t.Errorf("capacity %s: read", bad)
+		}
+	}
+	put(t, ctx, st, "capacity", "6")
+	for _, bad := range []string{"-1", "0", "x"} {
+		put(t, ctx, st, "capacity/next", bad)
+		if v, _, err := st.read(ctx); err != nil || v.capacity != 6 {
+			t.Errorf("capacity/next %s: %v", bad, err)
 		}
 	}
 }

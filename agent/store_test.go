@@ -23,3 +23,15 @@ func TestSameMachine(t *testing.T) {
 		t.Fatal("a claim of another boot without a machine id is ours")
 	}
 }
+
+// set-capacity's N: a number from 1 to capacity='s largest, nothing else.
+func TestParseCapacity(t *testing.T) {
+	for _, bad := range []string{"-1", "0", "x", "4x", "", "4611686018427387905"} {
+		if n, err := parseCapacity(bad); err == nil {
+			t.Errorf("set-capacity %q: taken as %d", bad, n)
+		}
+	}
+	if n, err := parseCapacity("4"); err != nil || n != 4 {
+		t.Errorf("set-capacity 4: %d, %v", n, err)
+	}
+}
