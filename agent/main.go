@@ -721,17 +721,51 @@ func sayUnreachable(ctx context.Context, lim *limit, cli *clientv3.Client) func(
 }
 
 func (lim *limit) client() (*clientv3.Client, error) {
+	cfg, err := lim.clientConfig()
+	if err != nil {
+		return nil, err
+	}
+	return clientv3.New(cfg)
+}
+
+// clientConfig is lim's etcd client's: its endpoints and TLS, and gRPC's
+// keepalive pings, so that a member whose packets are dropped (a black
+// hole: no reset, no answer) is left for another one within
+// keepAliveTime plus keepAliveTimeout: else the calls and the watch on
+// its connection would wait on it for as long as it lasts.
+func (lim *limit) clientConfig() (clientv3.Config, error) {
 	var tc *tls.Config
 	if lim.cacert != "" || lim.cert != "" {
 		info := transport.TLSInfo{TrustedCAFile: lim.cacert,
 			CertFile: lim.cert, KeyFile: lim.key}
 		var err error
 		if tc, err = info.ClientConfig(); err != nil {
-			return nil, err
+			return clientv3.Config{}, err
 		}
 	}
-	return clientv3.New(clientv3.Config{Endpoints: lim.endpoints,
-		DialTimeout: 5 * time.Second, TLS: tc})
+	return clientv3.Config{Endpoints: lim.endpoints,
+		DialTimeout: 5 * time.Second, TLS: tc,
+		DialKeepAliveTime:    keepAliveTime,
+		DialKeepAliveTimeout: keepAliveTimeout(lim.ttl)}, nil
+}
+
+// keepAliveTime is how long a connection to etcd goes without a word from
+// the member before the client pings it: gRPC's least (a shorter one is
+// raised to it), and above etcd's least for its clients' pings (5 s).
+const keepAliveTime = 10 * time.Second
+
+// keepAliveTimeout is how long the client waits for a ping's answer
+// before it drops the connection for another member: a third of ttl=, at
+// least a second and at most 5.
+func keepAliveTimeout(ttl int) time.Duration {
+	d := time.Duration(ttl) * time.Second / 3
+	if d < time.Second {
+		d = time.Second
+	}
+	if d > 5*time.Second {
+		d = 5 * time.Second
+	}
+	return d
 }
 
 // limitsOf reads the -c paths, or, without any, what wsem apply reads.

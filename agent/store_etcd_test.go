@@ -18,6 +18,7 @@ import (
 
 	"go.etcd.io/etcd/clientv3"
 	"go.etcd.io/etcd/integration"
+	"google.golang.org/grpc"
 )
 
 func testStore(t *testing.T, host string) (*store, context.Context, func()) {
@@ -447,6 +448,65 @@ func TestReadCapacity(t *testing.T) {
 		put(t, ctx, st, "capacity/next", bad)
 		if v, _, err := st.read(ctx); err != nil || v.capacity != 6 {
 			t.Errorf("capacity/next %s: %v", bad, err)
+		}
+	}
+}
+
+// A watch on a member whose packets are dropped (the agent's, which wakes
+// its looks) moves to another member once the keepalive ping goes
+// unanswered: it sees a change made through the other member within the
+// keepalive's time and timeout, not never.
+func TestKeepaliveLeavesBlackhole(t *testing.T) {
+	clus := integration.NewClusterV3(t, &integration.ClusterConfig{Size: 2,
+		GRPCKeepAliveMinTime: time.Millisecond})
+	defer clus.Terminate(t)
+	lim := testLimit()
+	lim.endpoints = []string{clus.Members[0].GRPCAddr()}
+	cfg, err := lim.clientConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.DialOptions = []grpc.DialOption{grpc.WithBlock()}
+	cli, err := clientv3.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	wc := cli.Watch(context.Background(), "k", clientv3.WithCreatedNotify())
+	if _, ok := <-wc; !ok {
+		t.Fatal("no watch")
+	}
+	// (the watch's connection stays on member 0 until it fails)
+	cli.SetEndpoints(clus.Members[0].GRPCAddr(), clus.Members[1].GRPCAddr())
+	time.Sleep(time.Second)
+	clus.Members[0].Blackhole()
+	defer clus.Members[0].Unblackhole()
+	// (the bridge passes what each way's copy was already reading:
+	// a first change, which may come through)
+	if _, err := clus.Client(1).Put(context.Background(), "k", "1"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-wc:
+	case <-time.After(time.Second):
+	}
+	began := time.Now()
+	if _, err := clus.Client(1).Put(context.Background(), "k", "2"); err != nil {
+		t.Fatal(err)
+	}
+	bound := keepAliveTime + cfg.DialKeepAliveTimeout + 10*time.Second
+	for end := time.After(bound); ; {
+		select {
+		case r := <-wc:
+			for _, ev := range r.Events {
+				if string(ev.Kv.Value) == "2" {
+					t.Logf("the watch saw the change after %v",
+						time.Since(began))
+					return
+				}
+			}
+		case <-end:
+			t.Fatalf("the watch saw no change within %v", bound)
 		}
 	}
 }

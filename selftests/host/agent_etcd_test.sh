@@ -7,7 +7,8 @@
 # refused and one of this machine taken over, declare-dead, the keys a
 # look skips, a start that checks before it changes etcd and a stop that
 # closes the lending handle before it gives back, set-capacity and the
-# capacity in etcd.  No guest, no network: make -C agent check-etcd.  TAP.
+# capacity in etcd, a black-holed member left by the keepalive.  No
+# guest, no network: make -C agent check-etcd.  TAP.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 T=$(mktemp -d)
@@ -15,9 +16,9 @@ trap 'rm -rf "$T"' EXIT
 # shellcheck source=selftests/host/tap.sh
 . "$(dirname "$0")/tap.sh"
 
-echo "1..10"
+echo "1..11"
 if [ ! -d /usr/share/gocode/src/go.etcd.io/etcd/integration ]; then
-	for i in 1 2 3 4 5 6 7 8 9 10; do
+	for i in 1 2 3 4 5 6 7 8 9 10 11; do
 		echo "ok $i # SKIP no go.etcd.io/etcd/integration (golang-etcd-server-dev)"
 	done
 	exit 0
@@ -47,5 +48,7 @@ check "set-capacity grows at once, shrinks the shares first, never a share above
 	passed TestSetCapacity
 check "a capacity below 1 in etcd fails the look, such a capacity/next is skipped" \
 	passed TestReadCapacity
+check "a watch on a black-holed member moves to another one within the keepalive's time and timeout" \
+	passed TestKeepaliveLeavesBlackhole
 [ $st -eq 0 ] || tail -n 30 "$T/go.log" | sed 's/^/# /'
 exit $((failed > 0))
