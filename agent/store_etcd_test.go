@@ -11,6 +11,7 @@ package main
 import (
 	"context"
 	"errors"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -509,4 +510,90 @@ func TestKeepaliveLeavesBlackhole(t *testing.T) {
 			t.Fatalf("the watch saw no change within %v", bound)
 		}
 	}
+}
+
+// Two agents under a set-capacity shrink (each with a fake semaphore that
+// holds 2 and has 1 waiting): the rule takes capacity/next as the
+// capacity, the host behind the front lowers its loan to the rule's share
+// at once and its share to what it holds, and lower when a holder
+// releases; then set-capacity writes the capacity.  The shares within the
+// capacity at every revision, each loan within its share.
+func TestAgentsFollowSetCapacity(t *testing.T) {
+	st, ctx, done := testStore(t, "a")
+	defer done()
+	r, err := st.cli.Get(ctx, "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := r.Header.Revision
+	sems := []*fakeSem{newFakeSem(6, 0), newFakeSem(6, 0)}
+	var agents []*agent
+	defer useFakeSem(nil, t.TempDir())()
+	for i, host := range []string{"a", "b"} {
+		sem := sems[i]
+		createLoans = func(string, int64, os.FileMode) (kernelSem, error) {
+			return sem, nil
+		}
+		lim := testLimit()
+		lim.host, lim.policy, lim.hold = host, "finish", 10*time.Millisecond
+		a, err := startWith(ctx, lim, st.cli)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.leave()
+		sem.stat.Used, sem.stat.QueuedWeight, sem.stat.Waiters = 2, 1, 1
+		agents = append(agents, a)
+	}
+	// looks of both agents until cond, or 3 s
+	lookUntil := func(what string, cond func() bool) {
+		t.Helper()
+		for end := time.Now().Add(3 * time.Second); !cond(); {
+			if time.Now().After(end) {
+				t.Fatalf("not so after 3 s: %s (shares %s %s, loans "+
+					"%d %d)", what, value(t, ctx, st, "share/a"),
+					value(t, ctx, st, "share/b"), sems[0].stat.Lent,
+					sems[1].stat.Lent)
+			}
+			for _, a := range agents {
+				if err := a.reconcile(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if a.lent() > a.share {
+					t.Fatalf("%s lends %d of a share of %d",
+						a.lim.host, a.lent(), a.share)
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	lookUntil("shares of 3 and 3 lent", func() bool {
+		return sems[0].stat.Lent == 3 && sems[1].stat.Lent == 3
+	})
+	end := make(chan error, 1)
+	go func() {
+		_, err := setCapacity(ctx, st, 4, nil)
+		end <- err
+	}()
+	lookUntil("b lends 1 (the rule's) and keeps a share of 2 (held)",
+		func() bool {
+			return sems[1].stat.Lent == 1 &&
+				value(t, ctx, st, "share/b") == "2"
+		})
+	select {
+	case err := <-end:
+		t.Fatalf("set-capacity ended with shares of 5: %v", err)
+	default:
+	}
+	sems[1].stat.Used = 1 // a holder of b releases 1
+	lookUntil("set-capacity 4 done", func() bool {
+		return value(t, ctx, st, "capacity") == "4"
+	})
+	if err := <-end; err != nil {
+		t.Fatal(err)
+	}
+	if value(t, ctx, st, "share/a") != "3" || value(t, ctx, st, "share/b") != "1" {
+		t.Errorf("shares %s and %s, not 3 and 1",
+			value(t, ctx, st, "share/a"), value(t, ctx, st, "share/b"))
+	}
+	sharesFit(t, ctx, st, first)
 }

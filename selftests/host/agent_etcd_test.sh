@@ -16,9 +16,9 @@ trap 'rm -rf "$T"' EXIT
 # shellcheck source=selftests/host/tap.sh
 . "$(dirname "$0")/tap.sh"
 
-echo "1..11"
+echo "1..12"
 if [ ! -d /usr/share/gocode/src/go.etcd.io/etcd/integration ]; then
-	for i in 1 2 3 4 5 6 7 8 9 10 11; do
+	for i in 1 2 3 4 5 6 7 8 9 10 11 12; do
 		echo "ok $i # SKIP no go.etcd.io/etcd/integration (golang-etcd-server-dev)"
 	done
 	exit 0
@@ -50,5 +50,7 @@ check "a capacity below 1 in etcd fails the look, such a capacity/next is skippe
 	passed TestReadCapacity
 check "a watch on a black-holed member moves to another one within the keepalive's time and timeout" \
 	passed TestKeepaliveLeavesBlackhole
+check "two agents under a set-capacity shrink: loan first, share down to what is held, capacity written once they fit" \
+	passed TestAgentsFollowSetCapacity
 [ $st -eq 0 ] || tail -n 30 "$T/go.log" | sed 's/^/# /'
 exit $((failed > 0))
