@@ -397,8 +397,7 @@ func TestSetCapacity(t *testing.T) {
 		t.Fatalf("an agent's look: %+v, %v", v, err)
 	}
 	// host a's agent gives 1 back
-	a := *st
-	a.host = "a"
+	a := &store{cli: st.cli, prefix: st.prefix, host: "a", ttl: st.ttl}
 	if ok, err := a.shrinkShare(ctx, 3, 2); err != nil || !ok {
 		t.Fatalf("a's shrink: %v %v", ok, err)
 	}
