@@ -20,9 +20,26 @@ import (
 
 type local struct {
 	name  string
-	w     *wsem.Weighted
+	w     kernelSem
 	watch *os.File // a second handle, polled for POLLRDBAND
 	ends  bool     // policy deadline: the agent's death ends the holders
+}
+
+// kernelSem is what the agent uses of a *wsem.Weighted (a test's fake
+// stands in for the kernel's).
+type kernelSem interface {
+	Lend(n int64) error
+	LendEndingHolders(n int64) error
+	LendUntil(n int64, endHolders bool, deadline time.Duration) error
+	Stat() (*wsem.Stat, error)
+	Holders() ([]wsem.Holder, error)
+	Handle() (*os.File, error)
+	Close() error
+}
+
+// createLoans opens the host's semaphore (wsem.CreateLoans).
+var createLoans = func(name string, ceiling int64, mode os.FileMode) (kernelSem, error) {
+	return wsem.CreateLoans(name, ceiling, mode)
 }
 
 // lend lends n; under policy deadline with WSEM_LEND_END_HOLDERS, so that
@@ -43,7 +60,7 @@ func (l *local) lend(n int64, deadline time.Duration) error {
 }
 
 func openLocal(name string, ceiling int64, mode os.FileMode) (*local, error) {
-	w, err := wsem.CreateLoans(name, ceiling, mode)
+	w, err := createLoans(name, ceiling, mode)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@
 //
 //	wsem-agent [-c DIR_OR_FILE]...           run (a systemd unit's ExecStart)
 //	wsem-agent declare-dead NAME HOST        give back a dead host's share
+//	wsem-agent set-capacity NAME N           change the cluster's capacity
 //	wsem-agent status NAME [--json]          the limit as etcd has it
 package main
 
@@ -42,19 +43,20 @@ var lg = log.New(os.Stderr, "wsem-agent: ", 0)
 
 // An agent serves one limit.
 type agent struct {
-	lim    *limit
-	st     *store
-	loc    *local
-	share  int64     // what etcd has as this host's share
-	loan   int64     // what the agent lends the host's semaphore: <= share
-	idle   time.Time // since when the share is above the rule's, or zero
-	grants int64     // the semaphore's grants when the host last looked
-	served time.Time // since when served all at the queue's front, or zero
-	fell   time.Time // since when the need is below the published one
-	again  time.Time // look again then (toPublish's grace), or zero
-	raced  int64     // growths that found a share changed in etcd
-	lock   *os.File  // the host's lock file (lockHost), or nil
-	shown  viewFile  // what wsem stat shows (view.go)
+	lim     *limit
+	st      *store
+	loc     *local
+	share   int64     // what etcd has as this host's share
+	loan    int64     // what the agent lends the host's semaphore: <= share
+	idle    time.Time // since when the share is above the rule's, or zero
+	grants  int64     // the semaphore's grants when the host last looked
+	served  time.Time // since when served all at the queue's front, or zero
+	fell    time.Time // since when the need is below the published one
+	again   time.Time // look again then (toPublish's grace), or zero
+	raced   int64     // growths that found a share changed in etcd
+	capSeen int64     // etcd's capacity at the last look (noteCapacity)
+	lock    *os.File  // the host's lock file (lockHost), or nil
+	shown   viewFile  // what wsem stat shows (view.go)
 	// other policy deadline hosts' shares whose claim is gone (plan.go)
 	orphans map[string]orphan
 
@@ -142,6 +144,7 @@ func (a *agent) reconcile(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	a.noteCapacity(v)
 	if !v.alive[a.lim.host] {
 		// The claim went while the lease lives (deleted by hand):
 		// the other agents count from now; act as on a lost lease.
@@ -215,6 +218,26 @@ func (a *agent) reconcile(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// noteCapacity logs, once for each value, that etcd's capacity is not
+// capacity= (set-capacity changed it): the shares follow etcd's; the
+// host's semaphore keeps its ceiling, and the next start needs capacity=
+// changed.
+func (a *agent) noteCapacity(v *view) {
+	c := v.capacity
+	if v.full != 0 {
+		c = v.full
+	}
+	if c == a.capSeen {
+		return
+	}
+	if a.capSeen != 0 || c != a.lim.capacity {
+		lg.Printf("%s: capacity %d in etcd (capacity= %d), the shares "+
+			"kept within %d", a.lim.name, c, a.lim.capacity,
+			v.capacity)
+	}
+	a.capSeen = c
 }
 
 // loseLease is the end of what was lent under a lease that is lost (etcd
@@ -473,19 +496,28 @@ func (a *agent) watch(ctx context.Context, poke func()) {
 // agents' changes, are one look, not one each.
 const lookGap = 20 * time.Millisecond
 
-// leave is the end of a stopped agent: the host grants nothing more, and
-// etcd gets back all of the share but what is still held.
+// leave is the end of a stopped agent, giving back last: the host grants
+// nothing more (its loan drops to 0, and under deadline its holders are
+// ended); the handle that lends is closed (the kernel withdraws the loan,
+// and under deadline ends in the same step what still holds); then etcd
+// gets back all of the share but what was still held; then the lease is
+// revoked, and the claim with it, from whose end the other agents count
+// to take back what is left of a deadline host's share.
 func (a *agent) leave() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
 	a.unpublish()
 	err := a.setLoan(0, "agent stopped")
 	if a.lim.policy == "deadline" {
-		// what they hold stays the host's share below, and the
-		// handle's close ends them in any case
+		// what they still hold stays the host's share below, and
+		// the handle's close ends them in any case
 		a.endHoldersWithin(ctx)
 	}
+	cancel()
+	// read with nothing lent: from here what is held only falls
 	_, used, _, err2 := a.loc.demand()
+	a.loc.close()
+	ctx, cancel = context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
 	gone := a.share == 0
 	if err == nil && err2 == nil && used < a.share {
 		gone, err = a.st.shrinkShare(ctx, a.share, used)
@@ -495,16 +527,18 @@ func (a *agent) leave() {
 		// nothing left to take back after the claim goes
 		err = a.st.dropTTL(ctx)
 	}
+	a.st.close()
 	lg.Printf("%s: %d growths found another share changed in etcd "+
 		"and were computed again", a.lim.name, a.raced)
+	if err == nil {
+		err = err2
+	}
 	if err != nil {
 		lg.Printf("%s: stopping: %v", a.lim.name, err)
 	} else if used > 0 {
 		lg.Printf("%s: stopped; %d still held stays this host's share",
 			a.lim.name, used)
 	}
-	a.st.close()
-	a.loc.close()
 	if a.lock != nil {
 		a.lock.Close()
 	}
@@ -582,18 +616,20 @@ func start(ctx context.Context, lim *limit) (*agent, error) {
 	return a, err
 }
 
-// startWith is start's, with lim's etcd client.
-// What it took is given back if it fails (the deferred functions).
+// startWith is start's, with lim's etcd client.  It checks first and
+// changes etcd last: the host's lock file, then that no other handle
+// lends to the host's semaphore, then etcd's capacity (written if no
+// agent did: a new limit), then the claim (session: another machine's is
+// refused before anything is granted, this machine's stopped one taken
+// over).  A second agent that fails on any of them changes nothing in
+// etcd.  What it took is given back if it fails (the deferred functions).
 func startWith(ctx context.Context, lim *limit, cli *clientv3.Client) (_ *agent, err error) {
 	st := lim.store(cli)
-	if err := st.ensureCapacity(ctx, lim.capacity); err != nil {
-		return nil, err
-	}
 	// One agent per host on this machine: the lock file's flock, which
 	// a dead agent's process lets go of.  With it, a claim in etcd that
 	// is not this agent's is a stopped agent's, and is taken over at
-	// once; without it (another machine that says it is this host), the
-	// claim is waited for.
+	// once; without it (no lock file can be made), the claim is waited
+	// for.
 	lock, err := lockHost(ctx, lim)
 	if err != nil {
 		return nil, err
@@ -605,18 +641,20 @@ func startWith(ctx context.Context, lim *limit, cli *clientv3.Client) (_ *agent,
 			}
 		}()
 	}
-	// Checked first: no other handle lends to the host's semaphore.
-	// Nothing in etcd has changed yet but a new limit's capacity.
+	// No other handle lends to the host's semaphore.
 	loc, err := openLocal(lim.name, lim.capacity, lim.mode)
 	if err != nil {
 		return nil, err
 	}
 	defer func() {
 		if err != nil {
-			st.close()
 			loc.close()
+			st.close()
 		}
 	}()
+	if err := st.ensureCapacity(ctx, lim.capacity); err != nil {
+		return nil, err
+	}
 	loc.ends = lim.policy == "deadline"
 	st.takeover = lock != nil
 	err = waitWhile(ctx, lim.name, errHostTaken, func() error {
@@ -683,17 +721,51 @@ func sayUnreachable(ctx context.Context, lim *limit, cli *clientv3.Client) func(
 }
 
 func (lim *limit) client() (*clientv3.Client, error) {
+	cfg, err := lim.clientConfig()
+	if err != nil {
+		return nil, err
+	}
+	return clientv3.New(cfg)
+}
+
+// clientConfig is lim's etcd client's: its endpoints and TLS, and gRPC's
+// keepalive pings, so that a member whose packets are dropped (a black
+// hole: no reset, no answer) is left for another one within
+// keepAliveTime plus keepAliveTimeout: else the calls and the watch on
+// its connection would wait on it for as long as it lasts.
+func (lim *limit) clientConfig() (clientv3.Config, error) {
 	var tc *tls.Config
 	if lim.cacert != "" || lim.cert != "" {
 		info := transport.TLSInfo{TrustedCAFile: lim.cacert,
 			CertFile: lim.cert, KeyFile: lim.key}
 		var err error
 		if tc, err = info.ClientConfig(); err != nil {
-			return nil, err
+			return clientv3.Config{}, err
 		}
 	}
-	return clientv3.New(clientv3.Config{Endpoints: lim.endpoints,
-		DialTimeout: 5 * time.Second, TLS: tc})
+	return clientv3.Config{Endpoints: lim.endpoints,
+		DialTimeout: 5 * time.Second, TLS: tc,
+		DialKeepAliveTime:    keepAliveTime,
+		DialKeepAliveTimeout: keepAliveTimeout(lim.ttl)}, nil
+}
+
+// keepAliveTime is how long a connection to etcd goes without a word from
+// the member before the client pings it: gRPC's least (a shorter one is
+// raised to it), and above etcd's least for its clients' pings (5 s).
+const keepAliveTime = 10 * time.Second
+
+// keepAliveTimeout is how long the client waits for a ping's answer
+// before it drops the connection for another member: a third of ttl=, at
+// least a second and at most 5.
+func keepAliveTimeout(ttl int) time.Duration {
+	d := time.Duration(ttl) * time.Second / 3
+	if d < time.Second {
+		d = time.Second
+	}
+	if d > 5*time.Second {
+		d = 5 * time.Second
+	}
+	return d
 }
 
 // limitsOf reads the -c paths, or, without any, what wsem apply reads.
@@ -744,11 +816,79 @@ func (lim *limit) store(cli *clientv3.Client) *store {
 		host: lim.host, ttl: lim.ttl, deadline: lim.policy == "deadline"}
 }
 
+// declareDeadCmd declares host dead (declareDead), after ttl= seconds
+// with its claim gone, all within three times ttl=.
 func declareDeadCmd(confs []string, name, host string) error {
-	return onLimit(confs, name, func(ctx context.Context, st *store,
-		_ *limit) error {
-		return declareDead(ctx, st.cli, st.prefix, host)
+	lim, err := limitNamed(confs, name)
+	if err != nil {
+		return err
+	}
+	cli, err := lim.client()
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	ttl := time.Duration(lim.ttl) * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 3*ttl)
+	defer cancel()
+	st := lim.store(cli)
+	return declareDead(ctx, cli, st.prefix, host, ttl, func() {
+		lg.Printf("%s: %s's claim is gone: waiting ttl=%d s, by when "+
+			"its kernel lends nothing more", name, host, lim.ttl)
 	})
+}
+
+// parseCapacity is set-capacity's N: a number from 1 to capacity='s
+// largest.
+func parseCapacity(arg string) (int64, error) {
+	n, err := strconv.ParseInt(arg, 10, 64)
+	if err != nil || n < 1 || n > limits["capacity"] {
+		return 0, fmt.Errorf("set-capacity: %q: not a number from 1 "+
+			"to %d", arg, limits["capacity"])
+	}
+	return n, nil
+}
+
+// setCapacityCmd makes the capacity of the cluster limit called name n
+// (setCapacity), waiting, a shrink, for the agents to lower the shares
+// first, until SIGTERM or SIGINT.
+func setCapacityCmd(confs []string, name string, n int64) error {
+	lim, err := limitNamed(confs, name)
+	if err != nil {
+		return err
+	}
+	cli, err := lim.client()
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	ctx, stop := signal.NotifyContext(context.Background(),
+		syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	st := lim.store(cli)
+	old, err := setCapacity(ctx, st, n, func(sum int64) {
+		lg.Printf("%s: the shares add up to %d, above %d: the agents "+
+			"lower them first (%scapacity/next %d), what is held "+
+			"when its holders end; waiting", name, sum, n,
+			st.prefix, n)
+	})
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("%s: stopped: %scapacity/next %d stays, "+
+			"and the agents keep the shares within it; run "+
+			"set-capacity %s %d again to finish, or with the "+
+			"capacity in force to take it away", name, st.prefix,
+			n, name, n)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%s: capacity %d -> %d\n", name, old, n)
+	if n != lim.capacity {
+		lg.Printf("%s: this host's capacity= is %d: change it on "+
+			"every host (an agent whose capacity= is not etcd's "+
+			"does not start)", name, lim.capacity)
+	}
+	return nil
 }
 
 // testDelay is WSEM_AGENT_TEST_DELAY_MS, a test's knob: how long an agent
@@ -775,6 +915,17 @@ func main() {
 		}
 		return
 	}
+	if flag.NArg() == 3 && flag.Arg(0) == "set-capacity" {
+		n, err := parseCapacity(flag.Arg(2))
+		if err != nil {
+			lg.Print(err)
+			os.Exit(2)
+		}
+		if err := setCapacityCmd(confs, flag.Arg(1), n); err != nil {
+			lg.Fatal(err)
+		}
+		return
+	}
 	if flag.NArg() >= 2 && flag.NArg() <= 3 && flag.Arg(0) == "status" &&
 		(flag.NArg() == 2 || flag.Arg(2) == "--json") {
 		err := statusCmd(os.Stdout, confs, flag.Arg(1), flag.NArg() == 3)
@@ -785,7 +936,8 @@ func main() {
 	}
 	if flag.NArg() != 0 {
 		fmt.Fprintln(os.Stderr, "usage: wsem-agent [-c PATH]... "+
-			"[declare-dead NAME HOST | status NAME [--json]]")
+			"[declare-dead NAME HOST | set-capacity NAME N | "+
+			"status NAME [--json]]")
 		os.Exit(2)
 	}
 	lims, err := limitsOf(confs)

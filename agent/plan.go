@@ -24,7 +24,9 @@ type demand struct {
 
 // A view is the limit in etcd at one revision.
 type view struct {
-	capacity int64
+	capacity int64             // the lower of capacity and capacity/next in etcd
+	full     int64             // capacity while a lower capacity/next is in force
+	next     int64             // capacity/next (set-capacity), or 0
 	shares   map[string]int64  // each host's share (absent: 0)
 	demands  map[string]demand // hosts whose need is above 0
 	alive    map[string]bool   // hosts whose agent holds its claim

@@ -40,6 +40,7 @@ type clusterStatus struct {
 	Prefix   string       `json:"prefix"`
 	Revision int64        `json:"revision"`
 	Capacity int64        `json:"capacity"`
+	Next     int64        `json:"capacity_next,omitempty"` // set-capacity's shrink
 	Free     int64        `json:"free"`
 	Hosts    []hostStatus `json:"hosts"`
 	// This host's semaphore, if it can be read here.
@@ -91,7 +92,11 @@ func statusOf(ctx context.Context, st *store, lim *limit) (*clusterStatus, error
 	}
 	cs := &clusterStatus{Name: lim.name, Prefix: st.prefix,
 		Revision: rev, Capacity: v.capacity, Free: v.free(),
+		Next:  v.next,
 		Hosts: v.hostRows(lim.host)}
+	if v.full != 0 {
+		cs.Capacity = v.full
+	}
 	w, err := wsem.OpenWatch(lim.name)
 	if err == nil {
 		var s *wsem.Stat
@@ -110,6 +115,10 @@ func (cs *clusterStatus) print(out io.Writer) {
 	fmt.Fprintf(out, "%s: capacity %d across the cluster, %d free "+
 		"(etcd %s, revision %d)\n", cs.Name, cs.Capacity, cs.Free,
 		cs.Prefix, cs.Revision)
+	if cs.Next != 0 {
+		fmt.Fprintf(out, "set-capacity %d under way: the shares "+
+			"fall first\n", cs.Next)
+	}
 	fmt.Fprintf(out, "%-20s %8s %8s %8s %6s %s\n", "HOST", "SHARE",
 		"NEED", "FLOOR", "QUEUE", "AGENT")
 	for _, h := range cs.Hosts {

@@ -4,7 +4,10 @@ package main
 
 // One cluster limit in etcd, under PREFIX/NAME/:
 //
-//	capacity      the cluster's capacity, written once by the first agent
+//	capacity      the cluster's capacity, written by the first agent, and
+//	              changed by wsem-agent set-capacity (setCapacity)
+//	capacity/next a lower capacity that set-capacity waits for the shares
+//	              to fit in: the agents' rule takes the lower of the two
 //	share/HOST    what HOST may lend to its semaphore; under no lease, so
 //	              that no lease's end, expiry or revocation, ever frees it:
 //	              it goes when its host gives it back, when a policy
@@ -22,8 +25,10 @@ package main
 //
 // The sum of the shares never exceeds the capacity: a share grows only in
 // a transaction that finds no share key changed or created since the
-// revision the agent computed the growth at; a share shrinks (or goes)
-// unconditionally, which only frees capacity.
+// revision the agent computed the growth at, nor the capacity (nor
+// capacity/next); a share shrinks (or goes) unconditionally, which only
+// frees capacity; the capacity falls only in a transaction that finds
+// the shares, which fit in it, unchanged.
 
 import (
 	"context"
@@ -67,13 +72,25 @@ func (s *store) session(ctx context.Context) (clientv3.LeaseID, error) {
 	if s.lease != 0 && !s.end.lost(s.lease) {
 		return s.lease, nil
 	}
+	// Checked before a lease is granted: a claim of another machine,
+	// or, at the first claim, one this agent may not take over.
+	k := s.key("alive")
+	kv, err := s.getKey(ctx, k)
+	if err != nil {
+		return 0, err
+	}
+	if kv != nil && !sameMachine(string(kv.Value)) {
+		return 0, s.otherMachine(kv)
+	}
+	if kv != nil && s.lease == 0 && !s.takeover {
+		return 0, errHostTaken
+	}
 	sent := bootTime()
 	g, err := s.cli.Grant(ctx, int64(s.ttl))
 	if err != nil {
 		return 0, err
 	}
 	lease := g.ID
-	k := s.key("alive")
 	claim := []clientv3.Op{clientv3.OpPut(k, thisMachine(),
 		clientv3.WithLease(lease)), s.ttlOp(g.TTL)}
 	r, err := s.cli.Txn(ctx).
@@ -139,10 +156,15 @@ func (s *store) stoppedClaim(ctx context.Context, k string) (clientv3.LeaseID, e
 		return 0, err
 	}
 	if !sameMachine(string(kv.Value)) {
-		return 0, fmt.Errorf("%w: %s is %q, this machine is %q",
-			errOtherMachine, k, kv.Value, thisMachine())
+		return 0, s.otherMachine(kv)
 	}
 	return clientv3.LeaseID(kv.Lease), nil
+}
+
+// otherMachine is the error for claim kv, another machine's.
+func (s *store) otherMachine(kv *mvccpb.KeyValue) error {
+	return fmt.Errorf("%w: %s is %q, this machine is %q",
+		errOtherMachine, kv.Key, kv.Value, thisMachine())
 }
 
 // errOtherMachine: alive/HOST is another machine's claim.
@@ -291,13 +313,22 @@ func (s *store) read(ctx context.Context) (*view, int64, error) {
 		} else {
 			n, err = strconv.ParseInt(string(kv.Value), 10, 64)
 		}
+		if err == nil && n < 0 {
+			err = errors.New("below 0")
+		}
+		if err == nil && n == 0 && strings.HasPrefix(rest, "capacity") {
+			err = errors.New("0")
+		}
 		if err != nil && (rest == "capacity" ||
 			strings.HasPrefix(rest, "share/")) {
-			// what is free cannot be known without it
+			// what is free cannot be known without it: nothing
+			// grows until it is put right
 			return nil, 0, fmt.Errorf("%s: %q: %v", kv.Key, kv.Value,
 				err)
 		}
 		if err != nil {
+			// (a capacity/next the shares need not fit in: the
+			// capacity still bounds them)
 			s.skip(string(kv.Key), string(kv.Value), err)
 			continue
 		}
@@ -306,6 +337,8 @@ func (s *store) read(ctx context.Context) (*view, int64, error) {
 				floor: floor, rev: kv.CreateRevision}
 		} else if rest == "capacity" {
 			v.capacity = n
+		} else if rest == "capacity/next" {
+			v.next = n
 		} else if strings.HasPrefix(rest, "share/") {
 			v.shares[rest[len("share/"):]] = n
 			v.shareRevs[rest[len("share/"):]] = kv.ModRevision
@@ -314,16 +347,20 @@ func (s *store) read(ctx context.Context) (*view, int64, error) {
 			v.ttlRevs[rest[len("ttl/"):]] = kv.ModRevision
 		}
 	}
-	if v.capacity <= 0 {
+	if v.capacity == 0 {
 		return nil, 0, fmt.Errorf("%scapacity: missing", s.prefix)
+	}
+	if v.next > 0 && v.next < v.capacity {
+		v.full, v.capacity = v.capacity, v.next
 	}
 	s.last = readView{v, r.Header.Revision, bootTime()}
 	return v, r.Header.Revision, nil
 }
 
 // skip logs a key of the limit that read leaves out, once per key and
-// value: a demand or a ttl that does not parse (the host then asks for
-// nothing, or its share is not taken back), or a key of no known kind.
+// value: a demand, a ttl or a capacity/next that does not parse (the host
+// then asks for nothing, its share is not taken back, or the shares are
+// kept within the capacity only), or a key of no known kind.
 // One bad write under the prefix does not stop every agent's looks.
 func (s *store) skip(key, value string, err error) {
 	if s.skipped == nil {
@@ -336,12 +373,15 @@ func (s *store) skip(key, value string, err error) {
 	lg.Printf("%s: %q: skipped (%v)", key, value, err)
 }
 
-// growShare sets this host's share to share if no share changed since rev:
-// false if one did (read again and recompute).
+// growShare sets this host's share to share if no share changed since rev,
+// nor the capacity (nor capacity/next: set-capacity): false if one did
+// (read again and recompute).
 func (s *store) growShare(ctx context.Context, rev, share int64) (bool, error) {
 	r, err := s.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.ModRevision(s.prefix+"share/").
-			WithPrefix(), "<", rev+1)).
+			WithPrefix(), "<", rev+1),
+			clientv3.Compare(clientv3.ModRevision(s.prefix+"capacity").
+				WithPrefix(), "<", rev+1)).
 		Then(s.shareOp(share)).Commit()
 	if err != nil {
 		return false, err
@@ -396,31 +436,175 @@ func (s *store) setDemand(ctx context.Context, v *view, d demand,
 
 // declareDead gives back host's share and demand, for an administrator who
 // knows that the host's agent is stopped and none of its holders runs any
-// more: refused while alive/HOST says an agent runs, and for a policy
+// more.  Refused while alive/HOST says an agent runs, and for a policy
 // deadline host (ttl/HOST), whose share the other agents take back
-// themselves when its kernel can no longer lend it.
-func declareDead(ctx context.Context, cli *clientv3.Client, prefix, host string) error {
+// themselves when its kernel can no longer lend it.  Else it waits first,
+// the claim still gone, for wait (the limit's ttl=): by then the host's
+// kernel has withdrawn its loan, whose deadline is at most the TTL after
+// the send of the host's last answered renewal, which came before its
+// claim went.  A claim, a ttl/HOST or a change of the share in that time
+// refuses it; waiting is called when the wait starts.
+func declareDead(ctx context.Context, cli *clientv3.Client, prefix, host string,
+	wait time.Duration, waiting func()) error {
 	alive := prefix + "alive/" + host
 	ttl := prefix + "ttl/" + host
-	r, err := cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(alive), "=", 0),
-			clientv3.Compare(clientv3.CreateRevision(ttl), "=", 0)).
-		Then(clientv3.OpDelete(prefix+"share/"+host),
-			clientv3.OpDelete(prefix+"demand/"+host)).
+	share := prefix + "share/" + host
+	gone := []clientv3.Cmp{
+		clientv3.Compare(clientv3.CreateRevision(alive), "=", 0),
+		clientv3.Compare(clientv3.CreateRevision(ttl), "=", 0)}
+	r, err := cli.Txn(ctx).If(gone...).Then(clientv3.OpGet(share)).
 		Else(clientv3.OpGet(alive), clientv3.OpGet(ttl)).Commit()
-	if err != nil || r.Succeeded {
+	if err != nil {
 		return err
 	}
-	if len(r.Responses[0].GetResponseRange().Kvs) > 0 {
+	if !r.Succeeded && len(r.Responses[0].GetResponseRange().Kvs) > 0 {
 		return fmt.Errorf("%s: its wsem-agent is alive (%s): stop it "+
 			"first", host, alive)
 	}
-	secs := "?"
-	if kvs := r.Responses[1].GetResponseRange().Kvs; len(kvs) > 0 {
-		secs = string(kvs[0].Value)
+	if !r.Succeeded {
+		secs := "?"
+		if kvs := r.Responses[1].GetResponseRange().Kvs; len(kvs) > 0 {
+			secs = string(kvs[0].Value)
+		}
+		return fmt.Errorf("%s is under policy deadline (%s): any "+
+			"running agent of the limit takes its share back %s s "+
+			"after its claim went, when its kernel lends it no "+
+			"more; nothing declared", host, ttl, secs)
 	}
-	return fmt.Errorf("%s is under policy deadline (%s): any running "+
-		"agent of the limit takes its share back %s s after its claim "+
-		"went, when its kernel lends it no more; nothing declared",
-		host, ttl, secs)
+	var shareRev int64
+	if kvs := r.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
+		shareRev = kvs[0].ModRevision
+		if waiting != nil {
+			waiting()
+		}
+		wctx, cancel := context.WithTimeout(ctx, wait)
+		defer cancel()
+		wc := cli.Watch(wctx, prefix, clientv3.WithPrefix(),
+			clientv3.WithRev(r.Header.Revision+1))
+		for resp := range wc {
+			for _, ev := range resp.Events {
+				if k := string(ev.Kv.Key); k == alive || k == ttl ||
+					k == share {
+					return fmt.Errorf("%s changed while "+
+						"declare-dead waited (its agent "+
+						"is back?): nothing declared", k)
+				}
+			}
+		}
+		<-wctx.Done() // (a watch that ended early: the whole wait)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	t, err := cli.Txn(ctx).If(append(gone, clientv3.Compare(
+		clientv3.ModRevision(share), "=", shareRev))...).
+		Then(clientv3.OpDelete(share),
+			clientv3.OpDelete(prefix+"demand/"+host)).Commit()
+	if err == nil && !t.Succeeded {
+		err = fmt.Errorf("%s: its claim or share changed while "+
+			"declare-dead waited: nothing declared", host)
+	}
+	return err
+}
+
+// setCapacity makes the limit's capacity n.  Growth is written at once.
+// A shrink below what the shares add up to puts capacity/next first, which
+// the agents' rule takes as the capacity (read): they lower their shares
+// as they lower any share, a loan before its share, never below what is
+// held; the capacity is written once the shares fit in n, in a transaction
+// that finds them unchanged since they were read.  So the shares never add
+// up to more than the capacity in etcd.  waiting is called, once, when the
+// shares must fall first; ctx's end leaves capacity/next in place (the
+// shares are kept within it until a set-capacity ends: the old capacity
+// again takes it away).  old is the capacity before.
+func setCapacity(ctx context.Context, st *store, n int64,
+	waiting func(sum int64)) (old int64, err error) {
+	ttl := time.Duration(st.ttl) * time.Second
+	for said := false; ; {
+		old, sum, rev, done, err := st.capacityStep(ctx, n)
+		if err != nil || done {
+			return old, err
+		}
+		if rev == 0 {
+			continue // something changed: read again
+		}
+		if !said && waiting != nil {
+			waiting(sum)
+			said = true
+		}
+		// the shares fall as the agents look: watched from rev on
+		wctx, cancel := context.WithCancel(ctx)
+		wc := st.cli.Watch(clientv3.WithRequireLeader(wctx), st.prefix,
+			clientv3.WithPrefix(), clientv3.WithRev(rev+1))
+		select {
+		case <-wc:
+		case <-wctx.Done():
+		case <-time.After(ttl):
+		}
+		cancel()
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+	}
+}
+
+// capacityStep is one step of setCapacity, within ttl=: it reads the
+// capacity (old), capacity/next and the shares (sum), and writes capacity
+// n if the shares fit in it (done), else capacity/next n, each if none of
+// them changed since.  rev: the revision to wait from (capacity/next is n,
+// the shares do not fit in it yet), or 0 (read again).
+func (st *store) capacityStep(ctx context.Context, n int64) (old, sum, rev int64, done bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(st.ttl)*time.Second)
+	defer cancel()
+	k := st.prefix + "capacity"
+	r, err := st.cli.Get(ctx, st.prefix, clientv3.WithPrefix())
+	if err != nil {
+		return 0, 0, 0, false, err
+	}
+	var next int64
+	for _, kv := range r.Kvs {
+		rest := strings.TrimPrefix(string(kv.Key), st.prefix)
+		if rest != "capacity" && rest != "capacity/next" &&
+			!strings.HasPrefix(rest, "share/") {
+			continue
+		}
+		x, err := strconv.ParseInt(string(kv.Value), 10, 64)
+		if (err != nil || x < 0) && rest == "capacity/next" {
+			continue // replaced below
+		}
+		if err != nil || x < 0 {
+			return 0, 0, 0, false, fmt.Errorf("%s is %q: not a number of "+
+				"0 or more (put it right first)", kv.Key, kv.Value)
+		}
+		switch {
+		case rest == "capacity":
+			old = x
+		case rest == "capacity/next":
+			next = x
+		default:
+			sum += x
+		}
+	}
+	if old == 0 {
+		return 0, 0, 0, false, fmt.Errorf("%s: no capacity in etcd: the "+
+			"first agent of the limit writes it", k)
+	}
+	// a shrink's capacity/next, or the capacity once the shares fit
+	ops := []clientv3.Op{clientv3.OpPut(k+"/next", strconv.FormatInt(n, 10))}
+	if sum <= n {
+		ops = []clientv3.Op{clientv3.OpPut(k, strconv.FormatInt(n, 10)),
+			clientv3.OpDelete(k + "/next")}
+	} else if next == n {
+		return old, sum, r.Header.Revision, false, nil
+	}
+	t, err := st.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.ModRevision(st.prefix+"share/").
+			WithPrefix(), "<", r.Header.Revision+1),
+			clientv3.Compare(clientv3.ModRevision(k).WithPrefix(),
+				"<", r.Header.Revision+1)).
+		Then(ops...).Commit()
+	if err != nil {
+		return 0, 0, 0, false, err
+	}
+	return old, sum, 0, t.Succeeded && sum <= n, nil
 }

@@ -11,12 +11,15 @@ package main
 import (
 	"context"
 	"errors"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"go.etcd.io/etcd/clientv3"
 	"go.etcd.io/etcd/integration"
+	"google.golang.org/grpc"
 )
 
 func testStore(t *testing.T, host string) (*store, context.Context, func()) {
@@ -130,13 +133,15 @@ func TestSessionClaims(t *testing.T) {
 }
 
 // declare-dead: refused for a policy deadline host, which keeps its share;
-// done for a finish host whose claim is gone.
+// done for a finish host whose claim is gone, once it has stayed gone for
+// the wait (by then the host's kernel deadline has passed), and refused if
+// the host claims itself again in that time.
 func TestDeclareDead(t *testing.T) {
 	st, ctx, done := testStore(t, "me")
 	defer done()
 	put(t, ctx, st, "share/d", "1")
 	put(t, ctx, st, "ttl/d", "2")
-	err := declareDead(ctx, st.cli, st.prefix, "d")
+	err := declareDead(ctx, st.cli, st.prefix, "d", time.Second, nil)
 	if err == nil || !strings.Contains(err.Error(), "policy deadline") {
 		t.Fatalf("a policy deadline host: %v", err)
 	}
@@ -144,11 +149,33 @@ func TestDeclareDead(t *testing.T) {
 		t.Fatal("a refused declare-dead changed the share")
 	}
 	put(t, ctx, st, "share/f", "1")
-	if err := declareDead(ctx, st.cli, st.prefix, "f"); err != nil {
+	began := time.Now()
+	if err := declareDead(ctx, st.cli, st.prefix, "f", time.Second,
+		nil); err != nil {
 		t.Fatalf("a finish host without a claim: %v", err)
+	}
+	if took := time.Since(began); took < time.Second {
+		t.Errorf("declared dead after %v, not after the wait of 1 s", took)
 	}
 	if value(t, ctx, st, "share/f") != "" {
 		t.Fatal("declare-dead left the share")
+	}
+	// the host's agent claims it again while declare-dead waits, and
+	// loses the claim again
+	put(t, ctx, st, "share/g", "1")
+	end := make(chan error, 1)
+	go func() {
+		end <- declareDead(ctx, st.cli, st.prefix, "g", 2*time.Second,
+			func() {
+				put(t, ctx, st, "alive/g", thisMachine())
+				st.cli.Delete(ctx, st.prefix+"alive/g")
+			})
+	}()
+	if err := <-end; err == nil {
+		t.Fatal("declare-dead done while the host claimed itself again")
+	}
+	if value(t, ctx, st, "share/g") != "1" {
+		t.Fatal("the refused declare-dead changed the share")
 	}
 }
 
@@ -168,4 +195,404 @@ func TestReadSkipsBadKeys(t *testing.T) {
 	if _, _, err := st.read(ctx); err == nil {
 		t.Fatal("a share that does not parse was skipped")
 	}
+}
+
+// grantCount counts the leases a client is granted.
+type grantCount struct {
+	clientv3.Lease
+	n int
+}
+
+func (g *grantCount) Grant(ctx context.Context, ttl int64) (*clientv3.LeaseGrantResponse, error) {
+	g.n++
+	return g.Lease.Grant(ctx, ttl)
+}
+
+// testLimit is a policy deadline limit of capacity 6 on host h, served by
+// st's etcd.
+func testLimit() *limit {
+	return &limit{name: "t", prefix: "/wsem", capacity: 6, host: "h",
+		ttl: 2, policy: "deadline", mode: 0600, hold: time.Second,
+		turn: time.Second}
+}
+
+// A second agent checks first: one that finds another handle lending to
+// the host's semaphore, or another machine's claim, changes nothing in
+// etcd (no lease granted, the claim and its lease as they were).
+func TestStartChecksFirst(t *testing.T) {
+	st, ctx, done := testStore(t, "h")
+	defer done()
+	l, err := st.cli.Grant(ctx, 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, ctx, st, "share/h", "2")
+	put(t, ctx, st, "ttl/h", "2")
+	grants := &grantCount{Lease: st.cli.Lease}
+	st.cli.Lease = grants
+	defer func() { st.cli.Lease = grants.Lease }()
+	unchanged := func(what string) {
+		t.Helper()
+		if grants.n != 0 {
+			t.Errorf("%s: %d leases granted", what, grants.n)
+		}
+		if got := claimLease(t, ctx, st); got != l.ID {
+			t.Errorf("%s: the claim moved to lease %x", what, got)
+		}
+		ttl, err := st.cli.TimeToLive(ctx, l.ID)
+		if err != nil || ttl.TTL <= 0 {
+			t.Errorf("%s: the live agent's lease ended: %v", what, err)
+		}
+		if value(t, ctx, st, "share/h") != "2" {
+			t.Errorf("%s: the share changed", what)
+		}
+	}
+
+	// this machine's live agent, which lends 2 to the semaphore
+	put(t, ctx, st, "alive/h", thisMachine(), clientv3.WithLease(l.ID))
+	sem := newFakeSem(6, 2)
+	defer useFakeSem(sem, t.TempDir())()
+	if _, err := startWith(ctx, testLimit(), st.cli); err == nil ||
+		!strings.Contains(err.Error(), "another handle lends") {
+		t.Fatalf("another handle lends: %v", err)
+	}
+	unchanged("another handle lends")
+
+	// another machine's agent: the semaphore here lends nothing
+	put(t, ctx, st, "alive/h", "machine=0123 boot=4567",
+		clientv3.WithLease(l.ID))
+	sem.stat.Lent, sem.stat.Capacity = 0, 0
+	if _, err := startWith(ctx, testLimit(), st.cli); !errors.Is(err,
+		errOtherMachine) {
+		t.Fatalf("another machine's claim: %v", err)
+	}
+	unchanged("another machine's claim")
+}
+
+// A stopping agent gives back last: when the handle that lends closes,
+// the claim and the share are still in etcd; after, both are gone.
+func TestLeaveClosesFirst(t *testing.T) {
+	st, ctx, done := testStore(t, "h")
+	defer done()
+	put(t, ctx, st, "share/h", "2")
+	sem := newFakeSem(6, 0)
+	defer useFakeSem(sem, t.TempDir())()
+	a, err := startWith(ctx, testLimit(), st.cli)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sem.stat.Lent != 2 || value(t, ctx, st, "ttl/h") == "" {
+		t.Fatalf("started: lends %d, ttl/h %q", sem.stat.Lent,
+			value(t, ctx, st, "ttl/h"))
+	}
+	var atClose []string
+	sem.onClose = func() {
+		atClose = []string{value(t, ctx, st, "alive/h"),
+			value(t, ctx, st, "share/h"), value(t, ctx, st, "ttl/h")}
+		if sem.stat.Lent != 0 {
+			t.Errorf("the handle closed lending %d", sem.stat.Lent)
+		}
+	}
+	a.leave()
+	if !sem.closed {
+		t.Fatal("the handle is not closed")
+	}
+	if atClose[0] == "" || atClose[1] != "2" || atClose[2] == "" {
+		t.Errorf("at the handle's close: claim %q, share %q, ttl %q "+
+			"(the claim, share 2 and ttl/ still there)", atClose[0],
+			atClose[1], atClose[2])
+	}
+	for _, k := range []string{"alive/h", "share/h", "ttl/h", "demand/h"} {
+		if v := value(t, ctx, st, k); v != "" {
+			t.Errorf("after leave: %s is %q", k, v)
+		}
+	}
+}
+
+// A growth computed before the capacity (or capacity/next) changed fails.
+func TestGrowthSeesCapacity(t *testing.T) {
+	st, ctx, done := testStore(t, "h")
+	defer done()
+	for _, k := range []string{"capacity/next", "capacity"} {
+		_, rev, err := st.read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		put(t, ctx, st, k, "4")
+		if ok, err := st.growShare(ctx, rev, 5); err != nil || ok {
+			t.Errorf("%s changed since the read: grown %v, %v", k,
+				ok, err)
+		}
+	}
+}
+
+// sharesFit checks that at each revision of st's etcd from rev on, the
+// shares add up to no more than the capacity.
+func sharesFit(t *testing.T, ctx context.Context, st *store, rev int64) {
+	t.Helper()
+	last, err := st.cli.Get(ctx, "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r := rev; r <= last.Header.Revision; r++ {
+		g, err := st.cli.Get(ctx, st.prefix, clientv3.WithPrefix(),
+			clientv3.WithRev(r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var capacity, sum int64
+		for _, kv := range g.Kvs {
+			n, _ := strconv.ParseInt(string(kv.Value), 10, 64)
+			if string(kv.Key) == st.prefix+"capacity" {
+				capacity = n
+			} else if strings.HasPrefix(string(kv.Key), st.prefix+"share/") {
+				sum += n
+			}
+		}
+		if sum > capacity {
+			t.Errorf("revision %d: shares of %d, capacity %d", r, sum,
+				capacity)
+		}
+	}
+}
+
+// set-capacity: growth at once; a shrink puts capacity/next, which the
+// agents' looks take as the capacity, and writes the capacity once the
+// shares fit; at no revision do the shares add up to more than the
+// capacity.  One stopped while it waits leaves capacity/next, which a
+// set-capacity the shares fit in takes away.
+func TestSetCapacity(t *testing.T) {
+	st, ctx, done := testStore(t, "h")
+	defer done()
+	rev := put(t, ctx, st, "share/a", "3")
+	put(t, ctx, st, "share/b", "2")
+	if old, err := setCapacity(ctx, st, 8, nil); err != nil || old != 6 ||
+		value(t, ctx, st, "capacity") != "8" {
+		t.Fatalf("grow 6 -> 8: old %d, %v, capacity %s", old, err,
+			value(t, ctx, st, "capacity"))
+	}
+	waiting := make(chan int64, 1)
+	end := make(chan error, 1)
+	go func() {
+		_, err := setCapacity(ctx, st, 4, func(sum int64) { waiting <- sum })
+		end <- err
+	}()
+	select {
+	case sum := <-waiting:
+		if sum != 5 {
+			t.Errorf("waits for shares of %d, not 5", sum)
+		}
+	case err := <-end:
+		sharesFit(t, ctx, st, rev)
+		t.Fatalf("set-capacity 4 with shares of 5 did not wait: %v", err)
+	}
+	if value(t, ctx, st, "capacity") != "8" ||
+		value(t, ctx, st, "capacity/next") != "4" {
+		t.Fatalf("while the shares are 5: capacity %s, capacity/next %s",
+			value(t, ctx, st, "capacity"),
+			value(t, ctx, st, "capacity/next"))
+	}
+	if v, _, err := st.read(ctx); err != nil || v.capacity != 4 ||
+		v.full != 8 || v.free() != -1 {
+		t.Fatalf("an agent's look: %+v, %v", v, err)
+	}
+	// host a's agent gives 1 back
+	a := &store{cli: st.cli, prefix: st.prefix, host: "a", ttl: st.ttl}
+	if ok, err := a.shrinkShare(ctx, 3, 2); err != nil || !ok {
+		t.Fatalf("a's shrink: %v %v", ok, err)
+	}
+	select {
+	case err := <-end:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("set-capacity 4 did not end with shares of 4")
+	}
+	if value(t, ctx, st, "capacity") != "4" ||
+		value(t, ctx, st, "capacity/next") != "" {
+		t.Fatalf("after: capacity %s, capacity/next %s",
+			value(t, ctx, st, "capacity"),
+			value(t, ctx, st, "capacity/next"))
+	}
+	// stopped while it waits: capacity/next stays until a set-capacity
+	// ends
+	sctx, stop := context.WithCancel(ctx)
+	if _, err := setCapacity(sctx, st, 3, func(int64) { stop() }); err == nil {
+		t.Fatal("set-capacity 3, stopped: no error")
+	}
+	if value(t, ctx, st, "capacity/next") != "3" {
+		t.Fatal("set-capacity 3, stopped: no capacity/next 3")
+	}
+	if _, err := setCapacity(ctx, st, 4, nil); err != nil ||
+		value(t, ctx, st, "capacity/next") != "" {
+		t.Fatalf("set-capacity 4 again: %v, capacity/next %s", err,
+			value(t, ctx, st, "capacity/next"))
+	}
+	sharesFit(t, ctx, st, rev)
+}
+
+// A capacity below 1 in etcd fails the look (refused, not used); a
+// capacity/next that is not one is skipped.
+func TestReadCapacity(t *testing.T) {
+	st, ctx, done := testStore(t, "h")
+	defer done()
+	for _, bad := range []string{"-3", "0", "x"} {
+		put(t, ctx, st, "capacity", bad)
+		if _, _, err := st.read(ctx); err == nil {
+			t.Errorf("capacity %s: read", bad)
+		}
+	}
+	put(t, ctx, st, "capacity", "6")
+	for _, bad := range []string{"-1", "0", "x"} {
+		put(t, ctx, st, "capacity/next", bad)
+		if v, _, err := st.read(ctx); err != nil || v.capacity != 6 {
+			t.Errorf("capacity/next %s: %v", bad, err)
+		}
+	}
+}
+
+// A watch on a member whose packets are dropped (the agent's, which wakes
+// its looks) moves to another member once the keepalive ping goes
+// unanswered: it sees a change made through the other member within the
+// keepalive's time and timeout, not never.
+func TestKeepaliveLeavesBlackhole(t *testing.T) {
+	clus := integration.NewClusterV3(t, &integration.ClusterConfig{Size: 2,
+		GRPCKeepAliveMinTime: time.Millisecond})
+	defer clus.Terminate(t)
+	lim := testLimit()
+	lim.endpoints = []string{clus.Members[0].GRPCAddr()}
+	cfg, err := lim.clientConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.DialOptions = []grpc.DialOption{grpc.WithBlock()}
+	cli, err := clientv3.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	wc := cli.Watch(context.Background(), "k", clientv3.WithCreatedNotify())
+	if _, ok := <-wc; !ok {
+		t.Fatal("no watch")
+	}
+	// (the watch's connection stays on member 0 until it fails)
+	cli.SetEndpoints(clus.Members[0].GRPCAddr(), clus.Members[1].GRPCAddr())
+	time.Sleep(time.Second)
+	clus.Members[0].Blackhole()
+	defer clus.Members[0].Unblackhole()
+	// (the bridge passes what each way's copy was already reading:
+	// a first change, which may come through)
+	if _, err := clus.Client(1).Put(context.Background(), "k", "1"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-wc:
+	case <-time.After(time.Second):
+	}
+	began := time.Now()
+	if _, err := clus.Client(1).Put(context.Background(), "k", "2"); err != nil {
+		t.Fatal(err)
+	}
+	bound := keepAliveTime + cfg.DialKeepAliveTimeout + 10*time.Second
+	for end := time.After(bound); ; {
+		select {
+		case r := <-wc:
+			for _, ev := range r.Events {
+				if string(ev.Kv.Value) == "2" {
+					t.Logf("the watch saw the change after %v",
+						time.Since(began))
+					return
+				}
+			}
+		case <-end:
+			t.Fatalf("the watch saw no change within %v", bound)
+		}
+	}
+}
+
+// Two agents under a set-capacity shrink (each with a fake semaphore that
+// holds 2 and has 1 waiting): the rule takes capacity/next as the
+// capacity, the host behind the front lowers its loan to the rule's share
+// at once and its share to what it holds, and lower when a holder
+// releases; then set-capacity writes the capacity.  The shares within the
+// capacity at every revision, each loan within its share.
+func TestAgentsFollowSetCapacity(t *testing.T) {
+	st, ctx, done := testStore(t, "a")
+	defer done()
+	r, err := st.cli.Get(ctx, "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := r.Header.Revision
+	sems := []*fakeSem{newFakeSem(6, 0), newFakeSem(6, 0)}
+	var agents []*agent
+	defer useFakeSem(nil, t.TempDir())()
+	for i, host := range []string{"a", "b"} {
+		sem := sems[i]
+		createLoans = func(string, int64, os.FileMode) (kernelSem, error) {
+			return sem, nil
+		}
+		lim := testLimit()
+		lim.host, lim.policy, lim.hold = host, "finish", 10*time.Millisecond
+		a, err := startWith(ctx, lim, st.cli)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.leave()
+		sem.stat.Used, sem.stat.QueuedWeight, sem.stat.Waiters = 2, 1, 1
+		agents = append(agents, a)
+	}
+	// looks of both agents until cond, or 3 s
+	lookUntil := func(what string, cond func() bool) {
+		t.Helper()
+		for end := time.Now().Add(3 * time.Second); !cond(); {
+			if time.Now().After(end) {
+				t.Fatalf("not so after 3 s: %s (shares %s %s, loans "+
+					"%d %d)", what, value(t, ctx, st, "share/a"),
+					value(t, ctx, st, "share/b"), sems[0].stat.Lent,
+					sems[1].stat.Lent)
+			}
+			for _, a := range agents {
+				if err := a.reconcile(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if a.lent() > a.share {
+					t.Fatalf("%s lends %d of a share of %d",
+						a.lim.host, a.lent(), a.share)
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	lookUntil("shares of 3 and 3 lent", func() bool {
+		return sems[0].stat.Lent == 3 && sems[1].stat.Lent == 3
+	})
+	end := make(chan error, 1)
+	go func() {
+		_, err := setCapacity(ctx, st, 4, nil)
+		end <- err
+	}()
+	lookUntil("b lends 1 (the rule's) and keeps a share of 2 (held)",
+		func() bool {
+			return sems[1].stat.Lent == 1 &&
+				value(t, ctx, st, "share/b") == "2"
+		})
+	select {
+	case err := <-end:
+		t.Fatalf("set-capacity ended with shares of 5: %v", err)
+	default:
+	}
+	sems[1].stat.Used = 1 // a holder of b releases 1
+	lookUntil("set-capacity 4 done", func() bool {
+		return value(t, ctx, st, "capacity") == "4"
+	})
+	if err := <-end; err != nil {
+		t.Fatal(err)
+	}
+	if value(t, ctx, st, "share/a") != "3" || value(t, ctx, st, "share/b") != "1" {
+		t.Errorf("shares %s and %s, not 3 and 1",
+			value(t, ctx, st, "share/a"), value(t, ctx, st, "share/b"))
+	}
+	sharesFit(t, ctx, st, first)
 }

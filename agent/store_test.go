@@ -2,7 +2,10 @@
 
 package main
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // A claim is taken over only from this machine: the same machine id, or
 // without one the same boot; an empty claim is an older agent's.
@@ -21,5 +24,33 @@ func TestSameMachine(t *testing.T) {
 	}
 	if sameMachine("machine= boot=4567") {
 		t.Fatal("a claim of another boot without a machine id is ours")
+	}
+}
+
+// set-capacity's N: a number from 1 to capacity='s largest, nothing else.
+func TestParseCapacity(t *testing.T) {
+	for _, bad := range []string{"-1", "0", "x", "4x", "", "4611686018427387905"} {
+		if n, err := parseCapacity(bad); err == nil {
+			t.Errorf("set-capacity %q: taken as %d", bad, n)
+		}
+	}
+	if n, err := parseCapacity("4"); err != nil || n != 4 {
+		t.Errorf("set-capacity 4: %d, %v", n, err)
+	}
+}
+
+// The etcd client pings a silent member and leaves it within ttl=/3
+// (1 to 5 s) of no answer.
+func TestClientKeepalive(t *testing.T) {
+	for ttl, want := range map[int]time.Duration{1: time.Second,
+		9: 3 * time.Second, 3600: 5 * time.Second} {
+		lim := &limit{endpoints: []string{"http://127.0.0.1:2379"}, ttl: ttl}
+		cfg, err := lim.clientConfig()
+		if err != nil || cfg.DialKeepAliveTime != keepAliveTime ||
+			cfg.DialKeepAliveTimeout != want {
+			t.Errorf("ttl=%d: keepalive %v, timeout %v (want %v), %v",
+				ttl, cfg.DialKeepAliveTime, cfg.DialKeepAliveTimeout,
+				want, err)
+		}
 	}
 }

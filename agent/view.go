@@ -53,8 +53,9 @@ import (
 
 // runDir holds the agents' lock files (lockHost) and their views, a
 // directory for each IPC namespace, where wsem stat reads them: the unit's
-// RuntimeDirectory, made here if the agent runs without the unit.
-const runDir = "/run/wsem-agent"
+// RuntimeDirectory, made here if the agent runs without the unit (a
+// test's temporary directory).
+var runDir = "/run/wsem-agent"
 
 // A readView is what the store last read from etcd.
 type readView struct {

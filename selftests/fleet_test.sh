@@ -790,7 +790,7 @@ gone_or_idle() {
 check "... its semaphore holds nothing and is lent nothing (or is gone)" \
 	until_true 5 gone_or_idle 4
 check "... its share stays in etcd" test "$(share h4)" -gt 0
-check "... declare-dead done once the lease has expired" \
+check "... declare-dead done once the lease has expired, ttl= after" \
 	until_true 12 wsem-agent -c "$T/h1.conf" declare-dead $N h4
 check "... no share of h4 left" share_is h4 0
 # shares_full: hosts 1-3 have all of the capacity in etcd, read at one
@@ -966,7 +966,8 @@ wait $job
 check "h2 dead, its job too, with a share of 1 in etcd" share_is h2 1
 check "wsem-agent declare-dead $N h2 is refused while the agent's lease lasts" \
 	sh -c "! wsem-agent -c $T/h1.conf declare-dead $N h2"
-check "... and gives the share back once it has expired" \
+# (each try once the lease expired waits ttl=5 s with the claim gone)
+check "... and gives the share back once it has expired, ttl= after" \
 	until_true 10 wsem-agent -c "$T/h1.conf" declare-dead $N h2
 check "... no share of h2 left" share_is h2 0
 

@@ -5,7 +5,10 @@
 # process (go.etcd.io/etcd/integration, golang-etcd-server-dev): the
 # take-back of a policy deadline share, a claim of another machine
 # refused and one of this machine taken over, declare-dead, the keys a
-# look skips.  No guest, no network: make -C agent check-etcd.  TAP.
+# look skips, a start that checks before it changes etcd and a stop that
+# closes the lending handle before it gives back, set-capacity and the
+# capacity in etcd, a black-holed member left by the keepalive.  No
+# guest, no network: make -C agent check-etcd.  TAP.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 T=$(mktemp -d)
@@ -13,9 +16,9 @@ trap 'rm -rf "$T"' EXIT
 # shellcheck source=selftests/host/tap.sh
 . "$(dirname "$0")/tap.sh"
 
-echo "1..5"
+echo "1..12"
 if [ ! -d /usr/share/gocode/src/go.etcd.io/etcd/integration ]; then
-	for i in 1 2 3 4 5; do
+	for i in 1 2 3 4 5 6 7 8 9 10 11 12; do
 		echo "ok $i # SKIP no go.etcd.io/etcd/integration (golang-etcd-server-dev)"
 	done
 	exit 0
@@ -31,9 +34,23 @@ check "a share is taken back only while its host's claim is gone, the share the 
 	passed TestTakeBack
 check "another machine's claim is refused and unchanged, this machine's is taken over" \
 	passed TestSessionClaims
-check "declare-dead refuses a policy deadline host, gives a finish host's share back" \
+check "declare-dead refuses a policy deadline host, gives a finish host's share back after the wait, refused if its claim comes and goes" \
 	passed TestDeclareDead
 check "a look skips a bad demand and a key of no known kind, not a bad share" \
 	passed TestReadSkipsBadKeys
+check "a second agent that finds another lender or another machine's claim changes nothing in etcd" \
+	passed TestStartChecksFirst
+check "a stopping agent closes its lending handle before it gives the share back and revokes its lease" \
+	passed TestLeaveClosesFirst
+check "a growth computed before the capacity or capacity/next changed fails" \
+	passed TestGrowthSeesCapacity
+check "set-capacity grows at once, shrinks the shares first, never a share above the capacity at any revision" \
+	passed TestSetCapacity
+check "a capacity below 1 in etcd fails the look, such a capacity/next is skipped" \
+	passed TestReadCapacity
+check "a watch on a black-holed member moves to another one within the keepalive's time and timeout" \
+	passed TestKeepaliveLeavesBlackhole
+check "two agents under a set-capacity shrink: loan first, share down to what is held, capacity written once they fit" \
+	passed TestAgentsFollowSetCapacity
 [ $st -eq 0 ] || tail -n 30 "$T/go.log" | sed 's/^/# /'
 exit $((failed > 0))
