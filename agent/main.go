@@ -617,14 +617,18 @@ func start(ctx context.Context, lim *limit) (*agent, error) {
 }
 
 // startWith is start's, with lim's etcd client.  It checks first and
-// changes etcd last: the host's lock file, then that no other handle
-// lends to the host's semaphore, then etcd's capacity (written if no
-// agent did: a new limit), then the claim (session: another machine's is
-// refused before anything is granted, this machine's stopped one taken
-// over).  A second agent that fails on any of them changes nothing in
-// etcd.  What it took is given back if it fails (the deferred functions).
+// changes etcd last: etcd's capacity (if there) is capacity=, then the
+// host's lock file, then no other handle lends to the host's semaphore,
+// then etcd's capacity is written if no agent did (a new limit), then the
+// claim (session: another machine's is refused before anything is
+// granted, this machine's stopped one taken over).  A second agent that
+// fails on any of them changes nothing in etcd.  What it took is given
+// back if it fails (the deferred functions).
 func startWith(ctx context.Context, lim *limit, cli *clientv3.Client) (_ *agent, err error) {
 	st := lim.store(cli)
+	if err := st.checkCapacity(ctx, lim.capacity); err != nil {
+		return nil, err
+	}
 	// One agent per host on this machine: the lock file's flock, which
 	// a dead agent's process lets go of.  With it, a claim in etcd that
 	// is not this agent's is a stopped agent's, and is taken over at

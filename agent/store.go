@@ -265,6 +265,30 @@ func (s *store) close() {
 	}
 }
 
+// checkCapacity fails if etcd has another capacity than this host's,
+// and changes nothing: the first of a start's checks.
+func (s *store) checkCapacity(ctx context.Context, capacity int64) error {
+	kv, err := s.getKey(ctx, s.prefix+"capacity")
+	if err != nil || kv == nil {
+		return err
+	}
+	return s.sameCapacity(kv, capacity)
+}
+
+// sameCapacity fails if kv (PREFIX/NAME/capacity, nil if missing) is not
+// capacity.
+func (s *store) sameCapacity(kv *mvccpb.KeyValue, capacity int64) error {
+	if kv != nil && string(kv.Value) == strconv.FormatInt(capacity, 10) {
+		return nil
+	}
+	got := "nothing"
+	if kv != nil {
+		got = string(kv.Value)
+	}
+	return fmt.Errorf("%scapacity in etcd is %s, this host says %d",
+		s.prefix, got, capacity)
+}
+
 // ensureCapacity writes the cluster's capacity if no agent did, and fails
 // if another agent was configured with another one.
 func (s *store) ensureCapacity(ctx context.Context, capacity int64) error {
@@ -273,22 +297,14 @@ func (s *store) ensureCapacity(ctx context.Context, capacity int64) error {
 		If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
 		Then(clientv3.OpPut(k, strconv.FormatInt(capacity, 10))).
 		Else(clientv3.OpGet(k)).Commit()
-	if err != nil {
+	if err != nil || r.Succeeded {
 		return err
 	}
-	if r.Succeeded {
-		return nil
+	var kv *mvccpb.KeyValue
+	if kvs := r.Responses[0].GetResponseRange().Kvs; len(kvs) == 1 {
+		kv = kvs[0]
 	}
-	kvs := r.Responses[0].GetResponseRange().Kvs
-	if len(kvs) == 1 && string(kvs[0].Value) == strconv.FormatInt(capacity, 10) {
-		return nil
-	}
-	got := "nothing"
-	if len(kvs) == 1 {
-		got = string(kvs[0].Value)
-	}
-	return fmt.Errorf("%scapacity in etcd is %s, this host says %d",
-		s.prefix, got, capacity)
+	return s.sameCapacity(kv, capacity)
 }
 
 // read is the limit as etcd has it now, and the revision it was read at.

@@ -258,6 +258,15 @@ func TestStartChecksFirst(t *testing.T) {
 	}
 	unchanged("another handle lends")
 
+	// another capacity than etcd's: said before the semaphore's lender
+	lim := testLimit()
+	lim.capacity = 7
+	if _, err := startWith(ctx, lim, st.cli); err == nil ||
+		!strings.Contains(err.Error(), "capacity in etcd is 6, this host says 7") {
+		t.Fatalf("another capacity: %v", err)
+	}
+	unchanged("another capacity")
+
 	// another machine's agent: the semaphore here lends nothing
 	put(t, ctx, st, "alive/h", "machine=0123 boot=4567",
 		clientv3.WithLease(l.ID))
