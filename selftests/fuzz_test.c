@@ -2312,7 +2312,7 @@ static void pooled_steps(struct rng *r, int fd)
 			else
 				held -= w;
 		} else if (!wsem_pool_acquire(p, w,
-					      chance(r, 50) ? 0 : 1000000)) {
+					      chance(r, 75) ? 0 : 1000000)) {
 			held += w;
 		}
 	}
@@ -2342,7 +2342,7 @@ static void __attribute__((noreturn)) fork_child(struct rng *r)
 			fdinfo(pool_get(r));
 		if (chance(r, 20))
 			counters(pool_get(r));
-		if (chance(r, 10))
+		if (chance(r, 4))
 			pooled_steps(r, pool_get(r));
 	}
 	if (chance(r, 50))
