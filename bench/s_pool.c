@@ -5,10 +5,18 @@
  * the plain wsem pair, eventfd and SysV; timed as scenario 1 (batches of
  * BATCH pairs, the rows taking turns in ROUNDS rounds), with the thread's
  * CPU time (user + system) per pair beside each.  Ratios are to the pool.
+ *
+ * Then THREADS threads of one process on a capacity of CAP, each taking
+ * acquire(1), a hold of HOLD_NS on the clock, release(1), in a loop for
+ * CONTENDED seconds: through a pool (max_spare CAP), on sem_t and on the
+ * plain wsem pair (a handle per thread).  Pairs per second, and the
+ * process's CPU time (every thread's, the pool's own included) per pair.
  */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <wsem.h>
@@ -20,6 +28,10 @@
 #define SECONDS		1.5	/* per row, over all rounds */
 #define MAX_SAMPLES	(1u << 16)
 #define ROWS		6
+#define THREADS		8
+#define CAP		4
+#define HOLD_NS		2000
+#define CONTENDED	1.0	/* seconds per row */
 
 struct prow {
 	const char *name;
@@ -94,6 +106,7 @@ static void pool_print(struct prow *rows, int n)
 	      "time per pair, ns\n");
 	table("   %-28s %10s %10s %8s %8s\n", "", "median", "p99", "ratio",
 	      "CPU");
+	plot("# pool\n");
 	json_begin("pool");
 	json_str("unit", "ns per acquire(1)+release(1) pair");
 	json_int("batch", BATCH);
@@ -104,6 +117,8 @@ static void pool_print(struct prow *rows, int n)
 
 		table("   %-28s %10.1f %10.1f %8.2f %8.1f\n", r->label,
 		      r->median, r->p99, q, per_op(r->cpu, r->pairs));
+		plot("%d \"%s\" %.1f %.1f %.4f\n", i, r->name, r->median,
+		     r->p99, q);
 		json_begin(NULL);
 		json_str("peer", r->name);
 		json_num("median_ns", r->median);
@@ -123,8 +138,11 @@ static void pool_print(struct prow *rows, int n)
 	}
 	json_end_array();
 	json_end();
+	plot("\n\n");
 	metric("pool.median", "pool: pool pair, median ns", pool->median);
 }
+
+static void scenario_pool_contended(void);
 
 void scenario_pool(void)
 {
@@ -170,4 +188,143 @@ void scenario_pool(void)
 	pool_print(rows, n);
 	for (i = 0; i < n; i++)
 		pool_teardown(&rows[i]);
+	scenario_pool_contended();
+}
+
+/* The contended rows: one kind of semaphore, THREADS threads on it. */
+struct crow {
+	const char *label;
+	const struct peer *peer;	/* NULL: the pool */
+	struct bsem sem;
+	struct wsem_pool *pool;
+	atomic_int stop;
+	atomic_uint_fast64_t pairs;
+	uint64_t ns, cpu;
+	int failed;
+};
+
+struct cthread {
+	struct crow *r;
+	struct bhandle h;
+};
+
+static void hold(void)
+{
+	uint64_t end = now_ns() + HOLD_NS;
+
+	while (now_ns() < end)
+		;
+}
+
+static void *contended_run(void *arg)
+{
+	struct cthread *t = arg;
+	struct crow *r = t->r;
+	uint64_t n = 0;
+
+	while (!atomic_load_explicit(&r->stop, memory_order_relaxed)) {
+		int err = r->peer ? r->peer->acquire(&t->h, 1) :
+				    wsem_pool_acquire(r->pool, 1, -1);
+
+		if (err) {
+			r->failed = 1;
+			break;
+		}
+		hold();
+		err = r->peer ? r->peer->release(&t->h, 1) :
+				wsem_pool_release(r->pool, 1);
+		if (err) {
+			r->failed = 1;
+			break;
+		}
+		n++;
+	}
+	atomic_fetch_add(&r->pairs, n);
+	return NULL;
+}
+
+static int contended(struct crow *r)
+{
+	const struct peer *p = r->peer ? r->peer : &peer_wsem;
+	struct cthread t[THREADS];
+	pthread_t th[THREADS];
+	uint64_t t0, c0;
+	int i;
+
+	if (p->create(&r->sem, CAP))
+		return -1;
+	if (!r->peer) {
+		r->pool = wsem_pool_open(r->sem.fd, CAP, 0);
+		if (!r->pool)
+			return -1;
+	}
+	for (i = 0; i < THREADS; i++) {
+		t[i].r = r;
+		if (p->attach(&r->sem, &t[i].h))
+			return -1;
+	}
+	c0 = cpu_ns(getpid());
+	t0 = now_ns();
+	for (i = 0; i < THREADS; i++)
+		pthread_create(&th[i], NULL, contended_run, &t[i]);
+	sleep_ns(run_ns(CONTENDED));
+	atomic_store(&r->stop, 1);
+	for (i = 0; i < THREADS; i++)
+		pthread_join(th[i], NULL);
+	r->ns = now_ns() - t0;
+	r->cpu = cpu_ns(getpid()) - c0;
+	for (i = 0; i < THREADS; i++)
+		p->detach(&t[i].h);
+	wsem_pool_close(r->pool);
+	p->destroy(&r->sem);
+	return r->failed ? -1 : 0;
+}
+
+static void scenario_pool_contended(void)
+{
+	struct crow rows[3] = {
+		{ .label = "wsem pool (max_spare 4)" },
+		{ .label = "sem_t (futex)" },
+		{ .label = "wsem" },
+	};
+	const struct peer *const *p;
+	int i;
+
+	for (p = peers; *p; p++) {
+		if (!strcmp((*p)->name, "sem_t"))
+			rows[1].peer = *p;
+	}
+	rows[2].peer = &peer_wsem;
+	table("\n18. The pool, contended: %d threads of one process on a capacity "
+	      "of %d,\n    acquire(1), %d ns held, release(1)\n", THREADS, CAP,
+	      HOLD_NS);
+	table("   %-28s %12s %8s %10s\n", "", "pairs/s", "ratio", "CPU/pair");
+	json_begin("pool_contended");
+	json_begin_array("rows");
+	for (i = 0; i < 3; i++) {
+		struct crow *r = &rows[i];
+		double rate;
+
+		if (!r->peer && i) {
+			progress("pool: contended: no %s", r->label);
+			continue;
+		}
+		if (contended(r)) {
+			progress("pool: contended: %s failed", r->label);
+			exit(1);
+		}
+		r->ns = r->ns ? r->ns : 1;
+		rate = (double)r->pairs * NSEC_PER_SEC / (double)r->ns;
+		table("   %-28s %12.0f %8.2f %10.0f\n", r->label, rate,
+		      ratio((double)rows[0].pairs / (double)rows[0].ns,
+			    (double)r->pairs / (double)r->ns),
+		      per_op(r->cpu, r->pairs));
+		json_begin(NULL);
+		json_str("peer", r->label);
+		json_num("pairs_per_s", rate);
+		json_num("cpu_ns_per_pair", per_op(r->cpu, r->pairs));
+		json_end();
+	}
+	json_end_array();
+	json_end();
 }
