@@ -174,5 +174,6 @@ void scenario_jobserver(void);
 void scenario_nest(void);
 void scenario_gang(void);
 void scenario_gangfair(void);
+void scenario_pool(void);
 
 #endif /* WSEM_BENCH_H */

@@ -17,7 +17,7 @@
  * with a signal; it acts about once per CHAOS_EVERY requests of its
  * worker, so that the mix is the same on a fast kernel and on a slow one
  * (PREEMPT_RT).  The fuzzing threads map and read a counters page now and
- * then (issue 45).
+ * then, and the forked children make a pool over a handle (issue 45).
  *
  * Some fresh handles are opened read-only: then acquire, release and
  * resize must fail with EBADF, and what REOPEN makes of a bound one must
@@ -209,6 +209,7 @@ struct shared {
 	uint64_t ended;			/* ... collected or cancelled */
 	uint64_t idle;			/* idle waits that found it idle */
 	uint64_t readonly;		/* read-only handles bound and checked */
+	uint64_t pools;			/* pools opened by forked children */
 	uint64_t fs_calls;		/* wsemfs path and mount calls */
 	uint64_t fs_opened;		/* ... handles opened by path */
 	uint64_t fs_read;		/* ... texts read and checked */
@@ -2281,8 +2282,51 @@ static void counters(int fd)
 }
 
 /*
+ * A pool (wsem_pool_open(3)) over @fd for a few steps: tries, waits of a
+ * millisecond and releases of random weights; a release of more than its
+ * threads hold must fail with EINVAL.  Then closed, or left to the child's
+ * end (exit or SIGKILL), which gives its weight back as any handle's: the
+ * run's end finds nothing held.
+ */
+static void pooled_steps(struct rng *r, int fd)
+{
+	struct wsem_pool *p;
+	uint64_t held = 0, w;
+	int i;
+
+	if (fd < 0)
+		return;
+	p = wsem_pool_open(fd, below(r, 5),
+			   chance(r, 50) ? WSEM_POOL_NOTHREAD : 0);
+	if (!p)
+		return;
+	add(&sh->pools, 1);
+	for (i = 0; i < 8; i++) {
+		w = 1 + below(r, 3);
+		if (held >= w && chance(r, 50)) {
+			if (wsem_pool_release(p, w))
+				violation("pool: release of %llu of %llu: %s",
+					  (unsigned long long)w,
+					  (unsigned long long)held,
+					  strerror(errno));
+			else
+				held -= w;
+		} else if (!wsem_pool_acquire(p, w,
+					      chance(r, 75) ? 0 : 1000000)) {
+			held += w;
+		}
+	}
+	if (wsem_pool_release(p, held + 1) != -1 || errno != EINVAL)
+		violation("pool: a release of %llu, %llu held, did not fail "
+			  "with EINVAL", (unsigned long long)held + 1,
+			  (unsigned long long)held);
+	if (chance(r, 50))
+		wsem_pool_close(p);
+}
+
+/*
  * A forked copy of a worker: a few requests on copies of its handles, and
- * a look at their fdinfo and counters page.
+ * a look at their fdinfo and counters page, and a pool over one.
  */
 static void __attribute__((noreturn)) fork_child(struct rng *r)
 {
@@ -2298,6 +2342,8 @@ static void __attribute__((noreturn)) fork_child(struct rng *r)
 			fdinfo(pool_get(r));
 		if (chance(r, 20))
 			counters(pool_get(r));
+		if (chance(r, 4))
+			pooled_steps(r, pool_get(r));
 	}
 	if (chance(r, 50))
 		_exit(0);
@@ -3848,6 +3894,8 @@ TEST_F_TIMEOUT(fuzz, ioctls, 1800)
 	TH_LOG("%llu read-only handles bound and checked",
 	       (unsigned long long)sh->readonly);
 	EXPECT_LT(0, sh->readonly);
+	TH_LOG("%llu pools opened by forked children",
+	       (unsigned long long)sh->pools);
 	TH_LOG("wsemfs: %llu calls, %llu handles opened by path, %llu texts "
 	       "read, %llu mounts, %llu unmounts, %llu namespaces died",
 	       (unsigned long long)sh->fs_calls,
