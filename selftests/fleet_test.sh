@@ -402,6 +402,39 @@ grep -Eq '^h1 \* +2 +2 +2 +[-0-9]+ alive$' "$T/status" &&
 	grep -q '"local":{"capacity":2,"used":2,"waiters":0}' "$T/status.json"
 result "wsem-agent status: h1's share, need and floor, its agent alive, h2's, the free capacity, h1's semaphore" \
 	$? "$T/status" "$T/status.json"
+# set-capacity (issue 43, point 6): an N that is no capacity is refused;
+# a shrink below the shares (h1 holds 2) puts capacity/next, after which
+# h1 lends the rule's 1 and keeps its share of 2 (nothing held revoked);
+# stopped, it leaves capacity/next, which set-capacity of the capacity in
+# force takes away (h1 lends 2 again); a growth is written at once.
+in_host 1 wsem-agent -c "$T/h1.conf" set-capacity $N -1 >"$T/setcap" 2>&1
+rc=$?
+[ $rc -eq 2 ] && [ "$(wc -l <"$T/setcap")" -eq 1 ] &&
+	grep -q 'not a number from 1' "$T/setcap"
+result "set-capacity $N -1: refused with one line, exit 2 (exit $rc)" $? "$T/setcap"
+in_host_bg 1 wsem-agent -c "$T/h1.conf" set-capacity $N 1 >"$T/setcap" 2>&1
+sc=$!
+# shrinking: capacity/next 1, h1 lends 1, holds 2, its share 2
+shrinking() {
+	[ "$(ectl get --print-value-only "/wsem/$N/capacity/next")" = 1 ] &&
+		field_is 1 capacity 1 && field_is 1 used 2 && share_is h1 2
+}
+check "set-capacity $N 1 while h1 holds 2: capacity/next 1, h1 lends 1 and keeps its share of 2" \
+	until_true 10 shrinking
+kill -INT "$(real_pid $sc)"
+wait $sc
+rc=$?
+[ $rc -eq 1 ] && grep -q "capacity/next 1 stays" "$T/setcap" &&
+	[ "$(ectl get --print-value-only "/wsem/$N/capacity")" = "$CAP" ]
+result "... stopped by SIGINT: exit 1 (exit $rc), capacity/next stays, the capacity too" \
+	$? "$T/setcap"
+in_host 1 wsem-agent -c "$T/h1.conf" set-capacity $N $((CAP + 1)) >"$T/setcap" 2>&1 &&
+	grep -q "^$N: capacity $CAP -> $((CAP + 1))$" "$T/setcap" &&
+	in_host 1 wsem-agent -c "$T/h1.conf" set-capacity $N $CAP >"$T/setcap" 2>&1 &&
+	[ -z "$(ectl get "/wsem/$N/capacity/next")" ] &&
+	[ "$(ectl get --print-value-only "/wsem/$N/capacity")" = "$CAP" ]
+result "... a growth to $((CAP + 1)) at once, and back to $CAP: capacity/next gone" $? "$T/setcap"
+check "... h1 lends its share of 2 again" until_true 10 field_is 1 capacity 2
 # wsem stat on a host shows the cluster from the view its agent writes to
 # /run/wsem-agent/IPCNS/seats after each look (never from etcd itself):
 # a failing look shows (etcd stopped), so does the view of an agent that
