@@ -41,11 +41,6 @@
 #define fd_file(f)	((f).file)
 #endif
 
-/* A flexible array's bound for the bounds checkers (6.7); none before. */
-#ifndef __counted_by
-#define __counted_by(member)
-#endif
-
 #ifndef TIF_NOTIFY_SIGNAL
 #error "wsem needs TIF_NOTIFY_SIGNAL (Linux 5.11, or a backport as Debian's 5.10 has)"
 #endif

@@ -595,7 +595,7 @@ struct wsem_gang {
 	bool parked;
 	struct list_head park_node;
 	struct work_struct park_work;
-	struct wsem_waiter part[] __counted_by(nr);
+	struct wsem_waiter part[];
 };
 
 /* The largest weight a request may ask for: its ceiling, or its capacity. */
