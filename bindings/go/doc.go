@@ -35,8 +35,12 @@
 //     to a wsemfs file ("mount -t wsem"), such as one bind-mounted into a
 //     container, as for the C library and the wsem command.
 //   - NewAnonymous(n): a semaphore without a name, shared with child
-//     processes by passing File's descriptor (exec.Cmd.ExtraFiles), where
-//     OpenFD takes it up.
+//     processes by passing Handle's descriptor (exec.Cmd.ExtraFiles),
+//     where OpenFD takes it up.
+//   - AdoptFD(fd): the handle fd itself, not a new one on its semaphore:
+//     for a lender whose handle a service manager's file descriptor store
+//     kept across a restart (put there as File's duplicate), so that its
+//     loan goes on.
 //
 // Names are 1..63 bytes of [A-Za-z0-9._-] in the caller's IPC namespace.
 // Close gives back every unit the Weighted holds and cancels its waits.

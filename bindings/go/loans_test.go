@@ -188,3 +188,78 @@ func TestLoansSemaphore(t *testing.T) {
 			st.Capacity, st.Ceiling)
 	}
 }
+
+// File is the lending handle itself: its loan goes on while a duplicate
+// is open after the Weighted is closed, as a service manager's file
+// descriptor store keeps it across a restart; AdoptFD takes the handle
+// back, lending what it lent, and its close ends the loan.  A descriptor
+// that is no handle is refused, and closed.
+func TestFileAndAdoptFD(t *testing.T) {
+	needDevice(t)
+	w, err := NewAnonymousLoans(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	watch, err := w.Handle()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Close()
+	obs, err := OpenFD(int(watch.Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obs.Close()
+	lent := func() int64 {
+		t.Helper()
+		st, err := obs.Stat()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Lent
+	}
+	if err := w.Lend(3); err != nil {
+		t.Fatal(err)
+	}
+	f, err := w.File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if got := lent(); got != 3 {
+		t.Fatalf("lent %d with the duplicate open, want 3", got)
+	}
+	// (AdoptFD owns what it is given: not f's own descriptor)
+	fd, err := syscall.Dup(int(f.Fd()))
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w2, err := AdoptFD(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := w2.Stat()
+	if err != nil || st.LentHere != 3 {
+		t.Fatalf("adopted: %+v, %v: want LentHere 3", st, err)
+	}
+	if err := w2.Lend(1); err != nil || lent() != 1 {
+		t.Fatalf("lend 1 through the adopted handle: %v, lent %d",
+			err, lent())
+	}
+	w2.Close()
+	if got := lent(); got != 0 {
+		t.Fatalf("lent %d after the adopted handle closed, want 0", got)
+	}
+	if fd, err = syscall.Open(os.DevNull, syscall.O_RDONLY, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := AdoptFD(fd); !errors.Is(err, syscall.ENOTTY) {
+		t.Fatalf("AdoptFD of /dev/null: %v, want ENOTTY", err)
+	}
+	_, _, e := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd),
+		syscall.F_GETFD, 0)
+	if e != syscall.EBADF {
+		t.Fatalf("/dev/null's descriptor still open after AdoptFD: %v", e)
+	}
+}

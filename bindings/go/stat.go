@@ -178,3 +178,29 @@ func (w *Weighted) Handle() (*os.File, error) {
 	}
 	return os.NewFile(uintptr(fd), "wsem-handle"), nil
 }
+
+// File is a duplicate of the descriptor of w's first handle, close-on-exec:
+// the same handle, not a new one (Handle), so what it lends goes on while
+// any duplicate is open.  For a service manager's file descriptor store
+// (sd_notify's FDSTORE=1), from which the next process takes the handle
+// back with AdoptFD.
+func (w *Weighted) File() (*os.File, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil, ErrClosed
+	}
+	var fd uintptr
+	var errno syscall.Errno
+	cerr := w.base.rc.Control(func(b uintptr) {
+		fd, _, errno = syscall.Syscall(syscall.SYS_FCNTL, b,
+			syscall.F_DUPFD_CLOEXEC, 0)
+	})
+	if cerr != nil {
+		return nil, cerr
+	}
+	if errno != 0 {
+		return nil, os.NewSyscallError("fcntl", errno)
+	}
+	return os.NewFile(fd, "wsem-handle"), nil
+}

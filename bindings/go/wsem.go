@@ -304,6 +304,23 @@ func OpenFD(fd int) (*Weighted, error) {
 	return fromFD(nfd, "inherited")
 }
 
+// AdoptFD makes a Weighted of the handle descriptor fd itself, which it
+// owns from then on (and closes if it is no bound handle): its first
+// handle is fd's, with what that handle holds and lends.  OpenFD takes up
+// only fd's semaphore, through a new handle.  For a handle whose loan
+// must go on in a new process: one a service manager's file descriptor
+// store kept across a restart (see File).
+func AdoptFD(fd int) (*Weighted, error) {
+	var a statArgs
+	a.size = uint64(unsafe.Sizeof(a))
+	if _, err := ioctl(uintptr(fd), iocStat, unsafe.Pointer(&a)); err != nil {
+		syscall.Close(fd)
+		return nil, os.NewSyscallError("wsem stat", err)
+	}
+	syscall.CloseOnExec(fd)
+	return fromFD(fd, "adopted")
+}
+
 // Unlink removes the name of a semaphore; handles already open go on.
 func Unlink(name string) error {
 	var args unlinkArgs
