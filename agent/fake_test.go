@@ -13,6 +13,7 @@ import (
 // is lent and held, and calls onClose when its handle closes.
 type fakeSem struct {
 	stat    wsem.Stat
+	holders []wsem.Holder
 	closed  bool
 	onClose func()
 }
@@ -38,9 +39,11 @@ func (f *fakeSem) Stat() (*wsem.Stat, error) {
 	return &st, nil
 }
 
-func (f *fakeSem) Holders() ([]wsem.Holder, error) { return nil, nil }
+func (f *fakeSem) Holders() ([]wsem.Holder, error) { return f.holders, nil }
 
 func (f *fakeSem) Handle() (*os.File, error) { return os.Open(os.DevNull) }
+
+func (f *fakeSem) File() (*os.File, error) { return os.Open(os.DevNull) }
 
 func (f *fakeSem) Close() error {
 	if f.onClose != nil {

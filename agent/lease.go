@@ -42,6 +42,7 @@ import (
 
 	"go.etcd.io/etcd/clientv3"
 	"go.etcd.io/etcd/etcdserver/api/v3rpc/rpctypes"
+	"golang.org/x/sys/unix"
 )
 
 // leaseEnd is the local end of one lease: set when the lease is granted,
@@ -265,12 +266,40 @@ func (a *agent) endHolders() {
 				h.Label)
 			continue
 		}
-		err := syscall.Kill(h.PID, syscall.SIGKILL)
+		err := a.killHolder(h.PID)
 		lg.Printf("%s: SIGKILL to pid %d (%s, holding %d), the "+
 			"share's deadline: %v", a.lim.name, h.PID, h.Comm,
 			h.Weight, errOrOK(err))
 	}
 }
+
+// killHolder sends SIGKILL to the process pid through a pidfd, opened
+// before a second read of the holders finds pid still holding weight: a
+// pid that a holder's death freed and another process took meanwhile is
+// not signalled (errNotHolder).  Without pidfd_open(2) (a seccomp filter
+// that refuses it: ENOSYS), a plain kill(2).
+func (a *agent) killHolder(pid int) error {
+	pfd, err := unix.PidfdOpen(pid, 0)
+	if errors.Is(err, unix.ENOSYS) {
+		return syscall.Kill(pid, syscall.SIGKILL)
+	}
+	if err != nil {
+		return err
+	}
+	defer unix.Close(pfd)
+	hs, err := a.loc.w.Holders()
+	if err != nil {
+		return err
+	}
+	for _, h := range hs {
+		if h.PID == pid && !h.Waiting && !h.Child {
+			return unix.PidfdSendSignal(pfd, unix.SIGKILL, nil, 0)
+		}
+	}
+	return errNotHolder
+}
+
+var errNotHolder = errors.New("no longer a holder: not signalled")
 
 // markEnded notes that pid is sent SIGKILL: false if it was already (the
 // lease's watch and the look both end holders).
