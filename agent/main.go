@@ -795,9 +795,11 @@ func limitNamed(confs []string, name string) (*limit, error) {
 	return nil, fmt.Errorf("%s: no cluster limit of that name", name)
 }
 
-// onLimit calls f with an etcd client for the cluster limit called name
-// and a context that ends after the limit's ttl=.
+// onLimit calls f with the store of the cluster limit called name, through
+// an etcd client of its own, and the context that within makes for the
+// limit (and its cancel function).
 func onLimit(confs []string, name string,
+	within func(*limit) (context.Context, context.CancelFunc),
 	f func(context.Context, *store, *limit) error) error {
 	lim, err := limitNamed(confs, name)
 	if err != nil {
@@ -808,10 +810,23 @@ func onLimit(confs []string, name string,
 		return err
 	}
 	defer cli.Close()
-	ctx, cancel := context.WithTimeout(context.Background(),
-		time.Duration(lim.ttl)*time.Second)
+	ctx, cancel := within(lim)
 	defer cancel()
 	return f(ctx, lim.store(cli), lim)
+}
+
+// ttlTimes is a context that ends after n times lim's ttl=.
+func ttlTimes(n int) func(*limit) (context.Context, context.CancelFunc) {
+	return func(lim *limit) (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.Background(),
+			time.Duration(n*lim.ttl)*time.Second)
+	}
+}
+
+// untilStopped is a context that ends at SIGTERM or SIGINT.
+func untilStopped(*limit) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), syscall.SIGTERM,
+		os.Interrupt)
 }
 
 // store is the limit's keys in etcd, through cli.
@@ -823,22 +838,14 @@ func (lim *limit) store(cli *clientv3.Client) *store {
 // declareDeadCmd declares host dead (declareDead), after ttl= seconds
 // with its claim gone, all within three times ttl=.
 func declareDeadCmd(confs []string, name, host string) error {
-	lim, err := limitNamed(confs, name)
-	if err != nil {
-		return err
-	}
-	cli, err := lim.client()
-	if err != nil {
-		return err
-	}
-	defer cli.Close()
-	ttl := time.Duration(lim.ttl) * time.Second
-	ctx, cancel := context.WithTimeout(context.Background(), 3*ttl)
-	defer cancel()
-	st := lim.store(cli)
-	return declareDead(ctx, cli, st.prefix, host, ttl, func() {
-		lg.Printf("%s: %s's claim is gone: waiting ttl=%d s, by when "+
-			"its kernel lends nothing more", name, host, lim.ttl)
+	return onLimit(confs, name, ttlTimes(3), func(ctx context.Context,
+		st *store, lim *limit) error {
+		ttl := time.Duration(lim.ttl) * time.Second
+		return declareDead(ctx, st.cli, st.prefix, host, ttl, func() {
+			lg.Printf("%s: %s's claim is gone: waiting ttl=%d s, by "+
+				"when its kernel lends nothing more", name, host,
+				lim.ttl)
+		})
 	})
 }
 
@@ -857,42 +864,32 @@ func parseCapacity(arg string) (int64, error) {
 // (setCapacity), waiting, a shrink, for the agents to lower the shares
 // first, until SIGTERM or SIGINT.
 func setCapacityCmd(confs []string, name string, n int64) error {
-	lim, err := limitNamed(confs, name)
-	if err != nil {
-		return err
-	}
-	cli, err := lim.client()
-	if err != nil {
-		return err
-	}
-	defer cli.Close()
-	ctx, stop := signal.NotifyContext(context.Background(),
-		syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	st := lim.store(cli)
-	old, err := setCapacity(ctx, st, n, func(sum int64) {
-		lg.Printf("%s: the shares add up to %d, above %d: the agents "+
-			"lower them first (%scapacity/next %d), what is held "+
-			"when its holders end; waiting", name, sum, n,
-			st.prefix, n)
+	return onLimit(confs, name, untilStopped, func(ctx context.Context,
+		st *store, lim *limit) error {
+		old, err := setCapacity(ctx, st, n, func(sum int64) {
+			lg.Printf("%s: the shares add up to %d, above %d: the "+
+				"agents lower them first (%scapacity/next %d), "+
+				"what is held when its holders end; waiting",
+				name, sum, n, st.prefix, n)
+		})
+		if err != nil && ctx.Err() != nil {
+			return fmt.Errorf("%s: stopped: %scapacity/next %d "+
+				"stays, and the agents keep the shares within "+
+				"it; run set-capacity %s %d again to finish, or "+
+				"with the capacity in force to take it away",
+				name, st.prefix, n, name, n)
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%s: capacity %d -> %d\n", name, old, n)
+		if n != lim.capacity {
+			lg.Printf("%s: this host's capacity= is %d: change it "+
+				"on every host (an agent whose capacity= is not "+
+				"etcd's does not start)", name, lim.capacity)
+		}
+		return nil
 	})
-	if err != nil && ctx.Err() != nil {
-		return fmt.Errorf("%s: stopped: %scapacity/next %d stays, "+
-			"and the agents keep the shares within it; run "+
-			"set-capacity %s %d again to finish, or with the "+
-			"capacity in force to take it away", name, st.prefix,
-			n, name, n)
-	}
-	if err != nil {
-		return err
-	}
-	fmt.Printf("%s: capacity %d -> %d\n", name, old, n)
-	if n != lim.capacity {
-		lg.Printf("%s: this host's capacity= is %d: change it on "+
-			"every host (an agent whose capacity= is not etcd's "+
-			"does not start)", name, lim.capacity)
-	}
-	return nil
 }
 
 // testDelay is WSEM_AGENT_TEST_DELAY_MS, a test's knob: how long an agent

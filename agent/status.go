@@ -145,7 +145,7 @@ func (cs *clusterStatus) print(out io.Writer) {
 }
 
 func statusCmd(out io.Writer, confs []string, name string, asJSON bool) error {
-	return onLimit(confs, name, func(ctx context.Context, st *store,
+	return onLimit(confs, name, ttlTimes(1), func(ctx context.Context, st *store,
 		lim *limit) error {
 		cs, err := statusOf(ctx, st, lim)
 		if err != nil {
