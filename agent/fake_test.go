@@ -24,7 +24,8 @@ func newFakeSem(ceiling, lent int64) *fakeSem {
 }
 
 func (f *fakeSem) Lend(n int64) error {
-	f.stat.Lent, f.stat.Capacity = n, n
+	f.stat.Lent += n - f.stat.LentHere
+	f.stat.LentHere, f.stat.Capacity = n, f.stat.Lent
 	return nil
 }
 

@@ -137,20 +137,27 @@ func (a *agent) renewLease(ctx context.Context) {
 				defer wg.Done()
 				rctx, cancel := context.WithTimeout(ctx, ttl)
 				defer cancel()
-				r, err := a.st.cli.KeepAliveOnce(rctx, id)
-				if err == nil && r.TTL > 0 &&
-					a.st.end.renewed(id, sent,
-						time.Duration(r.TTL)*time.Second) {
-					a.renewLoan()
-				} else if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-					a.st.end.expired(id)
-				}
+				a.renewOnce(rctx, id, sent)
 			}()
 		}
 		select {
 		case <-ctx.Done():
 		case <-time.After(ttl / 3):
 		}
+	}
+}
+
+// renewOnce renews lease id, sent being when the request leaves: if etcd
+// answers, the lease's local end moves on from sent, and the loan's kernel
+// deadline with it; if etcd has no such lease, it is recorded gone.
+func (a *agent) renewOnce(ctx context.Context, id clientv3.LeaseID,
+	sent time.Duration) {
+	r, err := a.st.cli.KeepAliveOnce(ctx, id)
+	if err == nil && r.TTL > 0 &&
+		a.st.end.renewed(id, sent, time.Duration(r.TTL)*time.Second) {
+		a.renewLoan()
+	} else if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		a.st.end.expired(id)
 	}
 }
 

@@ -23,6 +23,8 @@ type local struct {
 	w     kernelSem
 	watch *os.File // a second handle, polled for POLLRDBAND
 	ends  bool     // policy deadline: the agent's death ends the holders
+	store string   // the handle's name in the file descriptor store
+	kept  bool     // the store has the handle (fdstore.go)
 }
 
 // kernelSem is what the agent uses of a *wsem.Weighted (a test's fake
@@ -34,12 +36,48 @@ type kernelSem interface {
 	Stat() (*wsem.Stat, error)
 	Holders() ([]wsem.Holder, error)
 	Handle() (*os.File, error)
+	File() (*os.File, error)
 	Close() error
 }
 
 // createLoans opens the host's semaphore (wsem.CreateLoans).
 var createLoans = func(name string, ceiling int64, mode os.FileMode) (kernelSem, error) {
 	return wsem.CreateLoans(name, ceiling, mode)
+}
+
+// adoptLoans takes back a handle the file descriptor store kept
+// (wsem.AdoptFD).
+var adoptLoans = func(fd int) (kernelSem, error) {
+	return wsem.AdoptFD(fd)
+}
+
+// lendingHandle is the host's semaphore through the handle the file
+// descriptor store kept for lim, if it passed one that is still on the
+// semaphore of that name (its loan goes on: true), else through a new
+// handle.
+func lendingHandle(lim *limit, store string) (kernelSem, bool, error) {
+	if fd := takeStored(store); fd >= 0 {
+		w, err := adoptLoans(fd)
+		var st *wsem.Stat
+		if err == nil {
+			st, err = w.Stat()
+		}
+		if err == nil && st.Name == lim.name {
+			lg.Printf("%s: the lending handle kept across the restart "+
+				"taken back (it lends %d)", lim.name, st.LentHere)
+			return w, true, nil
+		}
+		if err == nil {
+			err = fmt.Errorf("it is on another semaphore (%q)",
+				st.Name)
+			w.Close()
+		}
+		lg.Printf("%s: the kept lending handle is not taken back: %v",
+			lim.name, err)
+		unstoreFD(store)
+	}
+	w, err := createLoans(lim.name, lim.capacity, lim.mode)
+	return w, false, err
 }
 
 // lend lends n; under policy deadline with WSEM_LEND_END_HOLDERS, so that
@@ -59,15 +97,19 @@ func (l *local) lend(n int64, deadline time.Duration) error {
 	return l.w.Lend(n)
 }
 
-func openLocal(name string, ceiling int64, mode os.FileMode) (*local, error) {
-	w, err := createLoans(name, ceiling, mode)
+// openLocal opens lim's host semaphore (through the handle the file
+// descriptor store kept, if any) and checks that no other handle lends to
+// it and that it is a loans semaphore of the cluster's capacity.
+func openLocal(lim *limit) (*local, error) {
+	name, ceiling, store := lim.name, lim.capacity, storeName(lim)
+	w, kept, err := lendingHandle(lim, store)
 	if err != nil {
 		return nil, err
 	}
 	st, err := w.Stat()
-	if err == nil && st.Lent != 0 {
+	if err == nil && st.Lent != st.LentHere {
 		err = fmt.Errorf("%s: another handle lends %d to it: is "+
-			"another wsem-agent running?", name, st.Lent)
+			"another wsem-agent running?", name, st.Lent-st.LentHere)
 	} else if err == nil && (st.Ceiling == 0 || st.Capacity != st.Lent) {
 		err = fmt.Errorf("%s has a capacity of its own (%d): the "+
 			"agent lends to a semaphore made with wsem create %s "+
@@ -82,9 +124,35 @@ func openLocal(name string, ceiling int64, mode os.FileMode) (*local, error) {
 	}
 	if err != nil {
 		w.Close()
+		if kept {
+			unstoreFD(store)
+		}
 		return nil, err
 	}
-	return &local{name: name, w: w, watch: f}, nil
+	return &local{name: name, w: w, watch: f, store: store, kept: kept},
+		nil
+}
+
+// keep puts the lending handle in the file descriptor store, if there is
+// one, for the next agent to take back: once the limit has started.
+func (l *local) keep() {
+	if l.kept || !fdStoreOn() {
+		return
+	}
+	f, err := l.w.File()
+	if err == nil {
+		l.kept = storeFD(l.store, f)
+		f.Close()
+	}
+}
+
+// unkeep has the store close the lending handle: the agent's own close
+// of it is then the last one.
+func (l *local) unkeep() {
+	if l.kept {
+		unstoreFD(l.store)
+		l.kept = false
+	}
 }
 
 // demand is what the host asks for (see plan.go), what it holds, and how
@@ -139,6 +207,8 @@ func (l *local) waitDemand(ctx context.Context, timeout time.Duration) {
 	}
 }
 
+// close closes the agent's handles; the loan ends with them unless the
+// file descriptor store keeps the lending one (unkeep first to end it).
 func (l *local) close() {
 	l.watch.Close()
 	l.w.Close()

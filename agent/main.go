@@ -504,6 +504,10 @@ const lookGap = 20 * time.Millisecond
 // revoked, and the claim with it, from whose end the other agents count
 // to take back what is left of a deadline host's share.
 func (a *agent) leave() {
+	if a.loc.kept {
+		a.handOver()
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	a.unpublish()
 	err := a.setLoan(0, "agent stopped")
@@ -539,6 +543,50 @@ func (a *agent) leave() {
 		lg.Printf("%s: stopped; %d still held stays this host's share",
 			a.lim.name, used)
 	}
+	if a.lock != nil {
+		a.lock.Close()
+	}
+}
+
+// handOver is the end of a stopped agent whose lending handle the file
+// descriptor store keeps, for the next agent to take back (fdstore.go):
+// the lease is renewed once more, so that the loan's kernel deadline
+// leaves the next agent as long as it can (the lease's TTL less the
+// margin); the loan drops to what is held (nothing more is granted
+// meanwhile; at the deadline the kernel withdraws it, and under deadline
+// ends the holders, unless the next agent lends again first); etcd gets
+// back all of the share but that; the lease is left to the next agent,
+// which takes the claim over.  Nothing held is ended.
+// If the unit stops for good, the store closes the handle: the kernel
+// withdraws the loan then (under deadline, ending the holders), and what
+// was held stays the host's share in etcd as after an agent's death.
+func (a *agent) handOver() {
+	a.unpublish()
+	if id, _ := a.st.end.get(); id != 0 {
+		ctx, cancel := context.WithTimeout(context.Background(),
+			time.Duration(a.lim.ttl)*time.Second)
+		a.renewOnce(ctx, id, bootTime())
+		cancel()
+	}
+	_, used, _, err := a.loc.demand()
+	if err == nil && used < a.lent() {
+		err = a.setLoan(used, "agent stopped, its handle kept")
+	}
+	if err == nil && used < a.share {
+		ctx, cancel := context.WithTimeout(context.Background(),
+			5*time.Second)
+		var ok bool
+		if ok, err = a.st.shrinkShare(ctx, a.share, used); ok {
+			a.setShare(used, "agent stopped, its handle kept")
+		}
+		cancel()
+	}
+	a.loc.close()
+	if err != nil {
+		lg.Printf("%s: stopping: %v", a.lim.name, err)
+	}
+	lg.Printf("%s: stopped; the lending handle is kept for the next "+
+		"agent (lends %d, share %d)", a.lim.name, a.lent(), a.share)
 	if a.lock != nil {
 		a.lock.Close()
 	}
@@ -646,12 +694,13 @@ func startWith(ctx context.Context, lim *limit, cli *clientv3.Client) (_ *agent,
 		}()
 	}
 	// No other handle lends to the host's semaphore.
-	loc, err := openLocal(lim.name, lim.capacity, lim.mode)
+	loc, err := openLocal(lim)
 	if err != nil {
 		return nil, err
 	}
 	defer func() {
 		if err != nil {
+			loc.unkeep()
 			loc.close()
 			st.close()
 		}
@@ -688,6 +737,7 @@ func startWith(ctx context.Context, lim *limit, cli *clientv3.Client) (_ *agent,
 	if err != nil {
 		return nil, err
 	}
+	loc.keep()
 	return a, nil
 }
 
@@ -948,6 +998,8 @@ func main() {
 	if err != nil {
 		lg.Fatal(err)
 	}
+	takeListenFDs()
+	dropUnclaimed(lims)
 	ctx, stop := signal.NotifyContext(context.Background(),
 		syscall.SIGTERM, os.Interrupt)
 	defer stop()

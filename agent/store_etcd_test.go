@@ -11,9 +11,12 @@ package main
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -604,4 +607,96 @@ func TestAgentsFollowSetCapacity(t *testing.T) {
 			value(t, ctx, st, "share/a"), value(t, ctx, st, "share/b"))
 	}
 	sharesFit(t, ctx, st, first)
+}
+
+// fakeStore is a file descriptor store's notify socket (NOTIFY_SOCKET,
+// FDSTORE set for the test): recv reads one message and its descriptors.
+type fakeStore struct{ c *net.UnixConn }
+
+func newFakeStore(t *testing.T) *fakeStore {
+	path := filepath.Join(t.TempDir(), "notify")
+	c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path,
+		Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("NOTIFY_SOCKET", path)
+	t.Setenv("FDSTORE", "4")
+	return &fakeStore{c: c}
+}
+
+func (s *fakeStore) recv(t *testing.T) (string, []int) {
+	t.Helper()
+	buf, oob := make([]byte, 512), make([]byte, 128)
+	s.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	n, oobn, _, _, err := s.c.ReadMsgUnix(buf, oob)
+	if err != nil {
+		t.Fatalf("no message to the store: %v", err)
+	}
+	var fds []int
+	scms, _ := syscall.ParseSocketControlMessage(oob[:oobn])
+	for _, scm := range scms {
+		got, _ := syscall.ParseUnixRights(&scm)
+		fds = append(fds, got...)
+	}
+	return string(buf[:n]), fds
+}
+
+// With a file descriptor store, a started agent keeps its lending handle
+// there, and a stopped one hands over (fdstore.go): the loan drops to what
+// is held but goes on, the handle is not the last one closed, etcd keeps
+// that much of the share and the claim stays under its lease; the next
+// agent takes the handle back from the store and lends through it, under
+// a lease of its own.
+func TestHandOver(t *testing.T) {
+	st, ctx, done := testStore(t, "h")
+	defer done()
+	fs := newFakeStore(t)
+	put(t, ctx, st, "share/h", "3")
+	sem := newFakeSem(6, 0)
+	sem.stat.Name, sem.stat.Used = "t", 1
+	defer useFakeSem(sem, t.TempDir())()
+	lim := testLimit()
+	a, err := startWith(ctx, lim, st.cli)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, fds := fs.recv(t)
+	if msg != "FDSTORE=1\nFDNAME="+storeName(lim)+"\n" || len(fds) != 1 {
+		t.Fatalf("to the store: %q with %d descriptors", msg, len(fds))
+	}
+	lease := claimLease(t, ctx, st)
+	a.leave()
+	if sem.stat.Lent != 1 || value(t, ctx, st, "share/h") != "1" {
+		t.Errorf("handed over: lends %d, share %q (want 1 and 1: what "+
+			"is held)", sem.stat.Lent, value(t, ctx, st, "share/h"))
+	}
+	if claimLease(t, ctx, st) != lease || value(t, ctx, st, "ttl/h") == "" {
+		t.Error("handed over: the claim or ttl/h is gone")
+	}
+
+	// The next agent: the store passes the handle back.
+	adopt := adoptLoans
+	defer func() { adoptLoans = adopt }()
+	var adopted int
+	adoptLoans = func(fd int) (kernelSem, error) {
+		adopted = fd
+		sem.closed = false
+		return sem, nil
+	}
+	stored.fds = map[string]int{storeName(lim): fds[0]}
+	sem.closed = false
+	b, err := startWith(ctx, lim, st.cli)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.leave()
+	if adopted != fds[0] || sem.stat.Lent != 1 || sem.stat.LentHere != 1 {
+		t.Errorf("restarted: adopted fd %d (stored %d), lends %d of %d",
+			adopted, fds[0], sem.stat.LentHere, sem.stat.Lent)
+	}
+	if claimLease(t, ctx, st) == lease {
+		t.Error("restarted: the claim is still under the old lease")
+	}
+	syscall.Close(fds[0])
 }

@@ -595,6 +595,101 @@ for h in 1 2; do
 		"$T/slots-agent$h.log"
 done
 
+# An agent restarted with its lending handle kept (issue 43, point 8):
+# fdstore stands in for systemd's file descriptor store (the guest has no
+# systemd; wsem-agent.service has FileDescriptorStoreMax=).  h1's agent of
+# kept (policy deadline) runs under it and puts its lending handle there;
+# a job on h1 holds all 2, one on h2 waits for 2.  A SIGTERM (a restart:
+# the agent renews its lease once more and hands over, fdstore starts it
+# again a second later) and a SIGKILL (a crash) each leave the loan in
+# force: the next agent takes the handle back and lends through it, and
+# h1's job lives on past the old loan's kernel deadline.  fdstore's own
+# SIGTERM is the unit's stop for good: it closes the handle, and the
+# kernel withdraws the loan and ends the job.  Sampled all along: never
+# more than 2 held on both hosts together.  (Without the store a restart
+# ended h1's job.)  ttl=10, 20 on a lockdep kernel: a crash leaves the
+# next agent from 4.7 s (the lease's TTL less the margin, less the third
+# of it since the last renewal) to come back and lend.
+K=kept
+kfails=$fails
+KTTL=10
+[ -r /proc/lockdep_stats ] && KTTL=20
+kept_ready() {
+	[ -e "$T/h1/$K" ] && [ -e "$T/h2/$K" ] &&
+		[ "$(stat_key "$T/h1/$K" ceiling)" = 2 ]
+}
+kept_used_is() {
+	[ "$(stat_key "$T/h$1/$K" used)" = "$2" ]
+}
+kept_lends() {
+	[ "$(stat_key "$T/h1/$K" capacity)" = "$1" ]
+}
+# kept_job_holds: h1's job runs and holds 2
+kept_job_holds() {
+	kill -0 $kjob1 && kept_used_is 1 2
+}
+# taken_back N: h1's agent took the kept handle back N times
+taken_back() {
+	[ "$(grep -c "lending handle kept across the restart taken back" \
+		"$T/$K-agent1.log")" = "$1" ]
+}
+# kill_kept SIG: SIG to h1's agent under fdstore (its pid in the host)
+kill_kept() {
+	in_host 1 sh -c "kill -$1 \$(cat '$T/$K-agent1.pid')"
+}
+for h in 1 2; do
+	echo "$K capacity=2 cluster=etcd endpoints=$EP host=h$h hold=300 ttl=$KTTL turn=4000 policy=deadline" \
+		>"$T/$K-$h.conf"
+done
+in_host_bg 1 fdstore "$T/$K-notify" "$T/$K-agent1.pid" \
+	wsem-agent -c "$T/$K-1.conf" >>"$T/$K-agent1.log" 2>&1
+kstore=$!
+in_host_bg 2 wsem-agent -c "$T/$K-2.conf" >>"$T/$K-agent2.log" 2>&1
+kagent2=$!
+check "kept: h1's agent under a file descriptor store, h2's agent, start" \
+	until_true 30 kept_ready
+in_host 1 wsem run $K --weight 2 --timeout 60 -- sleep 300 >/dev/null 2>&1 &
+kjob1=$!
+check "kept: a job on h1 holds all 2" until_true 20 kept_used_is 1 2
+in_host 2 sh -c "echo \$\$ >'$T/kjob2.pid'; exec wsem run $K --weight 2 \
+	--timeout 300 -- true" >"$T/kjob2" 2>&1 &
+kjob2=$!
+fleet_watch 2 $((4 * KTTL)) "$T/h1/$K" "$T/h2/$K" >"$T/kwatch" 2>&1 &
+kwatch=$!
+check "kept: h1's agent put its lending handle in the store" \
+	grep -q "fdstore: kept wsem-lend" "$T/$K-agent1.log"
+for sig in TERM KILL; do
+	nb=$(grep -c "taken back" "$T/$K-agent1.log")
+	kill_kept $sig
+	tk=$(date +%s)
+	check "kept: SIG$sig to h1's agent: the next one takes the handle back" \
+		until_true 20 taken_back $((nb + 1))
+	echo "# taken back $(($(date +%s) - tk)) s after the SIG$sig"
+	# past the old loan's kernel deadline (the TTL less the margin)
+	sleep $((KTTL - KTTL / 5 - $(date +%s) + tk + 1))
+	check "kept: after SIG$sig h1's job lives on past the old loan's deadline, holding 2" \
+		kept_job_holds
+done
+check "kept: h2's job still waits" kill -0 $kjob2
+kill -TERM "$(real_pid "$kstore")"
+wait $kstore
+result "kept: the store stopped (the unit's stop for good), exit 0" $? \
+	"$T/$K-agent1.log"
+wait $kjob1
+check "kept: the store closed the handle: the kernel ends h1's job (exit 137)" \
+	test $? -eq 137
+check "kept: h1's loan is gone with it" kept_lends 0
+wait $kwatch
+result "kept: never more than 2 of kept held on h1 and h2 together" $? \
+	"$T/kwatch"
+echo "# $(cat "$T/kwatch")"
+in_host 2 sh -c "kill \$(cat '$T/kjob2.pid')"
+wait $kjob2
+kill -TERM "$(real_pid "$kagent2")"
+wait $kagent2
+result "kept: h2's agent stops on SIGTERM, exit 0" $? "$T/$K-agent2.log"
+[ $fails -eq $kfails ] || sed 's/^/# h1: /' "$T/$K-agent1.log"
+
 if [ "$FULL" != 1 ]; then
 	for h in $HOSTS; do
 		stop_agent TERM $h

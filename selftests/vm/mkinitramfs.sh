@@ -146,7 +146,7 @@ case " $tests " in
 esac
 case " $tests " in
 *" fleet_test.sh "*)
-	for f in fleet_watch fleet_jobs; do
+	for f in fleet_watch fleet_jobs fdstore; do
 		if [ -f "$ROOT/selftests/$f" ]; then
 			add_elf "$ROOT/selftests/$f" "$stage/bin/$f"
 		fi
