@@ -580,6 +580,51 @@ result "a revoked lease: never more than 2 of slots held on h1 and h2 together" 
 echo "# $(cat "$T/gwatch")"
 check "h1's agent said why it lent nothing" \
 	grep -q "etcd says the lease is gone" "$T/slots-agent1.log"
+# The whole host frozen (issue 43): a cgroup v2 freezer over h1's agent
+# and its job, which holds all 2 of slots while h2 waits for 2, for 3 x
+# ttl=3.  Nothing of h1 runs: at the loan's deadline h1's kernel withdraws
+# the loan and kills the job (a frozen task dies of SIGKILL), etcd
+# expires h1's lease, h2's agent takes h1's share back ttl=3 s after the
+# claim went, and h2's job runs, all while h1 is frozen.  Sampled all
+# along: never more than 2 held on h1 and h2 together.
+FRZ=/sys/fs/cgroup/wsem-fleet-h1
+if [ -w /sys/fs/cgroup/cgroup.subtree_control ] && mkdir "$FRZ" 2>/dev/null &&
+	[ -e "$FRZ/cgroup.freeze" ]; then
+	check "frozen: h1's agent claims h1 again" until_true 20 alive_lease h1
+	real_pid "$slots_agent_1" >"$FRZ/cgroup.procs"
+	in_host 1 sh -c "echo \$\$ >'$FRZ/cgroup.procs'; exec wsem run $G \
+		--weight 2 --timeout 60 -- sleep 60" >/dev/null 2>&1 &
+	gjob1=$!
+	check "frozen: a job on h1 (in h1's cgroup) holds all 2 of slots" \
+		until_true 20 slots_used_is 1 2
+	in_host 2 wsem run $G --weight 2 --timeout 60 -- true >"$T/gjob2" 2>&1 &
+	gjob2=$!
+	fleet_watch 2 12 "$T/h1/$G" "$T/h2/$G" >"$T/gwatch" 2>&1 &
+	gwatch=$!
+	sleep 1
+	echo 1 >"$FRZ/cgroup.freeze"
+	tf=$(date +%s)
+	check "frozen: h1's kernel ends the frozen job at the loan's deadline" \
+		until_true 8 slots_used_is 1 0
+	echo "# the job's end: $(($(date +%s) - tf)) s after the freeze"
+	wait $gjob2
+	result "frozen: h2's job runs while h1 is frozen, exit 0" $? "$T/gjob2"
+	check "frozen: h1 is still frozen" grep -q "frozen 1" "$FRZ/cgroup.events"
+	left=$((3 * 3 + tf - $(date +%s)))
+	[ "$left" -le 0 ] || sleep "$left"
+	echo 0 >"$FRZ/cgroup.freeze"
+	wait $gjob1
+	check "frozen: h1's job ended by SIGKILL (wsem run exits 137)" \
+		test $? -eq 137
+	wait $gwatch
+	result "frozen 9 s: never more than 2 of slots held on h1 and h2 together" \
+		$? "$T/gwatch"
+	echo "# $(cat "$T/gwatch")"
+	real_pid "$slots_agent_1" >/sys/fs/cgroup/cgroup.procs
+	rmdir "$FRZ"
+else
+	result "frozen: a cgroup v2 freezer for h1 ($FRZ)" 1
+fi
 # A SIGHUP (a closed terminal, a reload) does not end an agent, whose end
 # would end its loans: it is logged and ignored.
 kill -HUP "$(real_pid "$slots_agent_1")"
