@@ -197,7 +197,8 @@ func TestPoolKilledHoldsNothing(t *testing.T) {
 		for _, p := range ps {
 			p.cmd.Process.Kill()
 			p.cmd.Wait()
-			killChildren(p)
+			// Their commands live on until the check is done.
+			defer killChildren(p)
 		}
 		eventually(t, "nothing held after the kills", func() bool {
 			st := mustStat(t, sem)
