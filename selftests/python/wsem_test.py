@@ -1125,6 +1125,33 @@ def t_pool_gives_way():
     check(grants.order() == ["other", "busy"], f"order {grants.order()}")
 
 
+@test("pool: a child of fork gets EBADF from the parent's pool, and its "
+      "close leaves the parent's pool working")
+def t_pool_fork():
+    name = f"{P}f"
+    sem = wsem.Semaphore(name, create=4, pool=4)
+    sem.acquire(1)
+    sem.release(1)
+    pid = os.fork()
+    if pid == 0:
+        st = 1
+        try:
+            raises(OSError, errno.EBADF, sem.acquire, 1)
+            raises(OSError, errno.EBADF, sem.release, 1)
+            sem.close()
+            st = 0
+        finally:
+            os._exit(st)  # pylint: disable=protected-access
+    check(os.waitpid(pid, 0)[1] == 0, "the child of fork")
+    st = sem.stat()
+    check((st.used, st.spare) == (4, 4), f"the parent's pool: {st}")
+    grants = Grants()
+    other = child(name, "block", 4, "other", grants)
+    check(other.wait(20) == 0, "the parent's watcher gave way")
+    sem.acquire(1)
+    sem.release(1)
+
+
 # A pooled process: three threads acquiring and releasing 1 for ever, and
 # a command beside it (close_fds=False) that must not keep its handle;
 # prints "child PID", then "running".

@@ -47,12 +47,24 @@ import mmap
 import os
 import select
 import struct
+import sys
 import threading
-from typing import Optional
+from typing import List, Optional
 
 from . import _abi, _handle
 
 _SEQ = struct.Struct("=I")
+
+# The fork(2)s of this process and its ancestors: a child shares a pool's
+# handle but not its counts, so its calls fail with EBADF (as libwsem's).
+_forks: List[int] = [0]
+
+
+def _forked() -> None:
+    _forks[0] += 1
+
+
+os.register_at_fork(after_in_child=_forked)
 
 
 def check_max_spare(max_spare: object) -> int:
@@ -72,6 +84,7 @@ class Pool:
 
     def __init__(self, fd: int, max_spare: int) -> None:
         self.max_spare = check_max_spare(max_spare)
+        self._forks = _forks[0]
         self._lock = threading.Lock()
         self.spare = 0      # held by fd, used by nobody
         self.inuse = 0      # held by fd for the program's acquires
@@ -148,8 +161,15 @@ class Pool:
 
     # ---- the calls -----------------------------------------------------
 
+    def _check(self) -> None:
+        """EBADF in a child of fork(2), or once closed."""
+        if self._forks != _forks[0] or self.fd < 0:
+            raise _handle.error(errno.EBADF, "a pool of another process "
+                                "(fork) or closed")
+
     def take_spare(self, weight: int) -> bool:
         """The fast path: @weight from spare while nobody is queued."""
+        self._check()
         with self._lock:
             if self.spare < weight or self._free() is None:
                 return False
@@ -161,6 +181,7 @@ class Pool:
         """Spare goes back, then one try of the kernel for @weight and a
         batch, else for @weight alone: True if granted, False if not free
         or someone is queued; OSError for the kernel's other errors."""
+        self._check()
         with self._lock:
             self._give_back()
             free = self._free()
@@ -199,6 +220,7 @@ class Pool:
     def release(self, weight: int) -> bool:
         """@weight acquired through the pool becomes spare, then settles;
         False (nothing changed) if the pool's calls hold less."""
+        self._check()
         with self._lock:
             if weight > self.inuse:
                 return False
@@ -244,12 +266,16 @@ class Pool:
 
     def close(self) -> None:
         """Stop the watcher, close the handle (everything it holds goes
-        back) and unmap the page."""
+        back) and unmap the page.  In a child of fork(2) only the child's
+        descriptors are closed: the parent's pool goes on."""
         if self._stop >= 0:
-            os.write(self._stop, b"x")
-            if (self._thread is not None and
-                    self._thread is not threading.current_thread()):
-                self._thread.join()
+            if self._forks == _forks[0]:
+                os.write(self._stop, b"x")
+                # Not at the interpreter's exit, where the thread (a
+                # daemon) no longer runs: it sees the closed handle.
+                if (self._thread is not None and not sys.is_finalizing()
+                        and self._thread is not threading.current_thread()):
+                    self._thread.join(10)
             os.close(self._stop)
             self._stop = -1
         with self._lock:
