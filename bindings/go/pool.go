@@ -94,7 +94,7 @@ func (p *fastPool) free() (int64, bool) {
 					queued != 0 || used > capacity {
 					return 0, false
 				}
-				return int64(capacity - used), true
+				return clamp(capacity - used), true
 			}
 		}
 		// The kernel writes a few fields under a spinlock.

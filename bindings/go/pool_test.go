@@ -169,6 +169,34 @@ func TestPoolGivesWayToAnotherProcess(t *testing.T) {
 	p.finish(t)
 }
 
+// A pooled process whose goroutines acquire and release without a pause
+// does not starve a waiter of another process for the whole capacity:
+// the pool's acquires see it on the page and queue behind it.
+func TestPoolBusyGivesWay(t *testing.T) {
+	sem, name := named(t, 4)
+	p := startHelper(t, "pool", name, "3", "4")
+	select {
+	case <-p.granted:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the pooled helper did not start")
+	}
+	defer killChildren(p)
+	for i := 0; i < 3; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(),
+			20*time.Second)
+		err := sem.Acquire(ctx, 4)
+		cancel()
+		if err != nil {
+			t.Fatalf("Acquire(4) beside a busy pool: %v (%+v)", err,
+				mustStat(t, sem))
+		}
+		if st := mustStat(t, sem); st.Used != 4 || st.Held != 4 {
+			t.Errorf("used %d, held %d; want 4, 4", st.Used, st.Held)
+		}
+		sem.Release(4)
+	}
+}
+
 // Pooled processes of several goroutines, each with a command running
 // beside it that outlives it, are SIGKILLed at random moments: nothing
 // stays held or queued, and their pools did hold weight when killed.

@@ -1172,6 +1172,32 @@ threading.Event().wait()
 """
 
 
+@test("pool: a busy pooled process does not starve another's waiter for "
+      "the whole capacity")
+def t_pool_busy_gives_way():
+    name = f"{P}b"
+    sem = wsem.Semaphore(name, create=4)
+    env = dict(os.environ, PYTHONPATH=SRC)
+    p = subprocess.Popen([PY, "-c", POOLED, name], env=env,
+                         stdout=subprocess.PIPE, text=True)
+    sleeper = int(p.stdout.readline().split()[1])
+    try:
+        check(p.stdout.readline().strip() == "running",
+              "the pooled process did not start")
+        for _ in range(3):
+            check(sem.acquire(4, timeout=20),
+                  f"acquire(4) beside a busy pool: {sem.stat()}")
+            st = sem.stat()
+            check((st.used, st.held) == (4, 4), f"{st}")
+            sem.release(4)
+    finally:
+        p.kill()
+        p.wait()
+        p.stdout.close()
+        with contextlib.suppress(OSError):
+            os.kill(sleeper, signal.SIGKILL)
+
+
 @test("pool: pooled processes SIGKILLed at random moments hold nothing")
 def t_pool_killed():
     import random  # pylint: disable=import-outside-toplevel
