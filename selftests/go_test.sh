@@ -29,12 +29,17 @@ short=
 [ -r /proc/lockdep_stats ] && short=-test.short
 out=/tmp/go_test.$$
 xsync='^(TestWeighted|TestWeightedPanic|TestWeightedPanicKeepsHeld|TestWeightedTryAcquire|TestWeightedAcquire|TestWeightedDoesntBlockIfTooBig|TestLargeAcquireDoesntStarve|TestAllocCancelDoesntStarve|TestWeightedAcquireCanceled|TestWorkerPool)$'
+# The first run gets three quarters of the time, the second what is left,
+# so that a hang in either still prints its goroutines and the TAP.
+t0=$(date +%s)
 # shellcheck disable=SC2086 # flags
-(cd /tmp && "$bin" -test.v -test.timeout "${limit}s" $short \
+(cd /tmp && "$bin" -test.v -test.timeout "$((limit * 3 / 4))s" $short \
 	${WSEM_GO_TEST_ARGS:-}) >"$out.1" 2>&1
 st1=$?
+left=$((limit - ($(date +%s) - t0)))
+[ "$left" -lt 5 ] && left=5
 # shellcheck disable=SC2086 # flags
-(cd /tmp && "$bin" -test.v -test.timeout "${limit}s" $short \
+(cd /tmp && "$bin" -test.v -test.timeout "${left}s" $short \
 	-test.run "$xsync" -wsem.pool=2) >"$out.2" 2>&1
 st2=$?
 st=$st1
