@@ -5,8 +5,10 @@
 # wsem-go.test (x/sync's semaphore scenarios on a Weighted, one FIFO queue
 # shared with the wsem command's blocking waiters, raw asynchronous
 # waiters and Go waiters of other processes, cancellation races, Close,
-# shrink, the handle pool) and, through it, the example program
-# wsem-go-pool run as three processes sharing one limit.  One TAP line per
+# shrink, the handle pool, EnablePool's fast path) and, through it, the
+# example program wsem-go-pool run as three processes sharing one limit.
+# Then x/sync's scenarios again, each Weighted with EnablePool(2)
+# (-wsem.pool=2), as TAP lines named "pool:TestName".  One TAP line per
 # top-level Go test; everything else it prints becomes a diagnostic.
 #
 # Environment: WSEM_GO_TEST_ARGS, more flags for wsem-go.test (such as
@@ -26,15 +28,37 @@ limit=$((${TEST_TIMEOUT:-120} - 10))
 short=
 [ -r /proc/lockdep_stats ] && short=-test.short
 out=/tmp/go_test.$$
+xsync='^(TestWeighted|TestWeightedPanic|TestWeightedPanicKeepsHeld|TestWeightedTryAcquire|TestWeightedAcquire|TestWeightedDoesntBlockIfTooBig|TestLargeAcquireDoesntStarve|TestAllocCancelDoesntStarve|TestWeightedAcquireCanceled|TestWorkerPool)$'
+# The first run gets three quarters of the time, the second what is left,
+# so that a hang in either still prints its goroutines and the TAP.
+t0=$(date +%s)
 # shellcheck disable=SC2086 # flags
-(cd /tmp && "$bin" -test.v -test.timeout "${limit}s" $short \
-	${WSEM_GO_TEST_ARGS:-}) >"$out" 2>&1
-st=$?
+(cd /tmp && "$bin" -test.v -test.timeout "$((limit * 3 / 4))s" $short \
+	${WSEM_GO_TEST_ARGS:-}) >"$out.1" 2>&1
+st1=$?
+left=$((limit - ($(date +%s) - t0)))
+[ "$left" -lt 5 ] && left=5
+# shellcheck disable=SC2086 # flags
+(cd /tmp && "$bin" -test.v -test.timeout "${left}s" $short \
+	-test.run "$xsync" -wsem.pool=2) >"$out.2" 2>&1
+st2=$?
+st=$st1
+[ "$st" -eq 0 ] && st=$st2
 echo "TAP version 13"
-awk -v st="$st" '
+awk -v st1="$st1" -v st2="$st2" '
+FNR == 1 {
+	# The second file is the run with the pool: its names say so.
+	if (NR != 1) {
+		if (st1 != 0 && !failed)
+			print "not ok " ++n " - wsem-go.test exited " st1
+		prefix = "pool:"
+		failed = 0
+		skipwhy = ""
+	}
+}
 /^--- (PASS|FAIL|SKIP): / {
 	n++
-	name = $3
+	name = prefix $3
 	if ($2 == "PASS:")
 		print "ok " n " - " name
 	else if ($2 == "SKIP:")
@@ -55,9 +79,9 @@ awk -v st="$st" '
 }
 END {
 	# A program that died (timeout, panic) without a failing test: one more.
-	if (st != 0 && !failed)
-		print "not ok " ++n " - wsem-go.test exited " st
+	if (st2 != 0 && !failed)
+		print "not ok " ++n " - wsem-go.test -wsem.pool=2 exited " st2
 	print "1.." n
-}' "$out"
-rm -f "$out"
+}' "$out.1" "$out.2"
+rm -f "$out.1" "$out.2"
 exit $st

@@ -59,7 +59,7 @@
 //
 // Weight belongs to a kernel handle (an open file description), and a handle
 // has at most one asynchronous request at a time.  A Weighted therefore
-// keeps a small pool of handles on its semaphore (WSEM_IOC_REOPEN): units
+// keeps a small set of handles on its semaphore (WSEM_IOC_REOPEN): units
 // granted at once gather on the handles that already hold some; a waiting
 // Acquire queues an asynchronous request (WSEM_ACQUIRE_ASYNC) on a handle of
 // its own and sleeps in the Go runtime's network poller until the handle
@@ -68,6 +68,26 @@
 // the handles that hold them; as in x/sync, any goroutine may release what
 // another one acquired.  The bookkeeping is per Weighted: two Weighted
 // values on one semaphore are independent holders, like two processes.
+//
+// # The pool: no system call while nobody waits
+//
+// Every Acquire and Release above is a system call.  sem.EnablePool(n)
+// (once, after the constructor) gives the Weighted a pool, libwsem's
+// (wsem_pool_open(3)) in Go: a kernel handle of its own keeps up to n units
+// spare, and while the semaphore's counters page (mapped read-only) shows
+// nobody queued and no more used than the capacity, Acquire and TryAcquire
+// take from the spare units and Release gives to them with atomic
+// operations, without a system call.  Once a request of any process
+// waits, the spare units go back to the kernel at the next Release, or at
+// once through a goroutine asleep in the network poller on the kernel's
+// demand event, and the Acquires go to the kernel in FIFO order: the pool
+// gets ahead of a waiting request by at most one Acquire per goroutine.
+// What falls back to the kernel path: a Weighted on a child semaphore (its
+// page does not show its ancestors' queues) and one whose page cannot be
+// mapped keep nothing spare; AcquireMany (a gang) always asks the kernel,
+// and waits as any request does until the pool gives way.  The spare units
+// count in Stat().Used and Stat().Spare; Close or the process's death,
+// however it dies, gives them back.
 //
 // # Differences from x/sync, all deliberate
 //

@@ -229,6 +229,8 @@ func helper(args []string) int {
 		err = helperWatch(args[1])
 	case "lend": // W WANT: OpenFD(3), Lend(W); WANT ok or eperm
 		err = helperLend(atoi(args[1]), args[2])
+	case "pool": // NAME G MAXSPARE: G goroutines through a pool
+		err = helperPool(args[1], atoi(args[2]), atoi(args[3]))
 	default:
 		err = fmt.Errorf("unknown helper %q", args[0])
 	}

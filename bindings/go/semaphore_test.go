@@ -7,10 +7,15 @@ package wsem
 // where the package documentation says this one differs (an Acquire
 // heavier than the capacity fails at once).  Each also checks what only a
 // kernel semaphore can tell: that nothing stays held or queued after it.
+//
+// With -wsem.pool=N (go_test.sh's second run) every scenario runs on a
+// Weighted with EnablePool(N): the same expectations hold, and "nothing
+// held" means nothing but the pool's spare weight (Stat's Spare).
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"math/rand"
 	"runtime"
 	"sync"
@@ -20,13 +25,28 @@ import (
 	"time"
 )
 
+var poolFlag = flag.Int64("wsem.pool", -1,
+	"run x/sync's scenarios on Weighteds with EnablePool(`N`) (-1: none)")
+
+// xanon is anon, with a pool if -wsem.pool asks for one.
+func xanon(t *testing.T, n int64) *Weighted {
+	t.Helper()
+	w := anon(t, n)
+	if *poolFlag >= 0 {
+		if err := w.EnablePool(*poolFlag); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return w
+}
+
 // idle checks that the semaphore of w is back to nothing held, nobody
-// queued.
+// queued: nothing used but what w's pool keeps spare.
 func idle(t *testing.T, w *Weighted) {
 	t.Helper()
 	eventually(t, "the semaphore is idle", func() bool {
 		st := mustStat(t, w)
-		return st.Used == 0 && st.Waiters == 0 && st.Held == 0
+		return st.Used == st.Spare && st.Waiters == 0 && st.Held == 0
 	})
 }
 
@@ -47,7 +67,7 @@ func TestWeighted(t *testing.T) {
 	if testing.Short() {
 		loops /= 10
 	}
-	sem := anon(t, int64(n))
+	sem := xanon(t, int64(n))
 	var inUse, most int64
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
@@ -80,7 +100,7 @@ func TestWeighted(t *testing.T) {
 
 // Releasing what was never acquired panics.
 func TestWeightedPanic(t *testing.T) {
-	sem := anon(t, 1)
+	sem := xanon(t, 1)
 	defer func() {
 		if recover() == nil {
 			t.Fatal("Release of an unheld unit did not panic")
@@ -91,7 +111,7 @@ func TestWeightedPanic(t *testing.T) {
 
 // Releasing more than held panics and releases nothing.
 func TestWeightedPanicKeepsHeld(t *testing.T) {
-	sem := anon(t, 4)
+	sem := xanon(t, 4)
 	if !sem.TryAcquire(2) {
 		t.Fatal("TryAcquire(2) failed")
 	}
@@ -100,15 +120,15 @@ func TestWeightedPanicKeepsHeld(t *testing.T) {
 		sem.Release(3)
 		t.Error("Release(3) with 2 held did not panic")
 	}()
-	if st := mustStat(t, sem); st.Used != 2 || st.Held != 2 {
-		t.Errorf("after the panic: used %d, held %d, want 2, 2",
-			st.Used, st.Held)
+	if st := mustStat(t, sem); st.Used-st.Spare != 2 || st.Held != 2 {
+		t.Errorf("after the panic: used %d (%d spare), held %d, want 2, 2",
+			st.Used, st.Spare, st.Held)
 	}
 }
 
 func TestWeightedTryAcquire(t *testing.T) {
 	ctx := context.Background()
-	sem := anon(t, 2)
+	sem := xanon(t, 2)
 	var got []bool
 	sem.Acquire(ctx, 1)
 	got = append(got, sem.TryAcquire(1))
@@ -131,7 +151,7 @@ func TestWeightedTryAcquire(t *testing.T) {
 // with DeadlineExceeded where they are not.
 func TestWeightedAcquire(t *testing.T) {
 	ctx := context.Background()
-	sem := anon(t, 2)
+	sem := xanon(t, 2)
 	try := func(n int64) bool {
 		ctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 		defer cancel()
@@ -163,7 +183,7 @@ func TestWeightedAcquire(t *testing.T) {
 // parks it until ctx is done; here the kernel refuses it at once (EINVAL).
 func TestWeightedDoesntBlockIfTooBig(t *testing.T) {
 	const n = 2
-	sem := anon(t, n)
+	sem := xanon(t, n)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	tooBig := make(chan error, 1)
@@ -200,7 +220,7 @@ func TestWeightedDoesntBlockIfTooBig(t *testing.T) {
 func TestLargeAcquireDoesntStarve(t *testing.T) {
 	ctx := context.Background()
 	n := int64(workers())
-	sem := anon(t, n)
+	sem := xanon(t, n)
 	var running int32 = 1
 	var wg sync.WaitGroup
 	for i := n; i > 0; i-- {
@@ -240,7 +260,7 @@ func TestLargeAcquireDoesntStarve(t *testing.T) {
 // go#37852: a waiter at the head of the queue that gives up lets the one
 // behind it in, when that one fits.
 func TestAllocCancelDoesntStarve(t *testing.T) {
-	sem := anon(t, 10)
+	sem := xanon(t, 10)
 	// One unit held, so that the Acquire(10) below queues...
 	if err := sem.Acquire(context.Background(), 1); err != nil {
 		t.Fatal(err)
@@ -271,7 +291,7 @@ func TestAllocCancelDoesntStarve(t *testing.T) {
 // the units it was waiting for all come back.  A ctx already done fails an
 // Acquire that would not even have to wait.
 func TestWeightedAcquireCanceled(t *testing.T) {
-	sem := anon(t, 2)
+	sem := xanon(t, 2)
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := sem.Acquire(context.Background(), 1); err != nil {
 		t.Fatal(err)
@@ -307,7 +327,7 @@ func TestWeightedAcquireCanceled(t *testing.T) {
 func TestWorkerPool(t *testing.T) {
 	ctx := context.Background()
 	const maxWorkers = 3
-	sem := anon(t, maxWorkers)
+	sem := xanon(t, maxWorkers)
 	out := make([]int, 32)
 	var busy, most int32
 	for i := range out {

@@ -17,6 +17,7 @@ type Stat struct {
 	Used         int64 // held by every handle of every process
 	Available    int64 // Capacity - Used, or 0 after a shrink below Used
 	Held         int64 // held by this Weighted (all its handles)
+	Spare        int64 // also held by it, in its pool, used by nobody
 	Waiters      int64 // queued waiters, of every process
 	QueuedWeight int64 // the sum of their weights
 	UID, GID     uint32
@@ -62,12 +63,18 @@ func (w *Weighted) Stat() (*Stat, error) {
 	if _, err := w.base.do(iocStat, unsafe.Pointer(&a)); err != nil {
 		return nil, os.NewSyscallError("wsem stat", err)
 	}
+	held, spare := w.held, int64(0)
+	if p := w.pool.Load(); p != nil {
+		held += p.inuse.Load()
+		spare = p.spare.Load()
+	}
 	return &Stat{
 		Name:         cString(a.name[:]),
 		Capacity:     clamp(a.capacity),
 		Used:         clamp(a.used),
 		Available:    clamp(a.available),
-		Held:         w.held,
+		Held:         held,
+		Spare:        spare,
 		Waiters:      clamp(a.waiters),
 		QueuedWeight: clamp(a.queuedWeight),
 		UID:          a.uid,

@@ -70,6 +70,9 @@ func (w *Weighted) SetLabel(label string) error {
 		}
 	}
 	all = append(all, w.spare...)
+	if p := w.pool.Load(); p != nil {
+		all = append(all, p.h)
+	}
 	seen := make(map[*handle]bool)
 	for _, h := range all {
 		if seen[h] {
@@ -154,7 +157,12 @@ func (w *Weighted) WaitIdle(ctx context.Context) error {
 		w.mu.Unlock()
 		return ErrClosed
 	}
-	if w.held > 0 {
+	held := w.held
+	if p := w.pool.Load(); p != nil {
+		p.giveBack()
+		held += p.inuse.Load()
+	}
+	if held > 0 {
 		w.mu.Unlock()
 		return os.NewSyscallError("wsem wait idle", syscall.EDEADLK)
 	}

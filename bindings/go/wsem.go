@@ -33,6 +33,7 @@ type Weighted struct {
 	held    int64                // the sum of every handle's held
 	label   string               // SetLabel's, given to every handle
 	closed  bool
+	pool    atomic.Pointer[fastPool] // EnablePool's, or nil
 }
 
 // A handle is one kernel handle of a Weighted, in the runtime's poller.
@@ -440,6 +441,24 @@ func (w *Weighted) Acquire(ctx context.Context, n int64) error {
 		}
 		return os.NewSyscallError("wsem acquire", syscall.EINVAL)
 	}
+	tried := false
+	if p := w.pool.Load(); p != nil {
+		if p.closed.Load() {
+			return ErrClosed
+		}
+		if p.takeSpare(n) {
+			return nil
+		}
+		switch err := p.kernelTry(n); {
+		case err == nil:
+			return nil
+		case p.closed.Load():
+			return ErrClosed
+		case err != syscall.EAGAIN:
+			return os.NewSyscallError("wsem acquire", err)
+		}
+		tried = true // the pool tried the kernel: queue at once
+	}
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
@@ -447,7 +466,11 @@ func (w *Weighted) Acquire(ctx context.Context, n int64) error {
 	}
 	// Granted at once only if nobody is queued: the same rule the
 	// asynchronous request below follows, without a handle to spare.
-	h, err := w.idleHandle()
+	var h *handle
+	var err error = syscall.EAGAIN
+	if !tried {
+		h, err = w.idleHandle()
+	}
 	if err == nil {
 		err = h.acquire(n, acquireTry)
 		if err == nil {
@@ -565,6 +588,9 @@ func (w *Weighted) TryAcquire(n int64) bool {
 	if n <= 0 {
 		return n == 0
 	}
+	if p := w.pool.Load(); p != nil {
+		return !p.closed.Load() && (p.takeSpare(n) || p.kernelTry(n) == nil)
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
@@ -581,9 +607,21 @@ func (w *Weighted) TryAcquire(n int64) bool {
 // Release releases the semaphore with a weight of n: the waiters at the
 // head of the queue that now fit are granted, in any process.  It panics
 // if the Weighted holds less than n (acquired by any of its goroutines).
+// With a pool (EnablePool), what goroutines acquired through the pool
+// becomes spare first, and goes back to the kernel as the pool's rules
+// say; the rest is released at once.
 func (w *Weighted) Release(n int64) {
 	if n < 0 {
 		panic("wsem: negative release")
+	}
+	p := w.pool.Load()
+	if p != nil {
+		if n == 0 || p.closed.Load() {
+			return
+		}
+		if p.release(n) {
+			return
+		}
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -591,7 +629,17 @@ func (w *Weighted) Release(n int64) {
 		return
 	}
 	if n > w.held {
-		panic("wsem: released more than held")
+		// The rest from the pool, taken before anything is released:
+		// a Release of more than is held releases nothing.
+		rest := n - w.held
+		if p == nil || !takeFrom(&p.inuse, rest) {
+			panic("wsem: released more than held")
+		}
+		defer func() {
+			p.spare.Add(rest)
+			p.settle()
+		}()
+		n = w.held
 	}
 	for h := range w.holding {
 		if n == 0 {
@@ -624,6 +672,9 @@ func (w *Weighted) Close() error {
 	w.closed = true
 	runtime.SetFinalizer(w, nil)
 	var first error
+	if p := w.pool.Load(); p != nil {
+		first = p.close()
+	}
 	closeAll := func(h *handle) {
 		// A waiter's file is closed once its Read has returned.
 		if err := h.f.Close(); err != nil && first == nil {

@@ -42,6 +42,8 @@ int main(void)
 	P(WSEM_IOC_ACQUIRE_MANY); P(sizeof(struct wsem_many_entry));
 	P(sizeof(struct wsem_many_args)); P(WSEM_HOLDER_CHILD);
 	P(WSEM_OPEN_CHILD); P(WSEM_DEPTH_MAX); P(WSEM_MANY_MAX);
+	P(sizeof(struct wsem_counters)); P(WSEM_COUNTERS_SIZE_VER0);
+	P(WSEM_COUNTERS_GONE);
 	return 0;
 }
 EOC

@@ -1039,6 +1039,336 @@ def t_async_idle():
     asyncio.run(main())
 
 
+# ---- the pool (pool=N) -----------------------------------------------------
+
+def grants_of(sem):
+    st = sem.stat()
+    return st.grants_at_once + st.grants_waited
+
+
+@test("pool: acquires and releases from spare weight make no kernel grant")
+def t_pool_fast_path():
+    sem = wsem.Semaphore(f"{P}p", create=4, pool=4)
+    sem.acquire(1)
+    st = sem.stat()
+    check((st.used, st.held, st.spare) == (4, 1, 3),
+          f"the first acquire takes 1 and a batch of 3: {st}")
+    g = grants_of(sem)
+    for _ in range(100):
+        check(sem.acquire(2), "acquire(2) from spare")
+        sem.try_acquire(1)
+        raises(BlockingIOError, errno.EAGAIN, sem.try_acquire, 1)
+        sem.release(3)
+    check(grants_of(sem) == g, f"{grants_of(sem) - g} kernel grants")
+    sem.release(1)
+    st = sem.stat()
+    check((st.used, st.held, st.spare) == (4, 0, 4), f"all released: {st}")
+    sem.close()
+    asem = wsem.AsyncSemaphore(f"{P}p", pool=4)
+
+    async def main():
+        check(await asem.acquire(1), "AsyncSemaphore.acquire")
+        g = grants_of(asem.semaphore)
+        for _ in range(20):
+            check(await asem.acquire(2), "AsyncSemaphore.acquire(2)")
+            async with asem:
+                pass
+            asem.release(2)
+        return grants_of(asem.semaphore) - g
+    check(asyncio.run(main()) == 0, "the async fast path made kernel grants")
+    st = asem.semaphore.stat()
+    check((st.used, st.held, st.spare) == (4, 1, 3), f"async: {st}")
+    asem.close()
+    check(wsem.Semaphore(f"{P}p").stat().used == 0, "held after close")
+
+
+@test("pool: max_spare bounds what is kept; 0 keeps nothing")
+def t_pool_max_spare():
+    sem = wsem.Semaphore.anonymous(10, pool=2)
+    sem.acquire(5)
+    st = sem.stat()
+    check((st.used, st.spare) == (7, 2), f"acquire(5), a batch of 2: {st}")
+    sem.release(5)
+    st = sem.stat()
+    check((st.used, st.spare) == (2, 2), f"release(5): {st}")
+    none = wsem.Semaphore.anonymous(10, pool=0)
+    g = grants_of(none)
+    for _ in range(3):
+        none.acquire(3)
+        none.release(3)
+    st = none.stat()
+    check((st.used, st.spare, grants_of(none) - g) == (0, 0, 3),
+          f"pool=0: {st}")
+
+
+@test("pool: a waiter of another process gets the whole capacity from an "
+      "idle pool (its thread) and from a busy one at its release")
+def t_pool_gives_way():
+    name = f"{P}g"
+    sem = wsem.Semaphore(name, create=4, pool=4)
+    sem.acquire(1)
+    sem.release(1)
+    st = sem.stat()
+    check((st.used, st.spare) == (4, 4), f"the idle pool: {st}")
+    grants = Grants()
+    other = child(name, "block", 4, "other", grants)
+    check(other.wait(20) == 0, "the other process's acquire(4)")
+    check(grants.order() == ["other"], f"order {grants.order()}")
+    sem.acquire(1)
+    other = child(name, "block", 4, "busy", grants)
+    eventually(waiters_are(sem, 1), "the other to queue")
+    eventually(lambda: sem.stat().spare == 0, "the spare to go back")
+    time.sleep(0.3)
+    check(other.poll() is None, "granted 4 while the pool's caller holds 1")
+    sem.release(1)
+    check(other.wait(20) == 0, "the other process after the release")
+    check(grants.order() == ["other", "busy"], f"order {grants.order()}")
+
+
+@test("pool: a child of fork gets EBADF from the parent's pool, and its "
+      "close leaves the parent's pool working")
+def t_pool_fork():
+    name = f"{P}f"
+    sem = wsem.Semaphore(name, create=4, pool=4)
+    sem.acquire(1)
+    sem.release(1)
+    pid = os.fork()
+    if pid == 0:
+        st = 1
+        try:
+            raises(OSError, errno.EBADF, sem.acquire, 1)
+            raises(OSError, errno.EBADF, sem.release, 1)
+            sem.close()
+            st = 0
+        finally:
+            os._exit(st)  # pylint: disable=protected-access
+    check(os.waitpid(pid, 0)[1] == 0, "the child of fork")
+    st = sem.stat()
+    check((st.used, st.spare) == (4, 4), f"the parent's pool: {st}")
+    grants = Grants()
+    other = child(name, "block", 4, "other", grants)
+    check(other.wait(20) == 0, "the parent's watcher gave way")
+    sem.acquire(1)
+    sem.release(1)
+
+
+# A pooled process: three threads acquiring and releasing 1 for ever, and
+# a command beside it (close_fds=False) that must not keep its handle;
+# prints "child PID", then "running".
+POOLED = r"""
+import subprocess, sys, threading
+import wsem
+sem = wsem.Semaphore(sys.argv[1], pool=4)
+sleeper = subprocess.Popen(["sleep", "30"], close_fds=False)
+print("child", sleeper.pid, flush=True)
+def loop():
+    while True:
+        sem.acquire(1)
+        sem.release(1)
+for _ in range(3):
+    threading.Thread(target=loop, daemon=True).start()
+print("running", flush=True)
+threading.Event().wait()
+"""
+
+
+@test("pool: a busy pooled process does not starve another's waiter for "
+      "the whole capacity")
+def t_pool_busy_gives_way():
+    name = f"{P}b"
+    sem = wsem.Semaphore(name, create=4)
+    env = dict(os.environ, PYTHONPATH=SRC)
+    p = subprocess.Popen([PY, "-c", POOLED, name], env=env,
+                         stdout=subprocess.PIPE, text=True)
+    sleeper = int(p.stdout.readline().split()[1])
+    try:
+        check(p.stdout.readline().strip() == "running",
+              "the pooled process did not start")
+        for _ in range(3):
+            check(sem.acquire(4, timeout=20),
+                  f"acquire(4) beside a busy pool: {sem.stat()}")
+            st = sem.stat()
+            check((st.used, st.held) == (4, 4), f"{st}")
+            sem.release(4)
+    finally:
+        p.kill()
+        p.wait()
+        p.stdout.close()
+        with contextlib.suppress(OSError):
+            os.kill(sleeper, signal.SIGKILL)
+
+
+@test("pool: pooled processes SIGKILLed at random moments hold nothing")
+def t_pool_killed():
+    import random  # pylint: disable=import-outside-toplevel
+    name = f"{P}k"
+    sem = wsem.Semaphore(name, create=4)
+    env = dict(os.environ, PYTHONPATH=SRC)
+    saw_held = False
+    sleepers = []
+    try:
+        for _ in range(6):
+            procs = [subprocess.Popen([PY, "-c", POOLED, name], env=env,
+                                      stdout=subprocess.PIPE, text=True)
+                     for _ in range(2)]
+            for p in procs:
+                sleepers.append(int(p.stdout.readline().split()[1]))
+                check(p.stdout.readline().strip() == "running",
+                      "a pooled process did not start")
+            time.sleep(random.uniform(0, 0.05))
+            saw_held = saw_held or sem.stat().used > 0
+            for p in procs:
+                p.kill()
+                p.wait()
+                p.stdout.close()
+            eventually(lambda: (sem.stat().used, sem.stat().waiters) ==
+                       (0, 0), "nothing held after the kills")
+    finally:
+        for pid in sleepers:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+    check(saw_held, "the pooled processes never held anything")
+
+
+@test("pool: bad pool= values are clear errors; a child's pool uses the "
+      "kernel")
+def t_pool_errors_child():
+    for bad, exc in ((-1, ValueError), ((1 << 62) + 1, ValueError),
+                     ("4", TypeError), (True, TypeError), (1.5, TypeError)):
+        try:
+            wsem.Semaphore.anonymous(4, pool=bad)
+        except exc as e:
+            check("pool" in str(e), f"pool={bad!r}: {e}")
+        else:
+            raise AssertionError(f"pool={bad!r} was taken")
+    parent = wsem.Semaphore(f"{P}parent", create=4)
+    parent.create_child(f"{P}child", 4).close()
+    sem = wsem.Semaphore(f"{P}child", pool=4)
+    g = grants_of(sem)
+    for _ in range(5):
+        sem.acquire(1)
+        st = sem.stat()
+        check((st.used, st.spare) == (1, 0), f"a child's pool: {st}")
+        sem.release(1)
+    check(grants_of(sem) - g == 5, f"{grants_of(sem) - g} grants, want 5")
+    raises(OSError, errno.EINVAL, sem.release, 1)
+    sem.close()
+    check(parent.stat().used == 0, "held after close")
+
+
+# asyncio.Semaphore's situations (as CPython's test_asyncio/test_locks.py
+# tests them), written anew for an AsyncSemaphore, with and without a pool.
+def asyncio_scenarios(pool):
+    n = [0]
+
+    def new(cap):
+        n[0] += 1
+        return wsem.AsyncSemaphore(f"{P}s{n[0]}", create=cap, pool=pool)
+
+    def idle(asem):
+        st = asem.semaphore.stat()
+        check(st.used == st.spare and st.waiters == 0 and st.held == 0,
+              f"not idle: {st}")
+
+    async def counting():
+        asem = new(3)
+        check(not asem.locked(), "locked() at first")
+        for _ in range(3):
+            check(await asem.acquire(), "acquire within the capacity")
+        check(asem.locked(), "not locked() with all taken")
+        asem.release()
+        check(not asem.locked(), "locked() after a release")
+        asem.release(2)
+        idle(asem)
+
+    async def fifo():
+        asem = new(1)
+        await asem.acquire()
+        order = []
+
+        async def waiter(i):
+            await asem.acquire()
+            order.append(i)
+            await asyncio.sleep(0.01)
+            asem.release()
+        tasks = []
+        for i in range(4):
+            tasks.append(asyncio.create_task(waiter(i)))
+            await aeventually(waiters_are(asem.semaphore, i + 1),
+                              f"waiter {i} to queue")
+        asem.release()
+        await asyncio.wait_for(asyncio.gather(*tasks), 20)
+        check(order == [0, 1, 2, 3], f"order {order}")
+        idle(asem)
+
+    async def cancel_waiter():
+        asem = new(1)
+        await asem.acquire()
+        t1 = asyncio.create_task(asem.acquire())
+        t2 = asyncio.create_task(asem.acquire())
+        await aeventually(waiters_are(asem.semaphore, 2), "two to queue")
+        t1.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await t1
+        asem.release()
+        check(await asyncio.wait_for(t2, 10), "the one behind")
+        asem.release()
+        idle(asem)
+
+    async def cancel_before_resumed():
+        asem = new(1)
+        await asem.acquire()
+        t = asyncio.create_task(asem.acquire())
+        await aeventually(waiters_are(asem.semaphore, 1), "the waiter")
+        asem.release()          # granted in the kernel, not resumed yet
+        t.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await t
+        check(await asyncio.wait_for(asem.acquire(), 10),
+              "the unit came back")
+        asem.release()
+        idle(asem)
+
+    async def no_hang():
+        asem = new(2)
+
+        async def job():
+            async with asem:
+                await asyncio.sleep(0.005)
+        tasks = [asyncio.create_task(job()) for _ in range(20)]
+        await asyncio.sleep(0)
+        for t in tasks[::3]:
+            t.cancel()
+        await asyncio.wait_for(asyncio.gather(*tasks,
+                                              return_exceptions=True), 20)
+        idle(asem)
+
+    async def over_release():
+        asem = new(2)
+        await asem.acquire()
+        raises(RuntimeError, None, asem.release, 2)
+        asem.release()
+        raises(RuntimeError, None, asem.release)
+        idle(asem)
+
+    async def main():
+        for fn in (counting, fifo, cancel_waiter, cancel_before_resumed,
+                   no_hang, over_release):
+            note(f"{fn.__name__} (pool={pool})")
+            await fn()
+    asyncio.run(main())
+
+
+@test("asyncio.Semaphore's situations on AsyncSemaphore, no pool")
+def t_asyncio_scenarios():
+    asyncio_scenarios(None)
+
+
+@test("asyncio.Semaphore's situations on AsyncSemaphore, pool=2")
+def t_asyncio_scenarios_pool():
+    asyncio_scenarios(2)
+
+
 # ---- as a new user would ---------------------------------------------------
 
 DEMO = """\

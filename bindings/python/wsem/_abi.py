@@ -152,9 +152,17 @@ MANY_ARGS = Layout("wsem_many_args", [
     ("count", "I"), ("entries", "Q"),
 ])
 U64 = Layout("__u64", [("value", "Q")])
+#: the counters page's struct (mmap(2) of a handle), read-only
+COUNTERS = Layout("wsem_counters", [
+    ("seq", "I"), ("flags", "I"), ("size", "I"), ("__pad", "I"),
+    ("capacity", "Q"), ("used", "Q"), ("waiters", "Q"),
+    ("queued_weight", "Q"),
+])
+COUNTERS_GONE = 1 << 0
 
 LAYOUTS = (OPEN_ARGS, ACQUIRE_ARGS, STAT, LIST_ARGS, UNLINK_ARGS, HOLDER,
-           HOLDERS_ARGS, LABEL_ARGS, LEND_ARGS, MANY_ENTRY, MANY_ARGS)
+           HOLDERS_ARGS, LABEL_ARGS, LEND_ARGS, MANY_ENTRY, MANY_ARGS,
+           COUNTERS)
 
 IOC_MAGIC = 0xB9
 
@@ -203,7 +211,7 @@ SIZES = {
     "wsem_open_args": 104, "wsem_acquire_args": 40, "wsem_stat": 240,
     "wsem_list_args": 32, "wsem_unlink_args": 80, "wsem_holder": 368,
     "wsem_holders_args": 48, "wsem_label_args": 80, "wsem_lend_args": 32,
-    "wsem_many_entry": 16, "wsem_many_args": 40,
+    "wsem_many_entry": 16, "wsem_many_args": 40, "wsem_counters": 48,
 }
 for _l in LAYOUTS:
     if _l.size != SIZES[_l.name]:
@@ -240,4 +248,6 @@ CONSTANTS = {
     "WSEM_LEND_SIZE_VER0": LEND_ARGS.offsets["deadline_ns"],
     "WSEM_LEND_SIZE_VER1": LEND_ARGS.size,
     "WSEM_MANY_SIZE_VER0": MANY_ARGS.size,
+    "WSEM_COUNTERS_SIZE_VER0": COUNTERS.size,
+    "WSEM_COUNTERS_GONE": COUNTERS_GONE,
 }

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Dict, Iterable, List, Optional, Tuple, Type
 
-from . import _abi, _aio, _handle
+from . import _abi, _aio, _handle, _pool
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,7 @@ class Stat:
     ceiling: int = 0    #: 0, or a loans semaphore's largest request
     depth: int = 0      #: 0 for a root, else levels below its root
     parent_id: int = 0  #: the parent's id (fdinfo's wsem-id); 0: a root
+    spare: int = 0      #: held by the handle's pool, used by nobody
 
 
 @dataclass(frozen=True)
@@ -103,16 +104,29 @@ class Semaphore:
     ``blocking=False`` finds the weight taken or a timeout ends the wait.
     ``with sem.hold(2):`` holds more.  ``contextlib.closing(sem)`` closes
     the handle at the end of a block.
+
+    ``pool=N`` gives the Semaphore a pool (see the README): acquire(),
+    try_acquire(), release(), hold() and the async acquires are served
+    from up to N units that a handle of the pool's own keeps spare, with
+    no system call, while the semaphore's counters page shows nobody
+    queued; once anyone waits, the spare weight goes back (at the next
+    release, or at once through the pool's thread) and the acquires go to
+    the kernel in FIFO order.  On a child semaphore, or without the page,
+    every call is the kernel's; acquire_many() always is.
     """
 
     _fd = -1
+    _pool: Optional[_pool.Pool] = None
     _async_holds: List["Hold"]
 
     def __init__(self, name_or_path: str, *, create: Optional[int] = None,
                  mode: int = 0o600, exclusive: bool = False,
-                 readonly: bool = False, loans: bool = False) -> None:
+                 readonly: bool = False, loans: bool = False,
+                 pool: Optional[int] = None) -> None:
         if not isinstance(name_or_path, str):
             raise TypeError("name_or_path must be a str")
+        if pool is not None:
+            _pool.check_max_spare(pool)
         if exclusive and create is None:
             raise ValueError("exclusive needs create=CAPACITY")
         if loans and create is None:
@@ -124,6 +138,7 @@ class Semaphore:
                 raise ValueError(f"{name_or_path}: a semaphore is created "
                                  f"by NAME, in the IPC namespace it is for")
             self._fd = _handle.path_open(name_or_path, readonly)
+            self._enable_pool(pool)
             return
         name = _handle.encode_name(name_or_path)
         flags = 0
@@ -141,6 +156,16 @@ class Semaphore:
             os.close(fd)
             raise _handle.error(e.errno, name_or_path) from None
         self._fd = fd
+        self._enable_pool(pool)
+
+    def _enable_pool(self, max_spare: Optional[int]) -> None:
+        if max_spare is None:
+            return
+        try:
+            self._pool = _pool.Pool(self._fd, max_spare)
+        except OSError as e:
+            self.close()
+            raise self._error(e) from None
 
     @classmethod
     def _adopt(cls, fd: int, what: Optional[str]) -> "Semaphore":
@@ -151,11 +176,15 @@ class Semaphore:
         return sem
 
     @classmethod
-    def anonymous(cls, capacity: int, *, loans: bool = False) -> "Semaphore":
+    def anonymous(cls, capacity: int, *, loans: bool = False,
+                  pool: Optional[int] = None) -> "Semaphore":
         """A new semaphore without a name, alive while a handle is; share
         it with reopen(), fork or SCM_RIGHTS.  ``loans=True``: it takes
-        its capacity from loans, and @capacity is its ceiling."""
+        its capacity from loans, and @capacity is its ceiling.  ``pool``
+        as for Semaphore()."""
         capacity = _handle.u64(capacity, "capacity")
+        if pool is not None:
+            _pool.check_max_spare(pool)
         flags = _abi.OPEN_ANON | (_abi.OPEN_LOANS if loans else 0)
         fd = _handle.dev_open()
         try:
@@ -163,7 +192,9 @@ class Semaphore:
         except OSError as e:
             os.close(fd)
             raise _handle.error(e.errno, None) from None
-        return cls._adopt(fd, None)
+        sem = cls._adopt(fd, None)
+        sem._enable_pool(pool)
+        return sem
 
     def create_child(self, name: Optional[str], capacity: int, *,
                      mode: int = 0o600,
@@ -223,7 +254,11 @@ class Semaphore:
 
     def close(self) -> None:
         """Close the handle: what it holds goes back, its request leaves
-        the queue (unless another descriptor shares the handle)."""
+        the queue (unless another descriptor shares the handle); and the
+        pool's, with what it holds."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
         fd, self._fd = self._fd, -1
         if fd >= 0:
             os.close(fd)
@@ -261,6 +296,8 @@ class Semaphore:
     def locked(self) -> bool:
         """True if one unit cannot be acquired at once: none is free, or
         someone waits (nobody is overtaken), as asyncio's locked()."""
+        if self._pool is not None and self._pool.can_serve(1):
+            return False
         st = self.stat()
         return st.available < 1 or st.waiters > 0
 
@@ -308,7 +345,11 @@ class Semaphore:
             flags, deadline = _abi.ACQUIRE_DEADLINE, \
                 _handle.deadline_after(timeout)
         try:
-            _handle.acquire(self.fileno(), weight, flags, deadline)
+            if self._pool is not None:
+                self.fileno()
+                self._pool.acquire(weight, flags, deadline)
+            else:
+                _handle.acquire(self.fileno(), weight, flags, deadline)
         except OSError as e:
             if e.errno == errno.ETIMEDOUT:
                 return False
@@ -324,8 +365,13 @@ class Semaphore:
         weight = _handle.u64(weight, "weight")
         deadline_ns = _handle.u64(deadline_ns, "deadline_ns")
         try:
-            _handle.acquire(self.fileno(), weight, _abi.ACQUIRE_DEADLINE,
-                            deadline_ns, clock)
+            if self._pool is not None:
+                self.fileno()
+                self._pool.acquire(weight, _abi.ACQUIRE_DEADLINE,
+                                   deadline_ns, clock)
+            else:
+                _handle.acquire(self.fileno(), weight,
+                                _abi.ACQUIRE_DEADLINE, deadline_ns, clock)
         except OSError as e:
             if e.errno == errno.ETIMEDOUT:
                 return False
@@ -337,15 +383,32 @@ class Semaphore:
         BlockingIOError (EAGAIN)."""
         weight = _handle.u64(weight, "weight")
         try:
-            _handle.acquire(self.fileno(), weight, _abi.ACQUIRE_TRY)
+            if self._pool is None:
+                _handle.acquire(self.fileno(), weight, _abi.ACQUIRE_TRY)
+            elif not self._pool_try(weight):
+                raise _handle.error(errno.EAGAIN, None)
         except OSError as e:
             raise self._error(e) from None
 
+    def _pool_try(self, weight: int) -> bool:
+        """@weight through the pool without waiting: True if it got it,
+        False without a pool or if it is not free (or someone waits)."""
+        pool = self._pool
+        if pool is None:
+            return False
+        self.fileno()
+        return pool.take_spare(weight) or pool.kernel_try(weight)
+
     def release(self, weight: int = 1) -> None:
-        """Give back @weight of what this handle holds (EINVAL if more)."""
+        """Give back @weight of what this handle holds (EINVAL if more).
+        With a pool: of what was acquired through the pool, which keeps
+        it spare as its rules say; else of what the handle itself holds
+        (acquire_many()'s)."""
         weight = _handle.u64(weight, "weight")
         try:
-            _handle.release(self.fileno(), weight)
+            fd = self.fileno()
+            if self._pool is None or not self._pool.release(weight):
+                _handle.release(fd, weight)
         except OSError as e:
             raise self._error(e) from None
 
@@ -371,10 +434,18 @@ class Semaphore:
     # ---- looking ---------------------------------------------------------
 
     def stat(self) -> Stat:
+        """The semaphore's state; ``held`` is this Semaphore's (its
+        handle's and, with a pool, what was acquired through the pool),
+        ``spare`` what the pool holds that nobody uses."""
         try:
-            return _stat(_handle.stat(self.fileno()))
+            fields = _handle.stat(self.fileno())
         except OSError as e:
             raise self._error(e) from None
+        pool = self._pool
+        if pool is not None:
+            fields["held"] += pool.inuse  # type: ignore[operator]
+            fields["spare"] = pool.spare
+        return _stat(fields)
 
     @property
     def name(self) -> str:
@@ -474,7 +545,14 @@ class Hold:
         (the waiters behind it that fit are granted) and closes the handle.
         """
         self._check_free()
-        own = self.semaphore.reopen()
+        sem = self.semaphore
+        try:
+            if sem._pool_try(self.weight):  # pylint: disable=protected-access
+                self._held = True  # the pool's: released through sem
+                return self
+        except OSError as e:
+            raise sem._error(e) from None  # pylint: disable=protected-access
+        own = sem.reopen()
         try:
             await _aio.acquire(own.fileno(), self.weight, self.timeout,
                                own._what)  # pylint: disable=protected-access
