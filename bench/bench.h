@@ -99,6 +99,7 @@ struct samples {
 
 uint64_t now_ns(void);
 void sleep_ns(uint64_t ns);
+void busy_for_ns(uint64_t ns);
 struct samples *samples_new(uint32_t cap, bool shared);
 void samples_add(struct samples *s, uint64_t v);
 void samples_merge(struct samples *dst, const struct samples *src);
@@ -175,5 +176,6 @@ void scenario_nest(void);
 void scenario_gang(void);
 void scenario_gangfair(void);
 void scenario_pool(void);
+void scenario_poolwait(void);
 
 #endif /* WSEM_BENCH_H */

@@ -6,7 +6,7 @@
  *
  * Runs the scenarios (uncontended, handoff, contention, fairness, scale,
  * memory, massgrant, namespaces, longhold, idleherd, jobserver, nest,
- * gang, gangfair, bigtree, shrink, pool) in that order, or those that -s names, writes
+ * gang, gangfair, bigtree, shrink, pool, poolwait) in that order, or those that -s names, writes
  * DIR/results.json, DIR/results.dat and DIR/metrics.txt and prints the table on stdout.  -t multiplies every
  * measuring time.  -r and -a go into the results as they are: the git
  * revision measured and how the CPUs run (tcg, kvm; without -a, "native"
@@ -47,6 +47,7 @@ static const struct {
 	{ "bigtree", scenario_bigtree },
 	{ "shrink", scenario_shrink },
 	{ "pool", scenario_pool },
+	{ "poolwait", scenario_poolwait },
 };
 
 static bool wanted(const char *name)

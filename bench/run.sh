@@ -14,7 +14,7 @@
 # measuring times); WSEM_BENCH_SCENARIOS=a,b runs only those scenarios
 # (wsem-bench -s: uncontended, handoff, contention, fairness, scale,
 # memory, massgrant, namespaces, longhold, idleherd, jobserver, nest,
-# gang, gangfair, bigtree, shrink, pool), and
+# gang, gangfair, bigtree, shrink, pool, poolwait), and
 # bench/results.* are then left alone: the results go to build/bench-part/.
 # The binary must be built already (make bench does).
 #

@@ -208,14 +208,6 @@ struct cthread {
 	struct bhandle h;
 };
 
-static void hold(void)
-{
-	uint64_t end = now_ns() + HOLD_NS;
-
-	while (now_ns() < end)
-		;
-}
-
 static void *contended_run(void *arg)
 {
 	struct cthread *t = arg;
@@ -230,7 +222,7 @@ static void *contended_run(void *arg)
 			r->failed = 1;
 			break;
 		}
-		hold();
+		busy_for_ns(HOLD_NS);
 		err = r->peer ? r->peer->release(&t->h, 1) :
 				wsem_pool_release(r->pool, 1);
 		if (err) {

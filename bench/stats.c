@@ -35,6 +35,15 @@ void sleep_ns(uint64_t ns)
 		;
 }
 
+/* Busy for @ns on the clock: a hold that keeps its CPU, as work would. */
+void busy_for_ns(uint64_t ns)
+{
+	uint64_t end = now_ns() + ns;
+
+	while (now_ns() < end)
+		;
+}
+
 void *shared_alloc(size_t size)
 {
 	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
