@@ -18,6 +18,10 @@
 # kernel whose image (or headers) its owner installed is used from /boot
 # (or /lib/modules/KVER/build), and not downloaded.  WSEM_GUEST_KERNELS,
 # a shell pattern, narrows the kernels (deps.sh --demo: 6.12's alone).
+# Where this machine's apt sources lack bookworm-security (a debootstrap
+# tree has only "bookworm main"), the 6.12 packages are read through a
+# private list of its own in $BUILD/apt (private_apt): the machine's
+# sources, lists and package cache are left as they are.
 # The cache key is the packages' version, in build/kernels/KVER/version.
 # Exits 0 when every kernel is there, 1 after one line naming what could
 # not be had.
@@ -29,7 +33,7 @@ set -u
 # it apt-cache depends names -common and linux-kbuild.
 headers_pkgs() {
 	echo "linux-headers-$1"
-	apt-cache depends "linux-headers-$1" 2>/dev/null |
+	apt-cache "${APT[@]}" depends "linux-headers-$1" 2>/dev/null |
 		sed -n 's/^ *|\{0,1\}Depends: \(linux-headers-.*-common.*\)$/\1/p
 			s/^ *|\{0,1\}Depends: \(linux-kbuild-.*\)$/\1/p'
 }
@@ -63,8 +67,9 @@ unpack() {
 	tmp=$(mktemp -d) || return 1
 	# that version first; else whatever apt has of that ABI
 	for p in $pkgs; do
-		(cd "$tmp" && { apt-get download -q "$p=$ver" ||
-				apt-get download -q "$p"; } >/dev/null 2>&1) && continue
+		(cd "$tmp" && { apt-get "${APT[@]}" download -q "$p=$ver" ||
+				apt-get "${APT[@]}" download -q "$p"; } \
+			>/dev/null 2>&1) && continue
 		rm -rf "$tmp"
 		log "guest-kernels: apt-get download $p failed (no such package in this machine's apt sources, or no network): the $kver guest cannot boot"
 		return 1
@@ -94,6 +99,35 @@ wanted() {
 	return 1
 }
 
+# apt's options for the kernels' packages: none while this machine's
+# sources have the 6.12 kernels (as a Debian 12 install's do).
+APT=()
+
+# private_apt: else (a debootstrap tree) bookworm and bookworm-security
+# of this machine's mirrors (host_mirror), with their lists and archives
+# in $BUILD/apt and no binary cache written: "apt-get update" there
+# touches none of /etc/apt, /var/lib/apt and /var/cache/apt.
+private_apt() {
+	local a=$BUILD/apt
+	mkdir -p "$a/lists/partial" "$a/archives/partial" "$a/parts" || return 1
+	printf 'deb %s bookworm main\ndeb %s bookworm-security main\n' \
+		"$(host_mirror)" "$(host_mirror security)" >"$a/sources.list" ||
+		return 1
+	APT=(-o "Dir::Etc::SourceList=$a/sources.list"
+	     -o "Dir::Etc::SourceParts=$a/parts"
+	     -o "Dir::State::Lists=$a/lists"
+	     -o "Dir::Cache::Archives=$a/archives"
+	     -o "Dir::Cache::pkgcache=" -o "Dir::Cache::srcpkgcache=")
+	log "guest-kernels: this machine's apt sources lack bookworm-security (the 6.12 kernels): reading it through $a/sources.list; the machine's own sources stay as they are"
+	apt-get "${APT[@]}" -q update </dev/null >/dev/null
+}
+
+if ! apt-cache show linux-headers-6.12-amd64 >/dev/null 2>&1 &&
+   ! private_apt; then
+	log "guest-kernels: apt-get update of bookworm-security failed (no network?): the 6.12 guests cannot boot"
+	APT=()
+fi
+
 ret=0
 # The kernels whose headers are installed (6.1's; 6.12's where the
 # machine's owner installed them): their images.
@@ -108,7 +142,7 @@ for h in /lib/modules/*/build; do
 done
 # 6.12's, whose headers are not installed: image and headers.
 for meta in linux-headers-6.12-amd64 linux-headers-6.12-rt-amd64; do
-	kver=$(apt-cache depends "$meta" 2>/dev/null |
+	kver=$(apt-cache "${APT[@]}" depends "$meta" 2>/dev/null |
 	       sed -n 's/^ *Depends: linux-headers-//p' | head -n 1)
 	if [ -z "$kver" ]; then
 		log "guest-kernels: apt knows no $meta (the 6.12 kernels are in bookworm-security): its guest cannot boot"
@@ -117,7 +151,7 @@ for meta in linux-headers-6.12-amd64 linux-headers-6.12-rt-amd64; do
 	fi
 	wanted "$kver" || continue
 	[ -f "/lib/modules/$kver/build/Makefile" ] && continue
-	ver=$(apt-cache show --no-all-versions "linux-headers-$kver" 2>/dev/null |
+	ver=$(apt-cache "${APT[@]}" show --no-all-versions "linux-headers-$kver" 2>/dev/null |
 	      sed -n 's/^Version: //p' | head -n 1)
 	unpack "$kver" "$ver" 1 || ret=1
 done
