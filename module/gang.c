@@ -223,40 +223,98 @@ static void wsem_gang_grant_at_once(struct wsem_gang *g)
 }
 
 /*
+ * Under wsem_gang_lock(): may @g be granted at once?  Only if nobody is
+ * held up on any line it asks of, and it fits in each of its trees.
+ */
+static bool wsem_gang_fits_now(struct wsem_gang *g)
+{
+	bool now = true;
+	unsigned int i;
+
+	for (i = 0; i < g->nr; i++)
+		now &= wsem_may_grant_now(g->part[i].handle->sem, 0);
+	for (i = 0; i < g->nr_roots; i++)
+		now &= wsem_gang_weights_fit(g, g->roots[i]);
+	return now;
+}
+
+/*
+ * Under wsem_gang_lock(): grant @g at once if it can be (0), or fail it
+ * if it never can (-EINVAL), dropping the locks; else WSEM_WAITING, the
+ * locks still held.
+ */
+static int wsem_gang_grant_if_fits(struct wsem_gang *g)
+{
+	if (!wsem_gang_can_fit(g, NULL)) {
+		wsem_gang_unlock(g);
+		return -EINVAL;
+	}
+	if (!wsem_gang_fits_now(g))
+		return WSEM_WAITING;
+	wsem_gang_grant_at_once(g);
+	return 0;
+}
+
+/* Why a gang not granted at once must not wait: -EAGAIN, -ETIMEDOUT, or 0. */
+static int wsem_gang_no_wait(u64 flags, clockid_t clock,
+			     const ktime_t *deadline)
+{
+	if (flags & WSEM_ACQUIRE_TRY)
+		return -EAGAIN;
+	if (deadline && ktime_compare(*deadline, wsem_now(clock)) <= 0)
+		return -ETIMEDOUT;
+	return 0;
+}
+
+/**
+ * wsem_gang_try_at_once() - grant a gang at once, queueing nothing
+ * @g: the gang, not queued (it may live on its caller's stack: nothing
+ *	keeps a pointer to it)
+ * @flags: WSEM_ACQUIRE_TRY or _DEADLINE, validated by the caller
+ * @clock: the clock of @deadline
+ * @deadline: absolute deadline, or NULL
+ *
+ * Context: Process context; takes and drops every tree's lock of @g.
+ * Return: 0 when granted; -EINVAL (more than a semaphore can ever give);
+ * -EAGAIN for a try and -ETIMEDOUT past the deadline, having changed
+ * nothing; WSEM_WAITING when it must queue (wsem_gang_queue()).
+ */
+int wsem_gang_try_at_once(struct wsem_gang *g, u64 flags, clockid_t clock,
+			  const ktime_t *deadline)
+{
+	int ret;
+
+	wsem_gang_lock(g);
+	ret = wsem_gang_grant_if_fits(g);
+	if (ret != WSEM_WAITING)
+		return ret;
+	wsem_gang_unlock(g);
+	return wsem_gang_no_wait(flags, clock, deadline) ?: WSEM_WAITING;
+}
+
+/*
  * Queue @g's parts at the tails of their trees' queues, or grant it at
  * once if every tree's queue is empty and it fits; with WSEM_ACQUIRE_TRY
- * or a deadline passed, neither.  Return: 0 when granted, -EAGAIN,
- * -ETIMEDOUT, -EINVAL (more than a semaphore can ever give), or
- * WSEM_WAITING when queued.
+ * or a deadline passed, neither (it never waited and changed nothing, as
+ * for one).  Return: 0 when granted, -EAGAIN, -ETIMEDOUT, -EINVAL (more
+ * than a semaphore can ever give), or WSEM_WAITING when queued.
  */
 int wsem_gang_queue(struct wsem_gang *g, u64 flags, clockid_t clock,
 		    const ktime_t *deadline)
 {
 	__poll_t before[WSEM_MANY_MAX];
-	bool now = true;
 	unsigned int i;
 	u64 since;
+	int ret;
 
 	wsem_gang_lock(g);
-	if (!wsem_gang_can_fit(g, NULL)) {
+	ret = wsem_gang_grant_if_fits(g);
+	if (ret != WSEM_WAITING)
+		return ret;
+	ret = wsem_gang_no_wait(flags, clock, deadline);
+	if (ret) {
 		wsem_gang_unlock(g);
-		return -EINVAL;
-	}
-	/* At once only if nobody is held up on any line it asks of. */
-	for (i = 0; i < g->nr; i++)
-		now &= wsem_may_grant_now(g->part[i].handle->sem, 0);
-	for (i = 0; i < g->nr_roots; i++)
-		now &= wsem_gang_weights_fit(g, g->roots[i]);
-	if (!now &&
-	    ((flags & WSEM_ACQUIRE_TRY) ||
-	     (deadline && ktime_compare(*deadline, wsem_now(clock)) <= 0))) {
-		/* It never waited and changed nothing, as for one. */
-		wsem_gang_unlock(g);
-		return flags & WSEM_ACQUIRE_TRY ? -EAGAIN : -ETIMEDOUT;
-	}
-	if (now) {
-		wsem_gang_grant_at_once(g);
-		return 0;
+		return ret;
 	}
 	for (i = 0; i < g->nr_roots; i++)
 		before[i] = wsem_events(g->roots[i]);

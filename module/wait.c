@@ -553,19 +553,15 @@ static struct wsem_gang *wsem_gang_take_back(struct wsem_handle **hs,
 	return NULL;
 }
 
-/* A new gang of the caller's for @weights through @hs, not queued yet. */
-static struct wsem_gang *wsem_gang_alloc(struct wsem_handle **hs,
-					 const u64 *weights, unsigned int n)
+/* @g: the caller's request for @weights through @hs, its roots sorted. */
+static void wsem_gang_init(struct wsem_gang *g, struct wsem_handle **hs,
+			   const u64 *weights, unsigned int n)
 {
-	struct wsem_gang *g = kzalloc(struct_size(g, part, n), WSEM_GFP);
 	unsigned int i, j;
 
-	if (!g)
-		return NULL;
-	g->task = get_task_struct(current);
-	refcount_set(&g->ref, 1);
-	INIT_WORK(&g->park_work, wsem_gang_look_parked);
+	g->task = current;
 	g->nr = n;
+	g->nr_roots = 0;
 	for (i = 0; i < n; i++) {
 		struct wsem *root = hs[i]->sem->root;
 
@@ -586,7 +582,49 @@ static struct wsem_gang *wsem_gang_alloc(struct wsem_handle **hs,
 		g->roots[j] = root;
 		g->nr_roots++;
 	}
+}
+
+/* A new gang of the caller's for @weights through @hs, not queued yet. */
+static struct wsem_gang *wsem_gang_alloc(struct wsem_handle **hs,
+					 const u64 *weights, unsigned int n)
+{
+	struct wsem_gang *g = kzalloc(struct_size(g, part, n), WSEM_GFP);
+
+	if (!g)
+		return NULL;
+	wsem_gang_init(g, hs, weights, n);
+	get_task_struct(current);
+	refcount_set(&g->ref, 1);
+	INIT_WORK(&g->park_work, wsem_gang_look_parked);
 	return g;
+}
+
+/*
+ * Gangs of up to this many parts look first for a grant at once through
+ * a gang on the stack: granted so (the usual case), or failed as a try,
+ * they cost no allocation (and no task reference).
+ */
+#define WSEM_GANG_ON_STACK	2
+
+/*
+ * The first look of a new request (wsem_gang_try_at_once()) for a small
+ * gang; WSEM_WAITING also for a larger one, which has its look in
+ * wsem_gang_queue().
+ */
+static int wsem_gang_try_on_stack(struct wsem_handle **hs, const u64 *weights,
+				  unsigned int n, u64 flags, clockid_t clock,
+				  const ktime_t *until)
+{
+	union {
+		struct wsem_gang g;
+		u8 room[sizeof(struct wsem_gang) +
+			WSEM_GANG_ON_STACK * sizeof(struct wsem_waiter)];
+	} small;
+
+	if (n > WSEM_GANG_ON_STACK)
+		return WSEM_WAITING;
+	wsem_gang_init(&small.g, hs, weights, n);
+	return wsem_gang_try_at_once(&small.g, flags, clock, until);
 }
 
 /**
@@ -626,6 +664,10 @@ int wsem_acquire_many(struct wsem_handle **hs, const u64 *weights,
 		if (ret == WSEM_WAITING && (flags & WSEM_ACQUIRE_TRY))
 			ret = wsem_gang_leave(g, -EAGAIN);
 	} else {
+		ret = wsem_gang_try_on_stack(hs, weights, n, flags, clock,
+					     until);
+		if (ret != WSEM_WAITING)
+			return ret;
 		g = wsem_gang_alloc(hs, weights, n);
 		if (!g)
 			return -ENOMEM;

@@ -575,6 +575,11 @@ static __always_inline void wsem_wake_init(struct wsem_wake *wake)
  * are in the same order in every tree they share, and a wait only ever
  * points at an earlier arrival or at held weight: no deadlock.
  *
+ * A new request of up to WSEM_GANG_ON_STACK parts first looks for a grant
+ * at once through a copy on its caller's stack (wait.c), which takes the
+ * trees' locks but is never queued nor pointed at; only a request that
+ * must wait is allocated.
+ *
  * Task work parks a gang as it parks a single sleeper (wait.c): it stays
  * queued, on wsem_parked_gangs, while its task returns to run the work;
  * the restarted call takes it back.  Meanwhile a grant walk that would
@@ -712,6 +717,8 @@ void wsem_poke_gang(struct wsem_gang *g, int fail, struct wsem_wake *wake);
 void wsem_gang_look_later(struct wsem_gang *g);
 
 /* gang.c: gangs, under all their trees' locks */
+int wsem_gang_try_at_once(struct wsem_gang *g, u64 flags, clockid_t clock,
+			  const ktime_t *deadline);
 int wsem_gang_queue(struct wsem_gang *g, u64 flags, clockid_t clock,
 		    const ktime_t *deadline);
 int wsem_gang_look(struct wsem_gang *g);

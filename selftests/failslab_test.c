@@ -563,6 +563,64 @@ TEST_F(fs, hot_paths_allocate_nothing)
 }
 
 /*
+ * A gang of two granted at once, and a gang try of two that cannot be,
+ * allocate nothing (they look through a gang on the stack); a gang of
+ * three granted at once, or a gang of two that must wait, allocates its
+ * request (ENOMEM under injection, and nothing held or queued after).
+ */
+TEST_F(fs, small_gang_at_once_allocates_nothing)
+{
+	const uint64_t one[3] = { 1, 1, 1 }, two[2] = { 2, 1 };
+	struct wsem_stat st = { .size = sizeof(st) };
+	int fds[3], i, ret, err;
+	bool inj;
+
+	if (!self->ready)
+		return;
+	for (i = 0; i < 3; i++) {
+		fds[i] = wsem_open_anon(2, O_CLOEXEC);
+		ASSERT_LE(0, fds[i]);
+	}
+	arm(self, 1);
+	ret = wsem_acquire_many(fds, one, 2, -1);
+	err = errno;
+	inj = disarm(self);
+	EXPECT_EQ(0, ret) {
+		TH_LOG("a gang of two at once: %s", strerror(err));
+	}
+	EXPECT_FALSE(inj);
+	/* fds[0] holds 1 of 2: a try of 2 on it cannot be granted. */
+	arm(self, 1);
+	ret = wsem_acquire_many(fds, two, 2, 0);
+	err = errno;
+	inj = disarm(self);
+	EXPECT_EQ(-1, ret);
+	EXPECT_EQ(EAGAIN, err);
+	EXPECT_FALSE(inj);
+	/* Three parts, or a wait: the request is allocated. */
+	arm(self, 1);
+	ret = wsem_acquire_many(fds, one, 3, -1);
+	err = errno;
+	inj = disarm(self);
+	EXPECT_TRUE(inj);
+	EXPECT_EQ(-1, ret);
+	EXPECT_EQ(ENOMEM, err);
+	arm(self, 1);
+	ret = wsem_acquire_many(fds, two, 2, 50 * 1000 * 1000);
+	err = errno;
+	inj = disarm(self);
+	EXPECT_TRUE(inj);
+	EXPECT_EQ(-1, ret);
+	EXPECT_EQ(ENOMEM, err);
+	for (i = 0; i < 3; i++) {
+		ASSERT_EQ(0, wsem_stat(fds[i], &st));
+		EXPECT_EQ(i < 2 ? 1 : 0, st.used);
+		EXPECT_EQ(0, st.waiters);
+		EXPECT_EQ(0, close(fds[i]));
+	}
+}
+
+/*
  * failslab's task filter: with make-it-fail set on this task and
  * probability 100, every allocation here fails, the module's included,
  * while another process works as usual.  Then everything works again.
