@@ -47,11 +47,20 @@ static void on_term(int sig)
 	stopping = 1;
 }
 
-static void say(const char *fmt, const char *arg)
+/*
+ * say - one line on stderr in one write(2): the agent shares the log, and
+ * stderr is unbuffered, so a line in pieces could be cut by the agent's.
+ */
+static void say(const char *what, const char *name)
 {
-	fprintf(stderr, "fdstore: ");
-	fprintf(stderr, fmt, arg);
-	fputc('\n', stderr);
+	char line[512];
+	int len;
+
+	len = snprintf(line, sizeof(line), "fdstore: %s %s\n", what, name);
+	if (len > (int)sizeof(line) - 1)
+		len = sizeof(line) - 1;
+	if (write(STDERR_FILENO, line, len) < 0)
+		return;
 }
 
 static struct kept *find(const char *name)
@@ -82,14 +91,14 @@ static void keep(int fd, const char *name)
 	high = fcntl(fd, F_DUPFD_CLOEXEC, KEPT_BASE);
 	close(fd);
 	if (k == kept + MAX_KEPT || high < 0) {
-		say("no room to keep %s", name);
+		say("no room to keep", name);
 		if (high >= 0)
 			close(high);
 		return;
 	}
 	k->fd = high;
 	snprintf(k->name, sizeof(k->name), "%s", name);
-	say("kept %s", name);
+	say("kept", name);
 }
 
 /* The value of @key= among @msg's lines, copied into @val, or NULL. */
@@ -149,7 +158,7 @@ static void take_message(int sock)
 	if (field(msg, "FDSTOREREMOVE", flag, sizeof(flag)) &&
 	    !strcmp(flag, "1") && find(name)) {
 		drop(find(name));
-		say("removed %s", name);
+		say("removed", name);
 	}
 }
 
@@ -246,7 +255,7 @@ int main(int argc, char **argv)
 		/* (what it sent before it ended comes first) */
 		while (poll(&p, 1, 0) == 1)
 			take_message(sock);
-		say("the service ended (%s)", WIFSIGNALED(status) ?
+		say("the service ended:", WIFSIGNALED(status) ?
 		    strsignal(WTERMSIG(status)) : "exited");
 		if (!stopping)
 			sleep(1);	/* RestartSec=1s; a SIGTERM cuts it */
@@ -256,7 +265,7 @@ int main(int argc, char **argv)
 	}
 	for (int i = 0; i < MAX_KEPT; i++) {
 		if (kept[i].fd >= 0) {
-			say("flushed %s", kept[i].name);
+			say("flushed", kept[i].name);
 			drop(&kept[i]);
 		}
 	}

@@ -702,7 +702,7 @@ kjob2=$!
 fleet_watch 2 $((4 * KTTL)) "$T/h1/$K" "$T/h2/$K" >"$T/kwatch" 2>&1 &
 kwatch=$!
 check "kept: h1's agent put its lending handle in the store" \
-	grep -q "fdstore: kept wsem-lend" "$T/$K-agent1.log"
+	until_true 10 grep -q "^fdstore: kept wsem-lend" "$T/$K-agent1.log"
 for sig in TERM KILL; do
 	nb=$(grep -c "taken back" "$T/$K-agent1.log")
 	kill_kept $sig
