@@ -5,7 +5,7 @@
  * back, in one hold of the semaphore's tree's lock, what the handle holds,
  * its queued requests and its loan (wsem_unbind()).
  *
- * Calls sem.c (the queue and the grants after the close), wait.c (its
+ * Calls sem.c (the queue and the grants after the close), gang.c (its
  * parked gangs), holders.c and ns.c (the semaphore's reference).
  */
 #include <linux/ktime.h>

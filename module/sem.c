@@ -430,7 +430,7 @@ bool wsem_gang_fits(struct wsem_gang *g, struct wsem *root)
 static struct workqueue_struct *wsem_gang_wq;
 
 /*
- * Queue @g's park_work (parked gangs: wsem_gang_look_parked() in wait.c)
+ * Queue @g's park_work (parked gangs: wsem_gang_look_parked() in gang.c)
  * with a reference of its own.  Its caller holds another one: a queued
  * part of @g under its tree's lock, or the parked list's.
  */

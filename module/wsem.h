@@ -14,14 +14,14 @@
  *                and lends goes back (wsem_unbind())
  *   views.c      stat, holders and text, as the caller may see them
  *   ns.c         names, namespaces, their limits and lifetimes
- *   wait.c       requests that sleep: acquire, acquire_many, wait for idle;
- *                the poll before sleeping, deadlines, signals, parking
- *   async.c      asynchronous requests
  *   loan.c       loans: lending, withdrawing, their deadlines, the end of
  *                holders (WSEM_LEND_END_HOLDERS)
  *   shrink.c     resizes: the capacity set, the shrink's failing walk
  *   gang.c       gangs: queued, granted or ended under all their trees'
- *                locks
+ *                locks; parked for task work
+ *   wait.c       requests that sleep: acquire, wait for idle; the poll
+ *                before sleeping, deadlines, signals, parking
+ *   async.c      asynchronous requests
  *   sem.c        the core: the queue, grants, release, wake-ups,
  *                binding; a gang as one tree's grant walk sees it
  *   holders.c    what a grant notes of its acquirer; labels
@@ -60,7 +60,7 @@
  *   wsem_child_users_lock (spin)  the per-user counts of children across
  *                         namespaces (ns.c): likewise, never together
  *                         with a wns->users_lock
- *   wsem_gang_park_mutex  the gangs parked for task work (wait.c): taken
+ *   wsem_gang_park_mutex  the gangs parked for task work (gang.c): taken
  *                         before sem->lock, since a parked gang is taken
  *                         back, granted or ended under it
  *   sem->lock (spin)      one tree of semaphores (a root and its
@@ -576,11 +576,11 @@ static __always_inline void wsem_wake_init(struct wsem_wake *wake)
  * points at an earlier arrival or at held weight: no deadlock.
  *
  * A new request of up to WSEM_GANG_ON_STACK parts first looks for a grant
- * at once through a copy on its caller's stack (wait.c), which takes the
+ * at once through a copy on its caller's stack (gang.c), which takes the
  * trees' locks but is never queued nor pointed at; only a request that
  * must wait is allocated.
  *
- * Task work parks a gang as it parks a single sleeper (wait.c): it stays
+ * Task work parks a gang as it parks a single sleeper (gang.c): it stays
  * queued, on wsem_parked_gangs, while its task returns to run the work;
  * the restarted call takes it back.  Meanwhile a grant walk that would
  * wake the task queues @park_work instead, which grants it (or ends it,
@@ -716,23 +716,20 @@ bool wsem_gang_fits(struct wsem_gang *g, struct wsem *root);
 void wsem_poke_gang(struct wsem_gang *g, int fail, struct wsem_wake *wake);
 void wsem_gang_look_later(struct wsem_gang *g);
 
-/* gang.c: gangs, under all their trees' locks */
-int wsem_gang_try_at_once(struct wsem_gang *g, u64 flags, clockid_t clock,
-			  const ktime_t *deadline);
-int wsem_gang_queue(struct wsem_gang *g, u64 flags, clockid_t clock,
-		    const ktime_t *deadline);
-int wsem_gang_look(struct wsem_gang *g);
-int wsem_gang_leave(struct wsem_gang *g, int why);
-bool wsem_gang_can_fit(const struct wsem_gang *g, const struct wsem *root);
-
 /* wait.c: requests that may sleep */
 int wsem_acquire(struct wsem_handle *h, u64 weight, u64 flags,
 		 clockid_t clock, ktime_t deadline);
+int wsem_wait_idle(struct wsem_handle *h, u64 flags, clockid_t clock,
+		   ktime_t deadline);
+/* ... and how a sleeper sleeps and learns that it must stop */
+int wsem_wait_check(bool timed_out);
+bool wsem_sleep(clockid_t clock, ktime_t *deadline);
+
+/* gang.c: gangs, under all their trees' locks; parked gangs */
 int wsem_acquire_many(struct wsem_handle **hs, const u64 *weights,
 		      unsigned int n, u64 flags, clockid_t clock,
 		      ktime_t deadline);
-int wsem_wait_idle(struct wsem_handle *h, u64 flags, clockid_t clock,
-		   ktime_t deadline);
+bool wsem_gang_can_fit(const struct wsem_gang *g, const struct wsem *root);
 void wsem_gang_unpark_handle(struct wsem_handle *h);
 
 /* shrink.c: resizes */
