@@ -18,6 +18,7 @@ type fakeSem struct {
 	lends   []fakeLend // every lend asked of the handle, in order
 	closed  bool
 	onClose func()
+	onLend  func() // called as a lend is asked, before it is made
 }
 
 // fakeLend is one lend asked of a fakeSem: n, until deadline
@@ -37,6 +38,9 @@ func newFakeSem(ceiling, lent int64) *fakeSem {
 }
 
 func (f *fakeSem) lend(n int64, deadline time.Duration) error {
+	if f.onLend != nil {
+		f.onLend()
+	}
 	f.lends = append(f.lends, fakeLend{n, deadline})
 	f.stat.Lent += n - f.stat.LentHere
 	f.stat.LentHere, f.stat.Capacity = n, f.stat.Lent

@@ -550,12 +550,12 @@ func (a *agent) leave() {
 // the lease is renewed once more, so that the loan's kernel deadline
 // leaves the next agent as long as it can (the lease's TTL less the
 // margin); then a single lend lowers the loan to what is held and
-// carries that deadline (none if neither changed).  Nothing more is
-// granted from then on; at the deadline the kernel withdraws the loan,
+// carries that deadline (none if neither changed).  Nothing is granted
+// above the loan from then on; at the deadline the kernel withdraws it,
 // and under deadline ends the holders, unless the next agent lends again
-// first.  etcd gets back all of the share but what is held; the lease is
-// left to the next agent, which takes the claim over.  Nothing held is
-// ended.
+// first.  etcd gets back all of the share but the loan, or what is held
+// after the lend if more; the lease is left to the next agent, which
+// takes the claim over.  Nothing held is ended.
 // If the unit stops for good, the store closes the handle: the kernel
 // withdraws the loan then (under deadline, ending the holders), and what
 // was held stays the host's share in etcd as after an agent's death.
@@ -578,12 +578,23 @@ func (a *agent) handOver() {
 		err = a.setLoan(min64(used, lent),
 			"agent stopped, its handle kept")
 	}
-	if err == nil && used < a.share {
+	// What is held, read again with the loan lowered: a grant made since
+	// the read above may hold more than the loan, but from here nothing
+	// is granted above the loan, and what is held above it only falls.
+	// etcd keeps the greater of the loan and that.
+	keep := a.lent()
+	if err == nil {
+		var held int64
+		if _, held, _, err = a.loc.demand(); held > keep {
+			keep = held
+		}
+	}
+	if err == nil && keep < a.share {
 		ctx, cancel := context.WithTimeout(context.Background(),
 			5*time.Second)
 		var ok bool
-		if ok, err = a.st.shrinkShare(ctx, a.share, used); ok {
-			a.setShare(used, "agent stopped, its handle kept")
+		if ok, err = a.st.shrinkShare(ctx, a.share, keep); ok {
+			a.setShare(keep, "agent stopped, its handle kept")
 		}
 		cancel()
 	}

@@ -710,3 +710,27 @@ func TestHandOver(t *testing.T) {
 	}
 	syscall.Close(fds[0])
 }
+
+// A hand-over keeps in etcd what is held once the loan is lowered: a
+// grant made between its read of what is held and its lend stays within
+// the host's share (the loan is lowered below what is then held, and
+// nothing more is granted until the holders are under it).
+func TestHandOverKeepsWhatIsHeld(t *testing.T) {
+	st, ctx, done := testStore(t, "h")
+	defer done()
+	newFakeStore(t)
+	put(t, ctx, st, "share/h", "3")
+	sem := newFakeSem(6, 0)
+	sem.stat.Name, sem.stat.Used = "t", 1
+	defer useFakeSem(sem, t.TempDir())()
+	a, err := startWith(ctx, testLimit(), st.cli)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sem.onLend = func() { sem.stat.Used, sem.onLend = 2, nil }
+	a.leave()
+	if sem.stat.Lent != 1 || value(t, ctx, st, "share/h") != "2" {
+		t.Errorf("handed over with 2 held: lends %d, share %q (want 1 "+
+			"and 2)", sem.stat.Lent, value(t, ctx, st, "share/h"))
+	}
+}
