@@ -3,6 +3,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"time"
 
@@ -14,8 +15,21 @@ import (
 type fakeSem struct {
 	stat    wsem.Stat
 	holders []wsem.Holder
+	lends   []fakeLend // every lend asked of the handle, in order
 	closed  bool
 	onClose func()
+	onLend  func() // called as a lend is asked, before it is made
+}
+
+// fakeLend is one lend asked of a fakeSem: n, until deadline
+// (CLOCK_BOOTTIME; 0: none).
+type fakeLend struct {
+	n        int64
+	deadline time.Duration
+}
+
+func (l fakeLend) String() string {
+	return fmt.Sprintf("%d until %v", l.n, l.deadline)
 }
 
 func newFakeSem(ceiling, lent int64) *fakeSem {
@@ -23,16 +37,22 @@ func newFakeSem(ceiling, lent int64) *fakeSem {
 		Capacity: lent, Mode: 0600}}
 }
 
-func (f *fakeSem) Lend(n int64) error {
+func (f *fakeSem) lend(n int64, deadline time.Duration) error {
+	if f.onLend != nil {
+		f.onLend()
+	}
+	f.lends = append(f.lends, fakeLend{n, deadline})
 	f.stat.Lent += n - f.stat.LentHere
 	f.stat.LentHere, f.stat.Capacity = n, f.stat.Lent
 	return nil
 }
 
-func (f *fakeSem) LendEndingHolders(n int64) error { return f.Lend(n) }
+func (f *fakeSem) Lend(n int64) error { return f.lend(n, 0) }
 
-func (f *fakeSem) LendUntil(n int64, _ bool, _ time.Duration) error {
-	return f.Lend(n)
+func (f *fakeSem) LendEndingHolders(n int64) error { return f.lend(n, 0) }
+
+func (f *fakeSem) LendUntil(n int64, _ bool, deadline time.Duration) error {
+	return f.lend(n, deadline)
 }
 
 func (f *fakeSem) Stat() (*wsem.Stat, error) {

@@ -152,13 +152,26 @@ func (a *agent) renewLease(ctx context.Context) {
 // deadline with it; if etcd has no such lease, it is recorded gone.
 func (a *agent) renewOnce(ctx context.Context, id clientv3.LeaseID,
 	sent time.Duration) {
-	r, err := a.st.cli.KeepAliveOnce(ctx, id)
-	if err == nil && r.TTL > 0 &&
-		a.st.end.renewed(id, sent, time.Duration(r.TTL)*time.Second) {
+	if a.renewEnd(ctx, id, sent) {
 		a.renewLoan()
-	} else if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+	}
+}
+
+// renewEnd renews lease id, sent being when the request leaves: true if
+// etcd answered and that moved the lease's local end on from sent; if etcd
+// has no such lease, it is recorded gone.  The loan's kernel deadline
+// moves only when the agent lends next (renewLoan, or any lend).
+func (a *agent) renewEnd(ctx context.Context, id clientv3.LeaseID,
+	sent time.Duration) bool {
+	r, err := a.st.cli.KeepAliveOnce(ctx, id)
+	if err == nil && r.TTL > 0 {
+		return a.st.end.renewed(id, sent,
+			time.Duration(r.TTL)*time.Second)
+	}
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 		a.st.end.expired(id)
 	}
+	return false
 }
 
 // watchLeaseEnd looks ten times a second whether the lease's local end

@@ -537,56 +537,83 @@ func (a *agent) leave() {
 	if err == nil {
 		err = err2
 	}
-	if err != nil {
-		lg.Printf("%s: stopping: %v", a.lim.name, err)
-	} else if used > 0 {
-		lg.Printf("%s: stopped; %d still held stays this host's share",
-			a.lim.name, used)
+	said := ""
+	if err == nil && used > 0 {
+		said = fmt.Sprintf("stopped; %d still held stays this host's "+
+			"share", used)
 	}
-	if a.lock != nil {
-		a.lock.Close()
-	}
+	a.unlockHost(err, said)
 }
 
 // handOver is the end of a stopped agent whose lending handle the file
 // descriptor store keeps, for the next agent to take back (fdstore.go):
 // the lease is renewed once more, so that the loan's kernel deadline
 // leaves the next agent as long as it can (the lease's TTL less the
-// margin); the loan drops to what is held (nothing more is granted
-// meanwhile; at the deadline the kernel withdraws it, and under deadline
-// ends the holders, unless the next agent lends again first); etcd gets
-// back all of the share but that; the lease is left to the next agent,
-// which takes the claim over.  Nothing held is ended.
+// margin); then a single lend lowers the loan to what is held and
+// carries that deadline (none if neither changed).  Nothing is granted
+// above the loan from then on; at the deadline the kernel withdraws it,
+// and under deadline ends the holders, unless the next agent lends again
+// first.  etcd gets back all of the share but the loan, or what is held
+// after the lend if more; the lease is left to the next agent, which
+// takes the claim over.  Nothing held is ended.
 // If the unit stops for good, the store closes the handle: the kernel
 // withdraws the loan then (under deadline, ending the holders), and what
 // was held stays the host's share in etcd as after an agent's death.
 func (a *agent) handOver() {
 	a.unpublish()
+	renewed := false
 	if id, _ := a.st.end.get(); id != 0 {
 		ctx, cancel := context.WithTimeout(context.Background(),
 			time.Duration(a.lim.ttl)*time.Second)
-		a.renewOnce(ctx, id, bootTime())
+		renewed = a.renewEnd(ctx, id, bootTime())
 		cancel()
 	}
+	// One lend lowers the loan to what is held (if more is lent) and,
+	// as every lend, lends until the lease's local end less the margin,
+	// moved on by the renewal if etcd answered; with nothing to lower,
+	// it is made only if that end moved (renewLoan's lend).
 	_, used, _, err := a.loc.demand()
-	if err == nil && used < a.lent() {
-		err = a.setLoan(used, "agent stopped, its handle kept")
+	lent := a.lent()
+	if err == nil && (used < lent || (renewed && lent > 0)) {
+		err = a.setLoan(min64(used, lent),
+			"agent stopped, its handle kept")
 	}
-	if err == nil && used < a.share {
+	// What is held, read again with the loan lowered: a grant made since
+	// the read above may hold more than the loan, but from here nothing
+	// is granted above the loan, and what is held above it only falls.
+	// etcd keeps the greater of the loan and that.
+	keep := a.lent()
+	if err == nil {
+		var held int64
+		if _, held, _, err = a.loc.demand(); held > keep {
+			keep = held
+		}
+	}
+	if err == nil && keep < a.share {
 		ctx, cancel := context.WithTimeout(context.Background(),
 			5*time.Second)
 		var ok bool
-		if ok, err = a.st.shrinkShare(ctx, a.share, used); ok {
-			a.setShare(used, "agent stopped, its handle kept")
+		if ok, err = a.st.shrinkShare(ctx, a.share, keep); ok {
+			a.setShare(keep, "agent stopped, its handle kept")
 		}
 		cancel()
 	}
 	a.loc.close()
+	a.unlockHost(err, fmt.Sprintf("stopped; the lending handle is kept "+
+		"for the next agent (lends %d, share %d)", a.lent(), a.share))
+}
+
+// unlockHost is the last step of leave and handOver: it logs how the stop
+// ended (err if not nil, then said if not empty), then closes the host's
+// lock file (lockHost), which lets the next agent on this machine start,
+// once the loan and etcd are as the stop leaves them.
+func (a *agent) unlockHost(err error, said string) {
 	if err != nil {
 		lg.Printf("%s: stopping: %v", a.lim.name, err)
 	}
-	lg.Printf("%s: stopped; the lending handle is kept for the next "+
-		"agent (lends %d, share %d)", a.lim.name, a.lent(), a.share)
+	if said != "" {
+		lg.Printf("%s: %s", a.lim.name, said)
+	}
 	if a.lock != nil {
 		a.lock.Close()
 	}

@@ -644,10 +644,11 @@ func (s *fakeStore) recv(t *testing.T) (string, []int) {
 
 // With a file descriptor store, a started agent keeps its lending handle
 // there, and a stopped one hands over (fdstore.go): the loan drops to what
-// is held but goes on, the handle is not the last one closed, etcd keeps
-// that much of the share and the claim stays under its lease; the next
-// agent takes the handle back from the store and lends through it, under
-// a lease of its own.
+// is held but goes on (one lend, until the renewed lease's end less the
+// margin), the handle is not the last one closed, etcd keeps that much of
+// the share and the claim stays under its lease; the next agent takes the
+// handle back from the store and lends through it, under a lease of its
+// own.
 func TestHandOver(t *testing.T) {
 	st, ctx, done := testStore(t, "h")
 	defer done()
@@ -666,7 +667,16 @@ func TestHandOver(t *testing.T) {
 		t.Fatalf("to the store: %q with %d descriptors", msg, len(fds))
 	}
 	lease := claimLease(t, ctx, st)
+	before := a.loanDeadline()
+	sem.lends = nil
 	a.leave()
+	if len(sem.lends) != 1 || sem.lends[0].n != 1 ||
+		sem.lends[0].deadline != a.loanDeadline() ||
+		sem.lends[0].deadline <= before {
+		t.Errorf("handed over: lends %v (want one: 1 until the "+
+			"renewed lease's end less the margin, %v; before: %v)",
+			sem.lends, a.loanDeadline(), before)
+	}
 	if sem.stat.Lent != 1 || value(t, ctx, st, "share/h") != "1" {
 		t.Errorf("handed over: lends %d, share %q (want 1 and 1: what "+
 			"is held)", sem.stat.Lent, value(t, ctx, st, "share/h"))
@@ -699,4 +709,28 @@ func TestHandOver(t *testing.T) {
 		t.Error("restarted: the claim is still under the old lease")
 	}
 	syscall.Close(fds[0])
+}
+
+// A hand-over keeps in etcd what is held once the loan is lowered: a
+// grant made between its read of what is held and its lend stays within
+// the host's share (the loan is lowered below what is then held, and
+// nothing more is granted until the holders are under it).
+func TestHandOverKeepsWhatIsHeld(t *testing.T) {
+	st, ctx, done := testStore(t, "h")
+	defer done()
+	newFakeStore(t)
+	put(t, ctx, st, "share/h", "3")
+	sem := newFakeSem(6, 0)
+	sem.stat.Name, sem.stat.Used = "t", 1
+	defer useFakeSem(sem, t.TempDir())()
+	a, err := startWith(ctx, testLimit(), st.cli)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sem.onLend = func() { sem.stat.Used, sem.onLend = 2, nil }
+	a.leave()
+	if sem.stat.Lent != 1 || value(t, ctx, st, "share/h") != "2" {
+		t.Errorf("handed over with 2 held: lends %d, share %q (want 1 "+
+			"and 2)", sem.stat.Lent, value(t, ctx, st, "share/h"))
+	}
 }
