@@ -25,25 +25,9 @@
  * anonymous, and of those one user at most max_sems_per_user, so that no
  * user can use up a namespace for the others.
  *
- * One user, as mqueue charges RLIMIT_MSGQUEUE (inc_rlimit_ucounts()): what
- * is created from inside a user namespace counts, in the user namespace
- * above, against the user who owns it, and so on up the chain; else a user
- * with a range of subordinate ids (a rootless container's 65,536) would
- * have a limit per id.  The limit is the same at every level, and what a
- * level counts for a user is part of what the level above counts for the
- * owner, so only the top level can refuse: only it is kept, in the user
- * namespace that owns the IPC namespace (wsem_ns_charged_uid(); a creator
- * not below it is charged at the top of its own chain).  The count lives
- * while the user has semaphores there: the last uncharge frees it.
- *
- * Children are charged once more, to one count per user of the initial
- * user namespace (wsem_child_users): the one whose user namespaces the
- * creator's is, or is below.  Every IPC namespace a user makes (with a
- * user namespace of its own, unshare(CLONE_NEWUSER | CLONE_NEWIPC))
- * brings fresh per-namespace limits, but children under a host's
- * semaphore, seen through a bind mount or a passed handle, all count
- * here: at most max_children_per_user, but with CAP_SYS_RESOURCE in the
- * initial user namespace.
+ * Each user is counted (quota.c's struct wsem_users) in the user namespace
+ * that owns the IPC namespace, as wsem_charged_uid() says whom; a child is
+ * counted once more, across every namespace (wsem_child_charge()).
  *
  * The administrator: callers without CAP_SYS_RESOURCE over that user
  * namespace stop short of max_sems_per_ns by an eighth of it, kept for
@@ -83,21 +67,6 @@
 #define WSEM_RESERVE_PART	8
 
 /**
- * struct wsem_user - how many semaphores one user created in a namespace
- * @node: in wsem_ns.users
- * @uid: the user charged (wsem_ns_charged_uid())
- * @nr: semaphores charged to it that still exist, at least 1: the last
- *	uncharge frees it
- *
- * Protected by wsem_ns.users_lock.
- */
-struct wsem_user {
-	struct rb_node node;
-	kuid_t uid;
-	unsigned int nr;
-};
-
-/**
  * struct wsem_ns - the wsem state of one IPC namespace
  * @hnode: in wsem_ns_table, by @mq_mnt, while registered
  * @node: in wsem_ns_others while registered, unless the initial namespace;
@@ -108,9 +77,9 @@ struct wsem_user {
  * @lock: protects @names and @nr_names, and serialises charging
  * @names: linked semaphores, by name
  * @nr_names: number of nodes in @names
- * @users_lock: protects @users and their counts; taken under @lock to
- *	charge, alone to uncharge (wsem_put() may run under @lock or not)
- * @users: struct wsem_user, by uid, of the users charged here now
+ * @users: how many semaphores each user has here (quota.c); its lock is
+ *	taken under @lock to charge, alone to uncharge (wsem_put() may run
+ *	under @lock or not)
  * @nr_sems: semaphores charged here, named or anonymous, linked or not
  * @ref: one for the registry while registered, one per semaphore charged
  *	here, one for each caller working on it
@@ -125,8 +94,7 @@ struct wsem_ns {
 	struct mutex lock;	/* see the kernel-doc above */
 	struct rb_root names;
 	unsigned int nr_names;
-	spinlock_t users_lock;	/* see the kernel-doc above */
-	struct rb_root users;
+	struct wsem_users users;
 	atomic_t nr_sems;
 	struct kref ref;
 	struct rcu_head rcu;
@@ -150,25 +118,6 @@ static wsem_notify_fn wsem_ns_notify;
 static void wsem_ns_reap(struct work_struct *work);
 static DECLARE_DELAYED_WORK(wsem_reaper, wsem_ns_reap);
 
-#ifdef WSEM_TEST_KNOBS
-/* Test builds only: how many per-user counts exist, in all namespaces. */
-static atomic_t wsem_test_users = ATOMIC_INIT(0);
-
-module_param_cb(test_quota_nodes, &wsem_test_counter_ops, &wsem_test_users,
-		0400);
-MODULE_PARM_DESC(test_quota_nodes,
-		 "Test builds only: per-user counts in memory, in all namespaces and of children");
-
-static void wsem_test_count_users(int delta)
-{
-	atomic_add(delta, &wsem_test_users);
-}
-#else
-static inline void wsem_test_count_users(int delta)
-{
-}
-#endif
-
 static bool wsem_ns_is_initial(const struct wsem_ns *wns)
 {
 	return wns->ipc_ns == init_task.nsproxy->ipc_ns;
@@ -179,7 +128,7 @@ static void wsem_ns_free(struct kref *ref)
 	struct wsem_ns *wns = container_of(ref, struct wsem_ns, ref);
 
 	/* Each charged semaphore holds a reference: all were uncharged. */
-	WARN_ON_ONCE(!RB_EMPTY_ROOT(&wns->users));
+	WARN_ON_ONCE(!RB_EMPTY_ROOT(&wns->users.tree));
 	kfree_rcu(wns, rcu);
 }
 
@@ -194,26 +143,6 @@ void wsem_ns_put(struct wsem_ns *wns)
 	kref_put(&wns->ref, wsem_ns_free);
 }
 
-/* Children by the user of the initial user namespace they count for. */
-static DEFINE_SPINLOCK(wsem_child_users_lock);
-static struct rb_root wsem_child_users = RB_ROOT;
-
-/* Drop @u's count of one semaphore in @users; free it with its last. */
-static void wsem_user_uncharge(struct wsem_user *u, struct rb_root *users,
-			       spinlock_t *lock)
-{
-	spin_lock(lock);
-	if (--u->nr)
-		u = NULL;
-	else
-		rb_erase(&u->node, users);
-	spin_unlock(lock);
-	if (u) {
-		wsem_test_count_users(-1);
-		kfree(u);
-	}
-}
-
 /*
  * Account for a semaphore charged to its namespace that is being freed;
  * its user's count goes with its last semaphore there, and a child's
@@ -224,10 +153,9 @@ static void wsem_ns_uncharge(struct wsem *sem)
 	struct wsem_ns *wns = sem->wns;
 
 	if (sem->child_quota)
-		wsem_user_uncharge(sem->child_quota, &wsem_child_users,
-				   &wsem_child_users_lock);
+		wsem_child_uncharge(sem->child_quota);
 	sem->child_quota = NULL;
-	wsem_user_uncharge(sem->quota, &wns->users, &wns->users_lock);
+	wsem_users_drop(&wns->users, sem->quota);
 	sem->quota = NULL;
 	atomic_dec(&wns->nr_sems);
 	wsem_ns_put(wns);
@@ -317,9 +245,8 @@ struct wsem_ns *wsem_ns_get(bool create)
 	if (!wns)
 		return ERR_PTR(-ENOMEM);
 	mutex_init(&wns->lock);
-	spin_lock_init(&wns->users_lock);
 	wns->names = RB_ROOT;
-	wns->users = RB_ROOT;
+	wsem_users_init(&wns->users);
 	wns->ipc_ns = ipc_ns;
 	wns->inum = ipc_ns->ns.inum;
 	wns->mq_mnt = mntget(ipc_ns->mq_mnt);
@@ -372,110 +299,6 @@ static void wsem_ns_unlink_one(struct wsem_ns *wns, struct wsem *sem)
 	spin_unlock(sem->lock);
 }
 
-static int wsem_user_cmp(const void *uid, const struct rb_node *node)
-{
-	uid_t a = __kuid_val(*(const kuid_t *)uid);
-	uid_t b = __kuid_val(rb_entry(node, struct wsem_user, node)->uid);
-
-	return a < b ? -1 : a > b;
-}
-
-static bool wsem_user_less(struct rb_node *a, const struct rb_node *b)
-{
-	return wsem_user_cmp(&rb_entry(a, struct wsem_user, node)->uid, b) < 0;
-}
-
-/* @uid's count in @users, or NULL if it has none. */
-static struct wsem_user *wsem_user_find(struct rb_root *users, kuid_t uid)
-{
-	struct rb_node *node = rb_find(&uid, users, wsem_user_cmp);
-
-	return node ? rb_entry(node, struct wsem_user, node) : NULL;
-}
-
-/* @uid's count in @wns, or NULL if it has none. */
-static struct wsem_user *wsem_ns_user(struct wsem_ns *wns, kuid_t uid)
-{
-	lockdep_assert_held(&wns->users_lock);
-
-	return wsem_user_find(&wns->users, uid);
-}
-
-/*
- * Count one more semaphore for @uid in @users (under @lock), making its
- * count if it has none, unless it has @max already.
- * Return: its count, or an ERR_PTR(): -ENOSPC at @max, -ENOMEM.
- */
-static struct wsem_user *wsem_user_add(struct rb_root *users,
-				       spinlock_t *lock, kuid_t uid,
-				       unsigned int max)
-{
-	struct wsem_user *u, *new = NULL;
-
-	/* An uncharge may free a count while the lock is dropped. */
-	for (;;) {
-		spin_lock(lock);
-		u = wsem_user_find(users, uid);
-		if (u || new)
-			break;
-		spin_unlock(lock);
-		new = kzalloc(sizeof(*new), WSEM_GFP);
-		if (!new)
-			return ERR_PTR(-ENOMEM);
-	}
-	/* A user with no count yet has 0: a bound of 0 admits none. */
-	if ((u ? u->nr : 0) >= max) {
-		u = ERR_PTR(-ENOSPC);
-	} else {
-		if (!u) {
-			u = new;
-			new = NULL;
-			u->uid = uid;
-			rb_add(&u->node, users, wsem_user_less);
-			wsem_test_count_users(1);
-		}
-		u->nr++;
-	}
-	spin_unlock(lock);
-	kfree(new);
-	return u;
-}
-
-/*
- * Count one more child for @uid in wsem_child_users, within
- * max_children_per_user unless the caller has CAP_SYS_RESOURCE in the
- * initial user namespace (checked only past the limit: only a use of it
- * is audited).  Return: its count, or an ERR_PTR(): -ENOSPC, -ENOMEM.
- */
-static struct wsem_user *wsem_child_charge(kuid_t uid)
-{
-	struct wsem_user *u;
-
-	u = wsem_user_add(&wsem_child_users, &wsem_child_users_lock, uid,
-			  READ_ONCE(max_children_per_user));
-	if (u == ERR_PTR(-ENOSPC) && capable(CAP_SYS_RESOURCE))
-		u = wsem_user_add(&wsem_child_users, &wsem_child_users_lock,
-				  uid, UINT_MAX);
-	return u;
-}
-
-/*
- * Whom the caller, creating as @euid in an IPC namespace owned by the user
- * namespace @owner, is charged as: @euid if it is in @owner itself; from a
- * user namespace below @owner, the owner of the one of its ancestors (or
- * itself) that is a child of @owner; of init_user_ns for a caller not below
- * @owner.  See "Limits" at the top.
- */
-static kuid_t wsem_ns_charged_uid(const struct user_namespace *owner,
-				  kuid_t euid)
-{
-	const struct user_namespace *ns = current_user_ns();
-
-	for (; ns != owner && ns->parent; ns = ns->parent)
-		euid = ns->owner;
-	return euid;
-}
-
 /*
  * Charge a new semaphore to @wns and to its user there (see "Limits" at
  * the top), within the namespace's limit; without CAP_SYS_RESOURCE over
@@ -489,32 +312,27 @@ static int wsem_ns_charge(struct wsem_ns *wns, struct wsem *sem)
 	struct user_namespace *owner = current->nsproxy->ipc_ns->user_ns;
 	unsigned int max = READ_ONCE(max_sems_per_ns);
 	unsigned int nr = atomic_read(&wns->nr_sems);
-	kuid_t uid = wsem_ns_charged_uid(owner, sem->uid);
+	kuid_t uid = wsem_charged_uid(owner, sem->uid);
 	struct wsem_user *u, *child = NULL;
-	unsigned int used;
 
 	lockdep_assert_held(&wns->lock);
 
 	if (nr >= max)
 		return -ENOSPC;
-	spin_lock(&wns->users_lock);
-	u = wsem_ns_user(wns, uid);
-	used = u ? u->nr : 0;
-	spin_unlock(&wns->users_lock);
 	if ((nr >= max - max / WSEM_RESERVE_PART ||
-	     used >= READ_ONCE(max_sems_per_user)) &&
+	     wsem_users_count(&wns->users, uid) >=
+	     READ_ONCE(max_sems_per_user)) &&
 	    !ns_capable(owner, CAP_SYS_RESOURCE))
 		return -ENOSPC;
 
 	/* Only charging (under @wns->lock) adds a count: no limit here. */
-	u = wsem_user_add(&wns->users, &wns->users_lock, uid, UINT_MAX);
+	u = wsem_users_add(&wns->users, uid, UINT_MAX);
 	if (IS_ERR(u))
 		return PTR_ERR(u);
 	if (sem->parent) {
-		child = wsem_child_charge(wsem_ns_charged_uid(&init_user_ns,
-							      sem->uid));
+		child = wsem_child_charge(sem->uid);
 		if (IS_ERR(child)) {
-			wsem_user_uncharge(u, &wns->users, &wns->users_lock);
+			wsem_users_drop(&wns->users, u);
 			return PTR_ERR(child);
 		}
 	}

@@ -14,6 +14,8 @@
  *                and lends goes back (wsem_unbind())
  *   views.c      stat, holders and text, as the caller may see them
  *   ns.c         names, namespaces, their limits and lifetimes
+ *   quota.c      how many semaphores each user has, whom a creator is
+ *                counted as
  *   loan.c       loans: lending, withdrawing, their deadlines, the end of
  *                holders (WSEM_LEND_END_HOLDERS)
  *   shrink.c     resizes: the capacity set, the shrink's failing walk
@@ -55,11 +57,12 @@
  *   h->text_lock (mutex)  one handle's read(2) text; taken before the
  *                         semaphore's lock, cgroup_mutex (cgroup paths)
  *                         and mmap_lock (faults on the copy out)
- *   wns->users_lock (spin)  one namespace's per-user counts: taken under
- *                         wns->lock to charge, alone to uncharge (ns.c)
- *   wsem_child_users_lock (spin)  the per-user counts of children across
- *                         namespaces (ns.c): likewise, never together
- *                         with a wns->users_lock
+ *   wns->users.lock (spin)  one namespace's per-user counts (quota.c):
+ *                         taken under wns->lock to charge, alone to
+ *                         uncharge (ns.c)
+ *   wsem_child_users.lock (spin)  the per-user counts of children across
+ *                         namespaces (quota.c): likewise, never together
+ *                         with a wns->users.lock
  *   wsem_gang_park_mutex  the gangs parked for task work (gang.c): taken
  *                         before sem->lock, since a parked gang is taken
  *                         back, granted or ended under it
@@ -182,6 +185,17 @@ struct wsem_gang;
 struct wsem_ns;
 struct wsem_user;
 
+/**
+ * struct wsem_users - how many semaphores each user has, in one place
+ *	(quota.c): a namespace (struct wsem_ns), or the children of all
+ * @lock: protects @tree and the counts in it
+ * @tree: struct wsem_user (private to quota.c), by uid
+ */
+struct wsem_users {
+	spinlock_t lock;	/* see the kernel-doc above */
+	struct rb_root tree;
+};
+
 /*
  * What a user may make us allocate is charged to its memory cgroup; at the
  * cgroup's limit the call fails with ENOMEM rather than calling the OOM
@@ -268,7 +282,7 @@ struct wsem_user;
  * @quota: the per-user count of @wns charged for it (freed by the last
  *	uncharge of its user, in wsem_put())
  * @child_quota: for a child, its creator's count of children across every
- *	namespace (ns.c's wsem_child_users), freed likewise; else NULL
+ *	namespace (quota.c's wsem_child_charge()), freed likewise; else NULL
  * @user_ns: where CAP_IPC_OWNER is checked (holds a reference, so the user
  *	namespace of its creator's IPC namespace lives as long as it does)
  * @id: a number no other live semaphore has, for fdinfo and wsemfs
@@ -889,6 +903,16 @@ int wsem_ns_names_at(struct wsem_ns *wns, loff_t pos, char *names, int *ids,
 		     int max);
 bool wsem_ns_is_current(const struct wsem_ns *wns);
 unsigned int wsem_ns_inum(const struct wsem_ns *wns);
+
+/* quota.c: how many semaphores each user has */
+void wsem_users_init(struct wsem_users *users);
+unsigned int wsem_users_count(struct wsem_users *users, kuid_t uid);
+struct wsem_user *wsem_users_add(struct wsem_users *users, kuid_t uid,
+				 unsigned int max);
+void wsem_users_drop(struct wsem_users *users, struct wsem_user *u);
+struct wsem_user *wsem_child_charge(kuid_t euid);
+void wsem_child_uncharge(struct wsem_user *u);
+kuid_t wsem_charged_uid(const struct user_namespace *owner, kuid_t euid);
 
 /* fs.c: wsemfs */
 int wsem_fs_init(const struct file_operations *fops);
