@@ -884,11 +884,38 @@ check "... every share back in etcd" until_true 10 no_shares
 # SIGKILL of an etcd member, a follower, then of the leader, each while
 # the hosts run jobs, watched; the member killed comes back from its data
 # before the next one dies (two of three must stay for a quorum).
+# With the leader's, a second limit under policy=deadline (issue 43):
+# lead, capacity 2, ttl=5, on h1 and h2; h1's job holds 2 through the
+# leader's change (its loan's kernel deadline is the lease's end less the
+# margin, and no renewal is answered while no member leads), h2's job
+# waits for 2.  Never more than 2 of lead held on both together; h2's job
+# runs once h1's has ended (by its end, or by the loan's deadline: said).
 check "the etcd members all answer" until_true 20 members_ok
+L=lead
+deadline_agents $L "ttl=5 turn=4000" 1 2
+# lead_ready: h1's and h2's lead are loans semaphores of ceiling 2
+lead_ready() {
+	for h in 1 2; do
+		[ "$(stat_key "$T/h$h/$L" ceiling)" = 2 ] || return 1
+	done
+}
+# lead_used_is H N: host H holds N of lead
+lead_used_is() {
+	[ "$(stat_key "$T/h$1/$L" used)" = "$2" ]
+}
+check "policy deadline: lead's agents on h1 and h2 start" \
+	until_true 30 lead_ready
 for who in follower leader; do
 	l=$(leader)
 	if [ $who = leader ]; then
 		k=$l
+		in_host_bg 1 wsem run $L --weight 2 --timeout 30 -- sleep 15
+		ljob1=$!
+		check "lead: h1's job holds 2" until_true 15 lead_used_is 1 2
+		in_host_bg 2 wsem run $L --weight 2 --timeout 60 -- true
+		ljob2=$!
+		fleet_watch 2 20 "$T/h1/$L" "$T/h2/$L" >"$T/lwatch" 2>&1 &
+		lwatch=$!
 	else
 		k=$((${l:-0} % 3 + 1))
 	fi
@@ -908,6 +935,21 @@ for who in follower leader; do
 	check "m$k restarted from its data answers again" until_true 20 member_ok "$k"
 	watch_end "the $who m$k SIGKILLed and restarted"
 	all_back "the $who SIGKILLed"
+done
+wait $ljob1
+echo "# lead: h1's job through the leader's change: exit $? (137: ended at its loan's deadline)"
+wait $ljob2
+result "lead: h2's job runs once h1's has ended, exit 0" $?
+wait $lwatch
+result "lead: the leader SIGKILLed under policy deadline: never more than 2 held on h1 and h2 together" \
+	$? "$T/lwatch"
+echo "# $(cat "$T/lwatch")"
+for h in 1 2; do
+	eval "p=\$${L}_agent_$h"
+	kill "$(real_pid "$p")"
+	wait "$p"
+	result "lead's agent on h$h stops on SIGTERM, exit 0" $? \
+		"$T/$L-agent$h.log"
 done
 # claimed: every host's agent has its claim alive/HOST in etcd
 claimed() {
