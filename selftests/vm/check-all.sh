@@ -2,12 +2,14 @@
 # SPDX-License-Identifier: GPL-2.0
 # make test: make check's guests (6.1, 6.12, 6.12-rt, the chroot lanes),
 # then make check-debug (the 7.2 debug kernel, built the first time on a
-# machine in the sid chroot, in the background from the start), then make
+# machine in the sid chroot, in the background from the start) and make
 # check-distro (the .debs in a Debian guest, its image built the first time
-# on a machine); beside those two, at the lowest priority, make check's
-# tests that need no guest (hosttests.sh: selftests/host and lint, nine
-# minutes of one CPU that the two lanes' single guests leave mostly idle);
-# then one line that counts them all: "N passed, N failed".
+# on a machine) side by side, two guests as make check runs them; at the
+# lowest priority, make check's tests that need no guest (hosttests.sh:
+# selftests/host and lint, about twelve minutes of one CPU), from the end
+# of the solo lane's fleet_test.sh (check.sh: the one test that needs the
+# machine to itself; the rest of that lane's single guest leaves a CPU
+# mostly idle); then one line that counts them all: "N passed, N failed".
 # Exits non-zero on any failure; a lane that ends without its summary line
 # counts as a failure.  A lane that cannot run here (check-distro without
 # root, say) is a TAP skip, counted as skipped.
@@ -55,23 +57,38 @@ if [ "$(id -u)" -eq 0 ] && command -v debootstrap >/dev/null &&
 	kernel=$!
 	echo "check-all: building check-debug's kernel in the background"
 fi
-# (check.sh's solo lane waits for it: its utilisation check needs the
-# machine to itself)
-CHECK_QUIET_PID=$kernel NO_HOST_TESTS=1 lane check
+# (check.sh's solo lane waits for it before it boots, and tells when its
+# fleet_test.sh has ended: CHECK_QUIET_DONE)
+quiet=$tmp/quiet-done
+CHECK_QUIET_PID=$kernel CHECK_QUIET_DONE=$quiet NO_HOST_TESTS=1 lane check &
+check=$!
+while kill -0 "$check" 2>/dev/null && [ ! -e "$quiet" ]; do
+	sleep 2
+done
+ht=$(date +%s)
+nice -n 19 bash "$VMDIR/hosttests.sh" </dev/null >"$tmp/hosttests" 2>&1 &
+host=$!
+echo "check-all: the host tests and lint start, beside what is left of make check, then check-debug and check-distro"
+wait "$check"
 if [ -n "$kernel" ]; then
 	wait "$kernel"
 	echo "check-all: check-debug's kernel: exit $? ($(tail -n 1 "$tmp/debug-kernel"))"
 fi
-ht=$(date +%s)
-nice -n 19 bash "$VMDIR/hosttests.sh" </dev/null >"$tmp/hosttests" 2>&1 &
-host=$!
-echo "check-all: the host tests and lint run beside check-debug and check-distro"
-NO_DEPS=1 lane check-debug
+# check-debug's guest beside check-distro's, its output shown once both
+# have ended.
+{
+	t=$(date +%s)
+	NO_DEPS=1 bash "$VMDIR/check-debug.sh" </dev/null >"$tmp/check-debug" 2>&1
+	echo "check-all: check-debug took $(($(date +%s) - t))s" >>"$tmp/check-debug"
+} &
+debug=$!
 if [ -n "$prefetch" ]; then
 	wait "$prefetch"
 	echo "check-all: check-distro's image: exit $? ($(tail -n 1 "$tmp/distro-image"))"
 fi
 NO_DEPS=1 lane check-distro
+wait "$debug"
+cat "$tmp/check-debug"
 wait "$host"
 cat "$tmp/hosttests"
 echo "check-all: hosttests took $(($(date +%s) - ht))s"

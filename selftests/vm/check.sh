@@ -21,7 +21,9 @@
 # (releases, "" for none; KVERS may name them, or their kernels: "5.10"),
 # TWOGUEST=0 (not the two-guest test: twoguest.sh, run with the 6.12 lane
 # when TESTS is unset or names twoguest.sh), CHECK_QUIET_PID (a process the
-# solo lane waits for before it boots: check-all.sh's background build).
+# solo lane waits for before it boots: check-all.sh's background build),
+# CHECK_QUIET_DONE (a file touched once the solo lane has ended
+# fleet_test.sh, its first test: quiet_done).
 set -u -o pipefail
 . "$(dirname "$0")/lib.sh"
 preflight || { echo "0 passed, 1 failed"; exit 1; }
@@ -114,9 +116,10 @@ sid_wait() {
 declare -A pids tiers
 queue=()
 # solo_lane KVER: KVER's guest runs the cluster limit's whole scenario,
-# whose utilisation check needs the machine to itself (44-66 % under
-# load, 88-94 % alone): it is booted last, with no other guest beside it,
-# once the chroots that a new machine builds in the background are built.
+# whose bounds in time (a job's longest wait, 9.9 s of 13 alone; take-backs
+# within ttl=) need the machine to itself: it is booted last, with no
+# other guest beside it, once the chroots that a new machine builds in the
+# background are built; fleet_test.sh runs first (solo_tests).
 solo_lane() {
 	case $1 in
 	*-rt-amd64) return 1 ;;
@@ -126,8 +129,8 @@ solo_lane() {
 }
 # quiet_wait: the solo lane waits for the build that make test runs in the
 # background (CHECK_QUIET_PID: check-all.sh's debug kernel, the first time on
-# a machine): beside it, even at nice 19, the utilisation check read 82 %
-# in one run on a new machine, where it read 88-94 % alone.
+# a machine): beside it, even at nice 19, the fleet's utilisation (now a
+# figure, not a check) read 82 % in one run on a new machine, 88-94 % alone.
 quiet_wait() {
 	local p=${CHECK_QUIET_PID:-} ws
 	[ -n "$p" ] && kill -0 "$p" 2>/dev/null || return 0
@@ -137,9 +140,32 @@ quiet_wait() {
 	done
 	echo "check: waited $(($(date +%s) - ws))s for the background build"
 }
+# solo_tests TIER: the solo lane's tests, fleet_test.sh first: only it
+# needs the machine to itself (quiet_done).
+solo_tests() {
+	local t rest=
+	for t in $(WSEM_TIER=$1 list_tests); do
+		[ "$t" = fleet_test.sh ] || rest="$rest $t"
+	done
+	WSEM_TIER=$1 list_tests | grep -qx fleet_test.sh &&
+		rest="fleet_test.sh$rest"
+	echo "${rest# }"
+}
+# quiet_done LOG PID: once the solo guest (run.sh's PID, its console LOG)
+# has ended fleet_test.sh, or has ended, touch CHECK_QUIET_DONE: make test
+# (check-all.sh) starts its host tests and lint then, at the lowest
+# priority, beside the rest of the lane.
+quiet_done() {
+	while kill -0 "$2" 2>/dev/null &&
+	      ! grep -q '^# wsem-vm: end fleet_test.sh ' "$1" 2>/dev/null; do
+		sleep 2
+	done
+	touch "$CHECK_QUIET_DONE"
+}
 # boot KVER KO [IMAGE]: queue KVER's guest (IMAGE: a kernel not in /boot).
 boot() {
 	local k=$1 ko=$2 image=${3:-} logf=$BUILD/$1/console.log kenv= jobs
+	local tests=${TESTS:-}
 	sid_wait
 	: >"$logf"
 	inputs+=(label="$k" "$logf")
@@ -170,11 +196,17 @@ boot() {
 	# (3 etcd members, 4 hosts, members and a host SIGKILLed: about
 	# 140-260 s under TCG before the frozen host and the restarts, which
 	# add about 50 s; over the 120 s of the other tests).
-	solo_lane "$k" && kenv="WSEM_FLEET_FULL=1 TEST_TIMEOUT_fleet_test=540"
-	WSEM_TIER=$tier WSEM_VM_ENV="$kenv${WSEM_VM_ENV:+ $WSEM_VM_ENV}" \
+	if solo_lane "$k"; then
+		kenv="WSEM_FLEET_FULL=1 TEST_TIMEOUT_fleet_test=540"
+		tests=$(solo_tests "$tier")
+	fi
+	TESTS=$tests WSEM_TIER=$tier \
+		WSEM_VM_ENV="$kenv${WSEM_VM_ENV:+ $WSEM_VM_ENV}" \
 		bash "$VMDIR/run.sh" ${image:+-I "$image"} -k "$k" -K "$ko" \
 		-m check -l "$logf" >"$out/run-$k.log" 2>&1 &
 	pids[$k]=$!
+	solo_lane "$k" && [ -n "${CHECK_QUIET_DONE:-}" ] &&
+		quiet_done "$logf" "${pids[$k]}" &
 	queue+=("$k")
 }
 for k in $kernels; do
