@@ -1446,6 +1446,63 @@ t_run_pdeathsig() {
 	eventually is used "$P-pd" 0
 }
 
+# euid_is PID UID: PID's effective uid is UID.
+euid_is() {
+	[ "$(awk '$1 == "Uid:" { print $3 }' "/proc/$1/status" 2>/dev/null)" = "$2" ]
+}
+
+# has_child PID: PID has a child.
+has_child() {
+	[ -n "$(child_of "$1")" ]
+}
+
+# soon CMD...: retry CMD every 0.1 s for up to 2 s.
+soon() {
+	i=0
+	until "$@"; do
+		i=$((i + 1))
+		[ $i -lt 20 ] || return 1
+		sleep 0.1
+	done
+}
+
+# A set-uid COMMAND run by an ordinary user (issue 44): its exec clears
+# the PR_SET_PDEATHSIG that wsem run asked for, and its user's kill(2)
+# cannot reach it; the kernel's SIGKILL of the lease's process group, at
+# the release of wsem's handle, does.  Twenty rounds of nobody's wsem run
+# of a set-uid root sleep, wsem SIGKILLed at once once the child exists
+# (maybe before its exec) in half of them, once the sleep runs with
+# effective uid 0 in the others: each time the child is gone within 2 s,
+# and the weight is back.
+t_run_suid_kill() {
+	command -v suid_sleep >/dev/null ||
+		{ echo "no suid_sleep in the guest"; exit 77; }
+	[ "$(su -s /bin/sh -c 'id -u' nobody 2>/dev/null)" = 65534 ] ||
+		{ echo "no su to nobody"; exit 77; }
+	s=/tmp/suid_sleep.$$
+	cp "$(command -v suid_sleep)" "$s"
+	chown 0:0 "$s"
+	chmod 4755 "$s"
+	wsem create "$P-su" 1 --mode 0666
+	r=0
+	while [ $r -lt 20 ]; do
+		su -s /bin/sh -c "exec $WSEM run $P-su -- $s 613" nobody \
+			</dev/null >/dev/null 2>&1 &
+		w=$!
+		echo "$w" >>"$T/pids"
+		eventually has_child "$w"
+		c=$(child_of "$w")
+		grep -qx wsem "/proc/$w/comm"
+		[ $((r % 2)) -eq 0 ] || eventually euid_is "$c" 0
+		kill -KILL "$w"
+		wait "$w" || :
+		soon gone "$c"
+		r=$((r + 1))
+	done
+	rm -f "$s"
+	eventually is used "$P-su" 0
+}
+
 # The same for a gang (run --and): SIGKILL of wsem kills COMMAND's process
 # group, what COMMAND started in the background included (which
 # PR_SET_PDEATHSIG does not reach), and every semaphore of the gang, a
@@ -2222,6 +2279,7 @@ t_run_supervised run waits for COMMAND, forwards signals, exits with its status
 t_run_unit_signal run in a KillMode=control-group unit: the manager's signals reach COMMAND once
 t_run_pdeathsig SIGKILL to a supervising wsem kills COMMAND too
 t_run_gang_kill SIGKILL to wsem run --and: COMMAND's group killed, every semaphore freed
+t_run_suid_kill SIGKILL to nobody's wsem run: its set-uid root COMMAND is gone within 2 s, 20 rounds
 t_run_inherited_other_ns stat/resize/run NAME use WSEM_FD in another IPC namespace
 t_device_errors /dev/wsem missing, not wsem, not permitted: one line naming it
 t_run_timeout run --timeout exits 124 with one line; --timeout 0 is --nonblock

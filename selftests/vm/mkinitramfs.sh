@@ -144,6 +144,12 @@ case " $tests " in
 		[ -n "$f" ] && [ -f "$f" ] && add_elf "$f" "$stage/bin/${f##*/}"
 	done ;;
 esac
+# cli_test.sh: a sleep that keeps a set-uid root's effective uid.
+case " $tests " in
+*" cli_test.sh "*)
+	[ -f "$ROOT/selftests/suid_sleep" ] &&
+		add_elf "$ROOT/selftests/suid_sleep" "$stage/bin/suid_sleep" ;;
+esac
 case " $tests " in
 *" fleet_test.sh "*)
 	for f in fleet_watch fleet_jobs fdstore; do
