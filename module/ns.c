@@ -648,9 +648,12 @@ bool wsem_ns_is_current(const struct wsem_ns *wns)
 	return wns->mq_mnt == current->nsproxy->ipc_ns->mq_mnt;
 }
 
-/* Describe into @st, up to @count, the names of @wns the caller may read. */
-static u32 wsem_ns_fill(struct wsem_ns *wns, struct wsem_stat *st, u32 count,
-			u64 *total, wsem_fill_fn fill)
+/*
+ * Take a reference, into @sems up to @count, to each name of @wns the
+ * caller may read, in name order; *@total: how many there are.
+ */
+static u32 wsem_ns_collect(struct wsem_ns *wns, struct wsem **sems,
+			   u32 count, u64 *total)
 {
 	struct rb_node *node;
 	u32 n = 0;
@@ -663,33 +666,36 @@ static u32 wsem_ns_fill(struct wsem_ns *wns, struct wsem_stat *st, u32 count,
 
 		if (wsem_permission(sem, MAY_READ, false))
 			continue;
-		if (n < count)
-			fill(sem, NULL, &st[n++], false);
+		if (n < count) {
+			kref_get(&sem->ref);
+			sems[n++] = sem;
+		}
 		(*total)++;
 	}
 	return n;
 }
 
 /**
- * wsem_ns_list() - describe the named semaphores the caller may read
- * @stats: set to a kvmalloc()ed array, or NULL; the caller kvfree()s it
+ * wsem_ns_list() - the named semaphores the caller may read
+ * @sems: set to a kvmalloc()ed array of references, or NULL; the caller
+ *	drops each (wsem_put()) and kvfree()s the array
  * @count: room the caller has
  * @total: set to how many there are, in name order
- * @fill: what describes one semaphore (views.c's wsem_fill_stat(), passed
- *	by main.c: ns.c calls nothing of views.c, which calls ns.c)
+ *
+ * The list is what the names were under the namespace's lock; the caller
+ * describes each semaphore after (a name unlinked meanwhile is still
+ * described: its reference keeps it).
  *
  * Context: Process context; takes the namespace's lock.
- * Return: how many of them were described in @stats (at most @count), or
- * -ENOMEM.
+ * Return: how many references are in @sems (at most @count), or -ENOMEM.
  */
-int wsem_ns_list(struct wsem_stat **stats, u32 count, u64 *total,
-		 wsem_fill_fn fill)
+int wsem_ns_list(struct wsem ***sems, u32 count, u64 *total)
 {
-	struct wsem_stat *st = NULL;
+	struct wsem **s = NULL;
 	struct wsem_ns *wns;
 	u32 room, n = 0;
 
-	*stats = NULL;
+	*sems = NULL;
 	*total = 0;
 	wns = wsem_ns_get(false);
 	if (!wns)
@@ -698,8 +704,8 @@ int wsem_ns_list(struct wsem_stat **stats, u32 count, u64 *total,
 		/* Room for what is there now; more names mean another go. */
 		room = min(count, READ_ONCE(wns->nr_names));
 		if (room) {
-			st = kvcalloc(room, sizeof(*st), WSEM_GFP);
-			if (!st) {
+			s = kvcalloc(room, sizeof(*s), WSEM_GFP);
+			if (!s) {
 				wsem_ns_put(wns);
 				return -ENOMEM;
 			}
@@ -708,13 +714,13 @@ int wsem_ns_list(struct wsem_stat **stats, u32 count, u64 *total,
 		if (room >= min(count, wns->nr_names))
 			break;
 		mutex_unlock(&wns->lock);
-		kvfree(st);
-		st = NULL;
+		kvfree(s);
+		s = NULL;
 	}
-	n = wsem_ns_fill(wns, st, room, total, fill);
+	n = wsem_ns_collect(wns, s, room, total);
 	mutex_unlock(&wns->lock);
 	wsem_ns_put(wns);
-	*stats = st;
+	*sems = s;
 	return n;
 }
 
