@@ -114,14 +114,22 @@ is() {
 	return 1
 }
 
-# eventually CMD...: retry CMD every 0.1 s for up to 20 s.
-eventually() {
+# retry TRIES CMD...: run CMD until it succeeds, every 0.1 s, TRIES times
+# at most.
+retry() {
+	tries=$1
+	shift
 	i=0
 	until "$@"; do
 		i=$((i + 1))
-		[ $i -lt 200 ] || return 1
+		[ $i -lt "$tries" ] || return 1
 		sleep 0.1
 	done
+}
+
+# eventually CMD...: retry CMD every 0.1 s for up to 20 s.
+eventually() {
+	retry 200 "$@"
 }
 
 # ended HOW CMD...: CMD "terminated by signal N" or "exited with non-zero
@@ -1458,12 +1466,7 @@ has_child() {
 
 # soon CMD...: retry CMD every 0.1 s for up to 2 s.
 soon() {
-	i=0
-	until "$@"; do
-		i=$((i + 1))
-		[ $i -lt 20 ] || return 1
-		sleep 0.1
-	done
+	retry 20 "$@"
 }
 
 # A set-uid COMMAND run by an ordinary user (issue 44): its exec clears

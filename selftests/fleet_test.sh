@@ -728,7 +728,7 @@ wait $kwatch
 result "kept: never more than 2 of kept held on h1 and h2 together" $? \
 	"$T/kwatch"
 echo "# $(cat "$T/kwatch")"
-in_host 2 sh -c "kill \$(cat '$T/kjob2.pid')"
+in_host 2 sh -c "kill \$(cat '$T/kjob2.pid') 2>/dev/null"
 wait $kjob2
 kill -TERM "$(real_pid "$kagent2")"
 wait $kagent2
@@ -841,6 +841,37 @@ loops="$loops $!"
 check "demand moves to h3: it gets all $CAP within 5 s" \
 	until_true 5 share_is h3 $CAP
 all_back "steady jobs"
+
+# set-capacity under load (issue 43): the loops of jobs of 1, 2 and 3 on
+# three hosts while the capacity goes from $CAP to 4 and back, watched:
+# never more than $CAP held while the shrink is under way (the agents
+# lower their shares first, as each host's holders end), never more
+# than 4 once set-capacity has returned, and the jobs go on at either.
+start_loops 1 2 3
+fleet_watch $CAP 40 $HP >"$T/scwatch" 2>&1 &
+scw=$!
+sleep 2
+in_host 1 timeout 60 wsem-agent -c "$T/h1.conf" set-capacity $N 4 \
+	>"$T/setcap" 2>&1
+result "set-capacity $N 4 under load returns once the shares fit, exit 0" \
+	$? "$T/setcap"
+before=$(jobs_done)
+fleet_watch 4 8 $HP >"$T/scwatch4" 2>&1
+result "... then never more than 4 held on the $nh hosts together" \
+	$? "$T/scwatch4"
+echo "# $(cat "$T/scwatch4")"
+check "... and the jobs go on being granted" more_done $((before + 6))
+in_host 1 wsem-agent -c "$T/h1.conf" set-capacity $N $CAP >"$T/setcap" 2>&1
+result "set-capacity $N $CAP under load: a growth, at once, exit 0" $? \
+	"$T/setcap"
+before=$(jobs_done)
+check "... the jobs go on being granted" \
+	until_true 10 more_done $((before + 6))
+wait $scw
+result "set-capacity down and up under load: never more than $CAP held" \
+	$? "$T/scwatch"
+echo "# $(cat "$T/scwatch")"
+all_back "set-capacity under load"
 
 # The race the growth's transaction guards against, reached every run: the
 # agents, started anew, wait 200 ms between reading etcd and growing their
