@@ -158,6 +158,11 @@ boot_install() {
 		install ./libwsem*.deb) >>"$log" 2>&1 </dev/null &&
 		dpkg-query -W libwsem1 libwsem-dev >>"$log" 2>&1
 	tap $? "apt install ./libwsem*.deb: libwsem1, libwsem-dev installed" "$log"
+	say "apt install ./python3-wsem*.deb"
+	(cd "$LANE/debs" && apt -y -q -o Dpkg::Use-Pty=0 \
+		install ./python3-wsem*.deb) >>"$log" 2>&1 </dev/null &&
+		dpkg-query -W python3-wsem >>"$log" 2>&1
+	tap $? "apt install ./python3-wsem*.deb: python3-wsem installed" "$log"
 
 	dkms status wsem >"$OUT/dkms.log" 2>&1
 	grep -q "^wsem/[^,]*, $kver, [^:]*: installed" "$OUT/dkms.log"
@@ -193,6 +198,7 @@ boot_installed() {
 		grep -q "\"capacity\":$CAP," "$log"
 	tap $? "boot 2: /etc/wsem.d applied: $SEM of capacity $CAP in /sys/fs/wsem" \
 		"$log"
+	boot_python
 	boot_agent
 	unit_signal control-group 0
 	unit_signal mixed 1
@@ -255,6 +261,31 @@ unit_signal() {
 		"$log"
 }
 
+# python3-wsem with Debian's python3, as its users import it: the
+# module from dist-packages, 3 of the semaphore held while wsem stat
+# says so, released, and 1 held at once for as long as a with block.
+boot_python() {
+	local log=$OUT/python.log
+	python3 - "$SEM" >"$log" 2>&1 <<'EOT'
+import subprocess, sys, wsem
+print(wsem.__file__)
+assert wsem.__file__.startswith("/usr/lib/python3/dist-packages/")
+sem = wsem.Semaphore(sys.argv[1])
+sem.acquire(3)
+st = subprocess.run(["wsem", "stat", sys.argv[1], "--json"],
+                    capture_output=True, text=True, check=True).stdout
+print(st, end="")
+assert '"used":3,' in st and sem.stat().used == 3
+sem.release(3)
+with sem:
+    assert sem.stat().used == 1
+assert sem.stat().used == 0
+sem.close()
+EOT
+	tap $? "boot 2: python3-wsem: import wsem from dist-packages, acquire, stat, release" \
+		"$log"
+}
+
 # The agent's package: its unit is there but neither enabled nor started
 # (no cluster=etcd line is declared), and the agent says so.
 boot_agent() {
@@ -276,13 +307,14 @@ boot_agent() {
 
 purge() {
 	local log=$OUT/purge.log left
-	say "apt purge wsem wsem-dkms wsem-agent libwsem1 libwsem-dev"
+	say "apt purge wsem wsem-dkms wsem-agent libwsem1 libwsem-dev python3-wsem"
 	apt -y -q -o Dpkg::Use-Pty=0 purge wsem wsem-dkms wsem-agent \
-		libwsem1 libwsem-dev >"$log" 2>&1 </dev/null
-	tap $? "apt purge wsem wsem-dkms wsem-agent libwsem1 libwsem-dev" "$log"
+		libwsem1 libwsem-dev python3-wsem >"$log" 2>&1 </dev/null
+	tap $? "apt purge wsem wsem-dkms wsem-agent libwsem1 libwsem-dev python3-wsem" "$log"
 	left=$( {
 		dpkg-query -W -f='${Package} ${db:Status-Abbrev}\n' wsem \
-			wsem-dkms wsem-agent libwsem1 libwsem-dev 2>/dev/null |
+			wsem-dkms wsem-agent libwsem1 libwsem-dev python3-wsem \
+			2>/dev/null |
 			grep -v ' un *$'
 		ls -d /var/lib/dkms/wsem /usr/src/wsem-* 2>/dev/null
 		find /lib/modules -name 'wsem.ko*' 2>/dev/null
@@ -294,7 +326,8 @@ purge() {
 			/lib/udev/rules.d/60-wsem.rules /usr/bin/wsem \
 			/usr/bin/wsem-static /usr/include/wsem.h \
 			/usr/bin/wsem-agent \
-			/lib/systemd/system/wsem-agent.service 2>/dev/null
+			/lib/systemd/system/wsem-agent.service \
+			/usr/lib/python3/dist-packages/wsem 2>/dev/null
 	} )
 	echo "left after purge: ${left:-nothing}" >>"$log"
 	[ -z "$left" ]
