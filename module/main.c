@@ -727,9 +727,8 @@ static int wsem_ioctl_list(void __user *uarg)
 {
 	struct wsem_list_args __user *ulist = uarg;
 	struct wsem_list_args args;
+	struct wsem_stat *stats;
 	void __user *ustats;
-	struct wsem_stat st;
-	struct wsem **sems;
 	int i, n, ret;
 
 	ret = wsem_copy_args(&args, sizeof(args), WSEM_LIST_SIZE_VER0, uarg);
@@ -740,20 +739,15 @@ static int wsem_ioctl_list(void __user *uarg)
 	if (args.stat_size > PAGE_SIZE)
 		return -E2BIG;
 
-	n = wsem_ns_list(&sems, args.count, &args.total);
+	n = wsem_ns_list(&stats, args.count, &args.total,
+			 wsem_fill_stat);
 	if (n < 0)
 		return n;
 	ustats = u64_to_user_ptr(args.stats);
-	for (i = 0; i < n; i++) {
-		if (!ret) {
-			memset(&st, 0, sizeof(st));
-			wsem_fill_stat(sems[i], NULL, &st, false);
-			ret = wsem_copy_stat(ustats + (u64)i * args.stat_size,
-					     args.stat_size, &st);
-		}
-		wsem_put(sems[i]);
-	}
-	kvfree(sems);
+	for (i = 0; i < n && !ret; i++)
+		ret = wsem_copy_stat(ustats + (u64)i * args.stat_size,
+				     args.stat_size, &stats[i]);
+	kvfree(stats);
 	if (!ret && put_user(args.total, &ulist->total))
 		ret = -EFAULT;
 	return ret;

@@ -648,12 +648,9 @@ bool wsem_ns_is_current(const struct wsem_ns *wns)
 	return wns->mq_mnt == current->nsproxy->ipc_ns->mq_mnt;
 }
 
-/*
- * Take a reference, into @sems up to @count, to each name of @wns the
- * caller may read, in name order; *@total: how many there are.
- */
-static u32 wsem_ns_collect(struct wsem_ns *wns, struct wsem **sems,
-			   u32 count, u64 *total)
+/* Describe into @st, up to @count, the names of @wns the caller may read. */
+static u32 wsem_ns_fill(struct wsem_ns *wns, struct wsem_stat *st, u32 count,
+			u64 *total, wsem_fill_fn fill)
 {
 	struct rb_node *node;
 	u32 n = 0;
@@ -666,36 +663,33 @@ static u32 wsem_ns_collect(struct wsem_ns *wns, struct wsem **sems,
 
 		if (wsem_permission(sem, MAY_READ, false))
 			continue;
-		if (n < count) {
-			kref_get(&sem->ref);
-			sems[n++] = sem;
-		}
+		if (n < count)
+			fill(sem, NULL, &st[n++], false);
 		(*total)++;
 	}
 	return n;
 }
 
 /**
- * wsem_ns_list() - the named semaphores the caller may read
- * @sems: set to a kvmalloc()ed array of references, or NULL; the caller
- *	drops each (wsem_put()) and kvfree()s the array
+ * wsem_ns_list() - describe the named semaphores the caller may read
+ * @stats: set to a kvmalloc()ed array, or NULL; the caller kvfree()s it
  * @count: room the caller has
  * @total: set to how many there are, in name order
- *
- * The list is what the names were under the namespace's lock; the caller
- * describes each semaphore after (a name unlinked meanwhile is still
- * described: its reference keeps it).
+ * @fill: what describes one semaphore (views.c's wsem_fill_stat(), passed
+ *	by main.c: ns.c calls nothing of views.c, which calls ns.c)
  *
  * Context: Process context; takes the namespace's lock.
- * Return: how many references are in @sems (at most @count), or -ENOMEM.
+ * Return: how many of them were described in @stats (at most @count), or
+ * -ENOMEM.
  */
-int wsem_ns_list(struct wsem ***sems, u32 count, u64 *total)
+int wsem_ns_list(struct wsem_stat **stats, u32 count, u64 *total,
+		 wsem_fill_fn fill)
 {
-	struct wsem **s = NULL;
+	struct wsem_stat *st = NULL;
 	struct wsem_ns *wns;
 	u32 room, n = 0;
 
-	*sems = NULL;
+	*stats = NULL;
 	*total = 0;
 	wns = wsem_ns_get(false);
 	if (!wns)
@@ -704,8 +698,8 @@ int wsem_ns_list(struct wsem ***sems, u32 count, u64 *total)
 		/* Room for what is there now; more names mean another go. */
 		room = min(count, READ_ONCE(wns->nr_names));
 		if (room) {
-			s = kvcalloc(room, sizeof(*s), WSEM_GFP);
-			if (!s) {
+			st = kvcalloc(room, sizeof(*st), WSEM_GFP);
+			if (!st) {
 				wsem_ns_put(wns);
 				return -ENOMEM;
 			}
@@ -714,13 +708,13 @@ int wsem_ns_list(struct wsem ***sems, u32 count, u64 *total)
 		if (room >= min(count, wns->nr_names))
 			break;
 		mutex_unlock(&wns->lock);
-		kvfree(s);
-		s = NULL;
+		kvfree(st);
+		st = NULL;
 	}
-	n = wsem_ns_collect(wns, s, room, total);
+	n = wsem_ns_fill(wns, st, room, total, fill);
 	mutex_unlock(&wns->lock);
 	wsem_ns_put(wns);
-	*sems = s;
+	*stats = st;
 	return n;
 }
 

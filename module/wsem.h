@@ -7,7 +7,7 @@
  *
  *   main.c       /dev/wsem: the ioctls, the handles' file operations,
  *                module init and exit (gives fs.c the file operations,
- *                ns.c wsemfs's notifier)
+ *                ns.c wsemfs's notifier, ns.c's list views.c's describer)
  *   fs.c         wsemfs, the file system of the names
  *   jobserver.c  the jobserver endpoints of wsemfs
  *   handle.c     a handle's allocation and close: what it holds, asks
@@ -883,7 +883,10 @@ int wsem_ns_open(struct wsem_handle *h, const char *name, u64 flags,
 int wsem_ns_open_anon(struct wsem_handle *h, u64 flags, u64 capacity,
 		      struct wsem *parent);
 int wsem_ns_unlink(const char *name);
-int wsem_ns_list(struct wsem ***sems, u32 count, u64 *total);
+typedef void (*wsem_fill_fn)(struct wsem *sem, struct wsem_handle *h,
+			     struct wsem_stat *st, bool seen);
+int wsem_ns_list(struct wsem_stat **stats, u32 count, u64 *total,
+		 wsem_fill_fn fill);
 void wsem_put(struct wsem *sem);
 typedef void (*wsem_notify_fn)(struct wsem_ns *wns, const char *name,
 			       u32 mask);
