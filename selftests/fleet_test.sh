@@ -104,9 +104,23 @@ stat_field() {
 	stat_key "$T/h$1/$N" "$2"
 }
 
-# field_is H FIELD V: a predicate for until_true and check
+# sem_is H NAME KEY V: host H's semaphore NAME says KEY is V (a predicate
+# for until_true and check); field_is H KEY V: the same of $N
+sem_is() {
+	[ "$(stat_key "$T/h$1/$2" "$3")" = "$4" ]
+}
 field_is() {
-	[ "$(stat_field "$1" "$2")" = "$3" ]
+	sem_is "$1" "$N" "$2" "$3"
+}
+
+# loans_of NAME CEILING H...: on each host H, NAME is a loans semaphore of
+# CEILING
+loans_of() {
+	lname=$1 lceil=$2
+	shift 2
+	for h in "$@"; do
+		sem_is "$h" "$lname" ceiling "$lceil" || return 1
+	done
 }
 
 # loans_ready: every host's semaphore is there, a loans one of ceiling CAP
@@ -660,18 +674,11 @@ kfails=$fails
 KTTL=10
 [ -r /proc/lockdep_stats ] && KTTL=20
 kept_ready() {
-	[ -e "$T/h1/$K" ] && [ -e "$T/h2/$K" ] &&
-		[ "$(stat_key "$T/h1/$K" ceiling)" = 2 ]
-}
-kept_used_is() {
-	[ "$(stat_key "$T/h$1/$K" used)" = "$2" ]
-}
-kept_lends() {
-	[ "$(stat_key "$T/h1/$K" capacity)" = "$1" ]
+	[ -e "$T/h1/$K" ] && [ -e "$T/h2/$K" ] && sem_is 1 $K ceiling 2
 }
 # kept_job_holds: h1's job runs and holds 2
 kept_job_holds() {
-	kill -0 $kjob1 && kept_used_is 1 2
+	kill -0 $kjob1 && sem_is 1 $K used 2
 }
 # taken_back N: h1's agent took the kept handle back N times
 taken_back() {
@@ -695,7 +702,7 @@ check "kept: h1's agent under a file descriptor store, h2's agent, start" \
 	until_true 30 kept_ready
 in_host 1 wsem run $K --weight 2 --timeout 60 -- sleep 300 >/dev/null 2>&1 &
 kjob1=$!
-check "kept: a job on h1 holds all 2" until_true 20 kept_used_is 1 2
+check "kept: a job on h1 holds all 2" until_true 20 sem_is 1 $K used 2
 in_host 2 sh -c "echo \$\$ >'$T/kjob2.pid'; exec wsem run $K --weight 2 \
 	--timeout 300 -- true" >"$T/kjob2" 2>&1 &
 kjob2=$!
@@ -723,7 +730,7 @@ result "kept: the store stopped (the unit's stop for good), exit 0" $? \
 wait $kjob1
 check "kept: the store closed the handle: the kernel ends h1's job (exit 137)" \
 	test $? -eq 137
-check "kept: h1's loan is gone with it" kept_lends 0
+check "kept: h1's loan is gone with it" sem_is 1 $K capacity 0
 wait $kwatch
 result "kept: never more than 2 of kept held on h1 and h2 together" $? \
 	"$T/kwatch"
@@ -924,25 +931,15 @@ check "... every share back in etcd" until_true 10 no_shares
 check "the etcd members all answer" until_true 20 members_ok
 L=lead
 deadline_agents $L "ttl=5 turn=4000" 1 2
-# lead_ready: h1's and h2's lead are loans semaphores of ceiling 2
-lead_ready() {
-	for h in 1 2; do
-		[ "$(stat_key "$T/h$h/$L" ceiling)" = 2 ] || return 1
-	done
-}
-# lead_used_is H N: host H holds N of lead
-lead_used_is() {
-	[ "$(stat_key "$T/h$1/$L" used)" = "$2" ]
-}
 check "policy deadline: lead's agents on h1 and h2 start" \
-	until_true 30 lead_ready
+	until_true 30 loans_of $L 2 1 2
 for who in follower leader; do
 	l=$(leader)
 	if [ $who = leader ]; then
 		k=$l
 		in_host_bg 1 wsem run $L --weight 2 --timeout 30 -- sleep 15
 		ljob1=$!
-		check "lead: h1's job holds 2" until_true 15 lead_used_is 1 2
+		check "lead: h1's job holds 2" until_true 15 sem_is 1 $L used 2
 		in_host_bg 2 wsem run $L --weight 2 --timeout 60 -- true
 		ljob2=$!
 		fleet_watch 2 20 "$T/h1/$L" "$T/h2/$L" >"$T/lwatch" 2>&1 &
@@ -1105,14 +1102,8 @@ CAP0=$CAP
 N=gpus
 CAP=2
 deadline_agents $N "ttl=5" 2 3
-# deadline_ready: both hosts' gpus are loans semaphores
-deadline_ready() {
-	for h in 2 3; do
-		field_is $h ceiling $CAP || return 1
-	done
-}
 check "policy deadline: two agents start (gpus 2 on h2 and h3)" \
-	until_true 30 deadline_ready
+	until_true 30 loans_of $N $CAP 2 3
 in_host_bg 2 wsem run $N --weight 2 --timeout 30 -- sleep 60
 job=$!
 check "... h2 holds 2" \
