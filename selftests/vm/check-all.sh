@@ -23,12 +23,13 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 t0=$(date +%s)
 
-# lane SCRIPT: run it, its output shown and kept in $tmp/SCRIPT.
+# lane SCRIPT: run it, its output shown and kept in $tmp/SCRIPT, how long
+# it took too.
 lane() {
 	local t
 	t=$(date +%s)
 	bash "$VMDIR/$1.sh" </dev/null 2>&1 | tee "$tmp/$1"
-	echo "check-all: $1 took $(($(date +%s) - t))s"
+	echo "check-all: $1 took $(($(date +%s) - t))s" | tee -a "$tmp/$1"
 }
 # The distro lane's image is minutes of downloads and little CPU: when it
 # is not cached yet, build it while the other lanes run.  distro-image.sh
@@ -76,11 +77,7 @@ if [ -n "$kernel" ]; then
 fi
 # check-debug's guest beside check-distro's, its output shown once both
 # have ended.
-{
-	t=$(date +%s)
-	NO_DEPS=1 bash "$VMDIR/check-debug.sh" </dev/null >"$tmp/check-debug" 2>&1
-	echo "check-all: check-debug took $(($(date +%s) - t))s" >>"$tmp/check-debug"
-} &
+NO_DEPS=1 lane check-debug >/dev/null &
 debug=$!
 if [ -n "$prefetch" ]; then
 	wait "$prefetch"

@@ -143,13 +143,10 @@ quiet_wait() {
 # solo_tests TIER: the solo lane's tests, fleet_test.sh first: only it
 # needs the machine to itself (quiet_done).
 solo_tests() {
-	local t rest=
-	for t in $(WSEM_TIER=$1 list_tests); do
-		[ "$t" = fleet_test.sh ] || rest="$rest $t"
-	done
-	WSEM_TIER=$1 list_tests | grep -qx fleet_test.sh &&
-		rest="fleet_test.sh$rest"
-	echo "${rest# }"
+	local all
+	all=$(WSEM_TIER=$1 list_tests)
+	grep -x fleet_test.sh <<<"$all"
+	grep -vx fleet_test.sh <<<"$all"
 }
 # quiet_done LOG PID: once the solo guest (run.sh's PID, its console LOG)
 # has ended fleet_test.sh, or has ended, touch CHECK_QUIET_DONE: make test
