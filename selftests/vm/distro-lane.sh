@@ -21,6 +21,8 @@ LANE=/mnt/lane
 OUT=$LANE/out
 SEM=lane
 CAP=4
+# Every package of make deb: boot 1 installs them all, boot 2 purges them.
+PACKAGES=(wsem wsem-dkms wsem-agent libwsem1 libwsem-dev python3-wsem)
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C.UTF-8
 export DEBIAN_FRONTEND=noninteractive
 
@@ -135,8 +137,21 @@ check_klog() {
 		"$OUT/klog-$1.log"
 }
 
+# install_debs GLOB PACKAGE...: apt install ./GLOB in debs/, as a user
+# types it, and dpkg then knows each PACKAGE as installed; one TAP line.
+install_debs() {
+	local glob=$1 log=$OUT/apt-install.log
+	shift
+	say "apt install ./$glob"
+	# shellcheck disable=SC2086 # GLOB is for the shell to expand
+	(cd "$LANE/debs" && apt -y -q -o Dpkg::Use-Pty=0 \
+		install ./$glob) >>"$log" 2>&1 </dev/null &&
+		dpkg-query -W "$@" >>"$log" 2>&1
+	tap $? "apt install ./$glob: $* installed" "$log"
+}
+
 boot_install() {
-	local kver log=$OUT/apt-install.log
+	local kver
 	kver=$(uname -r)
 	check_boot 1
 	check_klog 1
@@ -144,25 +159,12 @@ boot_install() {
 	tap $? "boot 1: no wsem before the packages"
 
 	# What a new user types: the command and the module, nothing else
-	# (the command carries its own copy of the library).
-	say "apt install ./wsem*.deb"
-	(cd "$LANE/debs" && apt -y -q -o Dpkg::Use-Pty=0 \
-		install ./wsem*.deb) >"$log" 2>&1 </dev/null
-	tap $? "apt install ./wsem*.deb" "$log"
-	dpkg-query -W wsem wsem-dkms wsem-agent >>"$log" 2>&1
-	tap $? "dpkg: wsem, wsem-dkms and wsem-agent installed" "$log"
-	# The library's packages too, so that apt purge is seen to take
-	# all four away.
-	say "apt install ./libwsem*.deb"
-	(cd "$LANE/debs" && apt -y -q -o Dpkg::Use-Pty=0 \
-		install ./libwsem*.deb) >>"$log" 2>&1 </dev/null &&
-		dpkg-query -W libwsem1 libwsem-dev >>"$log" 2>&1
-	tap $? "apt install ./libwsem*.deb: libwsem1, libwsem-dev installed" "$log"
-	say "apt install ./python3-wsem*.deb"
-	(cd "$LANE/debs" && apt -y -q -o Dpkg::Use-Pty=0 \
-		install ./python3-wsem*.deb) >>"$log" 2>&1 </dev/null &&
-		dpkg-query -W python3-wsem >>"$log" 2>&1
-	tap $? "apt install ./python3-wsem*.deb: python3-wsem installed" "$log"
+	# (the command carries its own copy of the library).  Then the
+	# library's and the binding's packages, so that apt purge is seen to
+	# take them all away.
+	install_debs 'wsem*.deb' wsem wsem-dkms wsem-agent
+	install_debs 'libwsem*.deb' libwsem1 libwsem-dev
+	install_debs 'python3-wsem*.deb' python3-wsem
 
 	dkms status wsem >"$OUT/dkms.log" 2>&1
 	grep -q "^wsem/[^,]*, $kver, [^:]*: installed" "$OUT/dkms.log"
@@ -307,14 +309,12 @@ boot_agent() {
 
 purge() {
 	local log=$OUT/purge.log left
-	say "apt purge wsem wsem-dkms wsem-agent libwsem1 libwsem-dev python3-wsem"
-	apt -y -q -o Dpkg::Use-Pty=0 purge wsem wsem-dkms wsem-agent \
-		libwsem1 libwsem-dev python3-wsem >"$log" 2>&1 </dev/null
-	tap $? "apt purge wsem wsem-dkms wsem-agent libwsem1 libwsem-dev python3-wsem" "$log"
+	say "apt purge ${PACKAGES[*]}"
+	apt -y -q -o Dpkg::Use-Pty=0 purge "${PACKAGES[@]}" >"$log" 2>&1 </dev/null
+	tap $? "apt purge ${PACKAGES[*]}" "$log"
 	left=$( {
-		dpkg-query -W -f='${Package} ${db:Status-Abbrev}\n' wsem \
-			wsem-dkms wsem-agent libwsem1 libwsem-dev python3-wsem \
-			2>/dev/null |
+		dpkg-query -W -f='${Package} ${db:Status-Abbrev}\n' \
+			"${PACKAGES[@]}" 2>/dev/null |
 			grep -v ' un *$'
 		ls -d /var/lib/dkms/wsem /usr/src/wsem-* 2>/dev/null
 		find /lib/modules -name 'wsem.ko*' 2>/dev/null
