@@ -4,6 +4,8 @@
 # and is missing.  Runs apt-get update only when something is to be
 # installed.  Without root it only names what is missing.
 set -u
+# shellcheck source=selftests/vm/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 # flex, bison, bc and libelf-dev build the debug kernel (debug-kernel.sh);
 # bubblewrap goes into the guest for container_test; liburing-dev builds
@@ -64,13 +66,10 @@ export DEBIAN_FRONTEND=noninteractive
 apt_opts="-y -q -o Dpkg::Use-Pty=0 -o Dpkg::Options::=--force-confdef
 	-o Dpkg::Options::=--force-confold --no-install-recommends"
 apt-get -q update </dev/null || exit 1
-# A package that apt does not know fails the install with "Unable to
-# locate package" among hundreds of lines: name them first, in one line.
-# A tree made by debootstrap has only "bookworm main" in its sources,
-# where Debian 12's installer adds bookworm-updates and bookworm-security:
-# the 6.12 kernels and their source are in bookworm-security.
-# shellcheck disable=SC2086 # a list
-unknown=$(apt-cache policy $missing 2>/dev/null | awk -v want="$missing" '
+# unknown_of PACKAGE...: those of them apt has no candidate for, with
+# the options in APT.
+unknown_of() {
+	apt-cache "${APT[@]}" policy "$@" 2>/dev/null | awk -v want="$*" '
 /^[^ ].*:$/ { p = substr($0, 1, length($0) - 1) }
 /^  Candidate: / && $2 != "(none)" { has[p] = 1 }
 END {
@@ -78,11 +77,41 @@ END {
 	for (i = 1; i <= n; i++)
 		if (!(w[i] in has))
 			printf " %s", w[i]
-}')
+}'
+}
+
+# A package that apt does not know fails the install with "Unable to
+# locate package" among hundreds of lines: name them first, in one line.
+# A tree made by debootstrap has only "bookworm main" in its sources,
+# where Debian 12's installer adds bookworm-updates and bookworm-security:
+# linux-source-6.12 is in bookworm-security.  What that has, its .deb is
+# downloaded through private_apt's list (the machine's sources stay as
+# they are) and installed with the rest, as apt installs ./NAME.deb.
+# shellcheck disable=SC2086 # a list
+unknown=$(unknown_of $missing)
+debs=
+if [ -n "$unknown" ] && private_apt; then
+	# shellcheck disable=SC2086
+	had=$(unknown_of $unknown)
+	mkdir -p "$BUILD/apt/debs"
+	for p in $unknown; do
+		case " $had " in *" $p "*) continue ;; esac
+		rm -f "$BUILD/apt/debs/${p}"_*.deb
+		(cd "$BUILD/apt/debs" &&
+		 apt-get "${APT[@]}" -q download "$p" </dev/null >/dev/null) ||
+			continue
+		debs="$debs $(ls "$BUILD/apt/debs/${p}"_*.deb)"
+		missing=$(echo " $missing " | sed "s/ $p / /")
+	done
+	APT=()
+	# shellcheck disable=SC2086
+	unknown=$(unknown_of $missing)
+fi
 if [ -n "$unknown" ]; then
-	echo "deps: not in this machine's apt sources:$unknown (debootstrap writes only \"bookworm main\"; add bookworm-updates and bookworm-security as a Debian 12 install has them)" >&2
+	echo "deps: not in this machine's apt sources, nor in bookworm-security:$unknown" >&2
 	exit 1
 fi
+[ -n "$debs" ] && echo "deps: from bookworm-security, not in this machine's sources:$debs" >&2
 # shellcheck disable=SC2086
-apt-get install $apt_opts $missing </dev/null || exit 1
+apt-get install $apt_opts $missing $debs </dev/null || exit 1
 exec bash "$(dirname "$0")/guest-kernels.sh"

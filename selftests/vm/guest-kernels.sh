@@ -100,27 +100,9 @@ wanted() {
 }
 
 # apt's options for the kernels' packages: none while this machine's
-# sources have the 6.12 kernels (as a Debian 12 install's do).
+# sources have the 6.12 kernels (as a Debian 12 install's do), else
+# private_apt's (lib.sh).
 APT=()
-
-# private_apt: else (a debootstrap tree) bookworm and bookworm-security
-# of this machine's mirrors (host_mirror), with their lists and archives
-# in $BUILD/apt and no binary cache written: "apt-get update" there
-# touches none of /etc/apt, /var/lib/apt and /var/cache/apt.
-private_apt() {
-	local a=$BUILD/apt
-	mkdir -p "$a/lists/partial" "$a/archives/partial" "$a/parts" || return 1
-	printf 'deb %s bookworm main\ndeb %s bookworm-security main\n' \
-		"$(host_mirror)" "$(host_mirror security)" >"$a/sources.list" ||
-		return 1
-	APT=(-o "Dir::Etc::SourceList=$a/sources.list"
-	     -o "Dir::Etc::SourceParts=$a/parts"
-	     -o "Dir::State::Lists=$a/lists"
-	     -o "Dir::Cache::Archives=$a/archives"
-	     -o "Dir::Cache::pkgcache=" -o "Dir::Cache::srcpkgcache=")
-	log "guest-kernels: this machine's apt sources lack bookworm-security (the 6.12 kernels): reading it through $a/sources.list; the machine's own sources stay as they are"
-	apt-get "${APT[@]}" -q update </dev/null >/dev/null
-}
 
 if ! apt-cache show linux-headers-6.12-amd64 >/dev/null 2>&1 &&
    ! private_apt; then

@@ -374,6 +374,30 @@ take_check_lock() {
 	export WSEM_CHECK_LOCKED=1
 }
 
+# private_apt: set APT to apt's options for bookworm and
+# bookworm-security of this machine's mirrors (host_mirror), with their
+# lists and archives in $BUILD/apt and no binary cache written, and run
+# "apt-get update" there, which touches none of /etc/apt, /var/lib/apt
+# and /var/cache/apt.  For a tree made by debootstrap, whose sources have
+# only "bookworm main" where Debian 12's installer adds bookworm-security:
+# the 6.12 kernels and linux-source-6.12 are there (guest-kernels.sh
+# unpacks the kernels, deps.sh installs the source from its .deb).
+APT=()
+private_apt() {
+	local a=$BUILD/apt
+	mkdir -p "$a/lists/partial" "$a/archives/partial" "$a/parts" || return 1
+	printf 'deb %s bookworm main\ndeb %s bookworm-security main\n' \
+		"$(host_mirror)" "$(host_mirror security)" >"$a/sources.list" ||
+		return 1
+	APT=(-o "Dir::Etc::SourceList=$a/sources.list"
+	     -o "Dir::Etc::SourceParts=$a/parts"
+	     -o "Dir::State::Lists=$a/lists"
+	     -o "Dir::Cache::Archives=$a/archives"
+	     -o "Dir::Cache::pkgcache=" -o "Dir::Cache::srcpkgcache=")
+	log "$(basename "$0"): this machine's apt sources lack bookworm-security: reading it through $a/sources.list; the machine's own sources stay as they are"
+	apt-get "${APT[@]}" -q update </dev/null >/dev/null
+}
+
 # ksrc VERSION: a directory holding the scripts we use from the
 # linux-source-VERSION tarball (checkpatch.pl, kernel-doc and their data),
 # extracted once into $BUILD/ksrc.
