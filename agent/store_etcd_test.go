@@ -620,6 +620,10 @@ func newFakeStore(t *testing.T) *fakeStore {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// (closed at the test's end, not before: a test that drops the
+	// store would otherwise leave the socket to the garbage collector,
+	// whose finalizer closes it, and the agent's sendmsg is refused)
+	t.Cleanup(func() { c.Close() })
 	t.Setenv("NOTIFY_SOCKET", path)
 	t.Setenv("FDSTORE", "4")
 	return &fakeStore{c: c}
