@@ -40,9 +40,8 @@ import (
 	"syscall"
 	"time"
 
-	"go.etcd.io/etcd/clientv3"
-	"go.etcd.io/etcd/etcdserver/api/v3rpc/rpctypes"
 	"golang.org/x/sys/unix"
+	clientv3 "wsem.example/agent/etcdapi"
 )
 
 // leaseEnd is the local end of one lease: set when the lease is granted,
@@ -168,7 +167,7 @@ func (a *agent) renewEnd(ctx context.Context, id clientv3.LeaseID,
 		return a.st.end.renewed(id, sent,
 			time.Duration(r.TTL)*time.Second)
 	}
-	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+	if errors.Is(err, clientv3.ErrLeaseNotFound) {
 		a.st.end.expired(id)
 	}
 	return false

@@ -31,9 +31,7 @@ import (
 	"syscall"
 	"time"
 
-	"go.etcd.io/etcd/clientv3"
-	"go.etcd.io/etcd/mvcc/mvccpb"
-	"go.etcd.io/etcd/pkg/transport"
+	clientv3 "wsem.example/agent/etcdapi"
 )
 
 // lg is the agent's log: standard error, one line per event, no time
@@ -478,7 +476,7 @@ func (a *agent) watch(ctx context.Context, poke func()) {
 				k := strings.TrimPrefix(string(ev.Kv.Key),
 					a.st.prefix)
 				if !strings.HasPrefix(k, "alive/") ||
-					ev.Type == mvccpb.DELETE {
+					ev.Type == clientv3.DELETE {
 					poke()
 					break
 				}
@@ -817,7 +815,7 @@ func (lim *limit) client() (*clientv3.Client, error) {
 func (lim *limit) clientConfig() (clientv3.Config, error) {
 	var tc *tls.Config
 	if lim.cacert != "" || lim.cert != "" {
-		info := transport.TLSInfo{TrustedCAFile: lim.cacert,
+		info := clientv3.TLSInfo{TrustedCAFile: lim.cacert,
 			CertFile: lim.cert, KeyFile: lim.key}
 		var err error
 		if tc, err = info.ClientConfig(); err != nil {

@@ -39,8 +39,7 @@ import (
 	"strings"
 	"time"
 
-	"go.etcd.io/etcd/clientv3"
-	"go.etcd.io/etcd/mvcc/mvccpb"
+	clientv3 "wsem.example/agent/etcdapi"
 )
 
 type store struct {
@@ -138,7 +137,7 @@ func (s *store) revoke(lease clientv3.LeaseID) {
 }
 
 // getKey is key k as etcd has it now (nil: no such key).
-func (s *store) getKey(ctx context.Context, k string) (*mvccpb.KeyValue, error) {
+func (s *store) getKey(ctx context.Context, k string) (*clientv3.KeyValue, error) {
 	r, err := s.cli.Get(ctx, k)
 	if err != nil || len(r.Kvs) == 0 {
 		return nil, err
@@ -162,7 +161,7 @@ func (s *store) stoppedClaim(ctx context.Context, k string) (clientv3.LeaseID, e
 }
 
 // otherMachine is the error for claim kv, another machine's.
-func (s *store) otherMachine(kv *mvccpb.KeyValue) error {
+func (s *store) otherMachine(kv *clientv3.KeyValue) error {
 	return fmt.Errorf("%w: %s is %q, this machine is %q",
 		errOtherMachine, kv.Key, kv.Value, thisMachine())
 }
@@ -277,7 +276,7 @@ func (s *store) checkCapacity(ctx context.Context, capacity int64) error {
 
 // sameCapacity fails if kv (PREFIX/NAME/capacity, nil if missing) is not
 // capacity.
-func (s *store) sameCapacity(kv *mvccpb.KeyValue, capacity int64) error {
+func (s *store) sameCapacity(kv *clientv3.KeyValue, capacity int64) error {
 	if kv != nil && string(kv.Value) == strconv.FormatInt(capacity, 10) {
 		return nil
 	}
@@ -300,7 +299,7 @@ func (s *store) ensureCapacity(ctx context.Context, capacity int64) error {
 	if err != nil || r.Succeeded {
 		return err
 	}
-	var kv *mvccpb.KeyValue
+	var kv *clientv3.KeyValue
 	if kvs := r.Responses[0].GetResponseRange().Kvs; len(kvs) == 1 {
 		kv = kvs[0]
 	}

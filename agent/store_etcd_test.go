@@ -5,8 +5,10 @@
 package main
 
 // The store's transactions against an etcd of Debian's in the test's own
-// process (go.etcd.io/etcd/integration): make -C agent check-etcd, which
-// the host lane runs; not the package's build.
+// process (etcd 3.4's go.etcd.io/etcd/integration, 3.5's
+// go.etcd.io/etcd/tests/v3/integration: cluster34_etcd_test.go,
+// cluster35_etcd_test.go): make -C agent check-etcd, which the host lane
+// runs; not the package's build.
 
 import (
 	"context"
@@ -20,13 +22,12 @@ import (
 	"testing"
 	"time"
 
-	"go.etcd.io/etcd/clientv3"
-	"go.etcd.io/etcd/integration"
 	"google.golang.org/grpc"
+	clientv3 "wsem.example/agent/etcdapi"
 )
 
 func testStore(t *testing.T, host string) (*store, context.Context, func()) {
-	clus := integration.NewClusterV3(t, &integration.ClusterConfig{Size: 1})
+	clus := newCluster(t, &clusterConfig{Size: 1})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	st := &store{cli: clus.RandClient(), prefix: "/wsem/t/", host: host,
 		ttl: 2}
@@ -469,11 +470,11 @@ func TestReadCapacity(t *testing.T) {
 // unanswered: it sees a change made through the other member within the
 // keepalive's time and timeout, not never.
 func TestKeepaliveLeavesBlackhole(t *testing.T) {
-	clus := integration.NewClusterV3(t, &integration.ClusterConfig{Size: 2,
+	clus := newCluster(t, &clusterConfig{Size: 2,
 		GRPCKeepAliveMinTime: time.Millisecond})
 	defer clus.Terminate(t)
 	lim := testLimit()
-	lim.endpoints = []string{clus.Members[0].GRPCAddr()}
+	lim.endpoints = []string{clus.addr(0)}
 	cfg, err := lim.clientConfig()
 	if err != nil {
 		t.Fatal(err)
@@ -489,10 +490,10 @@ func TestKeepaliveLeavesBlackhole(t *testing.T) {
 		t.Fatal("no watch")
 	}
 	// (the watch's connection stays on member 0 until it fails)
-	cli.SetEndpoints(clus.Members[0].GRPCAddr(), clus.Members[1].GRPCAddr())
+	cli.SetEndpoints(clus.addr(0), clus.addr(1))
 	time.Sleep(time.Second)
-	clus.Members[0].Blackhole()
-	defer clus.Members[0].Unblackhole()
+	clus.blackhole(0)
+	defer clus.unblackhole(0)
 	// (the bridge passes what each way's copy was already reading:
 	// a first change, which may come through)
 	if _, err := clus.Client(1).Put(context.Background(), "k", "1"); err != nil {

@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//go:build etcd35
+
+// etcd 3.5 (trixie's golang-etcd-server-dev, build tag etcd35): the same
+// names as etcd34.go, from 3.5's modules.  Debian's tree has them without
+// their /v3 (go.etcd.io/etcd/api for go.etcd.io/etcd/api/v3); the go
+// command finds them there for code under a go.mod (agent/go.mod).
+
+package etcdapi
+
+import (
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"go.etcd.io/etcd/client/pkg/v3/transport"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// clientv3
+type (
+	Client             = clientv3.Client
+	Config             = clientv3.Config
+	Cmp                = clientv3.Cmp
+	Op                 = clientv3.Op
+	OpOption           = clientv3.OpOption
+	Lease              = clientv3.Lease
+	LeaseID            = clientv3.LeaseID
+	LeaseGrantResponse = clientv3.LeaseGrantResponse
+)
+
+var (
+	New               = clientv3.New
+	Compare           = clientv3.Compare
+	Value             = clientv3.Value
+	ModRevision       = clientv3.ModRevision
+	CreateRevision    = clientv3.CreateRevision
+	LeaseValue        = clientv3.LeaseValue
+	OpGet             = clientv3.OpGet
+	OpPut             = clientv3.OpPut
+	OpDelete          = clientv3.OpDelete
+	WithPrefix        = clientv3.WithPrefix
+	WithLease         = clientv3.WithLease
+	WithRev           = clientv3.WithRev
+	WithCreatedNotify = clientv3.WithCreatedNotify
+	WithRequireLeader = clientv3.WithRequireLeader
+)
+
+// mvccpb: a key's value and revisions; a watch event's type.
+type KeyValue = mvccpb.KeyValue
+
+const DELETE = mvccpb.DELETE
+
+// rpctypes: a lease etcd no longer has (a keepalive or revoke after its
+// TTL ran out).
+var ErrLeaseNotFound = rpctypes.ErrLeaseNotFound
+
+// transport: the client's certificates.
+type TLSInfo = transport.TLSInfo
