@@ -4,8 +4,9 @@
 # the newest kernel and gcc) holding that release's kernel image, headers
 # and compiler, so the module can be built by that release's own gcc and
 # booted on its own kernel; sid's also holds linux-source-7.2 and the tools
-# to build it, for the debug kernel of debug-kernel.sh.  Built once per
-# machine, cached outside the tree.
+# to build it, for the debug kernel of debug-kernel.sh, and trixie's Go and
+# etcd 3.5's packages, for wsem-agent (agent_trixie_test.sh).  Built once
+# per machine, cached outside the tree.
 #
 # usage: chroot.sh [-f | -n] RELEASE
 #   -f  build again even if cached
@@ -40,6 +41,11 @@ DEBUG_PACKAGES="linux-source-7.2 bc bison flex cpio libelf-dev libssl-dev rsync"
 # make 4.4.1 (the fifo style), ninja 1.13, cargo (with rustc), and patchelf
 # to make copies of them run on the guest's bookworm userland.
 CLIENT_PACKAGES="make ninja-build cargo patchelf"
+# trixie's chroot also builds wsem-agent against trixie's etcd 3.5, whose
+# import paths are not bookworm's 3.4 ones (agent_trixie_test.sh: make -C
+# agent and check-etcd there): Go, etcd's client, server and in-process
+# test cluster (golang-etcd-server-dev), and x/sys, which the agent uses.
+AGENT_PACKAGES="golang-go golang-etcd-server-dev golang-golang-x-sys-dev"
 
 force= cached_only=
 while getopts fn opt; do
@@ -54,6 +60,7 @@ shift $((OPTIND - 1))
 release=$1
 case $release in
 sid | unstable) PACKAGES="$PACKAGES $DEBUG_PACKAGES $CLIENT_PACKAGES" ;;
+trixie) PACKAGES="$PACKAGES $AGENT_PACKAGES" ;;
 esac
 
 key=$( {
