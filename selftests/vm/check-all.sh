@@ -35,6 +35,14 @@ lane() {
 # is not cached yet, build it while the other lanes run.  distro-image.sh
 # locks its cache, so check-distro takes it from there (or, should this
 # build have failed, tries once more and reports why).
+# What every lane needs, first: the background builds below need
+# debootstrap, which a new machine has only once deps.sh has installed it.
+if [ -z "${NO_DEPS:-}" ]; then
+	stage "dependencies"
+	bash "$VMDIR/deps.sh" </dev/null ||
+		log "check-all: some packages are missing; going on"
+	echo "check-all: dependencies took $(($(date +%s) - t0))s"
+fi
 prefetch=
 if [ "$(id -u)" -eq 0 ] && command -v debootstrap >/dev/null &&
    ! bash "$VMDIR/distro-image.sh" -n >/dev/null 2>&1; then
@@ -61,7 +69,8 @@ fi
 # (check.sh's solo lane waits for it before it boots, and tells when its
 # fleet_test.sh has ended: CHECK_QUIET_DONE)
 quiet=$tmp/quiet-done
-CHECK_QUIET_PID=$kernel CHECK_QUIET_DONE=$quiet NO_HOST_TESTS=1 lane check &
+CHECK_QUIET_PID=$kernel CHECK_QUIET_DONE=$quiet NO_HOST_TESTS=1 NO_DEPS=1 \
+	lane check &
 check=$!
 while kill -0 "$check" 2>/dev/null && [ ! -e "$quiet" ]; do
 	sleep 2

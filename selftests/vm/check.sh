@@ -37,27 +37,40 @@ check_begin check
 clients=
 list_tests | grep -qx jobserver_clients_test.sh && clients=1
 
-# The chroots' downloads take minutes and little CPU: start them now.
+# The chroots' downloads take minutes and little CPU: start them now, and
+# those that need debootstrap, which a new machine has only once deps.sh
+# has installed it, after that.
 declare -A chroot_pids
-releases=
+releases= chroot_builds=
 for r in $(chroot_releases); do
 	if chroot_wanted "$r"; then
 		releases="$releases $r"
 	elif [ "$r/$clients" != sid/1 ]; then
 		continue
 	fi
-	bash "$VMDIR/chroot.sh" -n "$r" >/dev/null 2>&1 && continue
-	if [ "$(id -u)" -ne 0 ] || ! command -v debootstrap >/dev/null; then
-		continue
-	fi
-	echo "check: building the $r chroot in the background"
-	bash "$VMDIR/chroot.sh" "$r" </dev/null >"$out/chroot-$r.log" 2>&1 &
-	chroot_pids[$r]=$!
+	chroot_builds="$chroot_builds $r"
 done
+# start_chroot_builds: in the background, each chroot of $chroot_builds
+# neither cached nor already being built here (root and debootstrap only).
+start_chroot_builds() {
+	local r
+	for r in $chroot_builds; do
+		[ -n "${chroot_pids[$r]:-}" ] && continue
+		bash "$VMDIR/chroot.sh" -n "$r" >/dev/null 2>&1 && continue
+		if [ "$(id -u)" -ne 0 ] || ! command -v debootstrap >/dev/null; then
+			continue
+		fi
+		echo "check: building the $r chroot in the background"
+		bash "$VMDIR/chroot.sh" "$r" </dev/null >"$out/chroot-$r.log" 2>&1 &
+		chroot_pids[$r]=$!
+	done
+}
+start_chroot_builds
 
 if [ -z "${NO_DEPS:-}" ]; then
 	stage "dependencies"
 	bash "$VMDIR/deps.sh" || log "check: some packages are missing; going on"
+	start_chroot_builds
 fi
 
 build_userspace
