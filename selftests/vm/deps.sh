@@ -15,8 +15,9 @@ set -u
 # e2fsprogs build make check-distro's image; golang-etcd-server-dev (the
 # etcd client), etcd-server and etcd-client for wsem-agent and fleet_test;
 # clang for header_test's clang and clang++ half; man-db, groff-base,
-# manpages and manpages-dev for man_test (the pages' warnings, and the
-# system's pages their SEE ALSO names); libnss-wrapper for
+# manpages, manpages-dev and systemd (sysctl.d(5), tmpfiles.d(5)) for
+# man_test (the pages' warnings, and the system's pages their SEE ALSO
+# names; a debootstrap tree has no systemd); libnss-wrapper for
 # cli_host_test's owner=/group= names that only NSS knows; iproute2,
 # whose ip mkinitramfs.sh copies into the guest for fleet_test's bridge and
 # veth pairs (a Debian 12 install has it, a debootstrap tree not).  The 6.12
@@ -32,7 +33,7 @@ linux-source-6.1 linux-source-6.12 flex bison bc libelf-dev bubblewrap
 liburing-dev golang-go debhelper dh-dkms dh-python dkms lintian dpkg-dev fakeroot
 python3-pip python3-setuptools python3-wheel debootstrap qemu-utils e2fsprogs
 golang-etcd-server-dev etcd-server etcd-client
-man-db groff-base manpages manpages-dev libnss-wrapper iproute2"
+man-db groff-base manpages manpages-dev systemd libnss-wrapper iproute2"
 
 # make demo needs less: gcc and make for the module and the CLI, QEMU,
 # busybox and cpio for the guest, and one guest kernel, 6.12, with its
