@@ -31,10 +31,6 @@ lane() {
 	bash "$VMDIR/$1.sh" </dev/null 2>&1 | tee "$tmp/$1"
 	echo "check-all: $1 took $(($(date +%s) - t))s" | tee -a "$tmp/$1"
 }
-# The distro lane's image is minutes of downloads and little CPU: when it
-# is not cached yet, build it while the other lanes run.  distro-image.sh
-# locks its cache, so check-distro takes it from there (or, should this
-# build have failed, tries once more and reports why).
 # What every lane needs, first: the background builds below need
 # debootstrap, which a new machine has only once deps.sh has installed it.
 if [ -z "${NO_DEPS:-}" ]; then
@@ -43,6 +39,10 @@ if [ -z "${NO_DEPS:-}" ]; then
 		log "check-all: some packages are missing; going on"
 	echo "check-all: dependencies took $(($(date +%s) - t0))s"
 fi
+# The distro lane's image is minutes of downloads and little CPU: when it
+# is not cached yet, build it while the other lanes run.  distro-image.sh
+# locks its cache, so check-distro takes it from there (or, should this
+# build have failed, tries once more and reports why).
 prefetch=
 if [ "$(id -u)" -eq 0 ] && command -v debootstrap >/dev/null &&
    ! bash "$VMDIR/distro-image.sh" -n >/dev/null 2>&1; then
