@@ -47,6 +47,13 @@ func (f *fakeSem) lend(n int64, deadline time.Duration) error {
 	return nil
 }
 
+// waiter queues a waiter of weight on f.
+func (f *fakeSem) waiter(weight int64) {
+	f.stat.QueuedWeight += weight
+	f.stat.Waiters++
+	f.holders = append(f.holders, wsem.Holder{Weight: weight, Waiting: true})
+}
+
 func (f *fakeSem) Lend(n int64) error { return f.lend(n, 0) }
 
 func (f *fakeSem) LendEndingHolders(n int64) error { return f.lend(n, 0) }

@@ -179,22 +179,22 @@ func (l *local) demand() (d demand, used, grants int64, err error) {
 	return d, st.Used, st.GrantsAtOnce + st.GrantsWaited, nil
 }
 
-// waitDemand returns when the semaphore's demand changed (POLLRDBAND), or
-// after timeout, or when ctx is done.  It reads the watch handle's text,
-// which is what ends the event until the next change.
+// waitDemand returns when the semaphore's demand changed (POLLRDBAND:
+// true), or after timeout, or when ctx is done.  It reads the watch
+// handle's text, which is what ends the event until the next change.
 // pollRdband is POLLRDBAND, which golang.org/x/sys/unix does not name:
 // asm-generic/poll.h's 0x80, which no architecture's poll.h overrides
 // (they change POLLWRNORM, POLLWRBAND, POLLMSG and POLLRDHUP).
 const pollRdband = 0x80
 
-func (l *local) waitDemand(ctx context.Context, timeout time.Duration) {
+func (l *local) waitDemand(ctx context.Context, timeout time.Duration) bool {
 	var buf [4096]byte
 	pfd := []unix.PollFd{{Fd: int32(l.watch.Fd()), Events: pollRdband}}
 	end := time.Now().Add(timeout)
 	for ctx.Err() == nil {
 		left := time.Until(end)
 		if left <= 0 {
-			return
+			return false
 		}
 		if left > 100*time.Millisecond {
 			left = 100 * time.Millisecond // to see ctx end
@@ -202,9 +202,10 @@ func (l *local) waitDemand(ctx context.Context, timeout time.Duration) {
 		n, _ := unix.Poll(pfd, int(left/time.Millisecond))
 		if n == 1 {
 			unix.Pread(int(l.watch.Fd()), buf[:], 0)
-			return
+			return true
 		}
 	}
+	return false
 }
 
 // close closes the agent's handles; the loan ends with them unless the

@@ -58,13 +58,65 @@ type agent struct {
 	// other policy deadline hosts' shares whose claim is gone (plan.go)
 	orphans map[string]orphan
 
-	// mu guards loan, cut and ended: the look at etcd raises and lowers
-	// the loan, the lease's watch (lease.go) drops it to 0 near the
-	// lease's local end, and no raise is made while cut; both end the
+	// wake has the agent look (poke); the watch that keeps the store's
+	// view (follow) runs from the start until stopWatch, and ends
+	// watched
+	wake      chan struct{}
+	stopWatch context.CancelFunc
+	watched   chan struct{}
+
+	// mu guards loan, cut, ended and front: the look at etcd raises and
+	// lowers the loan, the lease's watch (lease.go) drops it to 0 near
+	// the lease's local end, and no raise is made while cut; both end the
 	// holders (endHolders) when the lease ends or is lost.
 	mu    sync.Mutex
 	cut   bool         // the lease's local end is near: lend nothing
 	ended map[int]bool // holders sent SIGKILL (endHolders)
+	front bool         // the last look found the host at the queue's front
+}
+
+// poke has the agent look again (run), once however many pokes come
+// before the look.
+func (a *agent) poke() {
+	select {
+	case a.wake <- struct{}{}:
+	default:
+	}
+}
+
+// setFront records whether the host is at the front of the queue.
+func (a *agent) setFront(front bool) {
+	a.mu.Lock()
+	a.front = front
+	a.mu.Unlock()
+}
+
+// atFront: the last look found the host at the front of the queue, where
+// a grant may end its turn (turnOver).
+func (a *agent) atFront() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.front
+}
+
+// startWatch starts the watch that keeps the store's view (follow), which
+// the looks decide from, until endWatch.
+func (a *agent) startWatch() {
+	ctx, cancel := context.WithCancel(context.Background())
+	a.stopWatch, a.watched = cancel, make(chan struct{})
+	go func() {
+		defer close(a.watched)
+		a.st.follow(ctx, a.poke)
+	}()
+}
+
+// endWatch stops the watch, and waits for it to end.
+func (a *agent) endWatch() {
+	if a.stopWatch != nil {
+		a.stopWatch()
+		<-a.watched
+		a.stopWatch = nil
+	}
 }
 
 // setLoan makes the host's semaphore take loan from the agent's handle
@@ -131,6 +183,15 @@ func (a *agent) reconcile(ctx context.Context) error {
 	if _, err := a.st.session(ctx); err != nil {
 		return err
 	}
+	if a.st.renewalsLate() {
+		// etcd has not answered the lease's renewals for a while:
+		// a read of one key says whether it answers at all (the look
+		// fails, and says why, while it does not), since the view
+		// stays as it was while the watch hears nothing
+		if err := a.st.answers(ctx); err != nil {
+			return err
+		}
+	}
 	d, used, grants, err := a.loc.demand()
 	if err != nil {
 		return err
@@ -138,7 +199,9 @@ func (a *agent) reconcile(ctx context.Context) error {
 	granted := grants != a.grants
 	a.grants = grants
 	a.again = time.Time{}
-	v, rev, err := a.st.read(ctx)
+	// The view the watch keeps (kept.go), not a read: etcd is asked
+	// only to commit what the look decides.
+	v, rev, err := a.st.look(ctx)
 	if err != nil {
 		return err
 	}
@@ -153,7 +216,7 @@ func (a *agent) reconcile(ctx context.Context) error {
 	if took, err := a.takeBackOrphans(ctx, v); err != nil {
 		return err
 	} else if took {
-		if v, rev, err = a.st.read(ctx); err != nil {
+		if v, rev, err = a.st.look(ctx); err != nil {
 			return err
 		}
 	}
@@ -172,13 +235,16 @@ func (a *agent) reconcile(ctx context.Context) error {
 		return err
 	}
 	for try := 0; try < 8; try++ {
-		// (the first read is still what etcd has, unless the demand
-		// was just written)
+		// (the first view is still the one to decide from, unless
+		// the demand was just written: look waits for the view to
+		// have it, and after a failed growth, for the change that
+		// failed it)
 		if try > 0 || wrote {
-			if v, rev, err = a.st.read(ctx); err != nil {
+			if v, rev, err = a.st.look(ctx); err != nil {
 				return err
 			}
 		}
+		a.setFront(v.front(a.lim.host))
 		// What etcd has is the share: less after declare-dead, more
 		// after a change that etcd took but this agent did not see.
 		if got := v.shares[a.lim.host]; got != a.share {
@@ -403,16 +469,15 @@ func (a *agent) shrink(ctx context.Context, v *view, target int64) error {
 	return nil
 }
 
+// run looks (reconcile) on each poke: a change in etcd that the watch
+// brings (follow), a change of the host's demand, the lease's and the
+// loan deadline's events (watchLeaseEnd), a look asked for by a time
+// (a.again), and every hold/2 in any case, which reads nothing from etcd:
+// the looks decide from the watch's view.
 func (a *agent) run(ctx context.Context) {
 	var wg sync.WaitGroup
-	wake := make(chan struct{}, 1)
-	poke := func() {
-		select {
-		case wake <- struct{}{}:
-		default:
-		}
-	}
-	wg.Add(4)
+	poke := a.poke
+	wg.Add(3)
 	go func() {
 		defer wg.Done()
 		a.renewLease(ctx)
@@ -423,14 +488,7 @@ func (a *agent) run(ctx context.Context) {
 	}()
 	go func() {
 		defer wg.Done()
-		for ctx.Err() == nil {
-			a.loc.waitDemand(ctx, a.lim.hold/2)
-			poke()
-		}
-	}()
-	go func() {
-		defer wg.Done()
-		a.watch(ctx, poke)
+		a.watchDemand(ctx)
 	}()
 	for ctx.Err() == nil {
 		looked := time.Now()
@@ -451,7 +509,7 @@ func (a *agent) run(ctx context.Context) {
 			again = time.After(time.Until(a.again))
 		}
 		select {
-		case <-wake:
+		case <-a.wake:
 		case <-again:
 		case <-ctx.Done():
 		}
@@ -462,30 +520,88 @@ func (a *agent) run(ctx context.Context) {
 	a.leave()
 }
 
-// watch pokes at every change of the limit's shares and demands in etcd,
-// and at the end of a claim (a claim made is no news: its ttl/HOST is).
-func (a *agent) watch(ctx context.Context, poke func()) {
-	for ctx.Err() == nil {
-		wc := a.st.cli.Watch(clientv3.WithRequireLeader(ctx),
-			a.st.prefix, clientv3.WithPrefix())
-		for resp := range wc {
-			if err := resp.Err(); err != nil {
-				lg.Printf("%s: etcd watch: %v", a.lim.name, err)
+// follow keeps the kept view (loaded first) from etcd's watch of the
+// prefix, from the view's revision on, until ctx ends; poke is called when
+// an answer changes what a look uses, and after each resync.  A
+// compaction past the view's revision, a canceled or ended watch (a
+// member without a leader: WithRequireLeader) or a gap loads the view
+// again from a read of the prefix, then watches from its revision.
+func (s *store) follow(ctx context.Context, poke func()) {
+	for pause := time.Duration(0); ctx.Err() == nil; {
+		if pause > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(pause):
 			}
-			for _, ev := range resp.Events {
-				k := strings.TrimPrefix(string(ev.Kv.Key),
-					a.st.prefix)
-				if !strings.HasPrefix(k, "alive/") ||
-					ev.Type == clientv3.DELETE {
-					poke()
-					break
+			rctx, cancel := context.WithTimeout(ctx,
+				time.Duration(s.ttl)*time.Second)
+			err := s.resync(rctx)
+			cancel()
+			if err != nil {
+				if ctx.Err() == nil {
+					lg.Printf("%s: etcd: %v", s.prefix, err)
 				}
+				pause = time.Second
+				continue
+			}
+			poke()
+		}
+		pause = 100 * time.Millisecond
+		wctx, cancel := context.WithCancel(ctx)
+		wc := s.cli.Watch(clientv3.WithRequireLeader(wctx), s.prefix,
+			clientv3.WithPrefix(), clientv3.WithRev(s.keptRev()+1))
+		for resp := range wc {
+			err := resp.Err()
+			if err == nil && resp.Canceled {
+				err = errors.New("watch canceled")
+			}
+			var news bool
+			if err == nil {
+				news, err = s.applyEvents(events(resp.Events))
+			}
+			if err != nil {
+				if ctx.Err() == nil {
+					lg.Printf("%s: etcd watch: %v", s.prefix, err)
+				}
+				break
+			}
+			if news {
+				poke()
 			}
 		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Second):
+		cancel()
+	}
+}
+
+// events is evs, as the watch gives them, for the kept view.
+func events(evs []*clientv3.Event) []keyValue {
+	out := make([]keyValue, len(evs))
+	for i, ev := range evs {
+		out[i] = keyValue{key: string(ev.Kv.Key),
+			value: string(ev.Kv.Value), del: ev.Type == clientv3.DELETE,
+			mod: ev.Kv.ModRevision, create: ev.Kv.CreateRevision}
+	}
+	return out
+}
+
+// watchDemand pokes the look when the host's demand (its need or floor)
+// changed, or a request was granted while the host is at the front of the
+// queue (where a grant may end its turn), not at each grant and release
+// that changes neither; and every hold/2 in any case.
+func (a *agent) watchDemand(ctx context.Context) {
+	var last demand
+	var grants int64
+	for ctx.Err() == nil {
+		if !a.loc.waitDemand(ctx, a.lim.hold/2) {
+			a.poke() // (the look reads the view, not etcd)
+			continue
 		}
+		d, _, g, err := a.loc.demand()
+		if err != nil || d != last || (g != grants && a.atFront()) {
+			a.poke()
+		}
+		last, grants = d, g
 	}
 }
 
@@ -502,6 +618,7 @@ const lookGap = 20 * time.Millisecond
 // revoked, and the claim with it, from whose end the other agents count
 // to take back what is left of a deadline host's share.
 func (a *agent) leave() {
+	a.endWatch()
 	if a.loc.kept {
 		a.handOver()
 		return
@@ -742,8 +859,14 @@ func startWith(ctx context.Context, lim *limit, cli *clientv3.Client) (_ *agent,
 	if err != nil {
 		return nil, err
 	}
-	a := &agent{lim: lim, st: st, loc: loc, lock: lock}
-	v, _, err := st.read(ctx)
+	a := &agent{lim: lim, st: st, loc: loc, lock: lock,
+		wake: make(chan struct{}, 1)}
+	// The view the looks decide from: a read now, then the watch.
+	err = st.resync(ctx)
+	var v *view
+	if err == nil {
+		v, _, err = st.look(ctx)
+	}
 	if err == nil {
 		// A share outlives its agent: take up what etcd says is
 		// ours (it was not taken back while the claim was held).
@@ -763,6 +886,7 @@ func startWith(ctx context.Context, lim *limit, cli *clientv3.Client) (_ *agent,
 		return nil, err
 	}
 	loc.keep()
+	a.startWatch()
 	return a, nil
 }
 

@@ -52,7 +52,11 @@ type store struct {
 	deadline bool              // policy deadline: ttl/HOST written with each claim
 	skipped  map[string]string // keys read skips, and their values (skip)
 	end      leaseEnd          // the lease's local end (lease.go)
-	last     readView          // the last view read, for wsem stat (view.go)
+	last     readView          // the last view looked at, for wsem stat (view.go)
+	kept     keptView          // the limit as the watch brings it (kept.go)
+	// the revision of this agent's last write under the prefix; a failed
+	// transaction's view and answer revisions (wrote, failed in kept.go)
+	want, failRev, failAt int64
 }
 
 func (s *store) key(kind string) string {
@@ -111,6 +115,7 @@ func (s *store) session(ctx context.Context) (clientv3.LeaseID, error) {
 		s.revoke(lease)
 		return 0, err
 	}
+	s.wrote(r.Header.Revision)
 	if old != 0 {
 		why := "taken over from an agent that stopped"
 		if s.lease != 0 {
@@ -134,6 +139,22 @@ func (s *store) revoke(lease clientv3.LeaseID) {
 		time.Duration(s.ttl)*time.Second)
 	defer cancel()
 	s.cli.Revoke(ctx, lease)
+}
+
+// renewalsLate: no renewal of the lease sent in the last two thirds of
+// ttl= was answered (they are sent every third: at least one went
+// unanswered).
+func (s *store) renewalsLate() bool {
+	id, until := s.end.get()
+	ttl := time.Duration(s.ttl) * time.Second
+	return id != 0 && bootTime()-(until-ttl) > 2*ttl/3
+}
+
+// answers reads one key of the limit (its capacity): an error if etcd does
+// not answer within ctx.
+func (s *store) answers(ctx context.Context) error {
+	_, err := s.getKey(ctx, s.prefix+"capacity")
+	return err
 }
 
 // getKey is key k as etcd has it now (nil: no such key).
@@ -248,6 +269,9 @@ func (s *store) takeBack(ctx context.Context, host string, o orphan) (bool, erro
 	if err != nil {
 		return false, err
 	}
+	if r.Succeeded {
+		s.wrote(r.Header.Revision)
+	}
 	return r.Succeeded, nil
 }
 
@@ -306,70 +330,77 @@ func (s *store) ensureCapacity(ctx context.Context, capacity int64) error {
 	return s.sameCapacity(kv, capacity)
 }
 
-// read is the limit as etcd has it now, and the revision it was read at.
+// read is the limit as etcd has it now, and the revision it was read at:
+// a read of the whole prefix, parsed as the kept view is (kept.go), for
+// wsem-agent status and the tests.  The agent's looks use the kept view.
 func (s *store) read(ctx context.Context) (*view, int64, error) {
 	r, err := s.cli.Get(ctx, s.prefix, clientv3.WithPrefix())
 	if err != nil {
 		return nil, 0, err
 	}
-	v := &view{shares: map[string]int64{}, demands: map[string]demand{},
-		alive: map[string]bool{}, shareRevs: map[string]int64{},
-		ttls: map[string]int64{}, ttlRevs: map[string]int64{}}
-	for _, kv := range r.Kvs {
-		rest := strings.TrimPrefix(string(kv.Key), s.prefix)
-		if strings.HasPrefix(rest, "alive/") {
-			v.alive[rest[len("alive/"):]] = true
-			continue
+	var k keptView
+	s.load(&k, keyValues(r.Kvs), r.Header.Revision)
+	v, rev, err := s.snapshot(&k)
+	if err != nil {
+		return nil, 0, err
+	}
+	s.last = readView{v, rev, bootTime()}
+	return v, rev, nil
+}
+
+// keyValues is kvs, as read gives them, for the kept view.
+func keyValues(kvs []*clientv3.KeyValue) []keyValue {
+	out := make([]keyValue, len(kvs))
+	for i, kv := range kvs {
+		out[i] = keyValue{key: string(kv.Key), value: string(kv.Value),
+			mod: kv.ModRevision, create: kv.CreateRevision}
+	}
+	return out
+}
+
+// resync loads the kept view with a read of the whole prefix: at the
+// agent's start, and when its watch cannot go on from the view's revision
+// (a compaction, a canceled watch, a gap).
+func (s *store) resync(ctx context.Context) error {
+	r, err := s.cli.Get(ctx, s.prefix, clientv3.WithPrefix())
+	if err != nil {
+		return err
+	}
+	s.load(&s.kept, keyValues(r.Kvs), r.Header.Revision)
+	return nil
+}
+
+// errGap: the watch brought an event at or below the view's revision.
+var errGap = errors.New("an event out of revision order: reading again")
+
+// applyEvents takes the events of one answer of the watch into the kept
+// view, in order, and moves its revision to the last one's: news if one
+// of them changes what a look uses.  Each event must come after the view's
+// revision (else errGap, and nothing is taken in): etcd sends the events
+// of one revision in one answer, in revision order.
+func (s *store) applyEvents(evs []keyValue) (news bool, err error) {
+	k := &s.kept
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(evs) == 0 {
+		return false, nil
+	}
+	last := k.rev
+	for _, ev := range evs {
+		if ev.mod < last || ev.mod <= k.rev {
+			return false, fmt.Errorf("%w (revision %d after %d)",
+				errGap, ev.mod, last)
 		}
-		var n, floor int64
-		var err error
-		if strings.HasPrefix(rest, "demand/") {
-			_, err = fmt.Sscanf(string(kv.Value), "%d %d", &n, &floor)
-		} else {
-			n, err = strconv.ParseInt(string(kv.Value), 10, 64)
-		}
-		if err == nil && n < 0 {
-			err = errors.New("below 0")
-		}
-		if err == nil && n == 0 && strings.HasPrefix(rest, "capacity") {
-			err = errors.New("0")
-		}
-		if err != nil && (rest == "capacity" ||
-			strings.HasPrefix(rest, "share/")) {
-			// what is free cannot be known without it: nothing
-			// grows until it is put right
-			return nil, 0, fmt.Errorf("%s: %q: %v", kv.Key, kv.Value,
-				err)
-		}
-		if err != nil {
-			// (a capacity/next the shares need not fit in: the
-			// capacity still bounds them)
-			s.skip(string(kv.Key), string(kv.Value), err)
-			continue
-		}
-		if strings.HasPrefix(rest, "demand/") {
-			v.demands[rest[len("demand/"):]] = demand{need: n,
-				floor: floor, rev: kv.CreateRevision}
-		} else if rest == "capacity" {
-			v.capacity = n
-		} else if rest == "capacity/next" {
-			v.next = n
-		} else if strings.HasPrefix(rest, "share/") {
-			v.shares[rest[len("share/"):]] = n
-			v.shareRevs[rest[len("share/"):]] = kv.ModRevision
-		} else if strings.HasPrefix(rest, "ttl/") {
-			v.ttls[rest[len("ttl/"):]] = n
-			v.ttlRevs[rest[len("ttl/"):]] = kv.ModRevision
+		last = ev.mod
+	}
+	for _, ev := range evs {
+		if s.applyLocked(k, ev) {
+			news = true
 		}
 	}
-	if v.capacity == 0 {
-		return nil, 0, fmt.Errorf("%scapacity: missing", s.prefix)
-	}
-	if v.next > 0 && v.next < v.capacity {
-		v.full, v.capacity = v.capacity, v.next
-	}
-	s.last = readView{v, r.Header.Revision, bootTime()}
-	return v, r.Header.Revision, nil
+	k.rev = last
+	k.movedLocked()
+	return news, nil
 }
 
 // skip logs a key of the limit that read leaves out, once per key and
@@ -390,7 +421,9 @@ func (s *store) skip(key, value string, err error) {
 
 // growShare sets this host's share to share if no share changed since rev,
 // nor the capacity (nor capacity/next: set-capacity): false if one did
-// (read again and recompute).
+// (the next look waits for the view to take that change in: failed).  rev
+// is the revision of the view the growth was computed from (kept.go says
+// why a view behind etcd cannot over-commit through this compare).
 func (s *store) growShare(ctx context.Context, rev, share int64) (bool, error) {
 	r, err := s.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.ModRevision(s.prefix+"share/").
@@ -400,6 +433,11 @@ func (s *store) growShare(ctx context.Context, rev, share int64) (bool, error) {
 		Then(s.shareOp(share)).Commit()
 	if err != nil {
 		return false, err
+	}
+	if r.Succeeded {
+		s.wrote(r.Header.Revision)
+	} else {
+		s.failed(rev, r.Header.Revision)
 	}
 	return r.Succeeded, nil
 }
@@ -419,6 +457,13 @@ func (s *store) shrinkShare(ctx context.Context, old, share int64) (bool, error)
 	if err != nil {
 		return false, err
 	}
+	if r.Succeeded {
+		s.wrote(r.Header.Revision)
+	} else {
+		// etcd has another share than the view the look had:
+		// changed after it
+		s.failed(s.last.rev, r.Header.Revision)
+	}
 	return r.Succeeded, nil
 }
 
@@ -430,8 +475,12 @@ func (s *store) setDemand(ctx context.Context, v *view, d demand,
 	requeue bool) (wrote bool, err error) {
 	old, queued := v.demands[s.host]
 	if queued && (d.need == 0 || requeue) {
-		if _, err := s.cli.Delete(ctx, s.key("demand")); err != nil {
+		r, err := s.cli.Delete(ctx, s.key("demand"))
+		if err != nil {
 			return true, err
+		}
+		if r.Deleted > 0 {
+			s.wrote(r.Header.Revision)
 		}
 		queued, wrote = false, true
 	}
@@ -443,9 +492,12 @@ func (s *store) setDemand(ctx context.Context, v *view, d demand,
 	if err != nil {
 		return true, err
 	}
-	_, err = s.cli.Put(ctx, s.key("demand"),
+	r, err := s.cli.Put(ctx, s.key("demand"),
 		fmt.Sprintf("%d %d", d.need, d.floor),
 		clientv3.WithLease(lease))
+	if err == nil {
+		s.wrote(r.Header.Revision)
+	}
 	return true, err
 }
 

@@ -13,11 +13,15 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand"
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -27,6 +31,12 @@ import (
 )
 
 func testStore(t *testing.T, host string) (*store, context.Context, func()) {
+	_, st, ctx, done := testCluster(t, host)
+	return st, ctx, done
+}
+
+// testCluster is testStore's, with its cluster.
+func testCluster(t *testing.T, host string) (cluster, *store, context.Context, func()) {
 	clus := newCluster(t, &clusterConfig{Size: 1})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	st := &store{cli: clus.RandClient(), prefix: "/wsem/t/", host: host,
@@ -34,7 +44,7 @@ func testStore(t *testing.T, host string) (*store, context.Context, func()) {
 	if err := st.ensureCapacity(ctx, 6); err != nil {
 		t.Fatal(err)
 	}
-	return st, ctx, func() {
+	return clus, st, ctx, func() {
 		cancel()
 		clus.Terminate(t)
 	}
@@ -738,4 +748,359 @@ func TestHandOverKeepsWhatIsHeld(t *testing.T) {
 		t.Errorf("handed over with 2 held: lends %d, share %q (want 1 "+
 			"and 2)", sem.stat.Lent, value(t, ctx, st, "share/h"))
 	}
+}
+
+// rpcCount counts the unary requests of a client (all but the watch's and
+// the lease renewals' streams), by method ("/etcdserverpb.KV/Range"); before,
+// if set, is called with each one's method before it is sent.
+type rpcCount struct {
+	mu     sync.Mutex
+	n      map[string]int
+	before func(method string)
+}
+
+func (c *rpcCount) intercept(ctx context.Context, method string, req,
+	reply interface{}, cc *grpc.ClientConn, invoker grpc.UnaryInvoker,
+	opts ...grpc.CallOption) error {
+	c.mu.Lock()
+	if c.n == nil {
+		c.n = map[string]int{}
+	}
+	c.n[method]++
+	before := c.before
+	c.mu.Unlock()
+	if before != nil {
+		before(method)
+	}
+	return invoker(ctx, method, req, reply, cc, opts...)
+}
+
+// take is what was counted since the last take.
+func (c *rpcCount) take() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.n
+	c.n = map[string]int{}
+	return n
+}
+
+func total(n map[string]int) int {
+	sum := 0
+	for _, x := range n {
+		sum += x
+	}
+	return sum
+}
+
+const rangeRPC = "/etcdserverpb.KV/Range"
+
+// countingClient is a client of clus's first member whose unary requests c
+// counts.
+func countingClient(t *testing.T, clus cluster, c *rpcCount) *clientv3.Client {
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:   []string{clus.addr(0)},
+		DialTimeout: 5 * time.Second,
+		DialOptions: []grpc.DialOption{grpc.WithBlock(),
+			grpc.WithUnaryInterceptor(c.intercept)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cli
+}
+
+// manyHosts puts n other hosts' claims and ttl/ keys, and a share of 1 and a
+// demand of 1 for the first ones of them, as much as capacity 6 takes but 1.
+func manyHosts(t *testing.T, ctx context.Context, st *store, n int) {
+	for i := 0; i < n; i++ {
+		h := "x" + strconv.Itoa(i)
+		put(t, ctx, st, "alive/"+h, "")
+		put(t, ctx, st, "ttl/"+h, "2")
+		if i < 5 {
+			put(t, ctx, st, "share/"+h, "1")
+			put(t, ctx, st, "demand/"+h, "1 1")
+		}
+	}
+}
+
+// runAgent starts an agent of host h (policy finish, hold= 400 ms) on cli,
+// with a fake semaphore, and runs it until the function it returns, which
+// waits for its end.
+func runAgent(t *testing.T, ctx context.Context, cli *clientv3.Client,
+	h string) (*agent, func()) {
+	sem := newFakeSem(6, 0)
+	restore := useFakeSem(sem, t.TempDir())
+	lim := testLimit()
+	lim.host, lim.policy, lim.hold = h, "finish", 400*time.Millisecond
+	a, err := startWith(ctx, lim, cli)
+	if err != nil {
+		restore()
+		t.Fatal(err)
+	}
+	rctx, stop := context.WithCancel(ctx)
+	ran := make(chan struct{})
+	go func() {
+		defer close(ran)
+		a.run(rctx)
+	}()
+	return a, func() {
+		stop()
+		<-ran
+		restore()
+	}
+}
+
+// An idle agent reads nothing from etcd: over several hold/2 periods with no
+// change, its client sends no request but the lease renewals (a stream),
+// however many hosts share the limit (100 here).
+func TestIdleReadsNothing(t *testing.T) {
+	clus, st, ctx, done := testCluster(t, "h")
+	defer done()
+	manyHosts(t, ctx, st, 100)
+	var c rpcCount
+	cli := countingClient(t, clus, &c)
+	defer cli.Close()
+	a, stop := runAgent(t, ctx, cli, "h")
+	defer stop()
+	time.Sleep(500 * time.Millisecond) // its first looks
+	c.take()
+	time.Sleep(5 * a.lim.hold / 2)
+	if n := c.take(); total(n) != 0 {
+		t.Errorf("idle for 5 hold/2 periods: %d requests, %d of them "+
+			"Ranges (%v)", total(n), n[rangeRPC], n)
+	}
+}
+
+// A change of one other host's demand costs this agent a constant number of
+// etcd requests (none here: no share moves), not a read of every host's
+// keys; the agent did look at the change.
+func TestOtherDemandCostsConstant(t *testing.T) {
+	clus, st, ctx, done := testCluster(t, "h")
+	defer done()
+	manyHosts(t, ctx, st, 100)
+	var c rpcCount
+	cli := countingClient(t, clus, &c)
+	defer cli.Close()
+	a, stop := runAgent(t, ctx, cli, "h")
+	time.Sleep(500 * time.Millisecond)
+	c.take()
+	rev := put(t, ctx, st, "demand/x3", "1 0")
+	time.Sleep(300 * time.Millisecond)
+	if _, err := st.cli.Delete(ctx, st.prefix+"demand/x4"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	n := c.take()
+	stop()
+	if n[rangeRPC] != 0 || total(n) > 2 {
+		t.Errorf("two changes of another host's demand: %d requests, "+
+			"%d of them Ranges (%v)", total(n), n[rangeRPC], n)
+	}
+	if a.st.last.rev < rev {
+		t.Errorf("the agent's last look was at revision %d, before the "+
+			"change at %d", a.st.last.rev, rev)
+	}
+}
+
+// sameView checks that st's kept view is what a read of etcd gives now, at
+// the same revision.
+func sameView(t *testing.T, ctx context.Context, st, fresh *store) {
+	t.Helper()
+	v1, r1, err1 := st.snapshot(&st.kept)
+	v2, r2, err2 := fresh.read(ctx)
+	if (err1 != nil || err2 != nil) && fmt.Sprint(err1) != fmt.Sprint(err2) {
+		t.Fatalf("kept: %v; read: %v", err1, err2)
+	}
+	if err1 == nil && (!reflect.DeepEqual(v1, v2) || r1 != r2) {
+		t.Fatalf("kept at %d: %+v\nread at %d: %+v", r1, v1, r2, v2)
+	}
+}
+
+// randomChanges makes n random puts and deletes under st's prefix (two at
+// once in a transaction, now and then): shares, demands (some that do not
+// parse), claims, ttl/ keys, capacity/next and a key of no known kind.
+func randomChanges(t *testing.T, ctx context.Context, st *store,
+	rng *rand.Rand, n int) int64 {
+	var rev int64
+	op := func() clientv3.Op {
+		h := string(rune('a' + rng.Intn(5)))
+		var k, v string
+		switch rng.Intn(6) {
+		case 0:
+			k, v = "share/"+h, strconv.Itoa(rng.Intn(3))
+		case 1:
+			k, v = "demand/"+h, fmt.Sprintf("%d %d", rng.Intn(4), rng.Intn(2))
+			if rng.Intn(5) == 0 {
+				v = "not a demand"
+			}
+		case 2:
+			k, v = "alive/"+h, ""
+		case 3:
+			k, v = "ttl/"+h, strconv.Itoa(1+rng.Intn(3))
+		case 4:
+			k, v = "capacity/next", strconv.Itoa(1+rng.Intn(8))
+		default:
+			k, v = "junk/"+h, "?"
+		}
+		if rng.Intn(3) == 0 {
+			return clientv3.OpDelete(st.prefix + k)
+		}
+		return clientv3.OpPut(st.prefix+k, v)
+	}
+	for i := 0; i < n; i++ {
+		ops := []clientv3.Op{op()}
+		if rng.Intn(4) == 0 {
+			if o := op(); string(o.KeyBytes()) != string(ops[0].KeyBytes()) {
+				ops = append(ops, o)
+			}
+		}
+		r, err := st.cli.Txn(ctx).Then(ops...).Commit()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rev = r.Header.Revision
+	}
+	return rev
+}
+
+// keptReaches waits until st's kept view is at rev (5 s at most).
+func keptReaches(t *testing.T, st *store, rev int64) {
+	t.Helper()
+	for end := time.Now().Add(5 * time.Second); st.keptRev() < rev; {
+		if time.Now().After(end) {
+			t.Fatalf("the kept view is at %d, not %d, after 5 s",
+				st.keptRev(), rev)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// The kept view follows the watch exactly: after random changes under the
+// prefix from another client it is what a read gives, at the same revision;
+// after a compaction past its revision (its watch stopped meanwhile) it reads
+// the prefix again and is again what a read gives.
+func TestViewFollowsWatch(t *testing.T) {
+	st, ctx, done := testStore(t, "me")
+	defer done()
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewSource(seed))
+	f := &store{cli: st.cli, prefix: st.prefix, host: "me", ttl: st.ttl}
+	if err := f.resync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	follow := func() func() {
+		fctx, stop := context.WithCancel(ctx)
+		ended := make(chan struct{})
+		go func() {
+			defer close(ended)
+			f.follow(fctx, func() {})
+		}()
+		return func() {
+			stop()
+			<-ended
+		}
+	}
+	stop := follow()
+	keptReaches(t, f, randomChanges(t, ctx, st, rng, 300))
+	sameView(t, ctx, f, st)
+	stop()
+	rev := randomChanges(t, ctx, st, rng, 100)
+	if _, err := st.cli.Compact(ctx, rev); err != nil {
+		t.Fatal(err)
+	}
+	stop = follow()
+	defer stop()
+	keptReaches(t, f, rev)
+	if f.kept.resyncs != 1 {
+		t.Errorf("%d reads of the prefix after the compaction, not 1",
+			f.kept.resyncs)
+	}
+	sameView(t, ctx, f, st)
+	keptReaches(t, f, randomChanges(t, ctx, st, rng, 100))
+	sameView(t, ctx, f, st)
+}
+
+// slowWatcher passes each answer of a watch on after delay: a view that
+// lags behind etcd.
+type slowWatcher struct {
+	clientv3.Watcher
+	delay time.Duration
+}
+
+func (w *slowWatcher) Watch(ctx context.Context, key string,
+	opts ...clientv3.OpOption) clientv3.WatchChan {
+	in := w.Watcher.Watch(ctx, key, opts...)
+	out := make(chan clientv3.WatchResponse)
+	go func() {
+		defer close(out)
+		for r := range in {
+			time.Sleep(w.delay)
+			select {
+			case out <- r:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out
+}
+
+// A stale view cannot over-commit: an agent whose view lags 300 ms behind
+// etcd asks for all of the capacity, and another client takes 5 of the 6
+// just before the agent's growth is committed.  The growth's transaction
+// fails; the agent waits for its view to take that share in (it reads
+// nothing) and grows by the 1 left; at no revision do the shares add up to
+// more than the capacity.
+func TestStaleViewCannotOvercommit(t *testing.T) {
+	clus, st, ctx, done := testCluster(t, "a")
+	defer done()
+	r, err := st.cli.Get(ctx, "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := r.Header.Revision
+	var c rpcCount
+	cli := countingClient(t, clus, &c)
+	defer cli.Close()
+	cli.Watcher = &slowWatcher{Watcher: cli.Watcher,
+		delay: 300 * time.Millisecond}
+	sem := newFakeSem(6, 0)
+	defer useFakeSem(sem, t.TempDir())()
+	lim := testLimit()
+	// (no renewals here: a ttl= long enough for its looks to find them
+	// not late)
+	lim.host, lim.policy, lim.ttl = "a", "finish", 10
+	a, err := startWith(ctx, lim, cli)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.leave()
+	sem.waiter(6)
+	var once sync.Once
+	c.before = func(method string) {
+		if method == "/etcdserverpb.KV/Txn" {
+			once.Do(func() { put(t, ctx, st, "share/b", "5") })
+		}
+	}
+	c.take()
+	began := time.Now()
+	if err := a.reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n := c.take()
+	if a.raced != 1 || a.share != 1 || value(t, ctx, st, "share/a") != "1" {
+		t.Errorf("growths that failed: %d (want 1); share %d, in etcd "+
+			"%q (want 1)", a.raced, a.share, value(t, ctx, st, "share/a"))
+	}
+	if n[rangeRPC] != 0 || n["/etcdserverpb.KV/Txn"] != 2 {
+		t.Errorf("%d Ranges (want 0) and %d transactions (want 2: the "+
+			"failed growth, the one after the view took the share "+
+			"in): %v", n[rangeRPC], n["/etcdserverpb.KV/Txn"], n)
+	}
+	if took := time.Since(began); took < 600*time.Millisecond {
+		t.Errorf("the look took %v: it did not wait for its view "+
+			"(300 ms behind) after its write and its failed growth",
+			took)
+	}
+	sharesFit(t, ctx, st, first)
 }

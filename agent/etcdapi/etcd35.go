@@ -26,6 +26,10 @@ type (
 	Lease              = clientv3.Lease
 	LeaseID            = clientv3.LeaseID
 	LeaseGrantResponse = clientv3.LeaseGrantResponse
+	Watcher            = clientv3.Watcher
+	WatchChan          = clientv3.WatchChan
+	WatchResponse      = clientv3.WatchResponse
+	Event              = clientv3.Event
 )
 
 var (

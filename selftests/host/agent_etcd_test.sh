@@ -7,8 +7,12 @@
 # refused and one of this machine taken over, declare-dead, the keys a
 # look skips, a start that checks before it changes etcd and a stop that
 # closes the lending handle before it gives back, set-capacity and the
-# capacity in etcd, a black-holed member left by the keepalive.  No
-# guest, no network: make -C agent check-etcd.  TAP.
+# capacity in etcd, a black-holed member left by the keepalive; the view
+# the agent keeps from its watch: an idle agent reads nothing, another
+# host's change of demand costs a constant number of requests, the view
+# equals a read after random changes and after a compaction, and a stale
+# view's growth fails and waits, never over the capacity.  No guest, no
+# network: make -C agent check-etcd.  TAP.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 T=$(mktemp -d)
@@ -16,9 +20,9 @@ trap 'rm -rf "$T"' EXIT
 # shellcheck source=selftests/host/tap.sh
 . "$(dirname "$0")/tap.sh"
 
-echo "1..12"
+echo "1..16"
 if [ ! -d /usr/share/gocode/src/go.etcd.io/etcd/integration ]; then
-	for i in 1 2 3 4 5 6 7 8 9 10 11 12; do
+	for i in $(seq 16); do
 		echo "ok $i # SKIP no go.etcd.io/etcd/integration (golang-etcd-server-dev)"
 	done
 	exit 0
@@ -52,5 +56,13 @@ check "a watch on a black-holed member moves to another one within the keepalive
 	passed TestKeepaliveLeavesBlackhole
 check "two agents under a set-capacity shrink: loan first, share down to what is held, capacity written once they fit" \
 	passed TestAgentsFollowSetCapacity
+check "an idle agent sends etcd no request over 5 hold/2 periods (100 other hosts), the lease renewals only" \
+	passed TestIdleReadsNothing
+check "a change of another host's demand costs the agent no read of the prefix and at most 2 requests" \
+	passed TestOtherDemandCostsConstant
+check "the view kept from the watch equals a read at its revision after random changes, and after a compaction (one read again)" \
+	passed TestViewFollowsWatch
+check "a stale view's growth fails, waits for the view (no read) and takes what is left: never over the capacity" \
+	passed TestStaleViewCannotOvercommit
 [ $st -eq 0 ] || tail -n 30 "$T/go.log" | sed 's/^/# /'
 exit $((failed > 0))
