@@ -34,6 +34,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // A keptView is the limit's keys as the watch brought them.
@@ -265,9 +266,12 @@ func (s *store) failed(rev, at int64) {
 // kept view has reached the revision of this agent's last write and taken
 // in what failed its last transaction (wrote, failed); an error if ctx
 // ends first (the look's: ttl=), or if the view has a share or a
-// capacity that does not parse.  No request to etcd.
+// capacity that does not parse.  No request to etcd, unless the watch has
+// not brought what the look waits for within viewWait: the prefix is read
+// again then (resync), once.
 func (s *store) look(ctx context.Context) (*view, int64, error) {
 	k := &s.kept
+	var late <-chan time.Time
 	for {
 		k.mu.Lock()
 		ready := k.loaded && k.rev >= s.want && (s.failAt == 0 ||
@@ -277,8 +281,20 @@ func (s *store) look(ctx context.Context) (*view, int64, error) {
 		if ready {
 			break
 		}
+		if late == nil {
+			t := time.NewTimer(viewWait)
+			defer t.Stop()
+			late = t.C
+		}
 		select {
 		case <-moved:
+		case <-late:
+			// (a watch that hangs on a connection not yet seen
+			// dead, or still reconnecting: the read is at or
+			// after what was waited for)
+			if err := s.resync(ctx); err != nil {
+				return nil, 0, err
+			}
 		case <-ctx.Done():
 			return nil, 0, fmt.Errorf("the watch of etcd has not "+
 				"brought revision %d (at %d): %w", s.want, rev,
@@ -293,6 +309,11 @@ func (s *store) look(ctx context.Context) (*view, int64, error) {
 	s.last = readView{v, rev, bootTime()}
 	return v, rev, nil
 }
+
+// viewWait is how long a look waits for the watch to bring what it waits
+// for (look) before it reads the prefix instead: a watch brings a change
+// in milliseconds.
+const viewWait = time.Second
 
 // keptRev is the revision the kept view is at (0: nothing loaded yet).
 func (s *store) keptRev() int64 {

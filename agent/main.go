@@ -184,10 +184,10 @@ func (a *agent) reconcile(ctx context.Context) error {
 		return err
 	}
 	if a.st.renewalsLate() {
-		// etcd has not answered the lease's renewals for a while:
-		// a read of one key says whether it answers at all (the look
-		// fails, and says why, while it does not), since the view
-		// stays as it was while the watch hears nothing
+		// etcd has not answered the lease's renewals for half of
+		// ttl=: a read of one key says whether it answers at all (the
+		// look fails, and says why, while it does not), since the
+		// view stays as it was while the watch hears nothing
 		if err := a.st.answers(ctx); err != nil {
 			return err
 		}

@@ -141,18 +141,20 @@ func (s *store) revoke(lease clientv3.LeaseID) {
 	s.cli.Revoke(ctx, lease)
 }
 
-// renewalsLate: no renewal of the lease sent in the last two thirds of
-// ttl= was answered (they are sent every third: at least one went
-// unanswered).
+// renewalsLate: no renewal of the lease sent in the last half of ttl= was
+// answered (they are sent every third: the last one had a sixth of ttl=
+// to be answered, and was not).
 func (s *store) renewalsLate() bool {
 	id, until := s.end.get()
 	ttl := time.Duration(s.ttl) * time.Second
-	return id != 0 && bootTime()-(until-ttl) > 2*ttl/3
+	return id != 0 && bootTime()-(until-ttl) > ttl/2
 }
 
 // answers reads one key of the limit (its capacity): an error if etcd does
-// not answer within ctx.
+// not answer within a third of ttl= (or ctx).
 func (s *store) answers(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(s.ttl)*time.Second/3)
+	defer cancel()
 	_, err := s.getKey(ctx, s.prefix+"capacity")
 	return err
 }

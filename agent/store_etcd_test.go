@@ -1034,7 +1034,11 @@ func (w *slowWatcher) Watch(ctx context.Context, key string,
 	go func() {
 		defer close(out)
 		for r := range in {
-			time.Sleep(w.delay)
+			select {
+			case <-time.After(w.delay):
+			case <-ctx.Done():
+				return
+			}
 			select {
 			case out <- r:
 			case <-ctx.Done():
@@ -1103,4 +1107,36 @@ func TestStaleViewCannotOvercommit(t *testing.T) {
 			took)
 	}
 	sharesFit(t, ctx, st, first)
+}
+
+// A look whose watch brings nothing (a connection that hangs) does not wait
+// for it past viewWait: it reads the prefix once and goes on.
+func TestLookReadsWhenWatchHangs(t *testing.T) {
+	clus, _, ctx, done := testCluster(t, "a")
+	defer done()
+	var c rpcCount
+	cli := countingClient(t, clus, &c)
+	defer cli.Close()
+	cli.Watcher = &slowWatcher{Watcher: cli.Watcher, delay: time.Hour}
+	sem := newFakeSem(6, 0)
+	defer useFakeSem(sem, t.TempDir())()
+	lim := testLimit()
+	lim.host, lim.policy, lim.ttl = "a", "finish", 10
+	a, err := startWith(ctx, lim, cli)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.leave()
+	sem.waiter(2)
+	c.take()
+	began := time.Now()
+	if err := a.reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	took, n := time.Since(began), c.take()
+	if a.share != 2 || n[rangeRPC] != 1 || took < viewWait ||
+		took > viewWait+2*time.Second {
+		t.Errorf("share %d (want 2), %d Ranges (want 1), %v (want "+
+			"viewWait and a little more)", a.share, n[rangeRPC], took)
+	}
 }

@@ -11,7 +11,8 @@
 # the agent keeps from its watch: an idle agent reads nothing, another
 # host's change of demand costs a constant number of requests, the view
 # equals a read after random changes and after a compaction, and a stale
-# view's growth fails and waits, never over the capacity.  No guest, no
+# view's growth fails and waits, never over the capacity; a look whose
+# watch hangs reads the prefix once.  No guest, no
 # network: make -C agent check-etcd.  TAP.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -20,9 +21,9 @@ trap 'rm -rf "$T"' EXIT
 # shellcheck source=selftests/host/tap.sh
 . "$(dirname "$0")/tap.sh"
 
-echo "1..16"
+echo "1..17"
 if [ ! -d /usr/share/gocode/src/go.etcd.io/etcd/integration ]; then
-	for i in $(seq 16); do
+	for i in $(seq 17); do
 		echo "ok $i # SKIP no go.etcd.io/etcd/integration (golang-etcd-server-dev)"
 	done
 	exit 0
@@ -64,5 +65,7 @@ check "the view kept from the watch equals a read at its revision after random c
 	passed TestViewFollowsWatch
 check "a stale view's growth fails, waits for the view (no read) and takes what is left: never over the capacity" \
 	passed TestStaleViewCannotOvercommit
+check "a look whose watch brings nothing reads the prefix once after a second, and goes on" \
+	passed TestLookReadsWhenWatchHangs
 [ $st -eq 0 ] || tail -n 30 "$T/go.log" | sed 's/^/# /'
 exit $((failed > 0))
