@@ -85,6 +85,8 @@ func (v *view) hostRows(me string) []hostStatus {
 	return rows
 }
 
+// statusOf is the limit as etcd has it now (a read of the prefix: the
+// status command runs once, and keeps no view), and this host's semaphore.
 func statusOf(ctx context.Context, st *store, lim *limit) (*clusterStatus, error) {
 	v, rev, err := st.read(ctx)
 	if err != nil {

@@ -512,7 +512,8 @@ func (s *store) setDemand(ctx context.Context, v *view, d demand,
 // kernel has withdrawn its loan, whose deadline is at most the TTL after
 // the send of the host's last answered renewal, which came before its
 // claim went.  A claim, a ttl/HOST or a change of the share in that time
-// refuses it; waiting is called when the wait starts.
+// refuses it; waiting is called when the wait starts.  It reads etcd
+// itself, not an agent's view: its own transactions compare what it read.
 func declareDead(ctx context.Context, cli *clientv3.Client, prefix, host string,
 	wait time.Duration, waiting func()) error {
 	alive := prefix + "alive/" + host
@@ -621,7 +622,10 @@ func setCapacity(ctx context.Context, st *store, n int64,
 // capacity (old), capacity/next and the shares (sum), and writes capacity
 // n if the shares fit in it (done), else capacity/next n, each if none of
 // them changed since.  rev: the revision to wait from (capacity/next is n,
-// the shares do not fit in it yet), or 0 (read again).
+// the shares do not fit in it yet), or 0 (read again).  The read is of
+// etcd, not of an agent's view: the capacity falls only in a transaction
+// that compares the shares the command itself read (a command, run once:
+// the agents take capacity/next and the capacity from their views).
 func (st *store) capacityStep(ctx context.Context, n int64) (old, sum, rev int64, done bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(st.ttl)*time.Second)
 	defer cancel()
