@@ -558,7 +558,15 @@ func (s *store) follow(ctx context.Context, poke func()) {
 			}
 			var news bool
 			if err == nil {
-				news, err = s.applyEvents(events(resp.Events))
+				evs := make([]keyValue, len(resp.Events))
+				for i, ev := range resp.Events {
+					evs[i] = keyValue{key: string(ev.Kv.Key),
+						value:  string(ev.Kv.Value),
+						del:    ev.Type == clientv3.DELETE,
+						mod:    ev.Kv.ModRevision,
+						create: ev.Kv.CreateRevision}
+				}
+				news, err = s.applyEvents(evs)
 			}
 			if err != nil {
 				if ctx.Err() == nil {
@@ -572,17 +580,6 @@ func (s *store) follow(ctx context.Context, poke func()) {
 		}
 		cancel()
 	}
-}
-
-// events is evs, as the watch gives them, for the kept view.
-func events(evs []*clientv3.Event) []keyValue {
-	out := make([]keyValue, len(evs))
-	for i, ev := range evs {
-		out[i] = keyValue{key: string(ev.Kv.Key),
-			value: string(ev.Kv.Value), del: ev.Type == clientv3.DELETE,
-			mod: ev.Kv.ModRevision, create: ev.Kv.CreateRevision}
-	}
-	return out
 }
 
 // watchDemand pokes the look when the host's demand (its need or floor)

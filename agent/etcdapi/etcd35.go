@@ -29,7 +29,6 @@ type (
 	Watcher            = clientv3.Watcher
 	WatchChan          = clientv3.WatchChan
 	WatchResponse      = clientv3.WatchResponse
-	Event              = clientv3.Event
 )
 
 var (
