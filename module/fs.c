@@ -30,6 +30,7 @@
 #include <linux/fs_context.h>
 #include <linux/fsnotify.h>
 #include <linux/kobject.h>
+#include <linux/namei.h>
 #include <linux/nsproxy.h>
 #include <linux/ipc_namespace.h>
 #include <linux/pagemap.h>
@@ -120,6 +121,23 @@ static void wsemfs_refresh_inode(struct inode *inode)
 }
 
 /*
+ * Whether @inode has what wsemfs_refresh_inode() would give it: what an
+ * RCU-walk asks, which must not change an inode it holds no reference to.
+ * A link count cleared while __destroy_inode() looks at it (clear_nlink()
+ * stores 0 before it counts the inode in s_remove_count) warns there, and
+ * one cleared after counts for ever: remount read-only fails with EBUSY.
+ */
+static bool wsemfs_inode_is_current(const struct inode *inode)
+{
+	const struct wsem *sem = inode->i_private;
+
+	return (READ_ONCE(inode->i_mode) & ~S_IFMT) == READ_ONCE(sem->mode) &&
+	       uid_eq(READ_ONCE(inode->i_uid), READ_ONCE(sem->uid)) &&
+	       gid_eq(READ_ONCE(inode->i_gid), READ_ONCE(sem->gid)) &&
+	       (READ_ONCE(sem->linked) || !READ_ONCE(inode->i_nlink));
+}
+
+/*
  * WSEM_JOBSERVER_DIR, the directory of the jobserver endpoints: found by
  * lookup in the root, never listed there (SPEC.md: the root holds the
  * semaphores' files and nothing else); the root's owner's, read-only.
@@ -175,21 +193,32 @@ static struct dentry *wsemfs_lookup(struct inode *dir, struct dentry *dentry,
  * @flags: the lookup's flags
  *
  * A name is still there while its semaphore is linked; a miss never is.
- * A file's or endpoint's inode takes its semaphore's owner and mode anew.
+ * A file's or endpoint's inode takes its semaphore's owner and mode anew,
+ * in a ref-walk: an RCU-walk holds no reference to the inode, which may
+ * be on its way to destroy_inode() (its last dentry killed on another
+ * CPU), so it only reads, and asks for a ref-walk if anything changed.
  *
- * Return: 1 if valid, 0 if not.
+ * Return: 1 if valid, 0 if not, -ECHILD to leave RCU-walk.
  */
 int wsemfs_d_revalidate(struct inode *dir, const struct qstr *name,
 			struct dentry *dentry, unsigned int flags)
 {
 	struct inode *inode = d_inode_rcu(dentry);
+	const struct wsem *sem;
 
 	if (!inode)
 		return 0;
 	if (S_ISDIR(inode->i_mode))
 		return 1;
-	wsemfs_refresh_inode(inode);
-	return READ_ONCE(((struct wsem *)inode->i_private)->linked);
+	sem = inode->i_private;
+	if (flags & LOOKUP_RCU) {
+		wsem_test_revalidate_hold();
+		if (!wsemfs_inode_is_current(inode))
+			return -ECHILD;
+	} else {
+		wsemfs_refresh_inode(inode);
+	}
+	return READ_ONCE(sem->linked);
 }
 
 /*
@@ -330,7 +359,10 @@ int wsemfs_getattr(struct mnt_idmap *idmap, const struct path *path,
  */
 int wsemfs_permission(struct mnt_idmap *idmap, struct inode *inode, int mask)
 {
-	wsemfs_refresh_inode(inode);
+	if (!(mask & MAY_NOT_BLOCK))
+		wsemfs_refresh_inode(inode);
+	else if (!wsemfs_inode_is_current(inode))
+		return -ECHILD;
 	return wsem_generic_permission(idmap, inode, mask);
 }
 

@@ -10,6 +10,7 @@
 #include <linux/kernel.h>
 #include <linux/moduleparam.h>
 #include <linux/sysfs.h>
+#include <linux/timekeeping.h>
 
 #include "wsem.h"
 
@@ -191,6 +192,28 @@ MODULE_PARM_DESC(test_loan_expiry_delay_ms,
 void wsem_test_loan_expiry_pause(void)
 {
 	wsem_test_sleep_once(&test_loan_expiry_delay_ms);
+}
+
+/*
+ * test_revalidate_hold: 1 arms it; the next RCU-walk revalidation of a
+ * semaphore's file stores 2 and spins (an RCU-walk may not sleep) until
+ * the knob is written 0, 5 s at most.
+ */
+static unsigned int test_revalidate_hold;
+module_param(test_revalidate_hold, uint, 0600);
+MODULE_PARM_DESC(test_revalidate_hold,
+		 "Test builds only: 1 arms it; the next RCU-walk revalidation of a semaphore's file shows 2 and spins until this is 0 again (5 s at most)");
+
+void wsem_test_revalidate_hold(void)
+{
+	u64 end;
+
+	if (READ_ONCE(test_revalidate_hold) != 1 ||
+	    cmpxchg(&test_revalidate_hold, 1, 2) != 1)
+		return;
+	end = ktime_get_ns() + 5 * NSEC_PER_SEC;
+	while (READ_ONCE(test_revalidate_hold) && ktime_get_ns() < end)
+		cpu_relax();
 }
 
 static bool test_spin_to_deadline;

@@ -942,6 +942,10 @@ void wsem_fs_notify(struct wsem_ns *wns, const char *name, u32 mask);
  * test_loan_expiry_delay_ms holds the next work item of a loan's deadline
  * that long before it looks (wsem_loan_expire()), so that a LEND comes
  * after the deadline and before the withdrawal every run.
+ * test_revalidate_hold holds the next RCU-walk revalidation of a
+ * semaphore's file (wsemfs_d_revalidate()) while the test ends the
+ * inode it looks at, so that the walk meets an inode on its way to
+ * destroy_inode() every run.
  * test_spin_to_deadline makes a head waiter with a deadline poll until it
  * (WSEM_TEST_SPIN_MAX_NS at most), ending only for its grant or a signal,
  * not for its budget or another task that wants its CPU (wsem_spin()): a
@@ -963,6 +967,7 @@ unsigned int wsem_test_view_batch(unsigned int batch);
 void wsem_test_js_flush_pause(void);
 bool wsem_test_spin_to_deadline(void);
 void wsem_test_loan_expiry_pause(void);
+void wsem_test_revalidate_hold(void);
 #else
 static inline void wsem_test_pause(void)
 {
@@ -1012,6 +1017,10 @@ static inline bool wsem_test_spin_to_deadline(void)
 }
 
 static inline void wsem_test_loan_expiry_pause(void)
+{
+}
+
+static inline void wsem_test_revalidate_hold(void)
 {
 }
 #endif

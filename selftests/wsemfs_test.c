@@ -1017,6 +1017,81 @@ TEST_F(wsemfs, readdir_lists_every_name_once)
 	}
 }
 
+#define REVALIDATE_HOLD	"/sys/module/wsem/parameters/test_revalidate_hold"
+
+/*
+ * In a fresh IPC namespace (a file system instance of its own): a path
+ * walk of a semaphore's file is held in its RCU-walk revalidation (a test
+ * build's knob) while the semaphore loses its name and the last descriptor
+ * of the file closes, which destroys the inode the walk looks at.  The
+ * walk must change nothing in that inode: a link count it cleared would
+ * count in the super block's s_remove_count for ever, and a remount
+ * read-only fail with EBUSY.  The child's exit status says what failed.
+ */
+static int walk_meets_a_destroyed_inode(void)
+{
+	char dir[] = "/tmp/wsem-rv.XXXXXX", path[64];
+	struct stat st;
+	int fd, i, status;
+	pid_t walker;
+
+	if (unshare(CLONE_NEWIPC | CLONE_NEWNS) ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+	    !mkdtemp(dir) || mount("wsem", dir, "wsem", 0, NULL))
+		return 10;
+	fd = wsem_open("rv", O_CREAT | O_EXCL, 0600, 1);
+	if (fd < 0 || close(fd))
+		return 11;
+	snprintf(path, sizeof(path), "%s/rv", dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || write_file(REVALIDATE_HOLD, "1"))
+		return 12;
+	walker = fork();
+	if (walker < 0)
+		return 13;
+	if (walker == 0)
+		_exit(close(fd) || !stat(path, &st));
+	for (i = 0; i < 1000 && read_num(REVALIDATE_HOLD) != 2; i++)
+		usleep(10 * 1000);
+	if (i == 1000)
+		return 14;
+	if (wsem_unlink("rv") || close(fd))
+		return 15;
+	write_file(REVALIDATE_HOLD, "0");
+	if (waitpid(walker, &status, 0) != walker || status)
+		return 16;
+	if (mount(NULL, dir, NULL, MS_REMOUNT | MS_RDONLY, NULL))
+		return errno == EBUSY ? 17 : 18;
+	return 0;
+}
+
+/*
+ * A path walk that meets an inode on its way out (its last dentry killed
+ * on another CPU) leaves it as it is: the RCU-walk only reads, and the
+ * refresh of a changed semaphore's owner, mode or link count is done in a
+ * ref-walk, which holds the inode.
+ */
+TEST_F(wsemfs, rcu_walk_changes_no_inode_it_does_not_hold)
+{
+	int status;
+	pid_t pid;
+
+	if (!self->ready)
+		return;
+	if (write_file(REVALIDATE_HOLD, "0"))
+		SKIP(return, "not a test build (no test_revalidate_hold)");
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0)
+		_exit(walk_meets_a_destroyed_inode());
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	write_file(REVALIDATE_HOLD, "0");
+	EXPECT_EQ(0, status) {
+		TH_LOG("exit status %d (17: the remount failed with EBUSY)",
+		       WEXITSTATUS(status));
+	}
+}
+
 /* WSEM_IOC_REOPEN of a wsemfs handle works, even after the unlink. */
 TEST_F(wsemfs, reopen_of_a_file_handle)
 {
