@@ -28,7 +28,6 @@
  */
 #include <linux/fs.h>
 #include <linux/fs_context.h>
-#include <linux/fsnotify.h>
 #include <linux/kobject.h>
 #include <linux/namei.h>
 #include <linux/nsproxy.h>
@@ -487,7 +486,10 @@ static int wsemfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	set_nlink(root, 2);
 	simple_inode_init_ts(root);
 	sb->s_root = d_make_root(root);
-	return sb->s_root ? 0 : -ENOMEM;
+	if (!sb->s_root)
+		return -ENOMEM;
+	wsem_ns_mounted(sb->s_fs_info, sb);
+	return 0;
 }
 
 static int wsemfs_get_tree(struct fs_context *fc)
@@ -528,6 +530,8 @@ static void wsemfs_kill_sb(struct super_block *sb)
 {
 	struct wsem_ns *wns = sb->s_fs_info;
 
+	if (wns)
+		wsem_ns_unmounting(wns, sb);
 	kill_anon_super(sb);
 	if (wns)
 		wsem_ns_put(wns);
@@ -540,51 +544,6 @@ static struct file_system_type wsemfs_type = {
 	.kill_sb		= wsemfs_kill_sb,
 	.fs_flags		= FS_USERNS_MOUNT | WSEM_FS_ALLOW_IDMAP,
 };
-
-/* A name that came or went through the ioctls, for wsemfs_notify_sb(). */
-struct wsemfs_event {
-	struct wsem_ns *wns;
-	struct qstr name;
-	u32 mask;
-};
-
-static void wsemfs_notify_sb(struct super_block *sb, void *arg)
-{
-	struct wsemfs_event *ev = arg;
-	struct inode *dir;
-
-	if (sb->s_fs_info != ev->wns || !sb->s_root)
-		return;
-	dir = d_inode(sb->s_root);
-	wsem_fsnotify_name(ev->mask, dir, dir, &ev->name);
-}
-
-/**
- * wsem_fs_notify() - tell the watchers of @wns's wsemfs that a name came
- *	or went
- * @wns: the namespace
- * @name: the name
- * @mask: FS_CREATE or FS_DELETE
- *
- * For what the ioctls do (create, unlink) and the names a dead namespace
- * drops: what goes through the file system (unlink(2) of a file) the VFS
- * tells itself.  Only the root is told: WSEM_JOBSERVER_DIR has no inode
- * that lasts (each lookup makes one), so none that a watch could be on.  Each superblock of
- * @wns (there is one while it is mounted) is told, under its s_umount.
- *
- * Context: Process context; takes no lock of ours, and must be called
- * without @wns->lock.
- */
-void wsem_fs_notify(struct wsem_ns *wns, const char *name, u32 mask)
-{
-	struct wsemfs_event ev = {
-		.wns = wns,
-		.name = QSTR_INIT(name, strlen(name)),
-		.mask = mask,
-	};
-
-	iterate_supers_type(&wsemfs_type, wsemfs_notify_sb, &ev);
-}
 
 /**
  * wsem_fs_init() - register the file system and /sys/fs/wsem

@@ -692,7 +692,7 @@ static int wsem_ioctl_stat(struct file *file, void __user *ustat)
 	ret = wsem_stat_size(ustat, &usize);
 	if (ret)
 		return ret;
-	wsem_fill_stat(sem, h, &st, true);
+	wsem_fill_stat(sem, h, &st, true, wsem_ns_is_current(sem->wns));
 	return wsem_copy_stat(ustat, usize, &st);
 }
 
@@ -739,8 +739,7 @@ static int wsem_ioctl_list(void __user *uarg)
 	if (args.stat_size > PAGE_SIZE)
 		return -E2BIG;
 
-	n = wsem_ns_list(&stats, args.count, &args.total,
-			 wsem_fill_stat);
+	n = wsem_ns_list(&stats, args.count, &args.total);
 	if (n < 0)
 		return n;
 	ustats = u64_to_user_ptr(args.stats);
@@ -1188,7 +1187,7 @@ static void wsem_file_fdinfo(struct seq_file *m, struct file *file)
 		seq_printf(m, "wsem-ipc-ns:\t%u\n", wsem_ns_inum(sem->wns));
 		return;
 	}
-	wsem_fill_stat(sem, h, &st, false);
+	wsem_fill_stat(sem, h, &st, false, wsem_ns_is_current(sem->wns));
 	seq_printf(m, "wsem-name:\t%s\n", st.name);
 	seq_printf(m, "wsem-capacity:\t%llu\n", st.capacity);
 	seq_printf(m, "wsem-used:\t%llu\n", st.used);
@@ -1301,7 +1300,7 @@ static int __init wsem_init(void)
 	ret = wsem_sem_init();
 	if (ret)
 		return ret;
-	ret = wsem_ns_init(wsem_fs_notify);
+	ret = wsem_ns_init();
 	if (ret)
 		goto err_sem_exit;
 	ret = wsem_js_init();

@@ -41,7 +41,7 @@
 #include <linux/capability.h>
 #include <linux/cred.h>
 #include <linux/fs.h>
-#include <linux/fsnotify_backend.h>
+#include <linux/fsnotify.h>
 #include <linux/ipc_namespace.h>
 #include <linux/moduleparam.h>
 #include <linux/mount.h>
@@ -81,6 +81,10 @@
  *	taken under @lock to charge, alone to uncharge (wsem_put() may run
  *	under @lock or not)
  * @nr_sems: semaphores charged here, named or anonymous, linked or not
+ * @sb_lock: protects @sb
+ * @sb: the superblock of the namespace's wsemfs while it is mounted (fs.c
+ *	keys them by namespace: one at a time), whose watchers hear of the
+ *	names that come and go other than through it (wsem_ns_tell_watchers())
  * @ref: one for the registry while registered, one per semaphore charged
  *	here, one for each caller working on it
  * @rcu: frees it after a grace period: lookups hold no reference
@@ -96,6 +100,8 @@ struct wsem_ns {
 	unsigned int nr_names;
 	struct wsem_users users;
 	atomic_t nr_sems;
+	struct mutex sb_lock;	/* see the kernel-doc above */
+	struct super_block *sb;
 	struct kref ref;
 	struct rcu_head rcu;
 };
@@ -111,9 +117,6 @@ static const struct rhashtable_params wsem_ns_params = {
 static DEFINE_MUTEX(wsem_ns_lock);
 static struct rhashtable wsem_ns_table;
 static LIST_HEAD(wsem_ns_others);
-
-/* fs.c's wsem_fs_notify(), given by wsem_ns_init() */
-static wsem_notify_fn wsem_ns_notify;
 
 static void wsem_ns_reap(struct work_struct *work);
 static DECLARE_DELAYED_WORK(wsem_reaper, wsem_ns_reap);
@@ -245,6 +248,7 @@ struct wsem_ns *wsem_ns_get(bool create)
 	if (!wns)
 		return ERR_PTR(-ENOMEM);
 	mutex_init(&wns->lock);
+	mutex_init(&wns->sb_lock);
 	wns->names = RB_ROOT;
 	wsem_users_init(&wns->users);
 	wns->ipc_ns = ipc_ns;
@@ -377,6 +381,60 @@ static struct wsem *wsem_ns_alloc(u64 flags, u64 capacity, umode_t mode,
 	return wsem_alloc(capacity, 0, mode, name, user_ns, parent);
 }
 
+/*
+ * Tell the watchers of @wns's wsemfs that @name came or went (@mask:
+ * FS_CREATE or FS_DELETE) through the ioctls, or with a dead namespace:
+ * what goes through the file system (unlink(2) of a file) the VFS tells
+ * itself.  Only the root is told: WSEM_JOBSERVER_DIR has no inode that
+ * lasts (each lookup makes one), so none that a watch could be on.  Called
+ * without @wns->lock; @wns->sb_lock keeps the superblock's root alive.
+ */
+static void wsem_ns_tell_watchers(struct wsem_ns *wns, const char *name,
+				  u32 mask)
+{
+	const struct qstr qname = QSTR_INIT(name, strlen(name));
+	struct inode *dir;
+
+	mutex_lock(&wns->sb_lock);
+	if (wns->sb) {
+		dir = d_inode(wns->sb->s_root);
+		wsem_fsnotify_name(mask, dir, dir, &qname);
+	}
+	mutex_unlock(&wns->sb_lock);
+}
+
+/**
+ * wsem_ns_mounted() - note the superblock of @wns's wsemfs, made with its
+ *	root, whose watchers are told of the names that come and go
+ * @wns: the namespace
+ * @sb: the superblock
+ *
+ * Context: Process context, under @sb->s_umount; takes @wns->sb_lock.
+ */
+void wsem_ns_mounted(struct wsem_ns *wns, struct super_block *sb)
+{
+	mutex_lock(&wns->sb_lock);
+	wns->sb = sb;
+	mutex_unlock(&wns->sb_lock);
+}
+
+/**
+ * wsem_ns_unmounting() - forget the superblock of @wns's wsemfs, before it
+ *	is shut down
+ * @wns: the namespace
+ * @sb: the superblock, noted by wsem_ns_mounted() or not (a mount that
+ *	failed)
+ *
+ * Context: Process context, under @sb->s_umount; takes @wns->sb_lock.
+ */
+void wsem_ns_unmounting(struct wsem_ns *wns, struct super_block *sb)
+{
+	mutex_lock(&wns->sb_lock);
+	if (wns->sb == sb)
+		wns->sb = NULL;
+	mutex_unlock(&wns->sb_lock);
+}
+
 /**
  * wsem_ns_open() - bind a handle to a named semaphore
  * @h: an open handle
@@ -437,7 +495,7 @@ int wsem_ns_open(struct wsem_handle *h, const char *name, u64 flags,
 	}
 	mutex_unlock(&wns->lock);
 	if (created)
-		wsem_ns_notify(wns, name, FS_CREATE);
+		wsem_ns_tell_watchers(wns, name, FS_CREATE);
 	if (new)
 		wsem_put(new);	/* not needed: never charged */
 out:
@@ -512,7 +570,7 @@ int wsem_ns_unlink(const char *name)
 		wsem_ns_unlink_one(wns, sem);
 	mutex_unlock(&wns->lock);
 	if (!ret) {
-		wsem_ns_notify(wns, name, FS_DELETE);
+		wsem_ns_tell_watchers(wns, name, FS_DELETE);
 		wsem_put(sem);
 	}
 	wsem_ns_put(wns);
@@ -650,7 +708,7 @@ bool wsem_ns_is_current(const struct wsem_ns *wns)
 
 /* Describe into @st, up to @count, the names of @wns the caller may read. */
 static u32 wsem_ns_fill(struct wsem_ns *wns, struct wsem_stat *st, u32 count,
-			u64 *total, wsem_fill_fn fill)
+			u64 *total)
 {
 	struct rb_node *node;
 	u32 n = 0;
@@ -664,7 +722,7 @@ static u32 wsem_ns_fill(struct wsem_ns *wns, struct wsem_stat *st, u32 count,
 		if (wsem_permission(sem, MAY_READ, false))
 			continue;
 		if (n < count)
-			fill(sem, NULL, &st[n++], false);
+			wsem_fill_stat(sem, NULL, &st[n++], false, true);
 		(*total)++;
 	}
 	return n;
@@ -675,15 +733,12 @@ static u32 wsem_ns_fill(struct wsem_ns *wns, struct wsem_stat *st, u32 count,
  * @stats: set to a kvmalloc()ed array, or NULL; the caller kvfree()s it
  * @count: room the caller has
  * @total: set to how many there are, in name order
- * @fill: what describes one semaphore (views.c's wsem_fill_stat(), passed
- *	by main.c: ns.c calls nothing of views.c, which calls ns.c)
  *
  * Context: Process context; takes the namespace's lock.
  * Return: how many of them were described in @stats (at most @count), or
  * -ENOMEM.
  */
-int wsem_ns_list(struct wsem_stat **stats, u32 count, u64 *total,
-		 wsem_fill_fn fill)
+int wsem_ns_list(struct wsem_stat **stats, u32 count, u64 *total)
 {
 	struct wsem_stat *st = NULL;
 	struct wsem_ns *wns;
@@ -711,7 +766,7 @@ int wsem_ns_list(struct wsem_stat **stats, u32 count, u64 *total,
 		kvfree(st);
 		st = NULL;
 	}
-	n = wsem_ns_fill(wns, st, room, total, fill);
+	n = wsem_ns_fill(wns, st, room, total);
 	mutex_unlock(&wns->lock);
 	wsem_ns_put(wns);
 	*stats = st;
@@ -720,7 +775,7 @@ int wsem_ns_list(struct wsem_stat **stats, u32 count, u64 *total,
 
 /*
  * Drop every name of @wns, each told to wsemfs's watchers (without the
- * lock, as wsem_ns_notify() needs), unpin its mount and the registry's
+ * lock, as wsem_ns_tell_watchers() needs), unpin its mount and the registry's
  * reference.
  */
 static void wsem_ns_forget(struct wsem_ns *wns)
@@ -737,7 +792,7 @@ static void wsem_ns_forget(struct wsem_ns *wns)
 		mutex_unlock(&wns->lock);
 		if (!sem)
 			break;
-		wsem_ns_notify(wns, sem->name, FS_DELETE);
+		wsem_ns_tell_watchers(wns, sem->name, FS_DELETE);
 		/* The name's: the registry's reference holds @wns. */
 		wsem_put(sem);
 	}
@@ -778,15 +833,11 @@ static void wsem_ns_reap(struct work_struct *work)
 
 /**
  * wsem_ns_init() - set up the namespace registry at module load
- * @notify: what tells wsemfs's watchers that a name came or went (fs.c's
- *	wsem_fs_notify(), passed by main.c: ns.c calls nothing of fs.c,
- *	which calls ns.c)
  *
  * Return: 0 or -ENOMEM.
  */
-int wsem_ns_init(wsem_notify_fn notify)
+int wsem_ns_init(void)
 {
-	wsem_ns_notify = notify;
 	return rhashtable_init(&wsem_ns_table, &wsem_ns_params);
 }
 

@@ -1124,6 +1124,56 @@ void wsem_note_polled(struct wsem *sem)
 }
 
 /**
+ * wsem_fill_stat() - describe a semaphore as its caller sees it
+ * @sem: the semaphore, charged to a namespace
+ * @h: the handle whose weight is reported as held and lent, or NULL
+ * @st: filled in, apart from @st->size
+ * @seen: @h's user reads this (stat, read(2)): the demand that @h's pollers
+ *	hear of is news only from now on (wsem_poll())
+ * @named: the caller is in @sem's namespace: @st gets the name while it is
+ *	linked (names are for their namespace: none leaks to a container)
+ *
+ * Context: Process context; takes @sem->lock.
+ */
+void wsem_fill_stat(struct wsem *sem, struct wsem_handle *h,
+		    struct wsem_stat *st, bool seen, bool named)
+{
+	struct user_namespace *ns = current_user_ns();
+
+	st->uid = from_kuid_munged(ns, READ_ONCE(sem->uid));
+	st->gid = from_kgid_munged(ns, READ_ONCE(sem->gid));
+	st->mode = READ_ONCE(sem->mode);
+
+	spin_lock(sem->lock);
+	st->capacity = sem->capacity;
+	st->used = sem->used;
+	st->available = sem->used <= sem->capacity ?
+			sem->capacity - sem->used : 0;
+	st->held = h ? h->held : 0;
+	st->waiters = sem->nr_waiters;
+	/* Past 2^64 - 1 the sum is reported as U64_MAX, never wrapped. */
+	st->queued_weight = sem->queued_carry ? U64_MAX : sem->queued_weight;
+	st->grants_at_once = sem->stats.grants_at_once;
+	st->grants_waited = sem->stats.grants_waited;
+	st->timeouts = sem->stats.timeouts;
+	st->interrupts = sem->stats.interrupts;
+	st->shrunk = sem->stats.shrunk;
+	st->wait_ns_total = sem->stats.wait_ns_total;
+	st->wait_ns_max = sem->stats.wait_ns_max;
+	st->queue_max = sem->stats.queue_max;
+	st->lent = sem->lent;
+	st->lent_here = h ? h->lent : 0;
+	st->ceiling = sem->ceiling;
+	st->depth = sem->depth;
+	st->parent_id = sem->parent ? sem->parent->id : 0;
+	if (seen)
+		h->demand_seen = sem->demand_seq;
+	if (sem->linked && named)
+		memcpy(st->name, sem->name, sizeof(st->name));
+	spin_unlock(sem->lock);
+}
+
+/**
  * wsem_poll() - poll() and epoll on a handle bound to @sem
  * @sem: the semaphore
  * @h: the handle, whose own queue the caller polls already

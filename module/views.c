@@ -29,56 +29,6 @@
 
 #include "wsem.h"
 
-/**
- * wsem_fill_stat() - describe a semaphore as its caller sees it
- * @sem: the semaphore, charged to a namespace
- * @h: the handle whose weight is reported as held and lent, or NULL
- * @st: filled in, apart from @st->size
- * @seen: @h's user reads this (stat, read(2)): the demand that @h's pollers
- *	hear of is news only from now on (wsem_poll())
- *
- * Context: Process context; takes @sem->lock.
- */
-void wsem_fill_stat(struct wsem *sem, struct wsem_handle *h,
-		    struct wsem_stat *st, bool seen)
-{
-	struct user_namespace *ns = current_user_ns();
-	bool here = wsem_ns_is_current(sem->wns);
-
-	st->uid = from_kuid_munged(ns, READ_ONCE(sem->uid));
-	st->gid = from_kgid_munged(ns, READ_ONCE(sem->gid));
-	st->mode = READ_ONCE(sem->mode);
-
-	spin_lock(sem->lock);
-	st->capacity = sem->capacity;
-	st->used = sem->used;
-	st->available = sem->used <= sem->capacity ?
-			sem->capacity - sem->used : 0;
-	st->held = h ? h->held : 0;
-	st->waiters = sem->nr_waiters;
-	/* Past 2^64 - 1 the sum is reported as U64_MAX, never wrapped. */
-	st->queued_weight = sem->queued_carry ? U64_MAX : sem->queued_weight;
-	st->grants_at_once = sem->stats.grants_at_once;
-	st->grants_waited = sem->stats.grants_waited;
-	st->timeouts = sem->stats.timeouts;
-	st->interrupts = sem->stats.interrupts;
-	st->shrunk = sem->stats.shrunk;
-	st->wait_ns_total = sem->stats.wait_ns_total;
-	st->wait_ns_max = sem->stats.wait_ns_max;
-	st->queue_max = sem->stats.queue_max;
-	st->lent = sem->lent;
-	st->lent_here = h ? h->lent : 0;
-	st->ceiling = sem->ceiling;
-	st->depth = sem->depth;
-	st->parent_id = sem->parent ? sem->parent->id : 0;
-	if (seen)
-		h->demand_seen = sem->demand_seq;
-	/* Names are for their namespace: none leaks to a container. */
-	if (sem->linked && here)
-		memcpy(st->name, sem->name, sizeof(st->name));
-	spin_unlock(sem->lock);
-}
-
 /* One holder or waiter, as wsem_holders() takes it under the lock. */
 struct wsem_who {
 	struct pid *pid;		/* a holder's, with a reference */
@@ -532,7 +482,7 @@ ssize_t wsem_text(struct wsem *sem, struct wsem_handle *h, char **text)
 	char *buf;
 	int i, n;
 
-	wsem_fill_stat(sem, h, &st, true);
+	wsem_fill_stat(sem, h, &st, true, wsem_ns_is_current(sem->wns));
 	n = wsem_holders(sem, WSEM_TEXT_WHO, &who, &holders, &waiters,
 			 &children);
 	if (n < 0)

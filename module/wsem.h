@@ -6,14 +6,15 @@
  * one that calls it; make lint checks it on the objects, calls.sh):
  *
  *   main.c       /dev/wsem: the ioctls, the handles' file operations,
- *                module init and exit (gives fs.c the file operations,
- *                ns.c wsemfs's notifier, ns.c's list views.c's describer)
+ *                module init and exit (gives fs.c the file operations)
  *   fs.c         wsemfs, the file system of the names
  *   jobserver.c  the jobserver endpoints of wsemfs
  *   handle.c     a handle's allocation and close: what it holds, asks
  *                and lends goes back (wsem_unbind())
- *   views.c      stat, holders and text, as the caller may see them
- *   ns.c         names, namespaces, their limits and lifetimes
+ *   views.c      holders and text, as the caller may see them
+ *   ns.c         names, namespaces, their limits and lifetimes; tells
+ *                the watchers of a namespace's wsemfs of the names that
+ *                come and go through the ioctls
  *   quota.c      how many semaphores each user has, whom a creator is
  *                counted as
  *   loan.c       loans: lending, withdrawing, their deadlines, the end of
@@ -25,7 +26,7 @@
  *                before sleeping, deadlines, signals, parking
  *   async.c      asynchronous requests
  *   sem.c        the core: the queue, grants, release, wake-ups,
- *                binding; a gang as one tree's grant walk sees it
+ *                binding, stat; a gang as one tree's grant walk sees it
  *   holders.c    what a grant notes of its acquirer; labels
  *   perm.c       who may read, write, resize and unlink
  *   params.c     module parameters and test knobs
@@ -40,6 +41,10 @@
  *                         wns->lock, never under it
  *   ep->mtx               epoll's, held around ->poll: taken before
  *                         js->lock (wsem_js_poll())
+ *   wns->sb_lock (mutex)  which superblock is one namespace's wsemfs
+ *                         (ns.c): taken under s_umount (mount, unmount)
+ *                         and alone (wsem_ns_tell_watchers(), which
+ *                         calls fsnotify under it), never with wns->lock
  *   wsem_ns_lock (mutex)  registering and forgetting namespaces (ns.c);
  *                         lookups take no lock (RCU)
  *   wns->lock (mutex)     one namespace: its names; charging to it;
@@ -696,6 +701,8 @@ struct wsem *wsem_alloc(u64 capacity, u64 ceiling, umode_t mode,
 			struct wsem *parent);
 void wsem_free(struct wsem *sem);
 struct page *wsem_counters_page(struct wsem *sem);
+void wsem_fill_stat(struct wsem *sem, struct wsem_handle *h,
+		    struct wsem_stat *st, bool seen, bool named);
 int wsem_bind(struct wsem_handle *h, struct wsem *sem);
 int wsem_release(struct wsem_handle *h, u64 weight);
 void wsem_handle_put(struct wsem_handle *h);
@@ -870,9 +877,7 @@ static inline u32 wsem_demand_pollers(struct wsem *sem)
 int wsem_permission(const struct wsem *sem, int mask, bool audit);
 bool wsem_owner_or_capable(const struct wsem *sem);
 
-/* views.c: stat, holders and text, as the caller may see them */
-void wsem_fill_stat(struct wsem *sem, struct wsem_handle *h,
-		    struct wsem_stat *st, bool seen);
+/* views.c: holders and text, as the caller may see them */
 int wsem_holders(struct wsem *sem, u32 count, struct wsem_holder **out,
 		 u32 *holders, u32 *waiters, u32 *children);
 ssize_t wsem_text(struct wsem *sem, struct wsem_handle *h, char **text);
@@ -883,14 +888,11 @@ int wsem_ns_open(struct wsem_handle *h, const char *name, u64 flags,
 int wsem_ns_open_anon(struct wsem_handle *h, u64 flags, u64 capacity,
 		      struct wsem *parent);
 int wsem_ns_unlink(const char *name);
-typedef void (*wsem_fill_fn)(struct wsem *sem, struct wsem_handle *h,
-			     struct wsem_stat *st, bool seen);
-int wsem_ns_list(struct wsem_stat **stats, u32 count, u64 *total,
-		 wsem_fill_fn fill);
+int wsem_ns_list(struct wsem_stat **stats, u32 count, u64 *total);
 void wsem_put(struct wsem *sem);
-typedef void (*wsem_notify_fn)(struct wsem_ns *wns, const char *name,
-			       u32 mask);
-int wsem_ns_init(wsem_notify_fn notify);
+int wsem_ns_init(void);
+void wsem_ns_mounted(struct wsem_ns *wns, struct super_block *sb);
+void wsem_ns_unmounting(struct wsem_ns *wns, struct super_block *sb);
 void wsem_ns_exit(void);
 struct wsem_ns *wsem_ns_get(bool create);
 void wsem_ns_put(struct wsem_ns *wns);
@@ -917,7 +919,6 @@ kuid_t wsem_charged_uid(const struct user_namespace *owner, kuid_t euid);
 /* fs.c: wsemfs */
 int wsem_fs_init(const struct file_operations *fops);
 void wsem_fs_exit(void);
-void wsem_fs_notify(struct wsem_ns *wns, const char *name, u32 mask);
 
 /*
  * Test builds only (Kbuild: WSEM_TEST_KNOBS=y, as make check builds the
