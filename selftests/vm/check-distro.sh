@@ -50,8 +50,8 @@ echo "qemu, qemu-img, debootstrap, mkfs.ext4 and dpkg-buildpackage are here"
 stage "make deb"
 bash "$ROOT/debian/build.sh" >"$out/deb.log" 2>&1
 tap $? "build: make deb" "$out/deb.log"
-debs=$(ls "$BUILD"/deb/{wsem,wsem-dkms,wsem-agent,libwsem1,libwsem-dev,python3-wsem}_*.deb 2>/dev/null)
-[ "$(echo "$debs" | wc -w)" -eq 6 ] || summary label=- "$tapf"
+debs=$(ls "$BUILD"/deb/{wsem,wsem-dkms,wsem-agent,libwsem1,libwsem-dev,python3-wsem,golang-wsem-dev}_*.deb 2>/dev/null)
+[ "$(echo "$debs" | wc -w)" -eq 7 ] || summary label=- "$tapf"
 
 stage "the guest image (built once per machine: about 10 minutes)"
 mirror_host=$(host_mirror | sed -E 's|^[a-z]+://([^/:]+).*|\1|')

@@ -22,7 +22,8 @@ OUT=$LANE/out
 SEM=lane
 CAP=4
 # Every package of make deb: boot 1 installs them all, boot 2 purges them.
-PACKAGES=(wsem wsem-dkms wsem-agent libwsem1 libwsem-dev python3-wsem)
+PACKAGES=(wsem wsem-dkms wsem-agent libwsem1 libwsem-dev python3-wsem
+	golang-wsem-dev)
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C.UTF-8
 export DEBIAN_FRONTEND=noninteractive
 
@@ -165,6 +166,7 @@ boot_install() {
 	install_debs 'wsem*.deb' wsem wsem-dkms wsem-agent
 	install_debs 'libwsem*.deb' libwsem1 libwsem-dev
 	install_debs 'python3-wsem*.deb' python3-wsem
+	install_debs 'golang-wsem-dev*.deb' golang-wsem-dev
 
 	dkms status wsem >"$OUT/dkms.log" 2>&1
 	grep -q "^wsem/[^,]*, $kver, [^:]*: installed" "$OUT/dkms.log"
@@ -201,6 +203,7 @@ boot_installed() {
 	tap $? "boot 2: /etc/wsem.d applied: $SEM of capacity $CAP in /sys/fs/wsem" \
 		"$log"
 	boot_python
+	boot_go
 	boot_agent
 	unit_signal control-group 0
 	unit_signal mixed 1
@@ -288,6 +291,57 @@ EOT
 		"$log"
 }
 
+# golang-wsem-dev with Debian's go, as Debian's golang-*-dev packages are
+# used: a program importing wsem.example/wsem builds from GOPATH
+# /usr/share/gocode alone (GO111MODULE=off, offline), then holds 2 of the
+# semaphore while wsem stat says so, and releases them.
+boot_go() {
+	local log=$OUT/go.log dir=/tmp/gowsem
+	mkdir -p "$dir"
+	cat >"$dir/main.go" <<'EOT'
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+
+	"wsem.example/wsem"
+)
+
+func main() {
+	w, err := wsem.Open(os.Args[1])
+	if err == nil {
+		err = w.Acquire(context.Background(), 2)
+	}
+	if err != nil {
+		fmt.Println(err)
+		os.Exit(1)
+	}
+	st, err := exec.Command("wsem", "stat", os.Args[1], "--json").Output()
+	fmt.Print(string(st))
+	if err != nil || !strings.Contains(string(st), `"used":2,`) {
+		fmt.Println("not 2 used:", err)
+		os.Exit(1)
+	}
+	w.Release(2)
+	s, err := w.Stat()
+	if err != nil || s.Used != 0 {
+		fmt.Println("not 0 used after the release:", err)
+		os.Exit(1)
+	}
+}
+EOT
+	(cd "$dir" && env GOPATH=/usr/share/gocode GO111MODULE=off GOFLAGS= \
+		GOPROXY=off GOENV=off GOTOOLCHAIN=local CGO_ENABLED=0 \
+		GOCACHE="$dir/cache" HOME="$dir" go build -o "$dir/gowsem" . &&
+		"$dir/gowsem" "$SEM") >"$log" 2>&1
+	tap $? "boot 2: golang-wsem-dev: a program importing wsem.example/wsem builds with Debian's go from GOPATH=/usr/share/gocode, acquires, stats, releases" \
+		"$log"
+}
+
 # The agent's package: its unit is there but neither enabled nor started
 # (no cluster=etcd line is declared), and the agent says so.
 boot_agent() {
@@ -327,7 +381,8 @@ purge() {
 			/usr/bin/wsem-static /usr/include/wsem.h \
 			/usr/bin/wsem-agent \
 			/lib/systemd/system/wsem-agent.service \
-			/usr/lib/python3/dist-packages/wsem 2>/dev/null
+			/usr/lib/python3/dist-packages/wsem \
+			/usr/share/gocode/src/wsem.example 2>/dev/null
 	} )
 	echo "left after purge: ${left:-nothing}" >>"$log"
 	[ -z "$left" ]
