@@ -57,6 +57,9 @@ elif list_tests | grep -qx fleet_test.sh; then
 	# fleet_test.sh's whole scenario (6.12) takes up to 300 s alone.
 	check_timeout=420
 fi
+# WSEM_VM_MEM: the guest's memory instead (make bench-cluster's scale
+# scenario: 2G for its hundreds of simulated agents and 3 etcd members).
+mem=${WSEM_VM_MEM:-$mem}
 case $mode in
 check) vm_timeout=${vm_timeout:-${VM_TIMEOUT:-$check_timeout}} ;;
 cmd) vm_timeout=${vm_timeout:-${VM_TIMEOUT:-900}} ;;
