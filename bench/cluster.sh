@@ -15,6 +15,10 @@
 # script; WSEM_BC_TRIES=N (default 30): acquires that get a share from etcd.
 # WSEM_BENCH_WAIT=S (default 600): how long to wait for other VMs on this
 # machine to end first (0: do not wait).
+# WSEM_BC_SCALE="N...": the scale scenario instead of the above (run_scale):
+# N simulated hosts on a 3-member etcd, today's agent beside the one
+# before the kept view, for each N; the table in
+# build/bench-cluster/scale-results.txt.
 set -u -o pipefail
 
 BENCH=$(cd "$(dirname "$0")" && pwd)
@@ -28,17 +32,10 @@ tries=${WSEM_BC_TRIES:-30}
 log() { printf '%s\n' "$*" >&2; }
 die() { log "bench-cluster: $*"; exit 1; }
 
-# run_vm: the guest; its "@@" lines and the host's into raw.txt.
-run_vm() {
-	[ -x "$BIN" ] || die "no $BIN: run make bench-cluster"
-	[ -x "$ROOT/build/agent/wsem-agent" ] ||
-		die "no build/agent/wsem-agent (make -C agent; golang-etcd-server-dev)"
-	command -v etcd >/dev/null && command -v etcdctl >/dev/null ||
-		die "no etcd or etcdctl (apt-get install etcd-server etcd-client)"
-	mkdir -p "$OUT"
-
-	# Other VMs on this machine slow ours: wait for them (as bench/run.sh).
-	# (others: global, for the summary)
+# wait_vms: other VMs on this machine slow ours: wait for them (as
+# bench/run.sh).  Sets others (how many still ran), load and rev, for the
+# summary.
+wait_vms() {
 	others=0
 	waited=0
 	while pgrep -x qemu-system-x86 >/dev/null; do
@@ -57,6 +54,67 @@ run_vm() {
 	rev=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
 	git -C "$ROOT" diff --quiet HEAD -- Kbuild module uapi userlib agent bench \
 		2>/dev/null || rev="$rev-dirty"
+}
+
+# run_scale: the scale scenario: the two simulators built
+# (cluster/build-scale.sh), the guest (cluster-scale-guest.sh); its "@@"
+# lines and the host's into scale-raw.txt.
+run_scale() {
+	if ! command -v etcd >/dev/null || ! command -v etcdctl >/dev/null; then
+		die "no etcd or etcdctl (apt-get install etcd-server etcd-client)"
+	fi
+	mkdir -p "$OUT"
+	log "bench-cluster: building the simulators (agent of $(git -C "$ROOT" \
+		rev-parse --short "${WSEM_BC_SCALE_OLD:-bbe0767}") and of this tree)"
+	bash "$BENCH/cluster/build-scale.sh" "$OUT/scale" ||
+		die "building the simulators failed"
+	wait_vms
+	cmd="WSEM_BC_SCALE='$WSEM_BC_SCALE'
+	WSEM_BC_SCALE_HOLD=${WSEM_BC_SCALE_HOLD:-1000}
+	WSEM_BC_SCALE_IDLE=${WSEM_BC_SCALE_IDLE:-20}
+	WSEM_BC_SCALE_PER_CLIENT=${WSEM_BC_SCALE_PER_CLIENT:-10}
+	export WSEM_BC_SCALE WSEM_BC_SCALE_HOLD WSEM_BC_SCALE_IDLE WSEM_BC_SCALE_PER_CLIENT
+	$(cat "$BENCH/cluster-scale-guest.sh")"
+	log "bench-cluster: booting the VM (scale: $WSEM_BC_SCALE hosts)"
+	# TESTS=fleet_test.sh: mkinitramfs.sh then brings etcd and etcdctl
+	# into the guest, as for that test.
+	WSEM_VM_MEM=${WSEM_VM_MEM:-2G} TESTS=fleet_test.sh \
+		WSEM_VM_BINS="$OUT/scale/wsem-scale-old $OUT/scale/wsem-scale-new" \
+		"$ROOT/selftests/vm/run.sh" ${kver:+-k "$kver"} -T 3000 -m cmd \
+		-c "$cmd" 2>&1 | tr -d '\r' | tee "$OUT/scale-console.txt" |
+		grep --line-buffered '^# '
+	st=${PIPESTATUS[0]}
+	[ "$st" -eq 0 ] || die "the benchmark failed in the VM (status $st): $OUT/scale-console.txt"
+	{
+		grep -a '^@@' "$OUT/scale-console.txt"
+		echo "@@meta date $(date -u '+%Y-%m-%d_%H:%M_UTC')"
+		echo "@@meta rev $rev"
+		echo "@@meta old $(cat "$OUT/scale/old.rev")"
+		echo "@@meta load $load"
+		echo "@@meta others $others"
+	} >"$OUT/scale-raw.txt"
+}
+
+# scale_summary: the scale scenario's table, from scale-raw.txt.
+scale_summary() {
+	[ -s "$OUT/scale-raw.txt" ] || die "no $OUT/scale-raw.txt"
+	awk -f "$BENCH/cluster/scale.awk" "$OUT/scale-raw.txt" \
+		>"$OUT/scale-results.txt.tmp" || die "summing up failed"
+	mv "$OUT/scale-results.txt.tmp" "$OUT/scale-results.txt"
+	cat "$OUT/scale-results.txt"
+	log "bench-cluster: results in $OUT/scale-results.txt"
+}
+
+# run_vm: the guest; its "@@" lines and the host's into raw.txt.
+run_vm() {
+	[ -x "$BIN" ] || die "no $BIN: run make bench-cluster"
+	[ -x "$ROOT/build/agent/wsem-agent" ] ||
+		die "no build/agent/wsem-agent (make -C agent; golang-etcd-server-dev)"
+	command -v etcd >/dev/null && command -v etcdctl >/dev/null ||
+		die "no etcd or etcdctl (apt-get install etcd-server etcd-client)"
+	mkdir -p "$OUT"
+
+	wait_vms
 
 	cmd="WSEM_BC_PHASE=$phase; WSEM_BC_TRIES=$tries; export WSEM_BC_PHASE WSEM_BC_TRIES
 	$(cat "$BENCH/cluster-guest.sh")"
@@ -78,6 +136,11 @@ run_vm() {
 	} >"$OUT/raw.txt"
 }
 
+if [ -n "${WSEM_BC_SCALE:-}" ]; then
+	[ "$kver" = --summary ] || run_scale
+	scale_summary
+	exit
+fi
 [ "$kver" = --summary ] || run_vm
 [ -s "$OUT/raw.txt" ] || die "no $OUT/raw.txt"
 # fetch: the tries' figures, sorted by time, for the percentiles.
