@@ -76,6 +76,7 @@ say "kernel $(uname -r), $(nproc) CPUs; hosts $COUNTS, hold=$HOLD ms"
 echo "@@meta kernel $(uname -r)"
 echo "@@meta cpus $(nproc)"
 echo "@@meta hold $HOLD"
+echo "@@meta holdmoved 1000"
 echo "@@meta idle $IDLE"
 echo "@@meta per_client $PER"
 ip link set lo up

@@ -69,12 +69,13 @@ END {
 	printf "old = the agent of %s (looks read etcd), new = this tree's (looks decide from\n", meta["old"]
 	print  "the view kept from the watch); one process simulates every host through the"
 	print  "tree's own startWith and run (semaphores faked); a 3-member etcd on the guest's"
-	printf "loopback, new for each run; policy finish, ttl=10 s, hold=%s ms; one etcd client\n", meta["hold"]
-	printf "per %s hosts; each host holds 1 of a capacity of 2 x hosts; requests = every\n", meta["per_client"]
-	print  "member's grpc_server_msg_received_total (a lease renewal or a watch's creation is"
-	print  "one); CPU = utime + stime (/proc/PID/stat) of the 3 members, and of the simulator"
+	printf "loopback, new for each run; policy finish, ttl=10 s, hold=%s ms (%s ms on the\n", meta["hold"], meta["holdmoved"]
+	printf "3 hosts whose demand changes); one etcd client per %s hosts; each host holds 1\n", meta["per_client"]
+	print  "of a capacity of 2 x hosts; requests = every member's"
+	print  "grpc_server_msg_received_total (a lease renewal or a watch's creation is one);"
+	print  "CPU = utime + stime (/proc/PID/stat) of the 3 members, and of the simulator"
 	print  "(all its agents); a change: one host's need 1 -> 2 (up) or 2 -> 1 (down), its"
-	printf "window %s s, less what the idle rate gives for as long; ratios = new / old\n", win
+	printf "window (the last) %s s, less what the idle rate gives for as long; ratios = new / old\n", win
 	for (i = 1; i <= nn; i++) {
 		n = ns[i]; o = "old" SUBSEP n; e = "new" SUBSEP n
 		printf "\n%d hosts (start: old %s s, new %s s)\n", n, start[o], start[e]

@@ -58,10 +58,11 @@ var (
 	simPids      = flag.String("sim.etcdpids", "", "the etcd members' pids, comma-separated")
 	simSettle    = flag.Duration("sim.settle", 10*time.Second, "wait after the start")
 	simIdle      = flag.Duration("sim.idle", 20*time.Second, "the idle window")
-	simWindow    = flag.Duration("sim.window", 4*time.Second, "each change's window")
+	simWindow    = flag.Duration("sim.window", 0, "each change's window (0: holdmoved/2 + 4 s)")
 	simChanges   = flag.Int("sim.changes", 3, "changes up (and down)")
 	simTTL       = flag.Int("sim.ttl", 10, "ttl= of the agents")
 	simHold      = flag.Duration("sim.hold", time.Second, "hold= of the agents")
+	simHoldMoved = flag.Duration("sim.holdmoved", time.Second, "hold= of the hosts whose demand changes")
 	simSample    = flag.Duration("sim.sample", 5*time.Millisecond, "how often the agents' last looks are read")
 )
 
@@ -326,6 +327,14 @@ func TestScaleSim(t *testing.T) {
 	// share.)
 	prefix := "/wsem/scale/"
 	host := func(i int) string { return fmt.Sprintf("h%04d", i) }
+	// the hosts whose demand changes, each once up and once down: their
+	// hold= is -sim.holdmoved, so that their agents find the change
+	// within holdmoved/2 whatever -sim.hold the others have
+	moved := map[int]bool{}
+	movedHost := func(c int) int { return (c*n/(*simChanges) + n/7) % n }
+	for c := 0; c < *simChanges; c++ {
+		moved[movedHost(c)] = true
+	}
 	began := time.Now()
 	for i := 0; i < n; i += 100 {
 		var ops []clientv3.Op
@@ -354,6 +363,9 @@ func TestScaleSim(t *testing.T) {
 					endpoints: eps, policy: "finish", host: host(i),
 					prefix: "/wsem", ttl: *simTTL, hold: *simHold,
 					turn: time.Second, mode: 0600}
+				if moved[i] {
+					lim.hold = *simHoldMoved
+				}
 				a, err := startWith(ctx, lim, clis[i%nc])
 				if err != nil {
 					errs <- fmt.Errorf("%s: %v", host(i), err)
@@ -411,9 +423,15 @@ func TestScaleSim(t *testing.T) {
 	m1 := takeMark(t, eps, pids)
 	fmt.Printf("@@scale %s %d idle %s\n", *simTree, n, m1.since(m0))
 
-	// Each change on another host, spread over the fleet.
+	// Each change on another host, spread over the fleet.  (Its agent
+	// finds it at its next look, holdmoved/2 at most, then 4 s for the
+	// rest.)
+	window := *simWindow
+	if window == 0 {
+		window = *simHoldMoved/2 + 4*time.Second
+	}
 	for c := 0; c < *simChanges; c++ {
-		h := (c*n/(*simChanges) + n/7) % n
+		h := movedHost(c)
 		for _, dir := range []string{"up", "down"} {
 			want, d := "2 2", int64(1)
 			if dir == "down" {
@@ -421,7 +439,7 @@ func TestScaleSim(t *testing.T) {
 			}
 			m0 := takeMark(t, eps, pids)
 			sems[h].hold(d)
-			time.Sleep(*simWindow)
+			time.Sleep(window)
 			m1 := takeMark(t, eps, pids)
 			var ev *demandEvent
 			evMu.Lock()
