@@ -5,7 +5,10 @@
 # window's rate gives for as long is taken away, leaving what the change
 # cost.  Its requests per agent leave the lease renewals out (a renewal is
 # sent every ttl/3 whatever changes, and the idle rate's share of them is
-# noise here).
+# noise here).  The old agent's idle looks each read the prefix, hold/2
+# apart: its Range rate below what they ask says that etcd (or the guest)
+# could not serve them, and then the idle rate taken away from a change's
+# window is not what the window would have had without the change.
 
 function r2(a, b) { return b > 0 ? sprintf("%.2f", a / b) : "-" }
 
@@ -86,6 +89,9 @@ END {
 		row("  of them Range", "%10.1f", irng[o], irng[e])
 		row("  of them writes (Put, Txn, DeleteRange)", "%10.1f", iwr[o], iwr[e])
 		row("etcd requests per agent", "%10.3f", itot[o] / n, itot[e] / n)
+		# the old agent's idle looks read the prefix each: hold/2 apart
+		want = (n - 3) * 2000 / meta["hold"] + 3 * 2000 / meta["holdmoved"]
+		printf "   %-48s %9.0f%%\n", "  Range as % of the old agent's idle looks", 100 * irng[o] / want
 		row("etcd CPU, ms per s (3 members)", "%10.1f", iec[o], iec[e])
 		row("the agents' CPU, ms per s (the simulator)", "%10.1f", isc[o], isc[e])
 		printf "   one host's change of demand (mean of %d windows; old %d):\n", w[e], w[o]
