@@ -58,7 +58,7 @@
 #                   under shifting demand against a static per-host split,
 #                   the agent's CPU per share change (bench/cluster.sh;
 #                   results in build/bench-cluster/); about 4 minutes;
-#                   not part of make test.  WSEM_BC_SCALE="100 300": the
+#                   not part of make test.  WSEM_BC_SCALE="25 50": the
 #                   scale scenario instead (simulated hosts on a 3-member
 #                   etcd, today's agent beside bbe0767's: bench/README.md)
 # make bench-host   the same program on this machine (needs /dev/wsem, or root
