@@ -309,8 +309,10 @@ func TestScaleSim(t *testing.T) {
 	createLoans = func(string, int64, os.FileMode) (kernelSem, error) {
 		return &simSem{st: wsem.Stat{Ceiling: int64(2 * n), Mode: 0600}}, nil
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	// (the agents are never stopped, nor their clients closed: the
+	// process exits after the last window, and etcd's data is thrown
+	// away with the guest)
+	ctx := context.Background()
 	clis := make([]*clientv3.Client, nc)
 	for i := range clis {
 		cli, err := clientv3.New(clientv3.Config{Endpoints: eps,
@@ -387,19 +389,15 @@ func TestScaleSim(t *testing.T) {
 	}
 	fmt.Printf("@@scale %s %d start %.2f\n", *simTree, n,
 		time.Since(began).Seconds())
-	// (the agents are not stopped, nor their clients closed: the
-	// process exits after the last window, and etcd's data is thrown
-	// away with the guest)
-	rctx := ctx
 	for _, a := range as {
-		go a.run(rctx)
+		go a.run(ctx)
 	}
 
 	// This process's own watch of the demand keys: when each change
 	// reached etcd, and its revision.
 	var evMu sync.Mutex
 	var evs []demandEvent
-	wc := clis[0].Watch(rctx, prefix+"demand/", clientv3.WithPrefix())
+	wc := clis[0].Watch(ctx, prefix+"demand/", clientv3.WithPrefix())
 	go func() {
 		for r := range wc {
 			now := time.Now()
@@ -415,7 +413,7 @@ func TestScaleSim(t *testing.T) {
 		}
 	}()
 	smp := &sampler{}
-	go smp.run(rctx, as)
+	go smp.run(ctx, as)
 
 	time.Sleep(*simSettle)
 	m0 := takeMark(t, eps, pids)
