@@ -1204,21 +1204,23 @@ static const struct file_operations wsem_counters_fops = {
 /**
  * wsem_file_mmap() - map the counters page of a handle's semaphore
  * @file: a handle, /dev/wsem's or a wsemfs file
- * @vma: one page at most, at offset 0, neither writable nor executable
+ * @vma: one page at most, at offset 0 or WSEM_MMAP_TREE pages, neither
+ *	writable nor executable
  *
  * Maps struct wsem_counters (uapi), the same page for every handle of the
- * semaphore, read-only for good: VM_MAYWRITE and VM_MAYEXEC are cleared,
- * so mprotect(2) cannot add them; VM_DONTEXPAND keeps mremap(2) from
- * growing it.  The mapping holds a reference on the page
+ * semaphore, or at WSEM_MMAP_TREE struct wsem_tree_counters, the same for
+ * every handle of the tree; read-only for good: VM_MAYWRITE and VM_MAYEXEC
+ * are cleared, so mprotect(2) cannot add them; VM_DONTEXPAND keeps
+ * mremap(2) from growing it.  The mapping holds a reference on the page
  * (vm_insert_page()), which therefore outlives the semaphore, and not on
  * the handle: its file is swapped for one of its own, with no handle
  * behind it, so that a mapping never keeps a handle open, nor the weight
  * it holds or lends, after its last descriptor is closed.
  *
  * Context: Process context, mmap_lock held for writing.
- * Return: 0; -EINVAL for an unbound handle, an offset or a length over a
- * page; -EACCES for a writable or executable mapping or a handle not open
- * for reading (its state needs read permission); -ENOMEM.
+ * Return: 0; -EINVAL for an unbound handle, another offset or a length
+ * over a page; -EACCES for a writable or executable mapping or a handle
+ * not open for reading (its state needs read permission); -ENOMEM.
  */
 static int wsem_file_mmap(struct file *file, struct vm_area_struct *vma)
 {
@@ -1227,12 +1229,16 @@ static int wsem_file_mmap(struct file *file, struct vm_area_struct *vma)
 	struct file *counters;
 	struct page *page;
 
-	if (!sem || vma->vm_pgoff || vma->vm_end - vma->vm_start > PAGE_SIZE)
+	if (!sem || (vma->vm_pgoff && vma->vm_pgoff != WSEM_MMAP_TREE) ||
+	    vma->vm_end - vma->vm_start > PAGE_SIZE)
 		return -EINVAL;
 	if (!(file->f_mode & FMODE_READ) ||
 	    (vma->vm_flags & (VM_WRITE | VM_EXEC)))
 		return -EACCES;
-	page = wsem_counters_page(sem);
+	if (vma->vm_pgoff == WSEM_MMAP_TREE)
+		page = wsem_tree_counters_page(sem);
+	else
+		page = wsem_counters_page(sem);
 	if (!page)
 		return -ENOMEM;
 	counters = anon_inode_getfile("[wsem-counters]", &wsem_counters_fops,

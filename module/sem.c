@@ -938,6 +938,11 @@ void wsem_free(struct wsem *sem)
 		WRITE_ONCE(c->seq, c->seq + 1);
 		free_page((unsigned long)c);
 	}
+	/* Likewise the tree's page: the root goes last, with nobody queued. */
+	if (sem->tree_counters) {
+		wsem_publish_tree(sem, WSEM_COUNTERS_GONE);
+		free_page((unsigned long)sem->tree_counters);
+	}
 	put_user_ns(sem->user_ns);
 	ida_free(&wsem_ida, sem->id);
 	/* RCU-walk lookups read it through its inode (wsemfs). */
@@ -979,6 +984,69 @@ struct page *wsem_counters_page(struct wsem *sem)
 	c = sem->counters;
 	spin_unlock(sem->lock);
 	return virt_to_page(c);
+}
+
+/**
+ * wsem_publish_tree() - set the flags of @root's tree
+ * @root: a root
+ * @flags: WSEM_TREE_WAITING, WSEM_TREE_OVER (wsem_note_tree()), or
+ *	WSEM_COUNTERS_GONE as it is freed
+ *
+ * Rewrites the tree's page, if it has one, as wsem_publish() rewrites a
+ * counters page, and tells the pollers of the tree's children, whom the
+ * change of the tree wakes (wsem_unlock_and_wake()), that it is news.
+ *
+ * Context: Under @root->lock, or in wsem_free() when nothing else can
+ * reach @root.
+ */
+void wsem_publish_tree(struct wsem *root, u32 flags)
+{
+	struct wsem_tree_counters *t = root->tree_counters;
+
+	root->tree_flags = flags;
+	/* Read by wsem_bind() without the lock. */
+	WRITE_ONCE(root->tree_seq, root->tree_seq + 1);
+	if (!t)
+		return;
+	WRITE_ONCE(t->seq, t->seq + 1);
+	smp_wmb();	/* as wsem_publish()'s */
+	WRITE_ONCE(t->flags, flags);
+	smp_wmb();	/* as wsem_publish()'s */
+	WRITE_ONCE(t->seq, t->seq + 1);
+}
+
+/**
+ * wsem_tree_counters_page() - the page of a tree's flags, for mmap(2)
+ * @sem: the semaphore of a bound handle
+ *
+ * As wsem_counters_page(), for @sem's root's page of the tree's flags
+ * (struct wsem_tree_counters).
+ *
+ * Context: Process context; takes the tree's lock.
+ * Return: the page, or NULL when no memory could be had.
+ */
+struct page *wsem_tree_counters_page(struct wsem *sem)
+{
+	struct wsem *root = sem->root;
+	struct wsem_tree_counters *t;
+
+	t = READ_ONCE(root->tree_counters);
+	if (t)
+		return virt_to_page(t);
+	t = (struct wsem_tree_counters *)get_zeroed_page(WSEM_GFP);
+	if (!t)
+		return NULL;
+	t->size = sizeof(*t);
+	spin_lock(sem->lock);
+	if (root->tree_counters) {
+		free_page((unsigned long)t);
+	} else {
+		t->flags = root->tree_flags;
+		WRITE_ONCE(root->tree_counters, t);
+	}
+	t = root->tree_counters;
+	spin_unlock(sem->lock);
+	return virt_to_page(t);
 }
 
 /* @h's early pollers hear what the semaphore's pollers hear. */
@@ -1023,6 +1091,7 @@ int wsem_bind(struct wsem_handle *h, struct wsem *sem)
 	 * is published, so that no poller sees @h bound and this unset.
 	 */
 	h->demand_seen = READ_ONCE(sem->demand_seq);
+	h->tree_seen = READ_ONCE(sem->root->tree_seq);
 	/* Pairs with wsem_handle_sem(): a bound handle is seen complete. */
 	smp_store_release(&h->sem, sem);
 	/* @h's; the caller's keeps @sem until then. */
@@ -1166,8 +1235,10 @@ void wsem_fill_stat(struct wsem *sem, struct wsem_handle *h,
 	st->ceiling = sem->ceiling;
 	st->depth = sem->depth;
 	st->parent_id = sem->parent ? sem->parent->id : 0;
-	if (seen)
+	if (seen) {
 		h->demand_seen = sem->demand_seq;
+		h->tree_seen = sem->root->tree_seq;
+	}
 	if (sem->linked && named)
 		memcpy(st->name, sem->name, sizeof(st->name));
 	spin_unlock(sem->lock);
@@ -1186,7 +1257,8 @@ void wsem_fill_stat(struct wsem *sem, struct wsem_handle *h,
  * nothing, and the weight may be gone again before the caller's acquire.
  * EPOLLPRI while the semaphore is idle: nothing held, nobody queued.
  * EPOLLRDBAND while the demand (used weight, waiters, queued weight) has
- * changed since @h last read the semaphore's state (wsem_fill_stat()).
+ * changed since @h last read the semaphore's state (wsem_fill_stat()),
+ * and for a child also while its tree's flags have (wsem_publish_tree()).
  * Pollers are woken when one of these comes to hold, not while it holds
  * (wsem_unlock_and_wake()): an edge-triggered poller of EPOLLIN hears a
  * semaphore that was full come to have room, not each release after that;
@@ -1204,7 +1276,8 @@ __poll_t wsem_poll(struct wsem *sem, struct wsem_handle *h, struct file *file,
 	spin_lock(sem->lock);
 	wsem_note_polled(sem);
 	events = wsem_events(sem);
-	if (h->demand_seen != sem->demand_seq)
+	if (h->demand_seen != sem->demand_seq ||
+	    (sem->parent && h->tree_seen != sem->root->tree_seq))
 		events |= EPOLLRDBAND;
 	if (h->requested) {
 		events &= ~(EPOLLIN | EPOLLRDNORM);

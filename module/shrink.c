@@ -99,6 +99,7 @@ void wsem_resize(struct wsem *sem, u64 capacity, struct wsem_wake *wake)
 	trace_wsem_capacity(sem->id, sem->capacity, capacity);
 	sem->capacity = capacity;
 	wsem_publish(sem);
+	wsem_note_tree(sem);
 	list_add(&mark.node, &sem->root->waiters);
 	while (wsem_fail_overweight(sem, &mark, &now, wake))
 		wsem_wake_batch(sem, wake);

@@ -115,9 +115,11 @@
  * h->wqh.lock (wsem_bind(), against a poller queueing itself and another
  * bind), and read under no lock with wsem_handle_sem()'s acquire.
  * No user memory is touched and nothing is allocated under a spinlock.
- * A semaphore's counters page (@counters) is allocated with no lock held,
- * installed under sem->lock, and written only under it (wsem_publish()),
- * but for wsem_free()'s last write, when nothing else can reach it.
+ * A semaphore's counters page (@counters), and a root's page of its tree's
+ * flags (@tree_counters), is allocated with no lock held, installed under
+ * sem->lock, and written only under it (wsem_publish(),
+ * wsem_publish_tree()), but for wsem_free()'s last write, when nothing
+ * else can reach it.
  *
  * Lifetimes: a semaphore has a reference per bound handle (wsem_bind()),
  * one for its name and one per wsemfs inode, one for its jobserver state
@@ -130,8 +132,8 @@
  * wsemfs inode.  sem.c calls nothing of ns.c.
  * A counters page is the semaphore's, one reference, dropped by
  * wsem_free(), and each mapping's (vm_insert_page()): it outlives the
- * semaphore while mapped.  A mapping holds no handle: wsem_file_mmap()
- * gives the VMA a file of its own.
+ * semaphore while mapped; so does a tree's page, the root's.  A mapping
+ * holds no handle: wsem_file_mmap() gives the VMA a file of its own.
  * A handle is freed at its last reference: its file's, and one a granter
  * holds from granting its asynchronous request under sem->lock until it
  * has woken the handle's pollers after the lock is dropped.  A loan's
@@ -279,6 +281,17 @@ struct wsem_users {
  * @tree_size: in a root, how many semaphores the tree holds (at most
  *	max_tree_size); under @lock
  * @poll_node: in the root's @polled, or empty
+ * @over: @used is above @capacity (wsem_note_tree()); under @lock
+ * @nr_over: in a root, how many semaphores of the tree are @over; under
+ *	@lock
+ * @tree_flags: in a root, WSEM_TREE_WAITING while a request of the tree is
+ *	queued, WSEM_TREE_OVER while @nr_over is not 0; under @lock
+ * @tree_seq: in a root, changed with @tree_flags, for the children's
+ *	pollers (wsem_poll()); under @lock
+ * @tree_counters: in a root, the page of the tree's flags that mmap(2) of
+ *	its semaphores' handles maps at WSEM_MMAP_TREE (struct
+ *	wsem_tree_counters, uapi), allocated and freed as @counters, written
+ *	under @lock when @tree_flags changes (wsem_note_tree()); or NULL
  * @node: in the name tree of @wns while @linked; protected by @wns->lock
  * @ref: one per bound handle, one for the name while @linked, one per
  *	wsemfs inode; dropped with wsem_put()
@@ -343,6 +356,11 @@ struct wsem {
 	struct list_head polled;
 	u32 tree_size;
 	struct list_head poll_node;
+	bool over;
+	u32 nr_over;
+	u32 tree_flags;
+	u32 tree_seq;
+	struct wsem_tree_counters *tree_counters;
 
 	struct rb_node node;
 	struct kref ref;
@@ -446,6 +464,7 @@ enum wsem_spin_end {
  * @demand_seen: @sem->demand_seq when the handle last read the state of
  *	@sem (wsem_fill_stat()), or was bound; set by wsem_bind() before @sem
  *	is published, then protected by @sem->lock
+ * @tree_seen: likewise, its root's @tree_seq
  * @hold_node: in @sem->holders from the first grant until unbound;
  *	protected by @sem->lock
  * @pid: the thread group that last acquired through the handle (holds a
@@ -491,6 +510,7 @@ struct wsem_handle {
 	u64 lent;
 	bool end_holders;
 	u32 demand_seen;
+	u32 tree_seen;
 	struct list_head hold_node;
 	struct pid *pid;
 	struct cgroup *cgrp;
@@ -701,6 +721,7 @@ struct wsem *wsem_alloc(u64 capacity, u64 ceiling, umode_t mode,
 			struct wsem *parent);
 void wsem_free(struct wsem *sem);
 struct page *wsem_counters_page(struct wsem *sem);
+struct page *wsem_tree_counters_page(struct wsem *sem);
 void wsem_fill_stat(struct wsem *sem, struct wsem_handle *h,
 		    struct wsem_stat *st, bool seen, bool named);
 int wsem_bind(struct wsem_handle *h, struct wsem *sem);
@@ -803,14 +824,44 @@ static inline void wsem_publish(struct wsem *sem)
 	WRITE_ONCE(c->seq, c->seq + 1);
 }
 
+void wsem_publish_tree(struct wsem *root, u32 flags);
+
+/*
+ * The used weight, the capacity or the queue of @sem changed: keep its
+ * tree's flags true (struct wsem_tree_counters, uapi), @sem's overhang
+ * counted in its root's @nr_over, and the waiters of the tree read from
+ * the root's count, which takes in every queued request of the tree.
+ */
+static inline void wsem_note_tree(struct wsem *sem)
+{
+	struct wsem *root = sem->root;
+	bool over = sem->used > sem->capacity;
+	u32 flags;
+
+	lockdep_assert_held(sem->lock);
+
+	if (unlikely(over != sem->over)) {
+		sem->over = over;
+		if (over)
+			root->nr_over++;
+		else
+			root->nr_over--;
+	}
+	flags = (root->nr_waiters ? WSEM_TREE_WAITING : 0) |
+		(root->nr_over ? WSEM_TREE_OVER : 0);
+	if (unlikely(flags != root->tree_flags))
+		wsem_publish_tree(root, flags);
+}
+
 /*
  * The used weight or the queue changed: the demand event is new, and the
- * counters page shows it.  Called after each change is whole.
+ * counters pages show it.  Called after each change is whole.
  */
 static inline void wsem_note_demand(struct wsem *sem)
 {
 	WRITE_ONCE(sem->demand_seq, sem->demand_seq + 1);
 	wsem_publish(sem);
+	wsem_note_tree(sem);
 }
 
 /* @task, acquiring through @h, is granted @weight, on @sem and above. */

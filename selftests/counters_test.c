@@ -21,6 +21,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -207,6 +208,98 @@ TEST(wsemfs_file)
 	EXPECT_EQ(0, close(fd));
 }
 
+/* The tree's page of handle @fd (WSEM_MMAP_TREE), or NULL. */
+static const struct wsem_tree_counters *map_tree(int fd)
+{
+	void *t = mmap(NULL, sizeof(struct wsem_tree_counters), PROT_READ,
+		       MAP_SHARED, fd, WSEM_MMAP_TREE * PAGE);
+
+	return t == MAP_FAILED ? NULL : t;
+}
+
+static __u32 tree_flags(const struct wsem_tree_counters *t)
+{
+	return __atomic_load_n(&t->flags, __ATOMIC_ACQUIRE);
+}
+
+/* Is POLLRDBAND up on @fd now? */
+static bool rdband(int fd)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLRDBAND };
+
+	return poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLRDBAND);
+}
+
+/*
+ * The tree's page, the same through every semaphore of the tree: a
+ * request queued anywhere in it (here a child's, held up by the root,
+ * which a sibling's page does not show), and a semaphore of it over its
+ * capacity; a child's handle reports POLLRDBAND when they change; and
+ * once the root is freed, GONE.
+ */
+TEST(tree_page)
+{
+	const struct wsem_tree_counters *t[3];
+	int root = wsem_open_anon(4, 0), a, b, i, ms;
+	struct wsem_stat st;
+
+	ASSERT_LE(0, root);
+	a = wsem_open_child(root, NULL, 0, 0600, 2);
+	b = wsem_open_child(root, NULL, 0, 0600, 4);
+	ASSERT_LE(0, a);
+	ASSERT_LE(0, b);
+	t[0] = map_tree(root);
+	t[1] = map_tree(a);
+	ASSERT_EQ(0, wsem_acquire(b, 4));
+	t[2] = map_tree(b);
+	for (i = 0; i < 3; i++) {
+		ASSERT_NE(NULL, t[i]) TH_LOG("mmap: %s", strerror(errno));
+		EXPECT_EQ(WSEM_TREE_COUNTERS_SIZE_VER0, t[i]->size);
+		EXPECT_EQ(0, tree_flags(t[i]));
+	}
+	EXPECT_EQ(t[0]->seq, t[2]->seq);
+	EXPECT_EQ(sizeof(struct wsem_tree_counters),
+		  WSEM_TREE_COUNTERS_SIZE_VER0);
+
+	/* a's request fits a but waits for the root: b's page sees it. */
+	ASSERT_EQ(0, wsem_stat(b, &st));
+	EXPECT_FALSE(rdband(b));
+	ASSERT_EQ(-1, wsem_acquire_async(a, 1));
+	ASSERT_EQ(EINPROGRESS, errno);
+	for (i = 0; i < 3; i++)
+		EXPECT_EQ(WSEM_TREE_WAITING, tree_flags(t[i]));
+	EXPECT_TRUE(rdband(b));
+	ASSERT_EQ(0, wsem_stat(b, &st));
+	EXPECT_EQ(0, st.waiters);
+	EXPECT_FALSE(rdband(b));
+	ASSERT_EQ(0, wsem_release(b, 4));
+	ASSERT_EQ(0, wsem_acquire_result(a));
+	EXPECT_EQ(0, tree_flags(t[2]));
+	EXPECT_TRUE(rdband(b));
+
+	/* a holds 2 of 2, shrunk to 1: over its capacity. */
+	ASSERT_EQ(0, wsem_acquire(a, 1));
+	ASSERT_EQ(0, wsem_set_capacity(a, 1));
+	EXPECT_EQ(WSEM_TREE_OVER, tree_flags(t[2]));
+	ASSERT_EQ(0, wsem_stat(b, &st));
+	ASSERT_EQ(0, wsem_release(a, 1));
+	EXPECT_EQ(0, tree_flags(t[2]));
+	EXPECT_TRUE(rdband(b));
+	ASSERT_EQ(0, wsem_release(a, 1));
+
+	EXPECT_EQ(0, close(a));
+	EXPECT_EQ(0, close(b));
+	EXPECT_EQ(0, close(root));
+	for (ms = 0; ms < 5000; ms++) {
+		if (tree_flags(t[1]) & WSEM_COUNTERS_GONE)
+			break;
+		usleep(1000);
+	}
+	EXPECT_EQ(WSEM_COUNTERS_GONE, tree_flags(t[1]));
+	for (i = 0; i < 3; i++)
+		EXPECT_EQ(0, munmap((void *)t[i], sizeof(*t[i])));
+}
+
 /* Write and execute are refused, now and later by mprotect(2). */
 TEST_F(counters, read_only)
 {
@@ -231,18 +324,30 @@ TEST_F(counters, read_only)
 	EXPECT_EQ(0, snap(self->c).used);
 }
 
-/* An offset, a length over a page and an unbound handle are EINVAL. */
+/*
+ * An offset but 0 and the tree's, a length over a page and an unbound
+ * handle are EINVAL.
+ */
 TEST_F(counters, bad_maps)
 {
 	int unbound = open("/dev/wsem", O_RDWR | O_CLOEXEC);
 	void *p;
 
-	p = mmap(NULL, PAGE, PROT_READ, MAP_SHARED, self->fd, PAGE);
+	p = mmap(NULL, PAGE, PROT_READ, MAP_SHARED, self->fd,
+		 (WSEM_MMAP_TREE + 1) * PAGE);
 	EXPECT_EQ(MAP_FAILED, p);
 	EXPECT_EQ(EINVAL, errno);
 	p = mmap(NULL, 2 * PAGE, PROT_READ, MAP_SHARED, self->fd, 0);
 	EXPECT_EQ(MAP_FAILED, p);
 	EXPECT_EQ(EINVAL, errno);
+	p = mmap(NULL, 2 * PAGE, PROT_READ, MAP_SHARED, self->fd,
+		 WSEM_MMAP_TREE * PAGE);
+	EXPECT_EQ(MAP_FAILED, p);
+	EXPECT_EQ(EINVAL, errno);
+	p = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd,
+		 WSEM_MMAP_TREE * PAGE);
+	EXPECT_EQ(MAP_FAILED, p);
+	EXPECT_EQ(EACCES, errno);
 	ASSERT_LE(0, unbound);
 	p = mmap(NULL, PAGE, PROT_READ, MAP_SHARED, unbound, 0);
 	EXPECT_EQ(MAP_FAILED, p);

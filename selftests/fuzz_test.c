@@ -210,6 +210,8 @@ struct shared {
 	uint64_t idle;			/* idle waits that found it idle */
 	uint64_t readonly;		/* read-only handles bound and checked */
 	uint64_t pools;			/* pools opened by forked children */
+	uint64_t maps;			/* random mmap(2)s of handles */
+	uint64_t maps_made;		/* ... that made a mapping */
 	uint64_t fs_calls;		/* wsemfs path and mount calls */
 	uint64_t fs_opened;		/* ... handles opened by path */
 	uint64_t fs_read;		/* ... texts read and checked */
@@ -2282,6 +2284,96 @@ static void counters(int fd)
 }
 
 /*
+ * May a mmap(2) of a handle fail with @err?  @aligned: the offset is a
+ * multiple of the page; @readable: the handle is open for reading; @where:
+ * at most a page at offset 0 or WSEM_MMAP_TREE pages; @how: neither
+ * writable nor executable.  The kernel's own checks come first (an
+ * unaligned offset, a file not open for reading, execute on a noexec
+ * mount), then the handle's: a bad offset or length EINVAL, then a write
+ * or execute EACCES.  What should succeed may fail only for memory.
+ */
+static bool map_error_is_right(int err, bool aligned, bool readable,
+			       bool where, bool how, int prot)
+{
+	if (err == EPERM && (prot & PROT_EXEC))
+		return true;
+	if (!aligned)
+		return err == EINVAL;
+	if (!readable)
+		return err == EACCES;
+	if (!where)
+		return err == EINVAL || (!how && err == EACCES);
+	if (!how)
+		return err == EACCES;
+	return err == ENOMEM;
+}
+
+/*
+ * mmap(2) of a handle with a random offset, length, protection and
+ * sharing, on a reopen of @fd that only this call holds: it must succeed
+ * exactly for one page at most, at offset 0 (struct wsem_counters) or
+ * WSEM_MMAP_TREE pages (struct wsem_tree_counters), neither writable nor
+ * executable, of a handle open for reading, and fail otherwise with the
+ * errno that says why (map_error_is_right()).  A mapping made shows its
+ * struct's size, and mprotect(2) cannot make it writable.
+ */
+static void random_map(struct rng *r, int fd)
+{
+	static const uint64_t offs[] = {
+		0, WSEM_MMAP_TREE * PAGE, (WSEM_MMAP_TREE + 1) * PAGE,
+		PAGE / 2, 7 * PAGE, 1ULL << 32, 1ULL << 40,
+	};
+	static const size_t lens[] = { 1, 16, 48, PAGE, PAGE + 1, 2 * PAGE };
+	static const int prots[] = {
+		PROT_READ, PROT_NONE, PROT_READ | PROT_WRITE,
+		PROT_READ | PROT_EXEC, PROT_WRITE, PROT_EXEC,
+		PROT_READ | PROT_WRITE | PROT_EXEC,
+	};
+	uint64_t off = offs[below(r, ARRAY_SIZE(offs))];
+	size_t len = lens[below(r, ARRAY_SIZE(lens))];
+	int prot = prots[below(r, ARRAY_SIZE(prots))];
+	int flags = chance(r, 50) ? MAP_SHARED : MAP_PRIVATE;
+	bool where = (off == 0 || off == WSEM_MMAP_TREE * PAGE) && len <= PAGE;
+	bool how = !(prot & (PROT_WRITE | PROT_EXEC));
+	bool aligned = !(off % PAGE), readable;
+	int h = fd < 0 ? -1 : wsem_reopen(fd, O_CLOEXEC);
+	const __u32 *m;
+	__u32 size;
+
+	if (h < 0)
+		return;
+	readable = (fcntl(h, F_GETFL) & O_ACCMODE) != O_WRONLY;
+	add(&sh->maps, 1);
+	m = mmap(NULL, len, prot, flags, h, (off_t)off);
+	if (m == MAP_FAILED) {
+		if (!map_error_is_right(errno, aligned, readable, where, how,
+					prot))
+			violation("mmap off %llu len %zu prot %d flags %d of a "
+				  "handle%s open for reading: %s",
+				  (unsigned long long)off, len, prot, flags,
+				  readable ? "" : " not", strerror(errno));
+		close(h);
+		return;
+	}
+	add(&sh->maps_made, 1);
+	if (!where || !how || !readable)
+		violation("mmap off %llu len %zu prot %d of a handle%s open for "
+			  "reading made a mapping", (unsigned long long)off,
+			  len, prot, readable ? "" : " not");
+	if (prot & PROT_READ) {
+		size = __atomic_load_n(&m[2], __ATOMIC_RELAXED);
+		if (size != (off ? WSEM_TREE_COUNTERS_SIZE_VER0 :
+				   WSEM_COUNTERS_SIZE_VER0))
+			violation("mmap off %llu: a struct of size %u",
+				  (unsigned long long)off, size);
+	}
+	if (!mprotect((void *)m, len, PROT_READ | PROT_WRITE))
+		violation("mprotect made a counters mapping writable");
+	munmap((void *)m, len);
+	close(h);
+}
+
+/*
  * A pool (wsem_pool_open(3)) over @fd for a few steps: tries, waits of a
  * millisecond and releases of random weights; a release of more than its
  * threads hold must fail with EINVAL.  Then closed, or left to the child's
@@ -2342,6 +2434,8 @@ static void __attribute__((noreturn)) fork_child(struct rng *r)
 			fdinfo(pool_get(r));
 		if (chance(r, 20))
 			counters(pool_get(r));
+		if (chance(r, 10))
+			random_map(r, pool_get(r));
 		if (chance(r, 4))
 			pooled_steps(r, pool_get(r));
 	}
@@ -3577,6 +3671,8 @@ static void *op_main(void *p)
 		fuzz_one(&o->r, &o->a);
 		if (chance(&o->r, 1))
 			counters(pool_get(&o->r));
+		if (chance(&o->r, 1))
+			random_map(&o->r, pool_get(&o->r));
 	}
 	_exit(0);
 }
@@ -3896,6 +3992,10 @@ TEST_F_TIMEOUT(fuzz, ioctls, 1800)
 	EXPECT_LT(0, sh->readonly);
 	TH_LOG("%llu pools opened by forked children",
 	       (unsigned long long)sh->pools);
+	TH_LOG("%llu handles mapped at random, %llu of them made a mapping",
+	       (unsigned long long)sh->maps,
+	       (unsigned long long)sh->maps_made);
+	EXPECT_LT(0, sh->maps_made);
 	TH_LOG("wsemfs: %llu calls, %llu handles opened by path, %llu texts "
 	       "read, %llu mounts, %llu unmounts, %llu namespaces died",
 	       (unsigned long long)sh->fs_calls,

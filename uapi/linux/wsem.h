@@ -572,11 +572,14 @@ struct wsem_many_args {
  * closed, its name unlinked), the page keeps its last values, with
  * WSEM_COUNTERS_GONE set, until the last mapping of it goes.
  *
+ * At an offset of WSEM_MMAP_TREE pages, mmap(2) maps the page of the
+ * semaphore's tree instead (struct wsem_tree_counters).
+ *
  * mmap fails with EINVAL for an unbound handle, an offset other than 0 or
- * a length over one page; with EACCES for PROT_WRITE or PROT_EXEC, shared
- * or private, and for a handle not open for reading.  The mapping can
- * never be made writable or executable (mprotect(2): EACCES) nor grow
- * (mremap(2)).
+ * WSEM_MMAP_TREE pages or a length over one page; with EACCES for
+ * PROT_WRITE or PROT_EXEC, shared or private, and for a handle not open
+ * for reading.  The mapping can never be made writable or executable
+ * (mprotect(2): EACCES) nor grow (mremap(2)).
  */
 struct wsem_counters {
 	__u32 seq;
@@ -591,7 +594,47 @@ struct wsem_counters {
 
 #define WSEM_COUNTERS_SIZE_VER0	48
 
-/* struct wsem_counters.flags */
+/* struct wsem_counters.flags, struct wsem_tree_counters.flags */
 #define WSEM_COUNTERS_GONE	_BITUL(0)	/* the semaphore was freed */
+
+/**
+ * struct wsem_tree_counters - what a child's counters page cannot show
+ * @seq: as struct wsem_counters' @seq; a reader of @flags alone needs
+ *	no @seq (one aligned __u32)
+ * @flags: WSEM_TREE_WAITING, WSEM_TREE_OVER; WSEM_COUNTERS_GONE once the
+ *	tree's root was freed
+ * @size: how many bytes of this struct the kernel writes, at least
+ *	WSEM_TREE_COUNTERS_SIZE_VER0
+ * @__pad: 0
+ *
+ * Weight held on a child is held on each of its ancestors, but a child's
+ * counters page shows only its own semaphore and its descendants.  Every
+ * semaphore of a tree maps one page more, at an offset of WSEM_MMAP_TREE
+ * pages, the same for the whole tree: whether a request is queued anywhere
+ * in the tree and whether any semaphore of it holds more than its
+ * capacity (after a shrink or a loan's withdrawal).  Only these two facts:
+ * a child's handle learns nothing of its ancestors' numbers (its poll's
+ * POLLIN already says whether a try of 1 would succeed).  The kernel
+ * rewrites the page under the tree's lock when a flag changes; a handle of
+ * a child polled for POLLRDBAND reports it also while the flags changed
+ * since it last read its state.  A pool over a child keeps weight spare
+ * only while its own page shows no waiter nor overhang and this page
+ * neither flag (wsem_pool_open(3)).
+ */
+struct wsem_tree_counters {
+	__u32 seq;
+	__u32 flags;
+	__u32 size;
+	__u32 __pad;
+};
+
+#define WSEM_TREE_COUNTERS_SIZE_VER0	16
+
+/* The offset, in pages, of the tree's page in a handle's mmap(2) */
+#define WSEM_MMAP_TREE		1
+
+/* struct wsem_tree_counters.flags */
+#define WSEM_TREE_WAITING	_BITUL(1)	/* a request is queued in the tree */
+#define WSEM_TREE_OVER		_BITUL(2)	/* one holds more than its capacity */
 
 #endif /* _UAPI_LINUX_WSEM_H */
