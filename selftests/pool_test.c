@@ -13,9 +13,12 @@
  *    waits until wsem_pool_trim());
  *  - weighted, try and timeout as the plain calls, and their errors; the
  *    calls of a child of fork(2) fail with EBADF;
- *  - the fallbacks: a child semaphore's pool keeps nothing spare; a loan
- *    withdrawn under the pool (used above the capacity) and a queued gang
- *    or jobserver reader stop the fast path; an endpoint is no handle;
+ *  - a child semaphore's pool: its fast path stops while a request is
+ *    queued anywhere in the tree or the tree holds more than a capacity
+ *    (its tree's page), and an idle one gives way to a sibling's request;
+ *  - the fallbacks: a loan withdrawn under the pool (used above the
+ *    capacity) and a queued gang or jobserver reader stop the fast path;
+ *    an endpoint is no handle;
  *  - the bound and FIFO, replayed: pooled processes of several threads,
  *    SIGKILLed and started again at random moments, and plain waiters in
  *    other processes log every step in shared memory; a checker replays
@@ -327,30 +330,98 @@ TEST_F(pool, forked_child_cannot_use_it)
 	ASSERT_EQ(0, wsem_pool_release(self->p, 4));
 }
 
-/* A child semaphore's pool: every call is the kernel's, nothing spare. */
-TEST(child_semaphore_falls_back)
+/*
+ * A child semaphore's pool serves from spare weight while nobody is queued
+ * anywhere in its tree and nothing of the tree is over its capacity: a
+ * request of a sibling held up by the parent, which the child's own page
+ * does not show, stops its fast path (the try fails, its spare goes back),
+ * and so does a parent shrunk below what is held.
+ */
+TEST(child_semaphore_pool)
 {
-	int root = wsem_open_anon(8, 0), child, pfd, i;
+	int root = wsem_open_anon(8, 0), a, b, pfd, i;
 	struct wsem_pool *p;
 	uint64_t g;
 
 	ASSERT_LE(0, root);
-	child = wsem_open_child(root, NULL, 0, 0600, 4);
-	ASSERT_LE(0, child);
-	p = wsem_pool_open(child, 4, 0);
+	a = wsem_open_child(root, NULL, 0, 0600, 4);
+	b = wsem_open_child(root, NULL, 0, 0600, 8);
+	ASSERT_LE(0, a);
+	ASSERT_LE(0, b);
+	p = wsem_pool_open(a, 4, WSEM_POOL_NOTHREAD);
 	ASSERT_NE(NULL, p);
 	pfd = wsem_pool_fd(p);
-	g = grants(child);
+	ASSERT_EQ(0, wsem_pool_acquire(p, 1, -1));
+	EXPECT_EQ(4, held_of(pfd));	/* 1 and a batch of 3 */
+	g = grants(a);
 	for (i = 0; i < 3; i++) {
 		ASSERT_EQ(0, wsem_pool_acquire(p, 2, -1));
-		EXPECT_EQ(2, held_of(pfd));
-		EXPECT_EQ(2, stat_of(root).used);
 		ASSERT_EQ(0, wsem_pool_release(p, 2));
-		EXPECT_EQ(0, held_of(pfd));
 	}
-	EXPECT_EQ(g + 3, grants(child));
+	EXPECT_EQ(g, grants(a));	/* served from spare */
+	EXPECT_EQ(4, stat_of(root).used);
+
+	/* b's request fits b, not the root: a's page shows no waiter. */
+	ASSERT_EQ(0, wsem_acquire(b, 4));
+	ASSERT_EQ(-1, wsem_acquire_async(b, 4));
+	ASSERT_EQ(EINPROGRESS, errno);
+	ASSERT_EQ(0, wait_waiters(root, 1));
+	EXPECT_EQ(0, stat_of(a).waiters);
+	EXPECT_EQ(-1, wsem_pool_tryacquire(p, 1));
+	EXPECT_EQ(EAGAIN, errno);
+	EXPECT_EQ(1, held_of(pfd));	/* the spare went back */
+	ASSERT_EQ(0, wsem_pool_release(p, 1));
+	EXPECT_EQ(0, held_of(pfd));	/* all of it, b waiting */
+	EXPECT_EQ(0, async_result(b));
+	EXPECT_EQ(0, wsem_release(b, 8));
+
+	/* Nobody queued: the fast path comes back. */
+	ASSERT_EQ(0, wsem_pool_acquire(p, 1, -1));
+	EXPECT_EQ(4, held_of(pfd));
+	g = grants(a);
+
+	/* The root shrunk below what is held: no weight from spare. */
+	ASSERT_EQ(0, wsem_set_capacity(root, 3));
+	ASSERT_EQ(0, wsem_pool_acquire(p, 1, 0));
+	EXPECT_EQ(g + 1, grants(a));	/* the kernel's, after the give-back */
+	EXPECT_EQ(2, held_of(pfd));
+	ASSERT_EQ(0, wsem_set_capacity(root, 8));
+	ASSERT_EQ(0, wsem_pool_release(p, 2));
 	EXPECT_EQ(0, wsem_pool_close(p));
-	EXPECT_EQ(0, close(child));
+	EXPECT_EQ(0, stat_of(root).used);
+	EXPECT_EQ(0, close(b));
+	EXPECT_EQ(0, close(a));
+	EXPECT_EQ(0, close(root));
+}
+
+/*
+ * An idle pool over a child gives way to a sibling's request that the
+ * parent holds up: a child's handle reports the demand event when its
+ * tree's flags change, and its watcher gives the spare back.
+ */
+TEST(child_semaphore_idle_pool_gives_way)
+{
+	int root = wsem_open_anon(8, 0), a, b;
+	struct wsem_pool *p;
+
+	ASSERT_LE(0, root);
+	a = wsem_open_child(root, NULL, 0, 0600, 4);
+	b = wsem_open_child(root, NULL, 0, 0600, 8);
+	ASSERT_LE(0, a);
+	ASSERT_LE(0, b);
+	p = wsem_pool_open(a, 4, 0);
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(0, wsem_pool_acquire(p, 3, -1));
+	ASSERT_EQ(0, wsem_pool_release(p, 3));
+	EXPECT_EQ(4, held_of(wsem_pool_fd(p)));
+	ASSERT_EQ(0, wsem_acquire(b, 4));
+	ASSERT_EQ(0, wsem_acquire_timeout(b, 4, WAIT_MS * 1000000LL));
+	EXPECT_EQ(0, held_of(wsem_pool_fd(p)));
+	EXPECT_EQ(8, stat_of(root).used);
+	EXPECT_EQ(0, wsem_release(b, 8));
+	EXPECT_EQ(0, wsem_pool_close(p));
+	EXPECT_EQ(0, close(b));
+	EXPECT_EQ(0, close(a));
 	EXPECT_EQ(0, close(root));
 }
 
@@ -773,9 +844,12 @@ static void replay(struct replay *out)
 /*
  * Pooled processes and plain ones on one semaphore of CAP; every so often
  * a pooled process is SIGKILLed (KILL logged first) and a new one started.
- * Then the replay, and nothing held once all are gone.
+ * Then the replay, and nothing held once all are gone.  With @child, the
+ * pools are over a child of CAP of that semaphore, whose own page never
+ * shows the plain processes' requests (they ask the parent): its tree's
+ * page does.
  */
-TEST(bound_and_fifo_replayed)
+static void replayed_run(struct __test_metadata *_metadata, bool child)
 {
 	uint64_t seed = env_u64("WSEM_POOL_SEED", (uint64_t)now_ns());
 	int64_t run_ns = env_u64("WSEM_POOL_MS", 3000) * 1000000LL, end;
@@ -783,7 +857,8 @@ TEST(bound_and_fifo_replayed)
 	uint32_t gen[POOLED], next_gen = 1;
 	struct rng r = { seed };
 	struct replay rp;
-	int fd, i, status, kills = 0;
+	int fd, pool_fd, i, status, kills = 0;
+	uint64_t g;
 
 	TH_LOG("WSEM_POOL_SEED=%llu", (unsigned long long)seed);
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
@@ -791,9 +866,11 @@ TEST(bound_and_fifo_replayed)
 	ASSERT_NE(MAP_FAILED, sh);
 	fd = wsem_open_anon(CAP, 0);
 	ASSERT_LE(0, fd);
+	pool_fd = child ? wsem_open_child(fd, NULL, 0, 0600, CAP) : fd;
+	ASSERT_LE(0, pool_fd);
 	for (i = 0; i < POOLED; i++) {
 		gen[i] = next_gen++;
-		pooled[i] = spawn(pooled_main, fd, gen[i], rnd(&r));
+		pooled[i] = spawn(pooled_main, pool_fd, gen[i], rnd(&r));
 		ASSERT_LT(0, pooled[i]);
 	}
 	for (i = 0; i < 2; i++) {
@@ -810,7 +887,7 @@ TEST(bound_and_fifo_replayed)
 		ASSERT_TRUE(WIFSIGNALED(status)) TH_LOG("status %#x", status);
 		kills++;
 		gen[i] = next_gen++;
-		pooled[i] = spawn(pooled_main, fd, gen[i], rnd(&r));
+		pooled[i] = spawn(pooled_main, pool_fd, gen[i], rnd(&r));
 		ASSERT_LT(0, pooled[i]);
 	}
 	atomic_store(&sh->stop, 1);
@@ -824,12 +901,14 @@ TEST(bound_and_fifo_replayed)
 	}
 	EXPECT_EQ(0, stat_of(fd).used);
 	EXPECT_EQ(0, stat_of(fd).waiters);
+	g = grants(pool_fd);
 	replay(&rp);
-	TH_LOG("%llu entries, %llu grants (%llu pooled), %d kills, %llu full "
-	       "requests queued and checked, at most %llu acquires under way "
-	       "across one", (unsigned long long)rp.entries,
+	TH_LOG("%llu entries, %llu grants (%llu pooled; the kernel granted "
+	       "%llu on the pools' semaphore), %d kills, %llu full requests queued and checked, at most %llu "
+	       "acquires under way across one", (unsigned long long)rp.entries,
 	       (unsigned long long)rp.ops,
-	       (unsigned long long)atomic_load(&sh->ops), kills,
+	       (unsigned long long)atomic_load(&sh->ops),
+	       (unsigned long long)g, kills,
 	       (unsigned long long)rp.checked,
 	       (unsigned long long)rp.ahead_max);
 	EXPECT_EQ(0, rp.over) TH_LOG("first at entry %lld", (long long)rp.first_bad);
@@ -838,8 +917,21 @@ TEST(bound_and_fifo_replayed)
 	EXPECT_LE(rp.ahead_max, POOLED * THREADS + 2);
 	EXPECT_LT(0, rp.checked);
 	EXPECT_LT(100, atomic_load(&sh->ops));
+	if (child)
+		EXPECT_EQ(0, close(pool_fd));
 	EXPECT_EQ(0, close(fd));
 	munmap(sh, sizeof(*sh));
+}
+
+TEST(bound_and_fifo_replayed)
+{
+	replayed_run(_metadata, false);
+}
+
+/* The same with the pools over a child: the tree's page at work. */
+TEST(bound_and_fifo_replayed_on_a_child)
+{
+	replayed_run(_metadata, true);
 }
 
 /*

@@ -33,9 +33,14 @@
  * begins after the request queued finds it on the page and queues behind
  * it in the kernel.
  *
- * A pool whose handle's semaphore is a child (the page shows the child's
- * queue, not its ancestors'), or where the page cannot be mapped, keeps
- * nothing spare: every call is the kernel's.
+ * A child's page shows the child's queue and weight, not its ancestors',
+ * on which its weight is held too: a pool over a child also maps its
+ * tree's page (struct wsem_tree_counters) and serves from @spare only
+ * while that shows nobody queued anywhere in the tree and no semaphore of
+ * the tree over its capacity.  The watcher hears the tree's changes, too:
+ * a child's handle reports the demand event when the tree's flags change.
+ * Where a page cannot be mapped the pool keeps nothing spare: every call
+ * is the kernel's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -46,6 +51,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "wsem.h"
@@ -57,6 +63,7 @@
  *	atomics while nobody is queued
  * @inuse: weight @fd holds for the pool's threads (what they may release)
  * @c: @fd's counters page, or NULL: every call goes to the kernel
+ * @tree: for a child, its tree's page, else NULL
  * @fd: the pool's own handle: what it holds is @spare + @inuse
  * @stop_fd: an eventfd that ends the watcher, or -1 without one
  * @max_spare: the most weight kept spare
@@ -68,6 +75,7 @@ struct wsem_pool {
 	uint64_t spare;
 	uint64_t inuse;
 	const struct wsem_counters *c;
+	const struct wsem_tree_counters *tree;
 	int fd;
 	int stop_fd;
 	uint64_t max_spare;
@@ -103,6 +111,14 @@ static int pool_check(const struct wsem_pool *p)
 	return 0;
 }
 
+/* Does a child's tree show a request queued or an overhang anywhere? */
+static bool pool_tree_busy(const struct wsem_pool *p)
+{
+	return p->tree && (__atomic_load_n(&p->tree->flags, __ATOMIC_ACQUIRE) &
+			   (WSEM_COUNTERS_GONE | WSEM_TREE_WAITING |
+			    WSEM_TREE_OVER));
+}
+
 /*
  * One state of the page, or false without one.  @free: what a try of the
  * kernel could get now (capacity - used), valid when true is returned.
@@ -114,7 +130,7 @@ static bool pool_page(const struct wsem_pool *p, uint64_t *free)
 	if (!p->c || wsem_read_counters(p->c, &s))
 		return false;
 	if ((s.flags & WSEM_COUNTERS_GONE) || s.waiters || s.queued_weight ||
-	    s.used > s.capacity)
+	    s.used > s.capacity || pool_tree_busy(p))
 		return false;
 	*free = s.capacity - s.used;
 	return true;
@@ -325,7 +341,7 @@ int wsem_pool_release(struct wsem_pool *pool, uint64_t weight)
  * Reads the semaphore's state through the pool's handle (wsem_stat(),
  * which also ends its demand event, POLLRDBAND) and gives all of the
  * pool's spare weight back when a request is queued or more is held than
- * the capacity.  The watcher thread calls it on each demand event; a pool
+ * the capacity (on a child: anywhere in its tree).  The watcher thread calls it on each demand event; a pool
  * opened with WSEM_POOL_NOTHREAD leaves that to the caller's event loop.
  *
  * Return: 0, or -1 with errno (EBADF, EINVAL).
@@ -336,7 +352,8 @@ int wsem_pool_trim(struct wsem_pool *pool)
 
 	if (pool_check(pool) || wsem_stat(pool->fd, &st))
 		return -1;
-	if (st.waiters || st.queued_weight || st.used > st.capacity)
+	if (st.waiters || st.queued_weight || st.used > st.capacity ||
+	    pool_tree_busy(pool))
 		return pool_give_back(pool);
 	return 0;
 }
@@ -403,8 +420,23 @@ static int pool_start_watcher(struct wsem_pool *p)
 	return -1;
 }
 
+/* A child's tree's page (struct wsem_tree_counters), or NULL. */
+static const struct wsem_tree_counters *pool_map_tree(int fd)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	void *t;
+
+	if (page <= 0)
+		return NULL;
+	t = mmap(NULL, sizeof(struct wsem_tree_counters), PROT_READ,
+		 MAP_SHARED, fd, (off_t)WSEM_MMAP_TREE * page);
+	return t == MAP_FAILED ? NULL : t;
+}
+
 static void pool_free(struct wsem_pool *p)
 {
+	if (p->tree)
+		munmap((void *)p->tree, sizeof(*p->tree));
 	if (p->c)
 		wsem_unmap_counters(p->c);
 	if (p->stop_fd >= 0)
@@ -423,8 +455,10 @@ static void pool_free(struct wsem_pool *p)
  *
  * The pool takes a new handle (wsem_reopen(), close-on-exec): its weight
  * goes back when the pool is closed or the process dies.  On a child
- * semaphore, or where the counters page cannot be mapped, the pool keeps
- * nothing spare and every call goes to the kernel.
+ * semaphore it serves from its spare weight only while nobody is queued
+ * anywhere in the tree and nothing of it is over its capacity.  Where the
+ * counters pages cannot be mapped, the pool keeps nothing spare and every
+ * call goes to the kernel.
  *
  * Return: the pool, or NULL with errno (EINVAL, EBADF, ENOMEM, EMFILE,
  * EAGAIN).
@@ -448,7 +482,9 @@ struct wsem_pool *wsem_pool_open(int fd, uint64_t max_spare, int flags)
 	p->fd = wsem_reopen(fd, O_CLOEXEC);
 	if (p->fd < 0 || wsem_stat(p->fd, &st))
 		goto err;
-	if (!st.depth)
+	if (st.depth)
+		p->tree = pool_map_tree(p->fd);
+	if (!st.depth || p->tree)
 		p->c = wsem_map_counters(p->fd);
 	if (p->c && !(flags & WSEM_POOL_NOTHREAD) && pool_start_watcher(p))
 		goto err;
