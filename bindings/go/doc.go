@@ -82,9 +82,11 @@
 // once through a goroutine asleep in the network poller on the kernel's
 // demand event, and the Acquires go to the kernel in FIFO order: the pool
 // gets ahead of a waiting request by at most one Acquire per goroutine.
-// What falls back to the kernel path: a Weighted on a child semaphore (its
-// page does not show its ancestors' queues) and one whose page cannot be
-// mapped keep nothing spare; AcquireMany (a gang) always asks the kernel,
+// On a child semaphore the pool also reads its tree's page (its own does
+// not show its ancestors' queues) and serves from spare only while nobody
+// is queued anywhere in the tree and nothing of it is over its capacity.
+// What falls back to the kernel path: a Weighted whose page cannot be
+// mapped keeps nothing spare; AcquireMany (a gang) always asks the kernel,
 // and waits as any request does until the pool gives way.  The spare units
 // count in Stat().Used and Stat().Spare; Close or the process's death,
 // however it dies, gives them back.

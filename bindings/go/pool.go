@@ -33,8 +33,13 @@ package wsem
 // request by at most one acquire per goroutine.
 //
 // A child semaphore's page shows the child's queue, not its ancestors',
-// so on a child (and where the page cannot be mapped) the pool maps
-// nothing and keeps nothing spare: every call goes to the kernel.
+// on which its weight is held too: on a child the pool also maps the
+// tree's page (struct wsem_tree_counters, at WSEM_MMAP_TREE pages) and
+// serves from spare only while that shows nobody queued anywhere in the
+// tree and nothing of it over its capacity; a child's handle reports
+// EPOLLRDBAND when those flags change, so the watcher hears them.  Where
+// a page cannot be mapped the pool keeps nothing spare: every call goes
+// to the kernel.
 
 import (
 	"fmt"
@@ -59,6 +64,20 @@ type counters struct {
 
 const countersGone = 1 << 0 // WSEM_COUNTERS_GONE
 
+// treeCounters is struct wsem_tree_counters (WSEM_TREE_COUNTERS_SIZE_VER0).
+type treeCounters struct {
+	seq   uint32
+	flags uint32
+	size  uint32
+	_     uint32
+}
+
+const (
+	mmapTree    = 1      // WSEM_MMAP_TREE, in pages
+	treeWaiting = 1 << 1 // WSEM_TREE_WAITING
+	treeOver    = 1 << 2 // WSEM_TREE_OVER
+)
+
 // A fastPool is a Weighted's pool; see above.
 type fastPool struct {
 	spare    atomic.Int64 // held by h, used by nobody
@@ -68,7 +87,9 @@ type fastPool struct {
 	h        *handle   // the pool's own handle: holds spare + inuse
 	page     []byte    // the counters page mapping, or nil
 	c        *counters // its start, or nil: everything is the kernel's
-	watch    *os.File  // the epoll descriptor the watcher sleeps on
+	tree     []byte    // on a child, its tree's page mapping, else nil
+	t        *treeCounters
+	watch    *os.File // the epoll descriptor the watcher sleeps on
 	done     chan struct{}
 }
 
@@ -91,7 +112,7 @@ func (p *fastPool) free() (int64, bool) {
 			queued := atomic.LoadUint64(&p.c.queuedWeight)
 			if atomic.LoadUint32(&p.c.seq) == s1 {
 				if flags&countersGone != 0 || waiters != 0 ||
-					queued != 0 || used > capacity {
+					queued != 0 || used > capacity || p.treeBusy() {
 					return 0, false
 				}
 				return clamp(capacity - used), true
@@ -102,6 +123,13 @@ func (p *fastPool) free() (int64, bool) {
 			runtime.Gosched()
 		}
 	}
+}
+
+// treeBusy: on a child, does the tree's page show a request queued or an
+// overhang anywhere in the tree (or the tree gone)?
+func (p *fastPool) treeBusy() bool {
+	return p.t != nil &&
+		atomic.LoadUint32(&p.t.flags)&(countersGone|treeWaiting|treeOver) != 0
 }
 
 // takeFrom takes n from *v if it has that much.
@@ -217,26 +245,41 @@ func (p *fastPool) trim() {
 	if _, err := p.h.do(iocStat, unsafe.Pointer(&a)); err != nil {
 		return
 	}
-	if a.waiters != 0 || a.queuedWeight != 0 || a.used > a.capacity {
+	if a.waiters != 0 || a.queuedWeight != 0 || a.used > a.capacity ||
+		p.treeBusy() {
 		p.giveBack()
 	}
 }
 
-// mapPage maps the counters page of the pool's handle; without it (an
-// error, or a module without the page) the pool keeps nothing spare.
-func (p *fastPool) mapPage() {
+// mapAt maps size bytes of the pool's handle at offset, read-only.
+func (p *fastPool) mapAt(offset int64, size int) []byte {
 	var page []byte
 	var err error
 	cerr := p.h.rc.Control(func(fd uintptr) {
-		page, err = syscall.Mmap(int(fd), 0,
-			int(unsafe.Sizeof(counters{})), syscall.PROT_READ,
-			syscall.MAP_SHARED)
+		page, err = syscall.Mmap(int(fd), offset, size,
+			syscall.PROT_READ, syscall.MAP_SHARED)
 	})
 	if cerr != nil || err != nil {
-		return
+		return nil
 	}
-	p.page = page
-	p.c = (*counters)(unsafe.Pointer(&page[0]))
+	return page
+}
+
+// mapPage maps the counters page of the pool's handle, and on a child
+// (depth above 0) its tree's page first; without them (an error, or a
+// module without the pages) the pool keeps nothing spare.
+func (p *fastPool) mapPage(depth uint64) {
+	if depth > 0 {
+		p.tree = p.mapAt(mmapTree*int64(os.Getpagesize()),
+			int(unsafe.Sizeof(treeCounters{})))
+		if p.tree == nil {
+			return
+		}
+		p.t = (*treeCounters)(unsafe.Pointer(&p.tree[0]))
+	}
+	if p.page = p.mapAt(0, int(unsafe.Sizeof(counters{}))); p.page != nil {
+		p.c = (*counters)(unsafe.Pointer(&p.page[0]))
+	}
 }
 
 // unmap unmaps the page: only once nothing can read it any more, from
@@ -245,6 +288,10 @@ func (p *fastPool) unmap() {
 	if p.page != nil {
 		syscall.Munmap(p.page)
 		p.page, p.c = nil, nil
+	}
+	if p.tree != nil {
+		syscall.Munmap(p.tree)
+		p.tree, p.t = nil, nil
 	}
 }
 
@@ -321,9 +368,11 @@ func (p *fastPool) close() error {
 // nobody uses), and Close or the process's death, however it dies, gives
 // it back.
 //
-// On a child semaphore, and where the counters page cannot be mapped,
-// the pool keeps nothing spare and every call is the kernel's; AcquireMany
-// always is, and waits as any request does for the pool to give way.
+// On a child semaphore the pool serves from spare only while nobody is
+// queued anywhere in its tree and nothing of the tree is over its
+// capacity.  Where the counters pages cannot be mapped the pool keeps
+// nothing spare and every call is the kernel's; AcquireMany always is,
+// and waits as any request does for the pool to give way.
 //
 // A negative maxSpare, or one over 2^62, is an error matching
 // syscall.EINVAL; a second EnablePool on w one matching syscall.EEXIST.
@@ -352,9 +401,7 @@ func (w *Weighted) EnablePool(maxSpare int64) error {
 		return os.NewSyscallError("wsem stat", err)
 	}
 	p := &fastPool{h: h, maxSpare: maxSpare, done: make(chan struct{})}
-	if a.depth == 0 {
-		p.mapPage()
-	}
+	p.mapPage(a.depth)
 	if p.c != nil {
 		if err := p.startWatcher(); err != nil {
 			p.unmap()

@@ -43,7 +43,9 @@ int main(void)
 	P(sizeof(struct wsem_many_args)); P(WSEM_HOLDER_CHILD);
 	P(WSEM_OPEN_CHILD); P(WSEM_DEPTH_MAX); P(WSEM_MANY_MAX);
 	P(sizeof(struct wsem_counters)); P(WSEM_COUNTERS_SIZE_VER0);
-	P(WSEM_COUNTERS_GONE);
+	P(WSEM_COUNTERS_GONE); P(sizeof(struct wsem_tree_counters));
+	P(WSEM_TREE_COUNTERS_SIZE_VER0); P(WSEM_MMAP_TREE);
+	P(WSEM_TREE_WAITING); P(WSEM_TREE_OVER);
 	return 0;
 }
 EOC

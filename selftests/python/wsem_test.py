@@ -1230,8 +1230,8 @@ def t_pool_killed():
     check(saw_held, "the pooled processes never held anything")
 
 
-@test("pool: bad pool= values are clear errors; a child's pool uses the "
-      "kernel")
+@test("pool: bad pool= values are clear errors; a child's pool serves from "
+      "spare and gives way to a sibling's request that the parent holds up")
 def t_pool_errors_child():
     for bad, exc in ((-1, ValueError), ((1 << 62) + 1, ValueError),
                      ("4", TypeError), (True, TypeError), (1.5, TypeError)):
@@ -1243,14 +1243,21 @@ def t_pool_errors_child():
             raise AssertionError(f"pool={bad!r} was taken")
     parent = wsem.Semaphore(f"{P}parent", create=4)
     parent.create_child(f"{P}child", 4).close()
+    parent.create_child(f"{P}sib", 4).close()
     sem = wsem.Semaphore(f"{P}child", pool=4)
+    sem.acquire(1)
+    sem.release(1)
     g = grants_of(sem)
     for _ in range(5):
         sem.acquire(1)
-        st = sem.stat()
-        check((st.used, st.spare) == (1, 0), f"a child's pool: {st}")
         sem.release(1)
-    check(grants_of(sem) - g == 5, f"{grants_of(sem) - g} grants, want 5")
+    st = sem.stat()
+    check((st.used, st.spare, grants_of(sem) - g) == (4, 4, 0),
+          f"a child's pool: {st}, {grants_of(sem) - g} kernel grants")
+    grants = Grants()
+    other = child(f"{P}sib", "block", 4, "sib", grants)
+    check(other.wait(20) == 0, "the sibling's acquire(4) of the parent's 4")
+    check(sem.stat().spare == 0, f"the idle pool kept {sem.stat()}")
     raises(OSError, errno.EINVAL, sem.release, 1)
     sem.close()
     check(parent.stat().used == 0, "held after close")

@@ -159,10 +159,17 @@ COUNTERS = Layout("wsem_counters", [
     ("queued_weight", "Q"),
 ])
 COUNTERS_GONE = 1 << 0
+#: what a child's page cannot show (mmap(2) at MMAP_TREE pages), read-only
+TREE_COUNTERS = Layout("wsem_tree_counters", [
+    ("seq", "I"), ("flags", "I"), ("size", "I"), ("__pad", "I"),
+])
+MMAP_TREE = 1
+TREE_WAITING = 1 << 1
+TREE_OVER = 1 << 2
 
 LAYOUTS = (OPEN_ARGS, ACQUIRE_ARGS, STAT, LIST_ARGS, UNLINK_ARGS, HOLDER,
            HOLDERS_ARGS, LABEL_ARGS, LEND_ARGS, MANY_ENTRY, MANY_ARGS,
-           COUNTERS)
+           COUNTERS, TREE_COUNTERS)
 
 IOC_MAGIC = 0xB9
 
@@ -212,6 +219,7 @@ SIZES = {
     "wsem_list_args": 32, "wsem_unlink_args": 80, "wsem_holder": 368,
     "wsem_holders_args": 48, "wsem_label_args": 80, "wsem_lend_args": 32,
     "wsem_many_entry": 16, "wsem_many_args": 40, "wsem_counters": 48,
+    "wsem_tree_counters": 16,
 }
 for _l in LAYOUTS:
     if _l.size != SIZES[_l.name]:
@@ -250,4 +258,7 @@ CONSTANTS = {
     "WSEM_MANY_SIZE_VER0": MANY_ARGS.size,
     "WSEM_COUNTERS_SIZE_VER0": COUNTERS.size,
     "WSEM_COUNTERS_GONE": COUNTERS_GONE,
+    "WSEM_TREE_COUNTERS_SIZE_VER0": TREE_COUNTERS.size,
+    "WSEM_MMAP_TREE": MMAP_TREE, "WSEM_TREE_WAITING": TREE_WAITING,
+    "WSEM_TREE_OVER": TREE_OVER,
 }

@@ -35,9 +35,13 @@ An acquire reads the page before it takes from ``spare``: one that read it
 before a request queued may still take spare weight after, and a thread
 has one acquire under way at a time, so a pool gets ahead of a queued
 request by at most one acquire per thread.  A child semaphore's page shows
-the child's queue, not its ancestors', so on a child (and where the page
-cannot be mapped) the pool keeps nothing spare: every call is the
-kernel's.
+the child's queue, not its ancestors', on which its weight is held too: on
+a child the pool also maps the tree's page (struct wsem_tree_counters, at
+WSEM_MMAP_TREE pages) and serves from ``spare`` only while that shows
+nobody queued anywhere in the tree and nothing of it over its capacity; a
+child's handle reports POLLRDBAND when those flags change, so the watcher
+hears them.  Where a page cannot be mapped the pool keeps nothing spare:
+every call is the kernel's.
 """
 
 from __future__ import annotations
@@ -89,24 +93,44 @@ class Pool:
         self.spare = 0      # held by fd, used by nobody
         self.inuse = 0      # held by fd for the program's acquires
         self._page: Optional[mmap.mmap] = None
+        self._tree: Optional[mmap.mmap] = None
         self._stop = -1
         self._thread: Optional[threading.Thread] = None
         self.fd = _handle.reopen(fd)
         try:
-            if _handle.stat(self.fd)["depth"] == 0:
-                self._map()
+            self._map(_handle.stat(self.fd)["depth"])
             if self._page is not None:
                 self._start_watcher()
         except BaseException:
             self.close()
             raise
 
-    def _map(self) -> None:
+    def _map(self, depth: int) -> None:
         try:
+            if depth:
+                self._tree = mmap.mmap(
+                    self.fd, _abi.TREE_COUNTERS.size, mmap.MAP_SHARED,
+                    mmap.PROT_READ,
+                    offset=_abi.MMAP_TREE * mmap.PAGESIZE)
             self._page = mmap.mmap(self.fd, _abi.COUNTERS.size,
                                    mmap.MAP_SHARED, mmap.PROT_READ)
         except (OSError, ValueError):
-            self._page = None  # no page: every call is the kernel's
+            self._unmap()  # no page: every call is the kernel's
+
+    def _unmap(self) -> None:
+        for page in (self._page, self._tree):
+            if page is not None:
+                page.close()
+        self._page = self._tree = None
+
+    def _tree_busy(self) -> bool:
+        """On a child, does the tree's page show a request queued or an
+        overhang anywhere in the tree (or the tree gone)?  One aligned
+        32-bit field, read whole."""
+        tree = self._tree
+        return tree is not None and bool(
+            _SEQ.unpack_from(tree, _abi.TREE_COUNTERS.offsets["flags"])[0] &
+            (_abi.COUNTERS_GONE | _abi.TREE_WAITING | _abi.TREE_OVER))
 
     def _start_watcher(self) -> None:
         r, w = os.pipe2(os.O_CLOEXEC)
@@ -132,7 +156,8 @@ class Pool:
             if _SEQ.unpack_from(page, 0)[0] == s1 and c["seq"] == s1:
                 break
         if (c["flags"] & _abi.COUNTERS_GONE or c["waiters"] or
-                c["queued_weight"] or c["used"] > c["capacity"]):
+                c["queued_weight"] or c["used"] > c["capacity"] or
+                self._tree_busy()):
             return None
         return c["capacity"] - c["used"]
 
@@ -242,7 +267,7 @@ class Pool:
                 return
             st = _handle.stat(self.fd)
             if (st["waiters"] or st["queued_weight"] or
-                    st["used"] > st["capacity"]):
+                    st["used"] > st["capacity"] or self._tree_busy()):
                 self._give_back()
 
     def _watch(self, stop: int) -> None:
@@ -279,9 +304,7 @@ class Pool:
             os.close(self._stop)
             self._stop = -1
         with self._lock:
-            if self._page is not None:
-                self._page.close()
-                self._page = None
+            self._unmap()
             fd, self.fd = self.fd, -1
             self.spare = self.inuse = 0
         if fd >= 0:

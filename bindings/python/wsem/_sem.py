@@ -111,8 +111,10 @@ class Semaphore:
     no system call, while the semaphore's counters page shows nobody
     queued; once anyone waits, the spare weight goes back (at the next
     release, or at once through the pool's thread) and the acquires go to
-    the kernel in FIFO order.  On a child semaphore, or without the page,
-    every call is the kernel's; acquire_many() always is.
+    the kernel in FIFO order.  On a child semaphore the fast path also
+    needs nobody queued anywhere in the tree and nothing of it over its
+    capacity (its tree's page).  Without the pages every call is the
+    kernel's; acquire_many() always is.
     """
 
     _fd = -1
