@@ -137,6 +137,20 @@ static bool wsemfs_inode_is_current(const struct inode *inode)
 }
 
 /*
+ * Give @inode its semaphore's owner, mode and link count, in a ref-walk;
+ * in an RCU-walk (@rcu) only look: -ECHILD if it lacks them, for the
+ * ref-walk to give them.  0 otherwise.
+ */
+static int wsemfs_update_inode(struct inode *inode, bool rcu)
+{
+	if (!rcu) {
+		wsemfs_refresh_inode(inode);
+		return 0;
+	}
+	return wsemfs_inode_is_current(inode) ? 0 : -ECHILD;
+}
+
+/*
  * WSEM_JOBSERVER_DIR, the directory of the jobserver endpoints: found by
  * lookup in the root, never listed there (SPEC.md: the root holds the
  * semaphores' files and nothing else); the root's owner's, read-only.
@@ -204,20 +218,17 @@ int wsemfs_d_revalidate(struct inode *dir, const struct qstr *name,
 {
 	struct inode *inode = d_inode_rcu(dentry);
 	const struct wsem *sem;
+	int ret;
 
 	if (!inode)
 		return 0;
 	if (S_ISDIR(inode->i_mode))
 		return 1;
 	sem = inode->i_private;
-	if (flags & LOOKUP_RCU) {
+	if (flags & LOOKUP_RCU)
 		wsem_test_revalidate_hold();
-		if (!wsemfs_inode_is_current(inode))
-			return -ECHILD;
-	} else {
-		wsemfs_refresh_inode(inode);
-	}
-	return READ_ONCE(sem->linked);
+	ret = wsemfs_update_inode(inode, flags & LOOKUP_RCU);
+	return ret ?: READ_ONCE(sem->linked);
 }
 
 /*
@@ -358,11 +369,9 @@ int wsemfs_getattr(struct mnt_idmap *idmap, const struct path *path,
  */
 int wsemfs_permission(struct mnt_idmap *idmap, struct inode *inode, int mask)
 {
-	if (!(mask & MAY_NOT_BLOCK))
-		wsemfs_refresh_inode(inode);
-	else if (!wsemfs_inode_is_current(inode))
-		return -ECHILD;
-	return wsem_generic_permission(idmap, inode, mask);
+	int ret = wsemfs_update_inode(inode, mask & MAY_NOT_BLOCK);
+
+	return ret ?: wsem_generic_permission(idmap, inode, mask);
 }
 
 static const struct inode_operations wsemfs_file_iops = {
