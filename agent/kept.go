@@ -41,7 +41,7 @@ import (
 type keptView struct {
 	mu     sync.Mutex
 	loaded bool  // a read of the prefix is in
-	rev    int64 // every change under the prefix up to rev is in
+	rev    int64 // every change under the prefix up to rev is in; never falls
 	// grew: the revision of the last change of a share/ key, capacity or
 	// capacity/next taken in (a read's revision for a read)
 	grew int64
@@ -58,12 +58,17 @@ type keptView struct {
 }
 
 // load replaces what the view holds with a read of the prefix at rev:
-// each of kvs applied by put.
+// each of kvs applied by put; unless the view is already past rev (a
+// look's read, while the watch took the view on): it would go back, and
+// the watch, past rev, would not bring again what it took out.
 func (s *store) load(k *keptView, kvs []keyValue, rev int64) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.loaded {
 		k.resyncs++
+	}
+	if k.loaded && rev < k.rev {
+		return
 	}
 	k.capacity, k.next = 0, 0
 	k.bad = map[string]error{}

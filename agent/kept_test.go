@@ -115,3 +115,26 @@ func waitLook(t *testing.T, done chan int64) int64 {
 	}
 	return 0
 }
+
+// A read older than the view (a look's, while the watch moved the view
+// on) is not loaded: the view would go back, and its watch, already past
+// the read, would never bring again the changes it lost.
+func TestKeptViewKeepsNewerThanRead(t *testing.T) {
+	s := &store{prefix: "/p/"}
+	capacity := keyValue{key: "/p/capacity", value: "6", mod: 1, create: 1}
+	s.load(&s.kept, []keyValue{capacity}, 5)
+	s.applyEvents([]keyValue{{key: "/p/share/a", value: "2", mod: 6,
+		create: 6}})
+	s.applyEvents([]keyValue{{key: "/p/share/b", value: "1", mod: 7,
+		create: 7}})
+	s.load(&s.kept, []keyValue{capacity,
+		{key: "/p/share/a", value: "2", mod: 6, create: 6}}, 6)
+	if _, err := s.applyEvents([]keyValue{{key: "/p/share/c", value: "1",
+		mod: 8, create: 8}}); err != nil {
+		t.Fatal(err)
+	}
+	v, rev, err := s.snapshot(&s.kept)
+	if err != nil || rev != 8 || len(v.shares) != 3 || v.free() != 2 {
+		t.Fatalf("at 8: %+v, %d, %v", v, rev, err)
+	}
+}
