@@ -1140,3 +1140,46 @@ func TestLookReadsWhenWatchHangs(t *testing.T) {
 			"viewWait and a little more)", a.share, n[rangeRPC], took)
 	}
 }
+
+// A look whose watch is late by more than viewWait reads the prefix once;
+// when the watch then brings what that read had taken in, the view skips
+// it, and reads the prefix no second time (no "event out of revision
+// order"); the events after the read are taken in.
+func TestLateWatchAfterLookRead(t *testing.T) {
+	clus, st, ctx, done := testCluster(t, "a")
+	defer done()
+	var c rpcCount
+	cli := countingClient(t, clus, &c)
+	defer cli.Close()
+	cli.Watcher = &slowWatcher{Watcher: cli.Watcher,
+		delay: viewWait + 500*time.Millisecond}
+	sem := newFakeSem(6, 0)
+	defer useFakeSem(sem, t.TempDir())()
+	lim := testLimit()
+	lim.host, lim.policy, lim.ttl = "a", "finish", 10
+	a, err := startWith(ctx, lim, cli)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.leave()
+	sem.waiter(2)
+	c.take()
+	if err := a.reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rev := put(t, ctx, st, "demand/b", "1 1")
+	keptReaches(t, a.st, rev)
+	n := c.take()
+	a.st.kept.mu.Lock()
+	resyncs := a.st.kept.resyncs
+	a.st.kept.mu.Unlock()
+	v, _, err := a.st.snapshot(&a.st.kept)
+	if err != nil || v.shares["a"] != 2 || v.demands["b"].need != 1 {
+		t.Errorf("the view at %d: %+v, %v", rev, v, err)
+	}
+	if a.share != 2 || n[rangeRPC] != 1 || resyncs != 1 {
+		t.Errorf("share %d (want 2), %d Ranges and %d reads of the "+
+			"prefix after the first (want 1: the look's)", a.share,
+			n[rangeRPC], resyncs)
+	}
+}
