@@ -5,7 +5,8 @@ package main
 // The limit as the agent keeps it from etcd's watch: one read of the
 // prefix when the agent starts (and on each resync), then every event of
 // the watch from that read's revision on, applied in revision order
-// (store.go's follow).  A look decides from this view, not from a read:
+// (main.go's follow; those a look's read already took in are skipped:
+// applyEvents).  A look decides from this view, not from a read:
 // etcd is asked only to commit.  The view is at a revision: every change
 // under the prefix up to it is in, none after it (the revision of the read,
 // then of the last event applied; never a watch answer's header revision,
@@ -41,7 +42,10 @@ import (
 type keptView struct {
 	mu     sync.Mutex
 	loaded bool  // a read of the prefix is in
-	rev    int64 // every change under the prefix up to rev is in
+	rev    int64 // every change under the prefix up to rev is in; never falls
+	// watchRev: the revision of the last event the running watch brought,
+	// or the view's revision it was started after (watchFrom)
+	watchRev int64
 	// grew: the revision of the last change of a share/ key, capacity or
 	// capacity/next taken in (a read's revision for a read)
 	grew int64
@@ -58,12 +62,17 @@ type keptView struct {
 }
 
 // load replaces what the view holds with a read of the prefix at rev:
-// each of kvs applied by put.
+// each of kvs applied by put; unless the view is already past rev (a
+// look's read, while the watch took the view on): it would go back, and
+// the watch, past rev, would not bring again what it took out.
 func (s *store) load(k *keptView, kvs []keyValue, rev int64) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.loaded {
 		k.resyncs++
+	}
+	if k.loaded && rev < k.rev {
+		return
 	}
 	k.capacity, k.next = 0, 0
 	k.bad = map[string]error{}
@@ -314,6 +323,15 @@ func (s *store) look(ctx context.Context) (*view, int64, error) {
 // for (look) before it reads the prefix instead: a watch brings a change
 // in milliseconds.
 const viewWait = time.Second
+
+// watchFrom is the revision a new watch of the prefix starts after: the
+// kept view's (follow).
+func (s *store) watchFrom() int64 {
+	s.kept.mu.Lock()
+	defer s.kept.mu.Unlock()
+	s.kept.watchRev = s.kept.rev
+	return s.kept.rev
+}
 
 // keptRev is the revision the kept view is at (0: nothing loaded yet).
 func (s *store) keptRev() int64 {

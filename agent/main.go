@@ -550,7 +550,7 @@ func (s *store) follow(ctx context.Context, poke func()) {
 		pause = 100 * time.Millisecond
 		wctx, cancel := context.WithCancel(ctx)
 		wc := s.cli.Watch(clientv3.WithRequireLeader(wctx), s.prefix,
-			clientv3.WithPrefix(), clientv3.WithRev(s.keptRev()+1))
+			clientv3.WithPrefix(), clientv3.WithRev(s.watchFrom()+1))
 		for resp := range wc {
 			err := resp.Err()
 			if err == nil && resp.Canceled {

@@ -372,14 +372,24 @@ func (s *store) resync(ctx context.Context) error {
 	return nil
 }
 
-// errGap: the watch brought an event at or below the view's revision.
+// errGap: the watch brought an event at or below a revision it had
+// brought before, or the one it was started after.
 var errGap = errors.New("an event out of revision order: reading again")
 
 // applyEvents takes the events of one answer of the watch into the kept
-// view, in order, and moves its revision to the last one's: news if one
-// of them changes what a look uses.  Each event must come after the view's
-// revision (else errGap, and nothing is taken in): etcd sends the events
-// of one revision in one answer, in revision order.
+// view, in order: news if one of them changes what a look uses.  etcd's
+// watch brings every change after the revision it was started after, in
+// revision order, all of a revision's events in one answer: the first
+// event must come after the last revision the watch brought before
+// (watchRev), each next one at or after the one before it (else errGap,
+// and nothing is taken in).  The events at or below the view's revision R
+// are skipped: they are in the view already (a look's read, resync, may
+// have taken it past its watch).  The view stays exactly etcd's keys at
+// its revision: the watch has brought every change up to this answer's
+// last one, those up to watchRev in earlier answers, the rest in this one;
+// R is at or past watchRev (each answer leaves the view at or past its last
+// event, and R never falls: load), so every change after R, up to the
+// answer's last, is in this answer, and is taken in here, in order.
 func (s *store) applyEvents(evs []keyValue) (news bool, err error) {
 	k := &s.kept
 	k.mu.Lock()
@@ -387,16 +397,20 @@ func (s *store) applyEvents(evs []keyValue) (news bool, err error) {
 	if len(evs) == 0 {
 		return false, nil
 	}
-	last := k.rev
-	for _, ev := range evs {
-		if ev.mod < last || ev.mod <= k.rev {
+	last := k.watchRev
+	for i, ev := range evs {
+		if ev.mod < last || (i == 0 && ev.mod == last) {
 			return false, fmt.Errorf("%w (revision %d after %d)",
 				errGap, ev.mod, last)
 		}
 		last = ev.mod
 	}
+	k.watchRev = last
+	if last <= k.rev {
+		return false, nil
+	}
 	for _, ev := range evs {
-		if s.applyLocked(k, ev) {
+		if ev.mod > k.rev && s.applyLocked(k, ev) {
 			news = true
 		}
 	}

@@ -1109,34 +1109,79 @@ func TestStaleViewCannotOvercommit(t *testing.T) {
 	sharesFit(t, ctx, st, first)
 }
 
-// A look whose watch brings nothing (a connection that hangs) does not wait
-// for it past viewWait: it reads the prefix once and goes on.
-func TestLookReadsWhenWatchHangs(t *testing.T) {
-	clus, _, ctx, done := testCluster(t, "a")
-	defer done()
-	var c rpcCount
-	cli := countingClient(t, clus, &c)
-	defer cli.Close()
-	cli.Watcher = &slowWatcher{Watcher: cli.Watcher, delay: time.Hour}
+// lateLook is a look of agent a whose watch passes each answer on late.
+type lateLook struct {
+	a    *agent
+	st   *store // another client's
+	ctx  context.Context
+	c    rpcCount      // a's requests since the look began
+	took time.Duration // the look's reconcile
+}
+
+// startLateLook starts an agent of host a (policy finish, ttl= 10: its
+// looks find no renewal late) on a fake semaphore of 6, its watch's
+// answers delay late, and runs one reconcile for a waiter of 2; all of it
+// ends with the test.
+func startLateLook(t *testing.T, delay time.Duration) *lateLook {
+	clus, st, ctx, done := testCluster(t, "a")
+	t.Cleanup(done)
+	l := &lateLook{st: st, ctx: ctx}
+	cli := countingClient(t, clus, &l.c)
+	t.Cleanup(func() { cli.Close() })
+	cli.Watcher = &slowWatcher{Watcher: cli.Watcher, delay: delay}
 	sem := newFakeSem(6, 0)
-	defer useFakeSem(sem, t.TempDir())()
+	t.Cleanup(useFakeSem(sem, t.TempDir()))
 	lim := testLimit()
 	lim.host, lim.policy, lim.ttl = "a", "finish", 10
 	a, err := startWith(ctx, lim, cli)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer a.leave()
+	t.Cleanup(a.leave)
+	l.a = a
 	sem.waiter(2)
-	c.take()
+	l.c.take()
 	began := time.Now()
 	if err := a.reconcile(ctx); err != nil {
 		t.Fatal(err)
 	}
-	took, n := time.Since(began), c.take()
-	if a.share != 2 || n[rangeRPC] != 1 || took < viewWait ||
-		took > viewWait+2*time.Second {
+	l.took = time.Since(began)
+	return l
+}
+
+// A look whose watch brings nothing (a connection that hangs) does not wait
+// for it past viewWait: it reads the prefix once and goes on.
+func TestLookReadsWhenWatchHangs(t *testing.T) {
+	l := startLateLook(t, time.Hour)
+	n := l.c.take()
+	if l.a.share != 2 || n[rangeRPC] != 1 || l.took < viewWait ||
+		l.took > viewWait+2*time.Second {
 		t.Errorf("share %d (want 2), %d Ranges (want 1), %v (want "+
-			"viewWait and a little more)", a.share, n[rangeRPC], took)
+			"viewWait and a little more)", l.a.share, n[rangeRPC],
+			l.took)
+	}
+}
+
+// A look whose watch is late by more than viewWait reads the prefix once;
+// when the watch then brings what that read had taken in, the view skips
+// it, and reads the prefix no second time (no "event out of revision
+// order"); the events after the read are taken in.
+func TestLateWatchAfterLookRead(t *testing.T) {
+	l := startLateLook(t, viewWait+500*time.Millisecond)
+	rev := put(t, l.ctx, l.st, "demand/b", "1 1")
+	keptReaches(t, l.a.st, rev)
+	n := l.c.take()
+	k := &l.a.st.kept
+	k.mu.Lock()
+	resyncs := k.resyncs
+	k.mu.Unlock()
+	v, _, err := l.a.st.snapshot(k)
+	if err != nil || v.shares["a"] != 2 || v.demands["b"].need != 1 {
+		t.Errorf("the view at %d: %+v, %v", rev, v, err)
+	}
+	if l.a.share != 2 || n[rangeRPC] != 1 || resyncs != 1 {
+		t.Errorf("share %d (want 2), %d Ranges and %d reads of the "+
+			"prefix after the first (want 1: the look's)", l.a.share,
+			n[rangeRPC], resyncs)
 	}
 }
