@@ -31,7 +31,7 @@
  * The workers are only ever killed: every so often one of them, at
  * random, is SIGKILLed (KILL written first) and another started with the
  * next GEN, from when the first workers are running (20 DONEs) for the
- * longer of WSEM_POOL_MS (4000) and 3 times as long as that start took;
+ * longer of WSEM_POOL_MS (4000) and twice as long as that start took;
  * the kills come at random intervals of 10 ms and up to that start's time
  * more, so some land while a worker is still starting.  Then the plain
  * processes stop and the last workers are killed at random moments.
@@ -269,8 +269,8 @@ int main(int argc, char **argv)
 	start_ns = first_steps_ns();
 	printf("the first workers ran in %lld ms\n",
 	       (long long)(start_ns / 1000000));
-	if (run_ns < 3 * start_ns)
-		run_ns = 3 * start_ns;
+	if (run_ns < 2 * start_ns)
+		run_ns = 2 * start_ns;
 	end = now_ns() + run_ns;
 	while (now_ns() < end && !failed) {
 		usleep(10000 + below(&r, start_ns / 1000));
