@@ -111,6 +111,8 @@ static pid_t spawn_worker(char **argv, const char *name, uint32_t gen,
 		 THREADS, (unsigned long long)(1 + below(r, CAP)),
 		 (unsigned long long)rnd(r));
 	pid = fork();
+	if (pid < 0)
+		fail("fork: %m");
 	if (pid)
 		return pid;
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -125,6 +127,8 @@ static void kill_worker(pid_t pid, uint32_t gen)
 {
 	int status;
 
+	if (pid < 0)	/* not started: fork failed */
+		return;
 	note(KILL, gen, 0);
 	kill(pid, SIGKILL);
 	if (waitpid(pid, &status, 0) != pid)
@@ -258,6 +262,8 @@ int main(int argc, char **argv)
 		uint64_t s = rnd(&r);
 
 		plain[i] = fork();
+		if (plain[i] < 0)
+			fail("fork: %m");
 		if (!plain[i])
 			replay_plain(fd, (REPLAY_PLAIN + i) << 8, s, CAP, note,
 				     stopping);
@@ -282,10 +288,12 @@ int main(int argc, char **argv)
 	}
 	atomic_store(plain_stop, 1);
 	for (i = 0; i < PLAIN; i++)
-		if (waitpid(plain[i], &status, 0) != plain[i] || status)
+		if (plain[i] > 0 && (waitpid(plain[i], &status, 0) != plain[i] ||
+				     status))
 			fail("plain process %d: status %#x", i, status);
 	for (i = 0; i < POOLED; i++) {
-		usleep(below(&r, start_ns / 1000 / POOLED + 1));
+		if (!failed)
+			usleep(below(&r, start_ns / 1000 / POOLED + 1));
 		kill_worker(worker[i], gen[i]);
 		kills++;
 	}
