@@ -6,7 +6,9 @@
 # shared with the wsem command's blocking waiters, raw asynchronous
 # waiters and Go waiters of other processes, cancellation races, Close,
 # shrink, the handle pool, EnablePool's fast path) and, through it, the
-# example program wsem-go-pool run as three processes sharing one limit.
+# example program wsem-go-pool run as three processes sharing one limit
+# and pool_replay (selftests/pool_replay.c: EnablePool under pool_test's
+# replay, TestPoolReplayed).
 # Then x/sync's scenarios again, each Weighted with EnablePool(2)
 # (-wsem.pool=2), as TAP lines named "pool:TestName".  One TAP line per
 # top-level Go test; everything else it prints becomes a diagnostic.

@@ -54,6 +54,7 @@
 
 #include "kselftest_harness.h"
 #include "util.h"
+#include "pool_replay.h"
 
 /* How long a request that must stay queued is watched, in ms. */
 #define QUIET_MS	300
@@ -558,23 +559,16 @@ TEST(jobserver_reader_stops_the_fast_path)
 }
 
 /*
- * The replayed run.  Every step is an entry of a log in shared memory,
- * in the order of an atomic counter taken at the step: before a call
- * (START), after it returned (DONE, QUEUED, GRANT), before a release
- * (REL), before a SIGKILL (KILL, by the parent, of a whole process).
+ * The replayed run (pool_replay.h).  Every step is an entry of a log in
+ * shared memory, in the order of an atomic counter taken at the step:
+ * before a call (START), after it returned (DONE, QUEUED, GRANT), before
+ * a release (REL), before a SIGKILL (KILL, by the parent, of a whole
+ * process).
  */
 #define CAP		4
 #define POOLED		3	/* pooled processes at once */
 #define THREADS		2	/* threads of each */
 #define LOG_MAX		(1 << 20)
-
-enum { NONE, START, DONE, QUEUED, GRANT, REL, KILL };
-
-struct entry {
-	uint32_t kind;
-	uint32_t who;		/* process generation << 8 | thread */
-	uint64_t weight;
-};
 
 struct shared {
 	atomic_uint_fast64_t next;
@@ -656,44 +650,10 @@ static void pooled_main(int fd, uint32_t gen, uint64_t seed)
 	_exit(wsem_pool_close(p) ? 5 : 0);
 }
 
-/*
- * A plain process: requests of the whole capacity, queued asynchronously
- * (QUEUED once the call says so, GRANT once the result does), and small
- * blocking ones between them.
- */
+/* A plain process: replay_plain() on the shared log. */
 static void plain_main(int fd, uint32_t who, uint64_t seed)
 {
-	struct rng r = { seed };
-	int h = wsem_reopen(fd, 0), ret;
-
-	while (h >= 0 && !stopping()) {
-		uint64_t w = chance(&r, 60) ? CAP : 1 + below(&r, CAP);
-
-		note(START, who, w);
-		if (w < CAP) {
-			if (wsem_acquire(h, w))
-				_exit(4);
-			note(DONE, who, w);
-		} else {
-			ret = wsem_acquire_async(h, w);
-			if (ret && errno != EINPROGRESS)
-				_exit(4);
-			if (ret) {
-				note(QUEUED, who, w);
-				while (!readable(h, 1000))
-					;
-				if (wsem_acquire_result(h))
-					_exit(4);
-			}
-			note(GRANT, who, w);
-		}
-		usleep(below(&r, 2000));
-		note(REL, who, w);
-		if (wsem_release(h, w))
-			_exit(4);
-		usleep(below(&r, 5000));
-	}
-	_exit(h < 0 ? 4 : 0);
+	replay_plain(fd, who, seed, CAP, note, stopping);
 }
 
 static pid_t spawn(void (*fn)(int, uint32_t, uint64_t), int fd, uint32_t who,
@@ -704,142 +664,6 @@ static pid_t spawn(void (*fn)(int, uint32_t, uint64_t), int fd, uint32_t who,
 	if (!pid)
 		fn(fd, who, seed);
 	return pid;
-}
-
-struct replay {
-	uint64_t entries, ops, checked, ahead_max;
-	uint64_t over, overtaken;
-	int64_t first_bad;
-};
-
-#define WHO_MAX		(1 << 18)
-#define WINDOWS_MAX	(1 << 16)
-
-/* A full request's wait: from its QUEUED to its GRANT. */
-struct window {
-	int64_t q, g;
-	uint64_t ahead;
-};
-
-/* Per who: the weight it holds now, where its last acquire started. */
-struct who_state {
-	uint64_t held;
-	int64_t start, queued;
-	bool dead;
-};
-
-static struct who_state ws[WHO_MAX];
-static struct window win[WINDOWS_MAX];
-
-/* Pass 1: the weight held never exceeds CAP; the windows, by QUEUED. */
-static uint64_t replay_holds(struct replay *out, uint64_t n)
-{
-	uint64_t held = 0, nwin = 0, i, j;
-
-	for (i = 0; i < WHO_MAX; i++)
-		ws[i] = (struct who_state){ .start = -1, .queued = -1 };
-	for (i = 0; i < n; i++) {
-		struct entry *e = &sh->log[i];
-		struct who_state *s = &ws[e->who % WHO_MAX];
-
-		if (e->kind == KILL) {
-			for (j = 0; j < THREADS; j++) {
-				struct who_state *k =
-					&ws[(e->who << 8 | j) % WHO_MAX];
-
-				held -= k->held;
-				k->held = 0;
-				k->dead = true;
-			}
-			continue;
-		}
-		if (s->dead)
-			continue;
-		if (e->kind == QUEUED)
-			s->queued = i;
-		if (e->kind == GRANT && s->queued >= 0 && nwin < WINDOWS_MAX) {
-			win[nwin++] = (struct window){ s->queued, i, 0 };
-			s->queued = -1;
-		}
-		if (e->kind == DONE || e->kind == GRANT) {
-			s->held += e->weight;
-			held += e->weight;
-			if (held > CAP && !out->over++)
-				out->first_bad = i;
-			out->ops++;
-		}
-		if (e->kind == REL && s->held >= e->weight) {
-			s->held -= e->weight;
-			held -= e->weight;
-		}
-	}
-	return nwin;
-}
-
-static int by_q(const void *a, const void *b)
-{
-	const struct window *x = a, *y = b;
-
-	return (x->q > y->q) - (x->q < y->q);
-}
-
-/*
- * Pass 2: each grant inside a window (after its QUEUED, before its GRANT)
- * was of an acquire that started before the QUEUED (one under way, that
- * may pass it) or after it (overtaken: it came later and went first).
- */
-static void replay_order(struct replay *out, uint64_t n, uint64_t nwin)
-{
-	uint64_t i, j, first = 0;
-
-	qsort(win, nwin, sizeof(win[0]), by_q);
-	for (i = 0; i < WHO_MAX; i++)
-		ws[i].start = -1;
-	for (i = 0; i < n; i++) {
-		struct entry *e = &sh->log[i];
-		int64_t start;
-
-		if (e->kind == START)
-			ws[e->who % WHO_MAX].start = i;
-		if (e->kind != DONE && e->kind != GRANT)
-			continue;
-		start = ws[e->who % WHO_MAX].start;
-		while (first < nwin && win[first].g <= (int64_t)i)
-			first++;
-		for (j = first; j < nwin && win[j].q < (int64_t)i; j++) {
-			if (win[j].g <= (int64_t)i || start < 0)
-				continue;
-			if (start > win[j].q) {
-				if (!out->overtaken++ && out->first_bad < 0)
-					out->first_bad = i;
-			} else {
-				win[j].ahead++;
-			}
-		}
-	}
-	for (j = 0; j < nwin; j++)
-		if (win[j].ahead > out->ahead_max)
-			out->ahead_max = win[j].ahead;
-	out->checked = nwin;
-}
-
-/*
- * Replay the log: the weight held never exceeds CAP (a hold counts from
- * after its grant to before its release or kill: within the real one);
- * and no acquire that started after a full request queued was granted
- * before that request's GRANT: the request needed the whole capacity, so
- * nothing could be granted between its grant and its release after it.
- */
-static void replay(struct replay *out)
-{
-	uint64_t n = atomic_load(&sh->next);
-
-	memset(out, 0, sizeof(*out));
-	out->first_bad = -1;
-	if (n > LOG_MAX)
-		n = LOG_MAX;
-	out->entries = n;
-	replay_order(out, n, replay_holds(out, n));
 }
 
 /*
@@ -859,7 +683,7 @@ static void replayed_run(struct __test_metadata *_metadata, bool child)
 	struct rng r = { seed };
 	struct replay rp;
 	int fd, pool_fd, i, status, kills = 0;
-	uint64_t g;
+	uint64_t g, n;
 
 	TH_LOG("WSEM_POOL_SEED=%llu", (unsigned long long)seed);
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
@@ -875,7 +699,8 @@ static void replayed_run(struct __test_metadata *_metadata, bool child)
 		ASSERT_LT(0, pooled[i]);
 	}
 	for (i = 0; i < 2; i++) {
-		plain[i] = spawn(plain_main, fd, (1000 + i) << 8, rnd(&r));
+		plain[i] = spawn(plain_main, fd, (REPLAY_PLAIN + i) << 8,
+				 rnd(&r));
 		ASSERT_LT(0, plain[i]);
 	}
 	/* A slow guest (the RT lane beside others) goes on for its 200. */
@@ -906,10 +731,12 @@ static void replayed_run(struct __test_metadata *_metadata, bool child)
 	EXPECT_EQ(0, stat_of(fd).used);
 	EXPECT_EQ(0, stat_of(fd).waiters);
 	g = grants(pool_fd);
-	replay(&rp);
+	n = atomic_load(&sh->next);
+	replay(&rp, sh->log, n < LOG_MAX ? n : LOG_MAX, CAP, THREADS);
 	TH_LOG("%llu entries, %llu grants (%llu pooled; the kernel granted "
-	       "%llu on the pools' semaphore), %d kills, %llu full requests queued and checked, at most %llu "
-	       "acquires under way across one", (unsigned long long)rp.entries,
+	       "%llu on the pools' semaphore), %d kills, %llu full requests "
+	       "queued and checked, at most %llu acquires under way across "
+	       "one", (unsigned long long)rp.entries,
 	       (unsigned long long)rp.ops,
 	       (unsigned long long)atomic_load(&sh->ops),
 	       (unsigned long long)g, kills,

@@ -6,7 +6,8 @@
 # install).  mkinitramfs.sh puts python3, its standard library, pip,
 # setuptools and wheel, the binding's source (/usr/src/wsem/bindings/python)
 # and python/ into the guest when either test is in the run
-# (selftests/vm/python.sh).
+# (selftests/vm/python.sh), and pool_replay for t_pool_replayed (pool=N
+# under pool_test's replay, selftests/pool_replay.c).
 
 # shellcheck source-path=SCRIPTDIR source=util.sh
 . "$(dirname "$0")/util.sh"

@@ -231,6 +231,8 @@ func helper(args []string) int {
 		err = helperLend(atoi(args[1]), args[2])
 	case "pool": // NAME G MAXSPARE: G goroutines through a pool
 		err = helperPool(args[1], atoi(args[2]), atoi(args[3]))
+	case "replay": // a worker of pool_replay: WSEM_REPLAY says what
+		err = helperReplay()
 	default:
 		err = fmt.Errorf("unknown helper %q", args[0])
 	}

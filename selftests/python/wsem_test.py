@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import errno
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -1228,6 +1229,66 @@ def t_pool_killed():
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
     check(saw_held, "the pooled processes never held anything")
+
+
+# A worker of pool_replay (selftests/pool_replay.c, which sets WSEM_REPLAY
+# "NAME LOGFD GEN THREADS MAXSPARE SEED" and documents the log): THREADS
+# threads acquire and release 1 or 2 through a pool of MAXSPARE, holding
+# it up to 200 us (asleep or busy) and asleep up to 200 us after the
+# release, until the process is killed, each step one write(2) of an
+# entry (pool_replay.h's struct entry: kind, who, weight) to the
+# descriptor LOGFD.  A failed call ends the process with status 3.
+REPLAYED = r"""
+import os, random, struct, threading, time
+import wsem
+name, log, gen, threads, max_spare, seed = os.environ["WSEM_REPLAY"].split()
+log, gen = int(log), int(gen)
+sem = wsem.Semaphore(name, pool=int(max_spare))
+START, DONE, REL = 1, 2, 5
+def note(kind, who, weight):
+    if os.write(log, struct.pack("=IIQ", kind, who, weight)) != 16:
+        os._exit(6)
+def busy(seconds):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        pass
+def loop(who, r):
+    try:
+        while True:
+            w = 1 + r.randrange(2)
+            note(START, who, w)
+            sem.acquire(w)
+            note(DONE, who, w)
+            (time.sleep if r.randrange(2) else busy)(r.randrange(200) / 1e6)
+            note(REL, who, w)
+            sem.release(w)
+            time.sleep(r.randrange(200) / 1e6)
+    except BaseException as e:
+        print("worker:", repr(e), flush=True)
+        os._exit(3)
+seeds = random.Random(int(seed))
+for i in range(int(threads)):
+    threading.Thread(target=loop, daemon=True,
+                     args=(gen << 8 | i, random.Random(seeds.random()))).start()
+threading.Event().wait()
+"""
+
+
+@test("pool: pooled processes of two threads SIGKILLed and started again "
+      "beside plain waiters of the whole capacity, every step logged and "
+      "replayed (pool_replay): never over the capacity, no acquire that "
+      "began after a full request queued granted before it, nothing held "
+      "at the end", seconds=90)
+def t_pool_replayed():
+    driver = shutil.which("pool_replay")
+    check(driver, "no pool_replay (selftests/pool_replay.c) on PATH")
+    env = dict(os.environ, PYTHONPATH=SRC)
+    p = subprocess.run([driver, PY, "-c", REPLAYED], env=env, check=False,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True)
+    for line in p.stdout.splitlines():
+        note(line)
+    check(p.returncode == 0, f"pool_replay exited {p.returncode}")
 
 
 @test("pool: bad pool= values are clear errors; a child's pool serves from "

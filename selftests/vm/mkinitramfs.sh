@@ -102,6 +102,13 @@ case " $tests " in
 		[ -f "$f" ] && add_elf "$f" "$stage/bin/${f##*/}"
 	done ;;
 esac
+# pool_replay, the bindings' pools under pool_test's replay (the Go and
+# Python tests TestPoolReplayed and t_pool_replayed start it).
+case " $tests " in
+*" go_test.sh "* | *" python_test.sh "*)
+	[ -f "$ROOT/selftests/pool_replay" ] &&
+		add_elf "$ROOT/selftests/pool_replay" "$stage/bin/pool_replay" ;;
+esac
 # add_net_modules MOD...: the guest kernel's modules MOD (in that order),
 # unpacked, in /lib/modules/net/, listed in the order to load them in
 # /lib/modules/net/order (Debian builds them as modules, xz-compressed; a
