@@ -1153,6 +1153,33 @@ def t_pool_fork():
     sem.release(1)
 
 
+@test("pool: a child of fork closes its copy of the pool even when the "
+      "pool's lock was held at the fork (by the parent's watcher, or here "
+      "by the thread that forks)")
+def t_pool_fork_lock():
+    sem = wsem.Semaphore.anonymous(4, pool=4)
+    sem.acquire(1)
+    sem.release(1)
+    lock = sem._pool._lock  # pylint: disable=protected-access
+    with lock:
+        pid = os.fork()
+        if pid == 0:
+            signal.alarm(10)
+            st = 1
+            try:
+                sem.close()
+                st = 0
+            finally:
+                os._exit(st)  # pylint: disable=protected-access
+    status = os.waitpid(pid, 0)[1]
+    check(status == 0, f"the child's close: status {status:#x} "
+          f"(killed by SIGALRM, 14: it waited for the lock)")
+    check(sem.stat().spare == 4, f"the parent's pool: {sem.stat()}")
+    sem.acquire(1)
+    sem.release(1)
+    sem.close()
+
+
 # A pooled process: three threads acquiring and releasing 1 for ever, and
 # a command beside it (close_fds=False) that must not keep its handle;
 # prints "child PID", then "running".

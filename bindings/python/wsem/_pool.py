@@ -303,6 +303,12 @@ class Pool:
                     self._thread.join(10)
             os.close(self._stop)
             self._stop = -1
+        if self._forks != _forks[0]:
+            # A child of fork(2) has a copy of the lock as it was at the
+            # fork: held for good if a thread of the parent (its watcher
+            # in trim(), a caller) held it then.  Nothing else of the
+            # child uses the pool (EBADF), so a new lock is safe.
+            self._lock = threading.Lock()
         with self._lock:
             self._unmap()
             fd, self.fd = self.fd, -1
