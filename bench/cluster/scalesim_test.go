@@ -375,10 +375,6 @@ func TestScaleSim(t *testing.T) {
 				}
 				as[i], sems[i] = a, a.loc.w.(*simSem)
 				sems[i].hold(1)
-				// at once, as the agent does: its lease is
-				// renewed from run (lease.go), and starting
-				// N agents may take longer than ttl=
-				go a.run(ctx)
 			}
 		}()
 	}
@@ -393,6 +389,9 @@ func TestScaleSim(t *testing.T) {
 	}
 	fmt.Printf("@@scale %s %d start %.2f\n", *simTree, n,
 		time.Since(began).Seconds())
+	for _, a := range as {
+		go a.run(ctx)
+	}
 
 	// This process's own watch of the demand keys: when each change
 	// reached etcd, and its revision.
