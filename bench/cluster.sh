@@ -59,6 +59,19 @@ wait_vms() {
 		2>/dev/null || rev="$rev-dirty"
 }
 
+# scale_raw: scale-raw.txt: the "@@" lines of scale-console.txt and the
+# host's (wait_vms's).
+scale_raw() {
+	{
+		grep -a '^@@' "$OUT/scale-console.txt"
+		echo "@@meta date $(date -u '+%Y-%m-%d_%H:%M_UTC')"
+		echo "@@meta rev $rev"
+		echo "@@meta old $(cat "$OUT/scale/old.rev")"
+		echo "@@meta load $load"
+		echo "@@meta others $others"
+	} >"$OUT/scale-raw.txt"
+}
+
 # run_scale: the scale scenario: the two simulators built
 # (cluster/build-scale.sh), the guest (cluster-scale-guest.sh); its "@@"
 # lines and the host's into scale-raw.txt.
@@ -88,14 +101,7 @@ run_scale() {
 		grep --line-buffered '^# '
 	st=${PIPESTATUS[0]}
 	[ "$st" -eq 0 ] || die "the benchmark failed in the VM (status $st): $OUT/scale-console.txt"
-	{
-		grep -a '^@@' "$OUT/scale-console.txt"
-		echo "@@meta date $(date -u '+%Y-%m-%d_%H:%M_UTC')"
-		echo "@@meta rev $rev"
-		echo "@@meta old $(cat "$OUT/scale/old.rev")"
-		echo "@@meta load $load"
-		echo "@@meta others $others"
-	} >"$OUT/scale-raw.txt"
+	scale_raw
 }
 
 # run_scale_native: the scale scenario as run_scale, but with the guest's
@@ -127,14 +133,7 @@ run_scale_native() {
 		tee "$OUT/scale-console.txt" | grep --line-buffered '^# '
 	st=${PIPESTATUS[0]}
 	[ "$st" -eq 0 ] || die "the benchmark failed (status $st): $OUT/scale-console.txt"
-	{
-		grep -a '^@@' "$OUT/scale-console.txt"
-		echo "@@meta date $(date -u '+%Y-%m-%d_%H:%M_UTC')"
-		echo "@@meta rev $rev"
-		echo "@@meta old $(cat "$OUT/scale/old.rev")"
-		echo "@@meta load $load"
-		echo "@@meta others $others"
-	} >"$OUT/scale-raw.txt"
+	scale_raw
 }
 
 # scale_summary: the scale scenario's table, from scale-raw.txt.
