@@ -10,13 +10,34 @@
 # prints).  The two run one after the other, the order swapped at each
 # count.  Figures go to the console as "@@scale" lines; the progress as
 # "# ..." lines.
+#
+# WSEM_BC_SCALE_NATIVE=DIR: not in a guest but on this machine, in the
+# network namespace this runs in (bench/cluster.sh makes one and runs
+# this script there at nice 19): the simulators are DIR's, the run
+# directory DIR/run, and util.sh this tree's.  Unset: the guest's paths.
 set -u
-# until_true: the selftests' helpers (mkinitramfs.sh packs util.sh beside
-# the tests, at /selftests in the guest)
-# shellcheck source=../selftests/util.sh
-. /selftests/util.sh
-
 T=/tmp/cs
+if [ -n "${WSEM_BC_SCALE_NATIVE:-}" ]; then
+	# never the machine's own loopback: its ports may be taken, and
+	# 1000 agents' connections are not for a shared network stack
+	if [ -z "$(ip netns identify 2>/dev/null)" ]; then
+		echo "# bench-cluster: FAILED: not in a network namespace of its own"
+		exit 1
+	fi
+	T=$WSEM_BC_SCALE_NATIVE/run
+	PATH=$WSEM_BC_SCALE_NATIVE:$PATH
+	# (the simulator's run directory, os.MkdirTemp's)
+	TMPDIR=$T
+	export TMPDIR
+	# shellcheck source=../selftests/util.sh
+	. "$(dirname "$0")/../selftests/util.sh"
+else
+	# until_true: the selftests' helpers (mkinitramfs.sh packs util.sh
+	# beside the tests, at /selftests in the guest)
+	# shellcheck source=../selftests/util.sh
+	. /selftests/util.sh
+fi
+
 COUNTS=${WSEM_BC_SCALE:-100}
 HOLD=${WSEM_BC_SCALE_HOLD:-1000}
 IDLE=${WSEM_BC_SCALE_IDLE:-20}
@@ -71,7 +92,16 @@ trap cleanup EXIT
 # An agent's lock file, watch handle and etcd client each take a
 # descriptor, and etcd one per client connection.  (busybox sh has -n)
 # shellcheck disable=SC3045
-ulimit -n 65536 || fail "ulimit -n 65536"
+if [ -n "${WSEM_BC_SCALE_NATIVE:-}" ]; then
+	# (this machine's hard limit may be lower, and enough: 1000 hosts
+	# take about 1000 + 2 per etcd client)
+	# shellcheck disable=SC3045
+	ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" ||
+		fail "ulimit -n"
+	say "natively, network namespace $(ip netns identify), nice $(nice), ulimit -n $(ulimit -n)"
+else
+	ulimit -n 65536 || fail "ulimit -n 65536"
+fi
 say "kernel $(uname -r), $(nproc) CPUs; hosts $COUNTS, hold=$HOLD ms"
 echo "@@meta kernel $(uname -r)"
 echo "@@meta cpus $(nproc)"
@@ -79,6 +109,7 @@ echo "@@meta hold $HOLD"
 echo "@@meta holdmoved 1000"
 echo "@@meta idle $IDLE"
 echo "@@meta per_client $PER"
+[ -n "${WSEM_BC_SCALE_NATIVE:-}" ] && echo "@@meta where native"
 ip link set lo up
 order="old new"
 for n in $COUNTS; do

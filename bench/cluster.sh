@@ -19,6 +19,9 @@
 # N simulated hosts on a 3-member etcd, today's agent beside the one
 # before the kept view, for each N; the table in
 # build/bench-cluster/scale-results.txt.
+# WSEM_BC_SCALE_NATIVE=1 (with WSEM_BC_SCALE): the scale scenario on this
+# machine, not in a guest (run_scale_native): as root, in a network
+# namespace of its own, at nice 19.
 set -u -o pipefail
 
 BENCH=$(cd "$(dirname "$0")" && pwd)
@@ -56,6 +59,19 @@ wait_vms() {
 		2>/dev/null || rev="$rev-dirty"
 }
 
+# scale_raw: scale-raw.txt: the "@@" lines of scale-console.txt and the
+# host's (wait_vms's).
+scale_raw() {
+	{
+		grep -a '^@@' "$OUT/scale-console.txt"
+		echo "@@meta date $(date -u '+%Y-%m-%d_%H:%M_UTC')"
+		echo "@@meta rev $rev"
+		echo "@@meta old $(cat "$OUT/scale/old.rev")"
+		echo "@@meta load $load"
+		echo "@@meta others $others"
+	} >"$OUT/scale-raw.txt"
+}
+
 # run_scale: the scale scenario: the two simulators built
 # (cluster/build-scale.sh), the guest (cluster-scale-guest.sh); its "@@"
 # lines and the host's into scale-raw.txt.
@@ -85,14 +101,39 @@ run_scale() {
 		grep --line-buffered '^# '
 	st=${PIPESTATUS[0]}
 	[ "$st" -eq 0 ] || die "the benchmark failed in the VM (status $st): $OUT/scale-console.txt"
-	{
-		grep -a '^@@' "$OUT/scale-console.txt"
-		echo "@@meta date $(date -u '+%Y-%m-%d_%H:%M_UTC')"
-		echo "@@meta rev $rev"
-		echo "@@meta old $(cat "$OUT/scale/old.rev")"
-		echo "@@meta load $load"
-		echo "@@meta others $others"
-	} >"$OUT/scale-raw.txt"
+	scale_raw
+}
+
+# run_scale_native: the scale scenario as run_scale, but with the guest's
+# part (cluster-scale-guest.sh, WSEM_BC_SCALE_NATIVE set) run on this
+# machine: in a network namespace made for it (its loopback only; deleted
+# after) and at nice 19, with the simulators of build-scale.sh.  For counts
+# of hosts that one TCG guest cannot simulate; other VMs are not waited
+# for, only counted.
+run_scale_native() {
+	if ! command -v etcd >/dev/null || ! command -v etcdctl >/dev/null; then
+		die "no etcd or etcdctl (apt-get install etcd-server etcd-client)"
+	fi
+	[ "$(id -u)" -eq 0 ] || die "WSEM_BC_SCALE_NATIVE: a network namespace needs root"
+	mkdir -p "$OUT"
+	log "bench-cluster: building the simulators (agent of $(git -C "$ROOT" \
+		rev-parse --short "${WSEM_BC_SCALE_OLD:-bbe0767}") and of this tree)"
+	bash "$BENCH/cluster/build-scale.sh" "$OUT/scale" ||
+		die "building the simulators failed"
+	WSEM_BENCH_WAIT=0 wait_vms 2>/dev/null
+	ns=wsem-scale-$$
+	ip netns add "$ns" || die "ip netns add $ns failed"
+	trap 'ip netns del "$ns"' EXIT
+	log "bench-cluster: natively, in network namespace $ns (scale: $WSEM_BC_SCALE hosts)"
+	WSEM_BC_SCALE_NATIVE=$OUT/scale WSEM_BC_SCALE=$WSEM_BC_SCALE \
+		WSEM_BC_SCALE_HOLD=${WSEM_BC_SCALE_HOLD:-1000} \
+		WSEM_BC_SCALE_IDLE=${WSEM_BC_SCALE_IDLE:-20} \
+		WSEM_BC_SCALE_PER_CLIENT=${WSEM_BC_SCALE_PER_CLIENT:-10} \
+		ip netns exec "$ns" nice -n 19 sh "$BENCH/cluster-scale-guest.sh" 2>&1 |
+		tee "$OUT/scale-console.txt" | grep --line-buffered '^# '
+	st=${PIPESTATUS[0]}
+	[ "$st" -eq 0 ] || die "the benchmark failed (status $st): $OUT/scale-console.txt"
+	scale_raw
 }
 
 # scale_summary: the scale scenario's table, from scale-raw.txt.
@@ -137,7 +178,13 @@ run_vm() {
 }
 
 if [ -n "${WSEM_BC_SCALE:-}" ]; then
-	[ "$kver" = --summary ] || run_scale
+	if [ "$kver" != --summary ]; then
+		if [ -n "${WSEM_BC_SCALE_NATIVE:-}" ]; then
+			run_scale_native
+		else
+			run_scale
+		fi
+	fi
 	scale_summary
 	exit
 fi

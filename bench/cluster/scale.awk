@@ -65,14 +65,22 @@ function row(label, fmt, a, b) {
 
 END {
 	date = meta["date"]; gsub(/_/, " ", date)
-	printf "wsem cluster bench, scale: %s, kernel %s, %s vCPUs (QEMU TCG), git %s\n",
-	       date, meta["kernel"], meta["cpus"], meta["rev"]
+	native = meta["where"] == "native"
+	printf "wsem cluster bench, scale: %s, kernel %s, %s %s, git %s\n",
+	       date, meta["kernel"], meta["cpus"],
+	       native ? "CPUs, natively (not in a guest)" : "vCPUs (QEMU TCG)", meta["rev"]
 	printf "host: load average %s at the start, %d other VM(s) running\n",
 	       meta["load"], meta["others"]
 	printf "old = the agent of %s (looks read etcd), new = this tree's (looks decide from\n", meta["old"]
 	print  "the view kept from the watch); one process simulates every host through the"
-	print  "tree's own startWith and run (semaphores faked); a 3-member etcd on the guest's"
-	printf "loopback, new for each run; policy finish, ttl=10 s, hold=%s ms (%s ms on the\n", meta["hold"], meta["holdmoved"]
+	if (native) {
+		print  "tree's own startWith and run (semaphores faked); a 3-member etcd on the"
+		print  "loopback of a network namespace of its own (all at nice 19), new for each"
+		printf "run; policy finish, ttl=10 s, hold=%s ms (%s ms on the\n", meta["hold"], meta["holdmoved"]
+	} else {
+		print  "tree's own startWith and run (semaphores faked); a 3-member etcd on the guest's"
+		printf "loopback, new for each run; policy finish, ttl=10 s, hold=%s ms (%s ms on the\n", meta["hold"], meta["holdmoved"]
+	}
 	printf "3 hosts whose demand changes); one etcd client per %s hosts; each host holds 1\n", meta["per_client"]
 	print  "of a capacity of 2 x hosts; requests = every member's"
 	print  "grpc_server_msg_received_total (a lease renewal or a watch's creation is one);"
