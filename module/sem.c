@@ -248,6 +248,7 @@ void wsem_enqueue(struct wsem *sem, struct wsem_waiter *w)
 			s->queued_carry++;
 		wsem_note_demand(s);
 	}
+	wsem_note_tree(sem->root);
 	trace_wsem_queue(sem->id, w->task->pid, w->weight, sem->nr_waiters);
 }
 
@@ -291,6 +292,7 @@ static void wsem_dequeue(struct wsem *sem, struct wsem_waiter *w)
 		s->queued_weight -= w->weight;
 		wsem_note_demand(s);
 	}
+	wsem_note_tree(sem->root);
 }
 
 /*

@@ -827,10 +827,15 @@ static inline void wsem_publish(struct wsem *sem)
 void wsem_publish_tree(struct wsem *root, u32 flags);
 
 /*
- * The used weight, the capacity or the queue of @sem changed: keep its
- * tree's flags true (struct wsem_tree_counters, uapi), @sem's overhang
+ * The capacity of @sem, a release on it, or its tree's queue changed: keep
+ * the tree's flags true (struct wsem_tree_counters, uapi), @sem's overhang
  * counted in its root's @nr_over, and the waiters of the tree read from
  * the root's count, which takes in every queued request of the tree.
+ * Called where a flag can change: wsem_resize(), a release on a semaphore
+ * that is over (wsem_sub_held()), and for the root by wsem_enqueue() and
+ * wsem_dequeue().  Not by a grant, which fits every semaphore of its line
+ * (wsem_fits()): it never puts one over its capacity, nor changes the
+ * queue.
  */
 static inline void wsem_note_tree(struct wsem *sem)
 {
@@ -855,13 +860,12 @@ static inline void wsem_note_tree(struct wsem *sem)
 
 /*
  * The used weight or the queue changed: the demand event is new, and the
- * counters pages show it.  Called after each change is whole.
+ * counters page shows it.  Called after each change is whole.
  */
 static inline void wsem_note_demand(struct wsem *sem)
 {
 	WRITE_ONCE(sem->demand_seq, sem->demand_seq + 1);
 	wsem_publish(sem);
-	wsem_note_tree(sem);
 }
 
 /* @task, acquiring through @h, is granted @weight, on @sem and above. */
@@ -895,6 +899,8 @@ static inline void wsem_sub_held(struct wsem *sem, struct wsem_handle *h,
 	for (s = sem; s; s = s->parent) {
 		s->used -= weight;
 		wsem_note_demand(s);
+		if (unlikely(s->over))
+			wsem_note_tree(s);
 	}
 	h->held -= weight;
 	if (!h->held)
