@@ -27,8 +27,13 @@ PACKAGES=(wsem wsem-dkms wsem-agent libwsem1 libwsem-dev python3-wsem
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C.UTF-8
 export DEBIAN_FRONTEND=noninteractive
 
-# say ...: a line on the console, as the host's log shows it.
-say() { echo "# distro: $*" >/dev/console; }
+# say MESSAGE: a line on the console, after the seconds since this boot
+# began (where the lane's time goes, boot by boot).
+say() {
+	local up
+	read -r up _ </proc/uptime
+	echo "# distro: ${up%.*}s: $*" >/dev/console
+}
 
 # tap STATUS NAME [LOG]: one TAP line, numbered after those of earlier
 # boots; a failure shows the end of LOG.
@@ -167,6 +172,7 @@ boot_install() {
 	install_debs 'libwsem*.deb' libwsem1 libwsem-dev
 	install_debs 'python3-wsem*.deb' python3-wsem
 	install_debs 'golang-wsem-dev*.deb' golang-wsem-dev
+	say "installed"
 
 	dkms status wsem >"$OUT/dkms.log" 2>&1
 	grep -q "^wsem/[^,]*, $kver, [^:]*: installed" "$OUT/dkms.log"
@@ -208,6 +214,7 @@ boot_installed() {
 	unit_signal control-group 0
 	unit_signal mixed 1
 
+	say "podman"
 	bash "$LANE/distro-podman.sh" "$SEM" "$CAP" "$OUT"
 	tap_podman
 
