@@ -933,11 +933,9 @@ void wsem_free(struct wsem *sem)
 		 */
 		struct wsem_counters *c = sem->counters;
 
-		WRITE_ONCE(c->seq, c->seq + 1);
-		smp_wmb();	/* as wsem_publish()'s */
+		wsem_page_write_begin(&c->seq);
 		WRITE_ONCE(c->flags, WSEM_COUNTERS_GONE);
-		smp_wmb();	/* as wsem_publish()'s */
-		WRITE_ONCE(c->seq, c->seq + 1);
+		wsem_page_write_end(&c->seq);
 		free_page((unsigned long)c);
 	}
 	/* Likewise the tree's page: the root goes last, with nobody queued. */
@@ -1010,11 +1008,9 @@ void wsem_publish_tree(struct wsem *root, u32 flags)
 	WRITE_ONCE(root->tree_seq, root->tree_seq + 1);
 	if (!t)
 		return;
-	WRITE_ONCE(t->seq, t->seq + 1);
-	smp_wmb();	/* as wsem_publish()'s */
+	wsem_page_write_begin(&t->seq);
 	WRITE_ONCE(t->flags, flags);
-	smp_wmb();	/* as wsem_publish()'s */
-	WRITE_ONCE(t->seq, t->seq + 1);
+	wsem_page_write_end(&t->seq);
 }
 
 /**
