@@ -933,11 +933,9 @@ void wsem_free(struct wsem *sem)
 		 */
 		struct wsem_counters *c = sem->counters;
 
-		WRITE_ONCE(c->seq, c->seq + 1);
-		smp_wmb();	/* as wsem_publish()'s */
+		wsem_page_write_begin(&c->seq);
 		WRITE_ONCE(c->flags, WSEM_COUNTERS_GONE);
-		smp_wmb();	/* as wsem_publish()'s */
-		WRITE_ONCE(c->seq, c->seq + 1);
+		wsem_page_write_end(&c->seq);
 		free_page((unsigned long)c);
 	}
 	/* Likewise the tree's page: the root goes last, with nobody queued. */
@@ -949,6 +947,54 @@ void wsem_free(struct wsem *sem)
 	ida_free(&wsem_ida, sem->id);
 	/* RCU-walk lookups read it through its inode (wsemfs). */
 	kfree_rcu(sem, rcu);
+}
+
+/**
+ * wsem_install_page() - allocate and install a page that mmap(2) maps
+ * @sem: the semaphore of a bound handle
+ * @install: wsem_install_counters() or wsem_install_tree_counters()
+ *
+ * Allocates a zeroed page with no lock held and has @install install it
+ * under the tree's lock; when @install finds a page installed already (a
+ * race lost to another call), the new one is freed.
+ *
+ * Context: Process context; takes the tree's lock.
+ * Return: the installed page, or NULL when no memory could be had.
+ */
+static struct page *wsem_install_page(struct wsem *sem,
+				      void *(*install)(struct wsem *sem,
+						       void *page))
+{
+	void *page, *installed;
+
+	page = (void *)get_zeroed_page(WSEM_GFP);
+	if (!page)
+		return NULL;
+	spin_lock(sem->lock);
+	installed = install(sem, page);
+	spin_unlock(sem->lock);
+	if (installed != page)
+		free_page((unsigned long)page);
+	return virt_to_page(installed);
+}
+
+/*
+ * Under the tree's lock: @page, zeroed, becomes @sem's counters page,
+ * showing the counters now, unless it has one already.  Return: the page
+ * it has now.
+ */
+static void *wsem_install_counters(struct wsem *sem, void *page)
+{
+	struct wsem_counters *c = page;
+
+	lockdep_assert_held(sem->lock);
+
+	if (sem->counters)
+		return sem->counters;
+	c->size = sizeof(*c);
+	WRITE_ONCE(sem->counters, c);
+	wsem_publish(sem);
+	return c;
 }
 
 /**
@@ -967,25 +1013,11 @@ void wsem_free(struct wsem *sem)
  */
 struct page *wsem_counters_page(struct wsem *sem)
 {
-	struct wsem_counters *c;
+	struct wsem_counters *c = READ_ONCE(sem->counters);
 
-	c = READ_ONCE(sem->counters);
 	if (c)
 		return virt_to_page(c);
-	c = (struct wsem_counters *)get_zeroed_page(WSEM_GFP);
-	if (!c)
-		return NULL;
-	c->size = sizeof(*c);
-	spin_lock(sem->lock);
-	if (sem->counters) {
-		free_page((unsigned long)c);
-	} else {
-		WRITE_ONCE(sem->counters, c);
-		wsem_publish(sem);
-	}
-	c = sem->counters;
-	spin_unlock(sem->lock);
-	return virt_to_page(c);
+	return wsem_install_page(sem, wsem_install_counters);
 }
 
 /**
@@ -1010,11 +1042,29 @@ void wsem_publish_tree(struct wsem *root, u32 flags)
 	WRITE_ONCE(root->tree_seq, root->tree_seq + 1);
 	if (!t)
 		return;
-	WRITE_ONCE(t->seq, t->seq + 1);
-	smp_wmb();	/* as wsem_publish()'s */
+	wsem_page_write_begin(&t->seq);
 	WRITE_ONCE(t->flags, flags);
-	smp_wmb();	/* as wsem_publish()'s */
-	WRITE_ONCE(t->seq, t->seq + 1);
+	wsem_page_write_end(&t->seq);
+}
+
+/*
+ * Under the tree's lock: @page, zeroed, becomes the page of @sem's tree's
+ * flags, showing the flags now, unless the tree has one already.  Return:
+ * the page the tree has now.
+ */
+static void *wsem_install_tree_counters(struct wsem *sem, void *page)
+{
+	struct wsem *root = sem->root;
+	struct wsem_tree_counters *t = page;
+
+	lockdep_assert_held(sem->lock);
+
+	if (root->tree_counters)
+		return root->tree_counters;
+	t->size = sizeof(*t);
+	t->flags = root->tree_flags;
+	WRITE_ONCE(root->tree_counters, t);
+	return t;
 }
 
 /**
@@ -1029,26 +1079,11 @@ void wsem_publish_tree(struct wsem *root, u32 flags)
  */
 struct page *wsem_tree_counters_page(struct wsem *sem)
 {
-	struct wsem *root = sem->root;
-	struct wsem_tree_counters *t;
+	struct wsem_tree_counters *t = READ_ONCE(sem->root->tree_counters);
 
-	t = READ_ONCE(root->tree_counters);
 	if (t)
 		return virt_to_page(t);
-	t = (struct wsem_tree_counters *)get_zeroed_page(WSEM_GFP);
-	if (!t)
-		return NULL;
-	t->size = sizeof(*t);
-	spin_lock(sem->lock);
-	if (root->tree_counters) {
-		free_page((unsigned long)t);
-	} else {
-		t->flags = root->tree_flags;
-		WRITE_ONCE(root->tree_counters, t);
-	}
-	t = root->tree_counters;
-	spin_unlock(sem->lock);
-	return virt_to_page(t);
+	return wsem_install_page(sem, wsem_install_tree_counters);
 }
 
 /* @h's early pollers hear what the semaphore's pollers hear. */

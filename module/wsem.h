@@ -802,9 +802,35 @@ void wsem_set_label(struct wsem_handle *h, const char *label);
  */
 
 /*
- * Rewrite @sem's counters page, if it has one, as its seqcount's writer:
- * @seq odd, the fields, @seq even again (struct wsem_counters, uapi).
- * sem->lock makes us the only writer; userspace readers retry.
+ * A page that mmap(2) shows userspace (struct wsem_counters, struct
+ * wsem_tree_counters, uapi) is written as raw_write_seqcount_begin() and
+ * raw_write_seqcount_end() write, but on the page's own @seq, since its
+ * reader is userspace, not read_seqcount_begin(): @seq odd, the fields,
+ * @seq even again.  The caller is the only writer: it holds the tree's
+ * lock, or nothing else can reach the page any more (wsem_free()).
+ *
+ * The reader (uapi's example, libwsem's wsem_read_counters()) loads @seq
+ * with acquire, then the fields, then an acquire fence and @seq again, and
+ * retries while @seq is odd or has changed.  The begin's barrier orders
+ * @seq odd before the fields: a reader that sees one of the new fields
+ * sees @seq changed after its fence.  The end's orders the fields before
+ * @seq even: a reader that loads the new even @seq sees every new field.
+ */
+static inline void wsem_page_write_begin(u32 *seq)
+{
+	WRITE_ONCE(*seq, *seq + 1);
+	smp_wmb();	/* pairs with the reader's fence before its second load */
+}
+
+static inline void wsem_page_write_end(u32 *seq)
+{
+	smp_wmb();	/* pairs with the reader's acquire load of @seq */
+	WRITE_ONCE(*seq, *seq + 1);
+}
+
+/*
+ * Rewrite @sem's counters page, if it has one (struct wsem_counters,
+ * uapi).  sem->lock makes us the only writer; userspace readers retry.
  */
 static inline void wsem_publish(struct wsem *sem)
 {
@@ -814,14 +840,12 @@ static inline void wsem_publish(struct wsem *sem)
 
 	if (likely(!c))
 		return;
-	WRITE_ONCE(c->seq, c->seq + 1);
-	smp_wmb();	/* odd before the fields: pairs with the reader's acquire */
+	wsem_page_write_begin(&c->seq);
 	WRITE_ONCE(c->capacity, sem->capacity);
 	WRITE_ONCE(c->used, sem->used);
 	WRITE_ONCE(c->waiters, sem->nr_waiters);
 	WRITE_ONCE(c->queued_weight, sem->queued_weight);
-	smp_wmb();	/* the fields before even: pairs with its read fence */
-	WRITE_ONCE(c->seq, c->seq + 1);
+	wsem_page_write_end(&c->seq);
 }
 
 void wsem_publish_tree(struct wsem *root, u32 flags);

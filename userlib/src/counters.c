@@ -3,12 +3,15 @@
  * The counters page: a semaphore's capacity, used weight and queue, read
  * without a system call from a read-only mapping of a handle, as the
  * kernel rewrites it under the semaphore's lock (struct wsem_counters in
- * <linux/wsem.h> has the layout and the reader's protocol).
+ * <linux/wsem.h> has the layout and the reader's protocol).  Also the
+ * page of a semaphore's tree (struct wsem_tree_counters), which libwsem
+ * maps only for a pool over a child (pool.c).
  */
 #include <errno.h>
 #include <sched.h>
 #include <stddef.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "wsem.h"
 #include "internal.h"
@@ -42,6 +45,37 @@ const struct wsem_counters *wsem_map_counters(int fd)
 int wsem_unmap_counters(const struct wsem_counters *c)
 {
 	return munmap((void *)c, sizeof(*c));
+}
+
+/**
+ * libwsem_map_tree() - map the page of @fd's semaphore's tree
+ * @fd: a bound handle, open for reading
+ *
+ * Return: the page (struct wsem_tree_counters, at an offset of
+ * WSEM_MMAP_TREE pages), read-only, to unmap with libwsem_unmap_tree();
+ * or NULL, with errno from mmap(2) where it failed.
+ */
+const struct wsem_tree_counters *libwsem_map_tree(int fd)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	void *t;
+
+	if (page <= 0)
+		return NULL;
+	t = mmap(NULL, sizeof(struct wsem_tree_counters), PROT_READ,
+		 MAP_SHARED, fd, (off_t)WSEM_MMAP_TREE * page);
+	return t == MAP_FAILED ? NULL : t;
+}
+
+/**
+ * libwsem_unmap_tree() - unmap what libwsem_map_tree() mapped
+ * @t: its page
+ *
+ * Return: 0, or -1 with errno (EINVAL).
+ */
+int libwsem_unmap_tree(const struct wsem_tree_counters *t)
+{
+	return munmap((void *)t, sizeof(*t));
 }
 
 /* A hint to the CPU that we spin, where it has one. */

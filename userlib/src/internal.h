@@ -18,5 +18,7 @@ LIBWSEM_HIDDEN int libwsem_name_copy(char dst[WSEM_NAME_MAX],
 				     const char *name);
 LIBWSEM_HIDDEN int libwsem_check_path(const char *path);
 LIBWSEM_HIDDEN int libwsem_einval(void);
+LIBWSEM_HIDDEN const struct wsem_tree_counters *libwsem_map_tree(int fd);
+LIBWSEM_HIDDEN int libwsem_unmap_tree(const struct wsem_tree_counters *t);
 
 #endif /* LIBWSEM_INTERNAL_H */

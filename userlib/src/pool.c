@@ -51,7 +51,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "wsem.h"
@@ -420,23 +419,10 @@ static int pool_start_watcher(struct wsem_pool *p)
 	return -1;
 }
 
-/* A child's tree's page (struct wsem_tree_counters), or NULL. */
-static const struct wsem_tree_counters *pool_map_tree(int fd)
-{
-	long page = sysconf(_SC_PAGESIZE);
-	void *t;
-
-	if (page <= 0)
-		return NULL;
-	t = mmap(NULL, sizeof(struct wsem_tree_counters), PROT_READ,
-		 MAP_SHARED, fd, (off_t)WSEM_MMAP_TREE * page);
-	return t == MAP_FAILED ? NULL : t;
-}
-
 static void pool_free(struct wsem_pool *p)
 {
 	if (p->tree)
-		munmap((void *)p->tree, sizeof(*p->tree));
+		libwsem_unmap_tree(p->tree);
 	if (p->c)
 		wsem_unmap_counters(p->c);
 	if (p->stop_fd >= 0)
@@ -483,7 +469,7 @@ struct wsem_pool *wsem_pool_open(int fd, uint64_t max_spare, int flags)
 	if (p->fd < 0 || wsem_stat(p->fd, &st))
 		goto err;
 	if (st.depth)
-		p->tree = pool_map_tree(p->fd);
+		p->tree = libwsem_map_tree(p->fd);
 	if (!st.depth || p->tree)
 		p->c = wsem_map_counters(p->fd);
 	if (p->c && !(flags & WSEM_POOL_NOTHREAD) && pool_start_watcher(p))
