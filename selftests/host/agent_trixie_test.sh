@@ -48,6 +48,9 @@ echo "# $(grep -E '^(golang-go|golang-etcd-server-dev) ' "$cdir/manifest" |
 	tr '\n' ' ')"
 
 out=$ROOT/build/agent-trixie
+# trixie's go's build cache, kept in the (cached) chroot from run to run.
+gocache=/var/cache/wsem-go-build
+mkdir -p "$cdir/root$gocache" || exit 1
 mkdir -p "$out/tmp" || exit 1
 rm -f "$out/agent/.checked" "$out/agent/wsem-agent"
 # trixie CMD...: CMD in the chroot, the tree on /mnt, $out on /srv; go
@@ -56,7 +59,7 @@ trixie() {
 	CHROOT_SRV=$out in_chroot "$cdir" "$ROOT" env TMPDIR=/srv/tmp "$@"
 }
 
-trixie make -C /mnt/agent OUT=/srv/agent >"$T/make.log" 2>&1
+trixie make -C /mnt/agent OUT=/srv/agent WSEM_GOCACHE=$gocache >"$T/make.log" 2>&1
 st=$?
 check "make -C agent in trixie's chroot: gofmt, go vet, the unit tests, the build" \
 	sh -c "cat '$T/make.log'; exit $st"
@@ -72,7 +75,7 @@ st=$?
 check "wsem-agent --help runs there: exit 0, its usage" \
 	sh -c "cat '$T/help'; [ $st -eq 0 ] && grep -q '^Usage of ' '$T/help'"
 
-trixie make -C /mnt/agent OUT=/srv/agent check-etcd >"$T/etcd.log" 2>&1
+trixie make -C /mnt/agent OUT=/srv/agent WSEM_GOCACHE=$gocache check-etcd >"$T/etcd.log" 2>&1
 st=$?
 check "make -C agent check-etcd against etcd 3.5 in the test's process" \
 	sh -c "grep -v 'logger.go' '$T/etcd.log'; exit $st"

@@ -511,6 +511,14 @@ cache_root() {
 	fi
 }
 
+# Go's build cache for every Go build of the harness and the tests (the
+# agent, the binding: their Makefiles take WSEM_GOCACHE), one per machine
+# as the chroots and kernels are: a fresh clone on a machine that built
+# them once compiles none of etcd's packages again.  Go keys each entry by
+# a hash of its inputs and trims what goes unused for days.
+WSEM_GOCACHE=$(cache_root wsem-go-build "${WSEM_GOCACHE:-}")
+export WSEM_GOCACHE
+
 # cache_take ROOT DIR WHO FORCE: one build per machine at a time (fd 9
 # holds ROOT's lock from here on; the others wait for it).  When DIR is
 # complete and FORCE empty, print DIR and exit: the cache serves.
