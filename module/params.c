@@ -236,4 +236,18 @@ bool wsem_test_cgroup_fail(void)
 	return READ_ONCE(test_cgroup_tryget_fail) &&
 	       xchg(&test_cgroup_tryget_fail, 0);
 }
+
+/* At most 1 ms: the pause spins under the tree's lock. */
+static unsigned int test_publish_delay_us;
+module_param(test_publish_delay_us, uint, 0600);
+MODULE_PARM_DESC(test_publish_delay_us,
+		 "Test builds only: every rewrite of a counters page pauses this long between the capacity and the used weight (us, at most 1000; 0: none)");
+
+void wsem_test_publish_pause(void)
+{
+	unsigned int us = READ_ONCE(test_publish_delay_us);
+
+	if (us)
+		udelay(min(us, 1000U));
+}
 #endif

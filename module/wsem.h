@@ -796,6 +796,120 @@ void wsem_handle_forget(struct wsem_handle *h);
 void wsem_set_label(struct wsem_handle *h, const char *label);
 
 /*
+ * Test builds only (Kbuild: WSEM_TEST_KNOBS=y, as make check builds the
+ * module; params.c): a granter pauses once, when armed through the test_tell_delay_ms
+ * parameter, between dropping sem->lock and telling whom it granted, so
+ * that tests reach the races of that window every run.  Likewise a sleeper
+ * that parked (wsem_park()), armed through test_park_delay_ms, before it
+ * returns to run its task work; and the parameter test_parked counts the
+ * parked waiters not yet freed.  test_cgroup_tryget_fail makes the next
+ * reference to a new holder's cgroup fail (wsem_note_holder()).
+ * test_shrink_walked counts the waiters that shrinks' failing walks looked
+ * at (wsem_fail_overweight()), and test_regrants the queues whose first
+ * waiter a shrink failed (wsem_note_regrant());
+ * test_view_most_looked, the most entries a
+ * holders view looked at in one hold of a tree's lock (wsem_holders()),
+ * and test_view_delay_ms holds the next view that long after its first
+ * hold, so that the lists change under a view in pieces every run;
+ * test_view_batch makes views go in smaller pieces (the fuzzer's).
+ * test_js_flush_delay_ms holds the next close of a jobserver endpoint
+ * descriptor that long before it looks for the process's other
+ * descriptors (wsem_js_flush()).
+ * test_loan_expiry_delay_ms holds the next work item of a loan's deadline
+ * that long before it looks (wsem_loan_expire()), so that a LEND comes
+ * after the deadline and before the withdrawal every run.
+ * test_revalidate_hold holds the next RCU-walk revalidation of a
+ * semaphore's file (wsemfs_d_revalidate()) while the test ends the
+ * inode it looks at, so that the walk meets an inode on its way to
+ * destroy_inode() every run.
+ * test_publish_delay_us pauses every rewrite of a counters page
+ * (wsem_publish()) between two of its fields, its @seq odd, so that a
+ * reader meets a page in the middle of a write every run.
+ * test_spin_to_deadline makes a head waiter with a deadline poll until it
+ * (WSEM_TEST_SPIN_MAX_NS at most), ending only for its grant or a signal,
+ * not for its budget or another task that wants its CPU (wsem_spin()): a
+ * loaded host ends most polls that way, and tests of the other ends
+ * would pass only now and then.
+ */
+#define WSEM_TEST_SPIN_MAX_NS	(100 * NSEC_PER_MSEC)
+#ifdef WSEM_TEST_KNOBS
+extern const struct kernel_param_ops wsem_test_counter_ops;
+void wsem_test_pause(void);
+void wsem_test_park_pause(void);
+void wsem_test_count_parked(int delta);
+bool wsem_test_cgroup_fail(void);
+void wsem_test_count_walked(void);
+void wsem_test_count_regrant(void);
+void wsem_test_note_view_hold(unsigned int looked);
+void wsem_test_view_pause(void);
+unsigned int wsem_test_view_batch(unsigned int batch);
+void wsem_test_js_flush_pause(void);
+bool wsem_test_spin_to_deadline(void);
+void wsem_test_loan_expiry_pause(void);
+void wsem_test_revalidate_hold(void);
+void wsem_test_publish_pause(void);
+#else
+static inline void wsem_test_pause(void)
+{
+}
+
+static inline void wsem_test_park_pause(void)
+{
+}
+
+static inline void wsem_test_count_parked(int delta)
+{
+}
+
+static inline bool wsem_test_cgroup_fail(void)
+{
+	return false;
+}
+
+static inline void wsem_test_count_walked(void)
+{
+}
+
+static inline void wsem_test_count_regrant(void)
+{
+}
+
+static inline void wsem_test_note_view_hold(unsigned int looked)
+{
+}
+
+static inline void wsem_test_view_pause(void)
+{
+}
+
+static inline unsigned int wsem_test_view_batch(unsigned int batch)
+{
+	return batch;
+}
+
+static inline void wsem_test_js_flush_pause(void)
+{
+}
+
+static inline bool wsem_test_spin_to_deadline(void)
+{
+	return false;
+}
+
+static inline void wsem_test_loan_expiry_pause(void)
+{
+}
+
+static inline void wsem_test_revalidate_hold(void)
+{
+}
+
+static inline void wsem_test_publish_pause(void)
+{
+}
+#endif
+
+/*
  * The grant's, the uncontended acquire's and the release's steps, inline
  * in sem.c, wait.c and handle.c: on the path of every acquire and release,
  * where a call costs what the step does.
@@ -842,6 +956,7 @@ static inline void wsem_publish(struct wsem *sem)
 		return;
 	wsem_page_write_begin(&c->seq);
 	WRITE_ONCE(c->capacity, sem->capacity);
+	wsem_test_publish_pause();
 	WRITE_ONCE(c->used, sem->used);
 	WRITE_ONCE(c->waiters, sem->nr_waiters);
 	WRITE_ONCE(c->queued_weight, sem->queued_weight);
@@ -1000,112 +1115,6 @@ kuid_t wsem_charged_uid(const struct user_namespace *owner, kuid_t euid);
 /* fs.c: wsemfs */
 int wsem_fs_init(const struct file_operations *fops);
 void wsem_fs_exit(void);
-
-/*
- * Test builds only (Kbuild: WSEM_TEST_KNOBS=y, as make check builds the
- * module; params.c): a granter pauses once, when armed through the test_tell_delay_ms
- * parameter, between dropping sem->lock and telling whom it granted, so
- * that tests reach the races of that window every run.  Likewise a sleeper
- * that parked (wsem_park()), armed through test_park_delay_ms, before it
- * returns to run its task work; and the parameter test_parked counts the
- * parked waiters not yet freed.  test_cgroup_tryget_fail makes the next
- * reference to a new holder's cgroup fail (wsem_note_holder()).
- * test_shrink_walked counts the waiters that shrinks' failing walks looked
- * at (wsem_fail_overweight()), and test_regrants the queues whose first
- * waiter a shrink failed (wsem_note_regrant());
- * test_view_most_looked, the most entries a
- * holders view looked at in one hold of a tree's lock (wsem_holders()),
- * and test_view_delay_ms holds the next view that long after its first
- * hold, so that the lists change under a view in pieces every run;
- * test_view_batch makes views go in smaller pieces (the fuzzer's).
- * test_js_flush_delay_ms holds the next close of a jobserver endpoint
- * descriptor that long before it looks for the process's other
- * descriptors (wsem_js_flush()).
- * test_loan_expiry_delay_ms holds the next work item of a loan's deadline
- * that long before it looks (wsem_loan_expire()), so that a LEND comes
- * after the deadline and before the withdrawal every run.
- * test_revalidate_hold holds the next RCU-walk revalidation of a
- * semaphore's file (wsemfs_d_revalidate()) while the test ends the
- * inode it looks at, so that the walk meets an inode on its way to
- * destroy_inode() every run.
- * test_spin_to_deadline makes a head waiter with a deadline poll until it
- * (WSEM_TEST_SPIN_MAX_NS at most), ending only for its grant or a signal,
- * not for its budget or another task that wants its CPU (wsem_spin()): a
- * loaded host ends most polls that way, and tests of the other ends
- * would pass only now and then.
- */
-#define WSEM_TEST_SPIN_MAX_NS	(100 * NSEC_PER_MSEC)
-#ifdef WSEM_TEST_KNOBS
-extern const struct kernel_param_ops wsem_test_counter_ops;
-void wsem_test_pause(void);
-void wsem_test_park_pause(void);
-void wsem_test_count_parked(int delta);
-bool wsem_test_cgroup_fail(void);
-void wsem_test_count_walked(void);
-void wsem_test_count_regrant(void);
-void wsem_test_note_view_hold(unsigned int looked);
-void wsem_test_view_pause(void);
-unsigned int wsem_test_view_batch(unsigned int batch);
-void wsem_test_js_flush_pause(void);
-bool wsem_test_spin_to_deadline(void);
-void wsem_test_loan_expiry_pause(void);
-void wsem_test_revalidate_hold(void);
-#else
-static inline void wsem_test_pause(void)
-{
-}
-
-static inline void wsem_test_park_pause(void)
-{
-}
-
-static inline void wsem_test_count_parked(int delta)
-{
-}
-
-static inline bool wsem_test_cgroup_fail(void)
-{
-	return false;
-}
-
-static inline void wsem_test_count_walked(void)
-{
-}
-
-static inline void wsem_test_count_regrant(void)
-{
-}
-
-static inline void wsem_test_note_view_hold(unsigned int looked)
-{
-}
-
-static inline void wsem_test_view_pause(void)
-{
-}
-
-static inline unsigned int wsem_test_view_batch(unsigned int batch)
-{
-	return batch;
-}
-
-static inline void wsem_test_js_flush_pause(void)
-{
-}
-
-static inline bool wsem_test_spin_to_deadline(void)
-{
-	return false;
-}
-
-static inline void wsem_test_loan_expiry_pause(void)
-{
-}
-
-static inline void wsem_test_revalidate_hold(void)
-{
-}
-#endif
 
 /* params.c: module parameters */
 extern unsigned int max_sems_per_ns;

@@ -509,4 +509,61 @@ TEST_F(counters, no_torn_state)
 	       (unsigned long long)retries, (unsigned long long)w.rounds);
 }
 
+/* The knob of a test build of wsem.ko (make check builds one). */
+#define PUBLISH_DELAY	"/sys/module/wsem/parameters/test_publish_delay_us"
+
+/*
+ * The page in the middle of a write: with the module's pause between the
+ * capacity and the used weight (test_publish_delay_us), a reader meets
+ * the writer there every run.  Its seq is odd then, and a capacity that
+ * that changes between two loads of a reader changes the seq around them:
+ * a writer that left the seq even while it wrote would let a reader take
+ * the half-written page for a whole one.
+ */
+TEST_F(counters, write_in_progress_is_odd)
+{
+	int64_t end = now_ns() + (int64_t)env_u64("COUNTERS_NS", 2 * NSEC);
+	struct writer w = { .fd = self->fd };
+	uint64_t reads = 0, odd = 0, unmarked = 0, moved = 0;
+	uint64_t cap1, cap2;
+	volatile unsigned int i;
+	uint32_t s1, s2;
+	pthread_t t;
+
+	if (access(PUBLISH_DELAY, F_OK))
+		SKIP(return, "not a test build of wsem.ko (no %s)", PUBLISH_DELAY);
+	ASSERT_EQ(0, wsem_set_capacity(self->fd, weights[0]));
+	ASSERT_EQ(0, write_file(PUBLISH_DELAY, "200"));
+	ASSERT_EQ(0, pthread_create(&t, NULL, writer_run, &w));
+	while (now_ns() < end || (moved < 10 && now_ns() < end + 4 * NSEC)) {
+		reads++;
+		s1 = __atomic_load_n(&self->c->seq, __ATOMIC_ACQUIRE);
+		cap1 = *(volatile const uint64_t *)&self->c->capacity;
+		for (i = 0; i < 2000; i++)
+			;
+		cap2 = *(volatile const uint64_t *)&self->c->capacity;
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		s2 = __atomic_load_n(&self->c->seq, __ATOMIC_RELAXED);
+		if (s1 & 1)
+			odd++;
+		if (cap1 != cap2) {
+			moved++;
+			if (s1 == s2 && !unmarked++)
+				TH_LOG("capacity %llu -> %llu under seq %u",
+				       (unsigned long long)cap1,
+				       (unsigned long long)cap2, s1);
+		}
+	}
+	w.stop = true;
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	EXPECT_EQ(0, write_file(PUBLISH_DELAY, "0"));
+	EXPECT_EQ(0, w.err);
+	EXPECT_LT(0, odd);
+	EXPECT_LT(0, moved);
+	EXPECT_EQ(0, unmarked);
+	TH_LOG("%llu reads, %llu with seq odd, %llu saw the capacity move, %llu writer rounds",
+	       (unsigned long long)reads, (unsigned long long)odd,
+	       (unsigned long long)moved, (unsigned long long)w.rounds);
+}
+
 TEST_HARNESS_MAIN
