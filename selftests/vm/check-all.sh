@@ -12,9 +12,8 @@
 # time need no other guest beside it), most of it.  So once make check has
 # built what its guests boot (CHECK_BUILT_DONE), the host tests and
 # check-distro start at the lowest priority, which takes only what the
-# guests leave; from the end of fleet_test.sh (CHECK_QUIET_DONE)
-# check-distro runs at the guests' priority, and check-debug's guest
-# starts, beside the rest of that lane.
+# guests leave; check-debug's guest, from the end of fleet_test.sh
+# (CHECK_QUIET_DONE), beside the rest of that lane.
 # Exits non-zero on any failure; a lane that ends without its summary line
 # counts as a failure.  A lane that cannot run here (check-distro without
 # root, say) is a TAP skip, counted as skipped.
@@ -83,21 +82,6 @@ wait_pid() {
 		sleep 5
 	done
 }
-# renice_tree N PID: niceness N for PID, its descendants and each of their
-# threads (Linux keeps a niceness per thread: QEMU's vCPUs have their own).
-# Back from 19 to 0 needs root; without it they stay where they are.
-renice_tree() {
-	local n=$1 p t pids=$2 all=
-	while [ -n "$pids" ]; do
-		all="$all $pids"
-		pids=$(for p in $pids; do pgrep -P "$p"; done)
-	done
-	for p in $all; do
-		for t in /proc/"$p"/task/*; do
-			renice -n "$n" -p "${t##*/}"
-		done
-	done >/dev/null 2>&1
-}
 # (check.sh tells when it has built what its guests boot, CHECK_BUILT_DONE,
 # and when its solo lane's fleet_test.sh has ended, CHECK_QUIET_DONE)
 built=$tmp/built quiet=$tmp/quiet-done
@@ -122,10 +106,6 @@ host=$!
 distro=$!
 echo "check-all: the host tests, lint and check-distro start at the lowest priority, beside make check's guests"
 wait_file "$quiet" "$check"
-# From here on no guest wants the machine to itself: check-distro takes
-# its share with the others (at the lowest priority it was the last lane
-# by minutes, alone on one CPU).
-renice_tree 0 "$distro"
 (
 	td=$(date +%s)
 	if [ -n "$kernel" ]; then
