@@ -1,19 +1,15 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # make test: make check's guests (6.1, 6.12, 6.12-rt, the chroot lanes),
-# make check-debug (the 7.2 debug kernel, built the first time on a machine
-# in the sid chroot, in the background from the start), make check-distro
-# (the .debs in a Debian guest, its image built the first time on a
-# machine) and make check's tests that need no guest (hosttests.sh:
-# selftests/host and lint); then one line that counts them all: "N passed,
-# N failed".  The lanes overlap where the machine has room: make check's
-# guests (two at a time, about 0.7 of a CPU each) leave it some, and the
-# 6.12 lane's fleet_test.sh, alone among guests (check.sh: its bounds in
-# time need no other guest beside it), most of it.  So once make check has
-# built what its guests boot (CHECK_BUILT_DONE), the host tests and
-# check-distro start at the lowest priority, which takes only what the
-# guests leave; check-debug's guest, from the end of fleet_test.sh
-# (CHECK_QUIET_DONE), beside the rest of that lane.
+# then make check-debug (the 7.2 debug kernel, built the first time on a
+# machine in the sid chroot, in the background from the start) and make
+# check-distro (the .debs in a Debian guest, its image built the first time
+# on a machine) side by side, two guests as make check runs them; at the
+# lowest priority, make check's tests that need no guest (hosttests.sh:
+# selftests/host and lint, about twelve minutes of one CPU), from the end
+# of the solo lane's fleet_test.sh (check.sh: the one test that needs the
+# machine to itself; the rest of that lane's single guest leaves a CPU
+# mostly idle); then one line that counts them all: "N passed, N failed".
 # Exits non-zero on any failure; a lane that ends without its summary line
 # counts as a failure.  A lane that cannot run here (check-distro without
 # root, say) is a TAP skip, counted as skipped.
@@ -70,58 +66,35 @@ if [ "$(id -u)" -eq 0 ] && command -v debootstrap >/dev/null &&
 	kernel=$!
 	echo "check-all: building check-debug's kernel in the background"
 fi
-# wait_file FILE PID: until FILE is there or PID has ended.
-wait_file() {
-	while kill -0 "$2" 2>/dev/null && [ ! -e "$1" ]; do
-		sleep 2
-	done
-}
-# wait_pid PID: until PID (not a child of this shell) has ended.
-wait_pid() {
-	while [ -n "$1" ] && kill -0 "$1" 2>/dev/null; do
-		sleep 5
-	done
-}
-# (check.sh tells when it has built what its guests boot, CHECK_BUILT_DONE,
-# and when its solo lane's fleet_test.sh has ended, CHECK_QUIET_DONE)
-built=$tmp/built quiet=$tmp/quiet-done
-CHECK_QUIET_DONE=$quiet CHECK_BUILT_DONE=$built \
-	NO_HOST_TESTS=1 NO_DEPS=1 lane check &
+# (check.sh's solo lane waits for it before it boots, and tells when its
+# fleet_test.sh has ended: CHECK_QUIET_DONE)
+quiet=$tmp/quiet-done
+CHECK_QUIET_PID=$kernel CHECK_QUIET_DONE=$quiet NO_HOST_TESTS=1 NO_DEPS=1 \
+	lane check &
 check=$!
-wait_file "$built" "$check"
+while kill -0 "$check" 2>/dev/null && [ ! -e "$quiet" ]; do
+	sleep 2
+done
 ht=$(date +%s)
 nice -n 19 bash "$VMDIR/hosttests.sh" </dev/null >"$tmp/hosttests" 2>&1 &
 host=$!
-# check-distro at the lowest priority too; its image, when this run builds
-# it, first (distro-image.sh locks its cache, so check-distro would take it
-# from there anyway; this only says how the build went).
-(
-	if [ -n "$prefetch" ]; then
-		wait_pid "$prefetch"
-		echo "check-all: check-distro's image: $(tail -n 1 "$tmp/distro-image")"
-	fi
-	NO_DEPS=1 nice -n 19 bash "$VMDIR/check-distro.sh" </dev/null 2>&1
-	echo "check-all: check-distro took $(($(date +%s) - ht))s"
-) >"$tmp/check-distro" 2>&1 &
-distro=$!
-echo "check-all: the host tests, lint and check-distro start at the lowest priority, beside make check's guests"
-wait_file "$quiet" "$check"
-(
-	td=$(date +%s)
-	if [ -n "$kernel" ]; then
-		wait_pid "$kernel"
-		echo "check-all: check-debug's kernel: $(tail -n 1 "$tmp/debug-kernel")"
-	fi
-	NO_DEPS=1 bash "$VMDIR/check-debug.sh" </dev/null 2>&1
-	echo "check-all: check-debug took $(($(date +%s) - td))s"
-) >"$tmp/check-debug" 2>&1 &
-debug=$!
-echo "check-all: check-debug starts, beside what is left of make check"
+echo "check-all: the host tests and lint start, beside what is left of make check, then check-debug and check-distro"
 wait "$check"
+if [ -n "$kernel" ]; then
+	wait "$kernel"
+	echo "check-all: check-debug's kernel: exit $? ($(tail -n 1 "$tmp/debug-kernel"))"
+fi
+# check-debug's guest beside check-distro's, its output shown once both
+# have ended.
+NO_DEPS=1 lane check-debug >/dev/null &
+debug=$!
+if [ -n "$prefetch" ]; then
+	wait "$prefetch"
+	echo "check-all: check-distro's image: exit $? ($(tail -n 1 "$tmp/distro-image"))"
+fi
+NO_DEPS=1 lane check-distro
 wait "$debug"
 cat "$tmp/check-debug"
-wait "$distro"
-cat "$tmp/check-distro"
 wait "$host"
 cat "$tmp/hosttests"
 echo "check-all: hosttests took $(($(date +%s) - ht))s"

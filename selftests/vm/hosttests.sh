@@ -8,10 +8,10 @@
 # $BUILD/lint.tap.
 #
 # check.sh runs this first, with -n: no summary of its own, check.sh's
-# counts them.  make test (check-all.sh) runs it without -n at the lowest
-# priority, beside the other lanes' guests from the moment make check has
-# built what they boot; it ends with its own summary line ("lane host:
-# ...", then "N passed, N failed").
+# counts them.  make test (check-all.sh) runs it without -n beside
+# check-debug and check-distro, at the lowest priority, where those lanes'
+# single guests leave a CPU mostly idle; it ends with its own summary line
+# ("lane host: ...", then "N passed, N failed").
 set -u -o pipefail
 . "$(dirname "$0")/lib.sh"
 
