@@ -20,8 +20,7 @@
 # lint: hosttests.sh), NO_DEPS=1, CHROOTS
 # (releases, "" for none; KVERS may name them, or their kernels: "5.10"),
 # TWOGUEST=0 (not the two-guest test: twoguest.sh, run with the 6.12 lane
-# when TESTS is unset or names twoguest.sh), CHECK_QUIET_PID (a process the
-# solo lane waits for before it boots: check-all.sh's background build),
+# when TESTS is unset or names twoguest.sh),
 # CHECK_QUIET_DONE (a file touched once the solo lane has ended
 # fleet_test.sh, its first test: quiet_done).
 set -u -o pipefail
@@ -130,28 +129,19 @@ declare -A pids tiers
 queue=()
 # solo_lane KVER: KVER's guest runs the cluster limit's whole scenario,
 # whose bounds in time (a job's longest wait, 9.9 s of 13 alone; take-backs
-# within ttl=) need the machine to itself: it is booted last, with no
-# other guest beside it, once the chroots that a new machine builds in the
-# background are built; fleet_test.sh runs first (solo_tests).
+# within ttl=) want no other guest beside it: it is booted last, once the
+# chroots that a new machine builds in the background are built;
+# fleet_test.sh runs first (solo_tests).  Work at the lowest priority may
+# run beside it (a new machine's debug kernel build, from check-all.sh):
+# it takes only what the guest leaves (fleet_test.sh beside the host
+# tests and lint at nice 19: the longest wait 9282 ms, 8983 alone, the
+# utilisation 98 % both times).
 solo_lane() {
 	case $1 in
 	*-rt-amd64) return 1 ;;
 	6.12.*-amd64) return 0 ;;
 	esac
 	return 1
-}
-# quiet_wait: the solo lane waits for the build that make test runs in the
-# background (CHECK_QUIET_PID: check-all.sh's debug kernel, the first time on
-# a machine): beside it, even at nice 19, the fleet's utilisation (now a
-# figure, not a check) read 82 % in one run on a new machine, 88-94 % alone.
-quiet_wait() {
-	local p=${CHECK_QUIET_PID:-} ws
-	[ -n "$p" ] && kill -0 "$p" 2>/dev/null || return 0
-	ws=$(date +%s)
-	while kill -0 "$p" 2>/dev/null; do
-		sleep 5
-	done
-	echo "check: waited $(($(date +%s) - ws))s for the background build"
 }
 # solo_tests TIER: the solo lane's tests, fleet_test.sh first: only it
 # needs the machine to itself (quiet_done).
@@ -186,7 +176,6 @@ boot() {
 		report "${queue[0]}"
 		queue=("${queue[@]:1}")
 	done
-	solo_lane "$k" && quiet_wait
 	tier=kernel
 	{ solo_lane "$k" || [ -n "${CHECK_FULL:-}" ]; } && tier=full
 	tiers[$k]=$tier
