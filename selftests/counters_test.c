@@ -516,9 +516,9 @@ TEST_F(counters, no_torn_state)
  * The page in the middle of a write: with the module's pause between the
  * capacity and the used weight (test_publish_delay_us), a reader meets
  * the writer there every run.  Its seq is odd then, and a capacity that
- * that changes between two loads of a reader changes the seq around them:
- * a writer that left the seq even while it wrote would let a reader take
- * the half-written page for a whole one.
+ * changes between two loads of a reader finds the seq odd or changed
+ * around them: a writer that left the seq even while it wrote would let a
+ * reader take the half-written page for a whole one.
  */
 TEST_F(counters, write_in_progress_is_odd)
 {
