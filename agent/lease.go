@@ -51,12 +51,33 @@ type leaseEnd struct {
 	id    clientv3.LeaseID
 	until time.Duration // CLOCK_BOOTTIME
 	gone  bool          // etcd answered a renewal: no such lease
+	moved chan struct{} // one token: any of the above changed (watchLeaseEnd)
+}
+
+// changed is the channel that gets a token when the lease, its local end
+// or its being gone changes (one for any number of changes not taken).
+func (e *leaseEnd) changed() <-chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.moved == nil {
+		e.moved = make(chan struct{}, 1)
+	}
+	return e.moved
+}
+
+// tell puts the token of changed(); under e.mu.
+func (e *leaseEnd) tell() {
+	select {
+	case e.moved <- struct{}{}:
+	default: // a token waits already, or no one has asked (nil)
+	}
 }
 
 // start is a new lease id, granted by a request sent at sent (CLOCK_BOOTTIME).
 func (e *leaseEnd) start(id clientv3.LeaseID, sent, ttl time.Duration) {
 	e.mu.Lock()
 	e.id, e.until, e.gone = id, sent+ttl, false
+	e.tell()
 	e.mu.Unlock()
 }
 
@@ -65,6 +86,7 @@ func (e *leaseEnd) expired(id clientv3.LeaseID) {
 	e.mu.Lock()
 	if e.id == id {
 		e.gone = true
+		e.tell()
 	}
 	e.mu.Unlock()
 }
@@ -84,6 +106,7 @@ func (e *leaseEnd) renewed(id clientv3.LeaseID, sent, ttl time.Duration) bool {
 	defer e.mu.Unlock()
 	if e.id == id && sent+ttl > e.until {
 		e.until = sent + ttl
+		e.tell()
 		return true
 	}
 	return false
@@ -173,34 +196,53 @@ func (a *agent) renewEnd(ctx context.Context, id clientv3.LeaseID,
 	return false
 }
 
-// watchLeaseEnd looks ten times a second whether the lease's local end
-// is near, or etcd said the lease is gone (revoked, or lost), and acts on
-// it (see the top of this file); poke wakes the agent's look at etcd when
-// a renewal came through again, and at once when the lease is gone, for
-// the look to claim the host again under a new one.
+// watchLeaseEnd acts when the lease's local end is near, or etcd said the
+// lease is gone (revoked, or lost) (see the top of this file); poke wakes
+// the agent's look at etcd when a renewal came through again, and at once
+// when the lease is gone, for the look to claim the host again under a new
+// one.  It sleeps until the lease changes (leaseEnd.changed) or its end is
+// near, and never longer than leaseEndTick: Go's timers stop while the
+// machine is suspended, CLOCK_BOOTTIME does not, so an end passed during a
+// suspend is seen within a tick of the resume (the kernel's deadline on
+// the loan, on CLOCK_BOOTTIME, is exact).  Under deadline, while the end
+// has passed, it ends the holders again every leaseKillTick.
 func (a *agent) watchLeaseEnd(ctx context.Context, poke func()) {
 	margin := endMargin(time.Duration(a.lim.ttl) * time.Second)
-	t := time.NewTicker(100 * time.Millisecond)
-	defer t.Stop()
+	changed := a.st.end.changed()
 	for ctx.Err() == nil {
 		id, until := a.st.end.get()
+		now := bootTime()
 		gone := id != 0 && a.st.end.isGone(id)
-		over := id != 0 && (gone || bootTime() >= until-margin)
+		over := id != 0 && (gone || now >= until-margin)
 		if gone {
 			poke()
 		}
 		if a.setCut(over, gone, until) {
 			poke()
 		}
+		sleep := leaseEndTick
 		if over && a.lim.policy == "deadline" {
 			a.endHolders()
+			sleep = leaseKillTick
+		} else if id != 0 && !over && until-margin-now < sleep {
+			sleep = until - margin - now
 		}
+		t := time.NewTimer(sleep)
 		select {
 		case <-ctx.Done():
+		case <-changed:
 		case <-t.C:
 		}
+		t.Stop()
 	}
 }
+
+// leaseEndTick is the longest watchLeaseEnd sleeps; leaseKillTick how
+// often, under deadline, it ends the holders again once the end passed.
+const (
+	leaseEndTick  = time.Second
+	leaseKillTick = 100 * time.Millisecond
+)
 
 // loanDeadline is the kernel deadline of the agent's loan: its lease's
 // local end less the margin (CLOCK_BOOTTIME), or 0 with no lease yet.

@@ -22,9 +22,12 @@ type local struct {
 	name  string
 	w     kernelSem
 	watch *os.File // a second handle, polled for POLLRDBAND
-	ends  bool     // policy deadline: the agent's death ends the holders
-	store string   // the handle's name in the file descriptor store
-	kept  bool     // the store has the handle (fdstore.go)
+	// events: an epoll set of watch for POLLRDBAND, in Go's own poller
+	// (demandEvents); nil if watch cannot be polled so
+	events *os.File
+	ends   bool   // policy deadline: the agent's death ends the holders
+	store  string // the handle's name in the file descriptor store
+	kept   bool   // the store has the handle (fdstore.go)
 }
 
 // kernelSem is what the agent uses of a *wsem.Weighted (a test's fake
@@ -129,8 +132,33 @@ func openLocal(lim *limit) (*local, error) {
 		}
 		return nil, err
 	}
-	return &local{name: name, w: w, watch: f, store: store, kept: kept},
-		nil
+	return &local{name: name, w: w, watch: f, events: demandEvents(f),
+		store: store, kept: kept}, nil
+}
+
+// demandEvents is an epoll set that is readable while watch has a demand
+// event (POLLRDBAND), as a file of Go's own poller, so that waitDemand
+// sleeps until the event or its time ends and wakes for nothing else (an
+// idle agent wakes for its renewals, its lease's end and its looks).  nil
+// if watch cannot be polled so: waitDemand then polls watch itself.
+func demandEvents(watch *os.File) *os.File {
+	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil
+	}
+	fd := int(watch.Fd())
+	ev := unix.EpollEvent{Events: pollRdband, Fd: int32(fd)}
+	if unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, fd, &ev) != nil ||
+		unix.SetNonblock(ep, true) != nil {
+		unix.Close(ep)
+		return nil
+	}
+	f := os.NewFile(uintptr(ep), "wsem-demand")
+	if f.SetReadDeadline(time.Time{}) != nil { // not in Go's poller
+		f.Close()
+		return nil
+	}
+	return f
 }
 
 // keep puts the lending handle in the file descriptor store, if there is
@@ -188,7 +216,43 @@ func (l *local) demand() (d demand, used, grants int64, err error) {
 const pollRdband = 0x80
 
 func (l *local) waitDemand(ctx context.Context, timeout time.Duration) bool {
-	var buf [4096]byte
+	if l.events == nil {
+		return l.pollDemand(ctx, timeout)
+	}
+	rc, err := l.events.SyscallConn()
+	if err != nil || l.events.SetReadDeadline(time.Now().Add(timeout)) != nil {
+		return l.pollDemand(ctx, timeout)
+	}
+	// ctx's end is a deadline passed (no wake-up of its own until then).
+	waited := make(chan struct{})
+	defer close(waited)
+	go func() {
+		select {
+		case <-ctx.Done():
+			l.events.SetReadDeadline(time.Unix(1, 0))
+		case <-waited:
+		}
+	}()
+	var evs [1]unix.EpollEvent
+	got := false
+	// false: Go's poller waits until the set is readable, or the deadline
+	rc.Read(func(fd uintptr) bool {
+		n, err := unix.EpollWait(int(fd), evs[:], 0)
+		for err == unix.EINTR {
+			n, err = unix.EpollWait(int(fd), evs[:], 0)
+		}
+		got = n > 0
+		return got || err != nil
+	})
+	if got {
+		l.readDemand()
+	}
+	return got
+}
+
+// pollDemand is waitDemand for a watch handle that is no epoll set's
+// (a test's fake): it polls watch, ten times a second at least.
+func (l *local) pollDemand(ctx context.Context, timeout time.Duration) bool {
 	pfd := []unix.PollFd{{Fd: int32(l.watch.Fd()), Events: pollRdband}}
 	end := time.Now().Add(timeout)
 	for ctx.Err() == nil {
@@ -201,16 +265,26 @@ func (l *local) waitDemand(ctx context.Context, timeout time.Duration) bool {
 		}
 		n, _ := unix.Poll(pfd, int(left/time.Millisecond))
 		if n == 1 {
-			unix.Pread(int(l.watch.Fd()), buf[:], 0)
+			l.readDemand()
 			return true
 		}
 	}
 	return false
 }
 
+// readDemand reads the watch handle's text, which ends its demand event
+// until the next change.
+func (l *local) readDemand() {
+	var buf [4096]byte
+	unix.Pread(int(l.watch.Fd()), buf[:], 0)
+}
+
 // close closes the agent's handles; the loan ends with them unless the
 // file descriptor store keeps the lending one (unkeep first to end it).
 func (l *local) close() {
+	if l.events != nil {
+		l.events.Close()
+	}
 	l.watch.Close()
 	l.w.Close()
 }
