@@ -405,8 +405,9 @@ sed 's/^/# multi: /' "$T/multi.log"
 # hold=60000: no look of its own for 30 s.  Its threads' context switches
 # over 5 s idle, then a job that queues on h2: the demand event alone
 # makes the agent look, take a share and lend it within 10 s.  (On 6.1
-# under TCG, 2026-12-01: 89 switches in 5 s; 1,080 with the 100 ms loops.)
-IDLE_SWITCHES=300
+# under TCG, 2026-12-01: 89 switches in 5 s, 171 on the debug kernel;
+# 1,080 with the 100 ms loops.)
+IDLE_SWITCHES=500
 # ctxsw PID: the context switches of PID's threads so far
 ctxsw() {
 	cat /proc/"$1"/task/*/status 2>/dev/null |
