@@ -3,9 +3,9 @@
 # make              the library, the CLI, the selftests, and wsem.ko when the
 #                   headers of the running kernel ($(KDIR)) are installed
 # make module       wsem.ko against KDIR (our warnings are errors)
-# make test         everything, as CI runs it: make check, make check-debug,
-#                   then make check-distro; ends with one "N passed,
-#                   N failed" for the three
+# make test         everything, as CI runs it: make check, then make
+#                   check-debug beside make check-distro; ends with one
+#                   "N passed, N failed" for the three
 # make check-full   make test with the full tier on every kernel
 # make check        lint, then the tests in QEMU on each Debian kernel (6.1,
 #                   6.12, 6.12 PREEMPT_RT, 5.10, 7.2): the C programs on
