@@ -23,6 +23,15 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 t0=$(date +%s)
 
+# renice_tree NICE PID: PID and every process below it, each parent before
+# its children (a child forked meanwhile inherits the new niceness).
+renice_tree() {
+	local c
+	renice -n "$1" -p "$2" >/dev/null 2>&1 || return 0
+	for c in $(pgrep -P "$2"); do
+		renice_tree "$1" "$c"
+	done
+}
 # lane SCRIPT: run it, its output shown and kept in $tmp/SCRIPT, how long
 # it took too.
 lane() {
@@ -80,20 +89,29 @@ nice -n 19 bash "$VMDIR/hosttests.sh" </dev/null >"$tmp/hosttests" 2>&1 &
 host=$!
 echo "check-all: the host tests and lint start, beside what is left of make check, then check-debug and check-distro"
 wait "$check"
-if [ -n "$kernel" ]; then
-	wait "$kernel"
-	echo "check-all: check-debug's kernel: exit $? ($(tail -n 1 "$tmp/debug-kernel"))"
+# A kernel still being built is now what check-debug waits for: its build
+# takes the guests' priority from here (root only; the host tests stay
+# at nice 19).
+if [ -n "$kernel" ] && kill -0 "$kernel" 2>/dev/null; then
+	renice_tree 0 "$kernel"
+	echo "check-all: check-debug's kernel is still being built: at nice $(ps -o ni= -p "$kernel" | tr -d ' ') from now on"
 fi
-# check-debug's guest beside check-distro's, its output shown once both
-# have ended.
+# check-debug's guest beside check-distro's, each lane started at once:
+# check-debug waits for its kernel, check-distro for its image, through
+# their caches' locks; check-debug's output is shown once both have
+# ended.
 NO_DEPS=1 lane check-debug >/dev/null &
 debug=$!
-if [ -n "$prefetch" ]; then
-	wait "$prefetch"
-	echo "check-all: check-distro's image: exit $? ($(tail -n 1 "$tmp/distro-image"))"
-fi
 NO_DEPS=1 lane check-distro
 wait "$debug"
+if [ -n "$kernel" ]; then
+	wait "$kernel"
+	echo "check-all: check-debug's kernel, built in the background: exit $? ($(tail -n 1 "$tmp/debug-kernel"))"
+fi
+if [ -n "$prefetch" ]; then
+	wait "$prefetch"
+	echo "check-all: check-distro's image, built in the background: exit $? ($(tail -n 1 "$tmp/distro-image"))"
+fi
 cat "$tmp/check-debug"
 wait "$host"
 cat "$tmp/hosttests"
