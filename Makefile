@@ -142,7 +142,7 @@ vm:
 demo:
 	@echo "make demo: installs what it lacks of 10 packages (gcc, QEMU, busybox:" \
 		"about 250 MB), unpacks one Debian kernel and its headers into" \
-		"build/kernels (210 MB), builds wsem.ko and the CLI, boots a guest (about 2 minutes)"
+		"/var/cache/wsem-guest-kernels (210 MB), builds wsem.ko and the CLI, boots a guest (about 2 minutes)"
 	@bash $(VM)/deps.sh --demo
 	@$(MAKE) -s --no-print-directory userlib
 	@# (TESTS: the guest carries no test programs but the demo's own,

@@ -5,13 +5,14 @@
 #  - 6.1 (the host release's kernel): deps.sh installs its headers
 #    (linux-headers-amd64, which needs no image); its image package
 #    linux-image-KVER (the kernel and its modules) is downloaded with
-#    "apt-get download" and unpacked with "dpkg-deb -x" into
-#    build/kernels/KVER, whose modules get a modules.dep (depmod -b).
+#    "apt-get download" and unpacked with "dpkg-deb -x" into the cache
+#    (lib.sh's WSEM_KERNEL_CACHE: /var/cache/wsem-guest-kernels when
+#    writable) as KVER, whose modules get a modules.dep (depmod -b).
 #  - 6.12 and 6.12 PREEMPT_RT (bookworm-security): their headers packages
 #    depend on the kernel's image, so installing them would install a
 #    kernel the host then boots.  The newest of each (named by the
 #    linux-headers-6.12-amd64 and -rt-amd64 metapackages) is unpacked, image,
-#    headers, their -common part and linux-kbuild, into build/kernels/KVER;
+#    headers, their -common part and linux-kbuild, into the cache's KVER;
 #    the headers' Makefile, which includes the -common part's by its
 #    /usr/src path, is pointed at the unpacked one.
 # lib.sh's kernel_image, kernel_modules and kdir_of find them there.  A
@@ -22,7 +23,8 @@
 # tree has only "bookworm main"), the 6.12 packages are read through a
 # private list of its own in $BUILD/apt (private_apt): the machine's
 # sources, lists and package cache are left as they are.
-# The cache key is the packages' version, in build/kernels/KVER/version.
+# The cache key is the packages' version, in KVER/version there; the
+# cache's lock keeps one run at a time on a machine.
 # Exits 0 when every kernel is there, 1 after one line naming what could
 # not be had.
 set -u
@@ -54,9 +56,9 @@ extract() {
 }
 
 # unpack KVER VER HEADERS: linux-image-KVER (and with HEADERS=1 its
-# headers packages) of version VER into $BUILD/kernels/KVER, if not there.
+# headers packages) of version VER into the cache's KVER, if not there.
 unpack() {
-	local kver=$1 ver=$2 headers=$3 dir=$BUILD/kernels/$1 tmp pkgs p
+	local kver=$1 ver=$2 headers=$3 dir=$WSEM_KERNEL_CACHE/$1 tmp pkgs p
 	if [ -f "$dir/version" ] && [ "$(cat "$dir/version")" = "$ver" ] &&
 	   { [ "$headers" = 0 ] ||
 	     [ -f "$dir/usr/src/linux-headers-$kver/Makefile" ]; }; then
@@ -98,6 +100,10 @@ wanted() {
 	esac
 	return 1
 }
+
+mkdir -p "$WSEM_KERNEL_CACHE" || die "cannot create $WSEM_KERNEL_CACHE"
+exec 9>"$WSEM_KERNEL_CACHE/.lock"
+flock 9
 
 # apt's options for the kernels' packages: none while this machine's
 # sources have the 6.12 kernels (as a Debian 12 install's do), else

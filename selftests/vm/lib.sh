@@ -18,14 +18,15 @@ die() { log "$(basename "$0"): $*"; exit 1; }
 
 # Where kernel KVER's image and modules are: /boot and /lib/modules when
 # its owner installed it, else the cache guest-kernels.sh unpacked it into
-# (always the cache with WSEM_CACHED_KERNELS=1).  Its headers: the
-# installed ones (/lib/modules/KVER/build), else those guest-kernels.sh
-# unpacked beside the image (kdir_of).
+# (always the cache with WSEM_CACHED_KERNELS=1): $WSEM_KERNEL_CACHE/KVER,
+# one per machine (below).  Its headers: the installed ones
+# (/lib/modules/KVER/build), else those guest-kernels.sh unpacked beside
+# the image (kdir_of).
 kernel_root() {
 	if [ -z "${WSEM_CACHED_KERNELS:-}" ] && [ -f "/boot/vmlinuz-$1" ]; then
 		echo ""
 	else
-		echo "$BUILD/kernels/$1"
+		echo "$WSEM_KERNEL_CACHE/$1"
 	fi
 }
 kernel_image() { echo "$(kernel_root "$1")/boot/vmlinuz-$1"; }
@@ -38,7 +39,8 @@ installed_kernels() {
 	for pat in '6.1.0-*-amd64' '6.12.*+deb12-amd64' \
 		   '6.12.*+deb12-rt-amd64'; do
 		newest=
-		for v in /boot/vmlinuz-$pat "$BUILD"/kernels/*/boot/vmlinuz-$pat; do
+		for v in /boot/vmlinuz-$pat \
+			 "$WSEM_KERNEL_CACHE"/*/boot/vmlinuz-$pat; do
 			v=${v##*/vmlinuz-}
 			# 6.1.0-N-rt-amd64 matches the first pattern too.
 			case $pat/$v in
@@ -149,7 +151,7 @@ kdir_of() {
 	if [ -f "/lib/modules/$1/build/Makefile" ]; then
 		echo "/lib/modules/$1/build"
 	else
-		echo "$BUILD/kernels/$1/usr/src/linux-headers-$1"
+		echo "$WSEM_KERNEL_CACHE/$1/usr/src/linux-headers-$1"
 	fi
 }
 
@@ -201,7 +203,8 @@ build_module() {
 	(
 		flock 9
 		copy_module_tree "$dir" || exit 1
-		$MAKE -s -C "$(kdir_of "$kver")" M="$dir" W=1 KCFLAGS=-Werror \
+		$MAKE -s -j"$(nproc)" -C "$(kdir_of "$kver")" M="$dir" W=1 \
+			KCFLAGS=-Werror \
 			${WSEM_TEST_KNOBS:+WSEM_TEST_KNOBS=$WSEM_TEST_KNOBS} \
 			modules 2>&1 | grep -v '^Skipping BTF generation'
 		[ "${PIPESTATUS[0]}" -eq 0 ] && [ -f "$dir/wsem.ko" ]
@@ -352,7 +355,8 @@ build_chroot_module() {
 	(
 		flock 9
 		copy_module_tree "$mdir" || exit 1
-		in_chroot "$cdir" "$mdir" make -s -C "/usr/src/linux-headers-$kver" \
+		in_chroot "$cdir" "$mdir" make -s -j"$(nproc)" \
+			-C "/usr/src/linux-headers-$kver" \
 			M=/mnt W=1 KCFLAGS=-Werror \
 			${WSEM_TEST_KNOBS:+WSEM_TEST_KNOBS=$WSEM_TEST_KNOBS} \
 			modules 2>&1 |
@@ -474,11 +478,11 @@ tap() {
 # build_userspace: the library and the selftests, a TAP line each.
 build_userspace() {
 	stage "build"
-	$MAKE -C "$ROOT/userlib" >"$out/userlib.log" 2>&1
+	$MAKE -j"$(nproc)" -C "$ROOT/userlib" >"$out/userlib.log" 2>&1
 	tap $? "build: userlib" "$out/userlib.log"
-	$MAKE -C "$ROOT/selftests" >"$out/selftests.log" 2>&1
+	$MAKE -j"$(nproc)" -C "$ROOT/selftests" >"$out/selftests.log" 2>&1
 	tap $? "build: selftests" "$out/selftests.log"
-	$MAKE -C "$ROOT/examples" >"$out/examples.log" 2>&1
+	$MAKE -j"$(nproc)" -C "$ROOT/examples" >"$out/examples.log" 2>&1
 	tap $? "build: examples" "$out/examples.log"
 }
 
@@ -518,6 +522,14 @@ cache_root() {
 # a hash of its inputs and trims what goes unused for days.
 WSEM_GOCACHE=$(cache_root wsem-go-build "${WSEM_GOCACHE:-}")
 export WSEM_GOCACHE
+
+# The guests' Debian kernels, unpacked by guest-kernels.sh, one per
+# machine as well (each kernel in a folder of its own, KVER, with its
+# packages' version): a fresh clone downloads and unpacks none of them
+# again.  Nothing writes there but guest-kernels.sh, under the cache's
+# lock; the module builds write only into their own M= folder.
+WSEM_KERNEL_CACHE=$(cache_root wsem-guest-kernels "${WSEM_KERNEL_CACHE:-}")
+export WSEM_KERNEL_CACHE
 
 # cache_take ROOT DIR WHO FORCE: one build per machine at a time (fd 9
 # holds ROOT's lock from here on; the others wait for it).  When DIR is
