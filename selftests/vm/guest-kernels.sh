@@ -101,9 +101,7 @@ wanted() {
 	return 1
 }
 
-mkdir -p "$WSEM_KERNEL_CACHE" || die "cannot create $WSEM_KERNEL_CACHE"
-exec 9>"$WSEM_KERNEL_CACHE/.lock"
-flock 9
+cache_lock "$WSEM_KERNEL_CACHE" guest-kernels
 
 # apt's options for the kernels' packages: none while this machine's
 # sources have the 6.12 kernels (as a Debian 12 install's do), else

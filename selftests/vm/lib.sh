@@ -531,16 +531,21 @@ export WSEM_GOCACHE
 WSEM_KERNEL_CACHE=$(cache_root wsem-guest-kernels "${WSEM_KERNEL_CACHE:-}")
 export WSEM_KERNEL_CACHE
 
-# cache_take ROOT DIR WHO FORCE: one build per machine at a time (fd 9
-# holds ROOT's lock from here on; the others wait for it).  When DIR is
-# complete and FORCE empty, print DIR and exit: the cache serves.
-cache_take() {
+# cache_lock ROOT WHO: one build per machine at a time (fd 9 holds
+# ROOT's lock from here on; the others wait for it, WHO says so).
+cache_lock() {
 	mkdir -p "$1" || die "cannot create $1"
 	exec 9>"$1/.lock"
 	if ! flock -n 9; then
-		log "$3: waiting for another build in $1"
+		log "$2: waiting for another build in $1"
 		flock 9
 	fi
+}
+
+# cache_take ROOT DIR WHO FORCE: cache_lock ROOT; then, when DIR is
+# complete and FORCE empty, print DIR and exit: the cache serves.
+cache_take() {
+	cache_lock "$1" "$3"
 	if [ -z "$4" ] && [ -f "$2/.done" ]; then
 		log "$3: cached: $2 ($(head -n 1 "$2/build-time"))"
 		echo "$2"
