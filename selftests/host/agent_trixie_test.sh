@@ -32,14 +32,7 @@ skip_all() {
 [ "$(id -u)" -eq 0 ] || skip_all "needs root (chroot, mount)"
 # shellcheck source=selftests/vm/lib.sh
 . "$ROOT/selftests/vm/lib.sh"
-# A build of it under way (make check starts one in the background, at
-# its start) holds chroot.sh's lock: waited for, up to 30 minutes.
-lock=$(cache_root wsem-chroot "${WSEM_CHROOT_CACHE:-}")/.lock-trixie/.lock
-if ! bash "$VMDIR/chroot.sh" -n trixie >/dev/null 2>&1 && [ -f "$lock" ] &&
-	! flock -n "$lock" true; then
-	echo "# waiting for the trixie chroot's build (chroot.sh's lock)"
-	flock -w 1800 "$lock" true
-fi
+chroot_wait trixie
 cdir=$(bash "$VMDIR/chroot.sh" -n trixie 2>/dev/null) ||
 	skip_all "no trixie chroot cached (selftests/vm/chroot.sh trixie builds it, as root; make check does, in the background)"
 [ -d "$cdir/root/usr/share/gocode/src/go.etcd.io/etcd/client/v3" ] ||

@@ -41,12 +41,14 @@ done
 # chroots below bring each release's own dkms and gcc.
 kvers=$(ls /usr/src | sed -n 's/^linux-headers-\(.*-amd64\)$/\1/p' |
 	grep -v -- '-rt-' | sort -V | tail -n 1)
-# The chroots already built (make check builds them); root only.
+# The chroots cached, or being built (make check builds them, in the
+# background: chroot_wait); root only.
 chroots=
 if [ "$(id -u)" -eq 0 ]; then
 	# lib.sh for in_chroot and chroot_releases; it sets ROOT as we do.
 	. "$ROOT/selftests/vm/lib.sh"
 	for r in $(chroot_releases); do
+		chroot_wait "$r"
 		d=$(bash "$VMDIR/chroot.sh" -n "$r" 2>/dev/null) &&
 			chroots="$chroots $d"
 	done

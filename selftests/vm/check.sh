@@ -21,8 +21,9 @@
 # (releases, "" for none; KVERS may name them, or their kernels: "5.10"),
 # TWOGUEST=0 (not the two-guest test: twoguest.sh, run with the 6.12 lane
 # when TESTS is unset or names twoguest.sh),
-# CHECK_QUIET_DONE (a file touched once the solo lane has ended
-# fleet_test.sh, its first test: quiet_done).
+# CHECK_BUILT (a file touched once the userspace and the host kernels'
+# modules are built, before the first guest boots: make test starts its
+# host tests then).
 set -u -o pipefail
 . "$(dirname "$0")/lib.sh"
 preflight || { echo "0 passed, 1 failed"; exit 1; }
@@ -95,6 +96,7 @@ for k in $kernels; do
 	WSEM_TEST_KNOBS=y build_module "$k" >"$out/module-$k.log" 2>&1
 	tap $? "build: wsem.ko for $k" "$out/module-$k.log"
 done
+[ -n "${CHECK_BUILT:-}" ] && touch "$CHECK_BUILT"
 
 # report KVER: wait for KVER's guest, then show its console.
 report() {
@@ -132,8 +134,8 @@ queue=()
 # within ttl=) want no other guest beside it: it is booted last, once the
 # chroots that a new machine builds in the background are built;
 # fleet_test.sh runs first (solo_tests).  Work at the lowest priority may
-# run beside it (a new machine's debug kernel build, from check-all.sh):
-# it takes only what the guest leaves (fleet_test.sh beside the host
+# run beside it (make test's host tests and lint, a new machine's debug
+# kernel build: check-all.sh): it takes only what the guest leaves (fleet_test.sh beside the host
 # tests and lint at nice 19: the longest wait 9282 ms, 8983 alone, the
 # utilisation 98 % both times).
 solo_lane() {
@@ -144,23 +146,12 @@ solo_lane() {
 	return 1
 }
 # solo_tests TIER: the solo lane's tests, fleet_test.sh first: only it
-# needs the machine to itself (quiet_done).
+# needs the machine to itself among the guests.
 solo_tests() {
 	local all
 	all=$(WSEM_TIER=$1 list_tests)
 	grep -x fleet_test.sh <<<"$all"
 	grep -vx fleet_test.sh <<<"$all"
-}
-# quiet_done LOG PID: once the solo guest (run.sh's PID, its console LOG)
-# has ended fleet_test.sh, or has ended, touch CHECK_QUIET_DONE: make test
-# (check-all.sh) starts its host tests and lint then, at the lowest
-# priority, beside the rest of the lane.
-quiet_done() {
-	while kill -0 "$2" 2>/dev/null &&
-	      ! grep -q '^# wsem-vm: end fleet_test.sh ' "$1" 2>/dev/null; do
-		sleep 2
-	done
-	touch "$CHECK_QUIET_DONE"
 }
 # boot KVER KO [IMAGE]: queue KVER's guest (IMAGE: a kernel not in /boot).
 boot() {
@@ -207,8 +198,6 @@ boot() {
 		bash "$VMDIR/run.sh" ${image:+-I "$image"} -k "$k" -K "$ko" \
 		-m check -l "$logf" >"$out/run-$k.log" 2>&1 &
 	pids[$k]=$!
-	solo_lane "$k" && [ -n "${CHECK_QUIET_DONE:-}" ] &&
-		quiet_done "$logf" "${pids[$k]}" &
 	queue+=("$k")
 }
 for k in $kernels; do

@@ -9,8 +9,9 @@
 #
 # check.sh runs this first, with -n: no summary of its own, check.sh's
 # counts them.  make test (check-all.sh) runs it without -n at the lowest
-# priority, from the end of the 6.12 lane's fleet_test.sh on, beside the
-# rest of make check and then check-debug and check-distro; it ends with
+# priority, from the moment make check has built the userspace and its
+# modules, beside make check's guests and then check-debug and
+# check-distro; it ends with
 # its own summary line ("lane host: ...", then "N passed, N failed").
 set -u -o pipefail
 . "$(dirname "$0")/lib.sh"

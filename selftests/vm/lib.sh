@@ -220,6 +220,21 @@ chroot_releases() {
 	printf '%s\n' ${CHROOTS-bullseye trixie sid}
 }
 
+# chroot_wait RELEASE: when RELEASE's chroot is not cached and a build of
+# it is under way (make check starts one in the background, at its
+# start; chroot.sh holds its cache's lock meanwhile), wait for that build,
+# up to 30 minutes.  For the host tests, which make test starts beside
+# make check.
+chroot_wait() {
+	local lock
+	lock=$(cache_root wsem-chroot "${WSEM_CHROOT_CACHE:-}")/.lock-$1/.lock
+	if ! bash "$VMDIR/chroot.sh" -n "$1" >/dev/null 2>&1 &&
+	   [ -f "$lock" ] && ! flock -n "$lock" true; then
+		echo "# waiting for the $1 chroot's build (chroot.sh's lock)"
+		flock -w 1800 "$lock" true
+	fi
+}
+
 # chroot_booted RELEASE: whether make check boots RELEASE's kernel and runs
 # the tests there, or only builds wsem.ko for it (and dkms, deb_test.sh):
 # trixie's 6.12 is the series bookworm's lanes boot.  CHROOT_BOOT overrides.
