@@ -200,15 +200,21 @@ func (a *agent) renewEnd(ctx context.Context, id clientv3.LeaseID,
 // lease is gone (revoked, or lost) (see the top of this file); poke wakes
 // the agent's look at etcd when a renewal came through again, and at once
 // when the lease is gone, for the look to claim the host again under a new
-// one.  It sleeps until the lease changes (leaseEnd.changed) or its end is
-// near, and never longer than leaseEndTick: Go's timers stop while the
-// machine is suspended, CLOCK_BOOTTIME does not, so an end passed during a
-// suspend is seen within a tick of the resume (the kernel's deadline on
-// the loan, on CLOCK_BOOTTIME, is exact).  Under deadline, while the end
+// one.  It sleeps until the lease changes (leaseEnd.changed) or its end
+// less the margin comes, on a timer on CLOCK_BOOTTIME (bootTimer): an end
+// passed while the machine was suspended is acted on at the resume, as
+// the kernel's deadline on the loan is.  Under deadline, while the end
 // has passed, it ends the holders again every leaseKillTick.
 func (a *agent) watchLeaseEnd(ctx context.Context, poke func()) {
 	margin := endMargin(time.Duration(a.lim.ttl) * time.Second)
 	changed := a.st.end.changed()
+	timer, err := newBootTimer()
+	if err != nil {
+		// (the kernel's deadline still ends the loan in time)
+		lg.Printf("%s: %v: the lease's end is not watched", a.lim.name, err)
+		return
+	}
+	defer timer.close()
 	for ctx.Err() == nil {
 		id, until := a.st.end.get()
 		now := bootTime()
@@ -220,29 +226,28 @@ func (a *agent) watchLeaseEnd(ctx context.Context, poke func()) {
 		if a.setCut(over, gone, until) {
 			poke()
 		}
-		sleep := leaseEndTick
+		var at time.Duration // 0: until the lease changes
 		if over && a.lim.policy == "deadline" {
 			a.endHolders()
-			sleep = leaseKillTick
-		} else if id != 0 && !over && until-margin-now < sleep {
-			sleep = until - margin - now
+			at = now + leaseKillTick
+		} else if id != 0 && !over {
+			at = until - margin
 		}
-		t := time.NewTimer(sleep)
+		if err := timer.set(at); err != nil {
+			lg.Printf("%s: %v", a.lim.name, err)
+		}
+		a.leaseWakes.Add(1)
 		select {
 		case <-ctx.Done():
 		case <-changed:
-		case <-t.C:
+		case <-timer.C:
 		}
-		t.Stop()
 	}
 }
 
-// leaseEndTick is the longest watchLeaseEnd sleeps; leaseKillTick how
-// often, under deadline, it ends the holders again once the end passed.
-const (
-	leaseEndTick  = time.Second
-	leaseKillTick = 100 * time.Millisecond
-)
+// leaseKillTick is how often, under deadline, watchLeaseEnd ends the
+// holders again once the lease's end passed.
+const leaseKillTick = 100 * time.Millisecond
 
 // loanDeadline is the kernel deadline of the agent's loan: its lease's
 // local end less the margin (CLOCK_BOOTTIME), or 0 with no lease yet.

@@ -28,6 +28,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -73,6 +74,8 @@ type agent struct {
 	cut   bool         // the lease's local end is near: lend nothing
 	ended map[int]bool // holders sent SIGKILL (endHolders)
 	front bool         // the last look found the host at the queue's front
+
+	leaseWakes atomic.Int64 // watchLeaseEnd's rounds (a test counts them)
 }
 
 // poke has the agent look again (run), once however many pokes come

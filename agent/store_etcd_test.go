@@ -827,10 +827,16 @@ func manyHosts(t *testing.T, ctx context.Context, st *store, n int) {
 // waits for its end.
 func runAgent(t *testing.T, ctx context.Context, cli *clientv3.Client,
 	h string) (*agent, func()) {
-	sem := newFakeSem(6, 0)
-	restore := useFakeSem(sem, t.TempDir())
 	lim := testLimit()
 	lim.host, lim.policy, lim.hold = h, "finish", 400*time.Millisecond
+	return runAgentLimit(t, ctx, cli, lim)
+}
+
+// runAgentLimit is runAgent of the limit lim.
+func runAgentLimit(t *testing.T, ctx context.Context, cli *clientv3.Client,
+	lim *limit) (*agent, func()) {
+	sem := newFakeSem(6, 0)
+	restore := useFakeSem(sem, t.TempDir())
 	a, err := startWith(ctx, lim, cli)
 	if err != nil {
 		restore()
@@ -867,6 +873,28 @@ func TestIdleReadsNothing(t *testing.T) {
 	if n := c.take(); total(n) != 0 {
 		t.Errorf("idle for 5 hold/2 periods: %d requests, %d of them "+
 			"Ranges (%v)", total(n), n[rangeRPC], n)
+	}
+}
+
+// An idle agent's watch of its lease's end sleeps until that end (less the
+// margin) or a renewal moves it: with ttl= 30 s (a renewal every 10 s, the
+// margin 5 s) it wakes at most once in 3 s, where a watch that looked at
+// the clock every second woke three times.
+func TestIdleLeaseWatchSleeps(t *testing.T) {
+	_, st, ctx, done := testCluster(t, "h")
+	defer done()
+	lim := testLimit()
+	lim.host, lim.policy, lim.hold, lim.ttl = "h", "finish", time.Second, 30
+	a, stop := runAgentLimit(t, ctx, st.cli, lim)
+	defer stop()
+	time.Sleep(500 * time.Millisecond) // its first looks
+	w0 := a.leaseWakes.Load()
+	time.Sleep(3 * time.Second)
+	if w := a.leaseWakes.Load() - w0; w > 1 {
+		t.Errorf("idle for 3 s with ttl= 30: the lease's watch woke %d times", w)
+	}
+	if a.leaseWakes.Load() == 0 {
+		t.Error("the lease's watch never ran")
 	}
 }
 

@@ -22,9 +22,9 @@ trap 'rm -rf "$T"' EXIT
 # shellcheck source=selftests/host/tap.sh
 . "$(dirname "$0")/tap.sh"
 
-echo "1..18"
+echo "1..19"
 if [ ! -d /usr/share/gocode/src/go.etcd.io/etcd/integration ]; then
-	for i in $(seq 18); do
+	for i in $(seq 19); do
 		echo "ok $i # SKIP no go.etcd.io/etcd/integration (golang-etcd-server-dev)"
 	done
 	exit 0
@@ -70,5 +70,7 @@ check "a look whose watch brings nothing reads the prefix once after a second, a
 	passed TestLookReadsWhenWatchHangs
 check "a watch late past a look's read: what the read took in is skipped, no second read of the prefix" \
 	passed TestLateWatchAfterLookRead
+check "an idle agent's watch of its lease's end sleeps until a renewal or that end (a CLOCK_BOOTTIME timerfd): at most one wake in 3 s with ttl= 30" \
+	passed TestIdleLeaseWatchSleeps
 [ $st -eq 0 ] || tail -n 30 "$T/go.log" | sed 's/^/# /'
 exit $((failed > 0))
