@@ -27,7 +27,7 @@ func TestViewText(t *testing.T) {
 		shares: map[string]int64{"h1": 2, "h 2": 1},
 		demands: map[string]demand{"h1": {need: 2, floor: 2, rev: 9},
 			"h3": {need: 3, floor: 1, rev: 7}},
-		alive: map[string]bool{"h1": true, "h3": true}}
+		alive: map[string]bool{"h0": true, "h1": true, "h3": true}}
 	a := &agent{lim: &limit{name: "seats", host: "h1", ttl: 5,
 		hold: 300 * time.Millisecond},
 		st: &store{prefix: "/wsem/seats/",
@@ -48,6 +48,7 @@ capacity 6
 free 3
 failing 1500 etcd down
 host h%%202 1 0 0 0 0
+host h0 0 0 0 0 1
 host h1 2 2 2 2 1
 host h3 0 3 1 1 1
 `, os.Getpid())
@@ -57,5 +58,31 @@ host h3 0 3 1 1 1
 	want = strings.Replace(want, "failing 1500 etcd down\n", "", 1)
 	if got := string(a.viewText(2000, nil, 7)); got != want {
 		t.Errorf("viewText without an error:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// A look at 1,000 hosts writes the view file's text: go test -bench
+// ViewText (see bench/HISTORY.md, "The view file's text").
+func BenchmarkViewText1000(b *testing.B) {
+	k := &keptView{capacity: 2000, loaded: true, rev: 5,
+		v: view{shares: map[string]int64{}, demands: map[string]demand{},
+			alive: map[string]bool{}, shareRevs: map[string]int64{},
+			ttls: map[string]int64{}, ttlRevs: map[string]int64{}}}
+	for i := 0; i < 1000; i++ {
+		h := fmt.Sprintf("h%04d", i)
+		k.v.shares[h], k.v.alive[h] = 1, true
+		k.v.demands[h] = demand{need: 1, floor: 1, rev: int64(1000 - i)}
+	}
+	s := &store{prefix: "/wsem/scale/"}
+	v, _, err := s.snapshot(k)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.last = readView{v, 5, 1}
+	a := &agent{lim: &limit{name: "scale", host: "h0001", ttl: 10,
+		hold: time.Second}, st: s}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		a.viewText(2, nil, 1)
 	}
 }

@@ -42,6 +42,8 @@ COUNTS=${WSEM_BC_SCALE:-100}
 HOLD=${WSEM_BC_SCALE_HOLD:-1000}
 IDLE=${WSEM_BC_SCALE_IDLE:-20}
 PER=${WSEM_BC_SCALE_PER_CLIENT:-10}
+TTL=${WSEM_BC_SCALE_TTL:-10}
+WINDOW=${WSEM_BC_SCALE_WINDOW:-0}
 EPS=http://127.0.0.1:23791,http://127.0.0.1:23792,http://127.0.0.1:23793
 export ETCDCTL_API=3
 mkdir -p "$T"
@@ -109,9 +111,10 @@ echo "@@meta hold $HOLD"
 echo "@@meta holdmoved 1000"
 echo "@@meta idle $IDLE"
 echo "@@meta per_client $PER"
+echo "@@meta ttl $TTL"
 [ -n "${WSEM_BC_SCALE_NATIVE:-}" ] && echo "@@meta where native"
 ip link set lo up
-order="old new"
+order=${WSEM_BC_SCALE_TREES:-old new}
 for n in $COUNTS; do
 	for tree in $order; do
 		start_etcd
@@ -119,10 +122,13 @@ for n in $COUNTS; do
 		clients=$(((n + PER - 1) / PER))
 		# (a failed run says so, with what it measured, and the
 		# others go on)
+		# shellcheck disable=SC2086 # SIMFLAGS: a list of flags
 		if ! "wsem-scale-$tree" -test.run TestScaleSim -sim.tree "$tree" \
 			-sim.hosts "$n" -sim.clients "$clients" \
 			-sim.endpoints "$EPS" -sim.etcdpids "$etcd_pids" \
 			-sim.hold "${HOLD}ms" -sim.idle "${IDLE}s" \
+			-sim.ttl "$TTL" -sim.window "${WINDOW}s" \
+			${WSEM_BC_SCALE_SIMFLAGS:-} \
 			>"$T/$tree$n.out" 2>"$T/$tree$n.err"; then
 			say "the simulator failed ($tree, $n hosts)"
 			grep -v '^@@scale' "$T/$tree$n.out" | tail -n 5 |
@@ -137,6 +143,6 @@ for n in $COUNTS; do
 			sort | uniq -c | sort -rn | head -n 5 | sed 's/^/# log: /'
 		stop_etcd
 	done
-	order=$(echo "$order" | awk '{ print $2, $1 }')
+	order=$(echo "$order" | awk '{ print $NF, $1 }' | sed 's/^\(.*\) \1$/\1/')
 done
 say "done"

@@ -89,7 +89,11 @@ run_scale() {
 	WSEM_BC_SCALE_HOLD=${WSEM_BC_SCALE_HOLD:-1000}
 	WSEM_BC_SCALE_IDLE=${WSEM_BC_SCALE_IDLE:-20}
 	WSEM_BC_SCALE_PER_CLIENT=${WSEM_BC_SCALE_PER_CLIENT:-10}
+	WSEM_BC_SCALE_TTL=${WSEM_BC_SCALE_TTL:-10}
+	WSEM_BC_SCALE_WINDOW=${WSEM_BC_SCALE_WINDOW:-0}
+	WSEM_BC_SCALE_TREES='${WSEM_BC_SCALE_TREES:-old new}'
 	export WSEM_BC_SCALE WSEM_BC_SCALE_HOLD WSEM_BC_SCALE_IDLE WSEM_BC_SCALE_PER_CLIENT
+	export WSEM_BC_SCALE_TTL WSEM_BC_SCALE_WINDOW WSEM_BC_SCALE_TREES
 	$(cat "$BENCH/cluster-scale-guest.sh")"
 	log "bench-cluster: booting the VM (scale: $WSEM_BC_SCALE hosts)"
 	# TESTS=fleet_test.sh: mkinitramfs.sh then brings etcd and etcdctl
@@ -129,6 +133,9 @@ run_scale_native() {
 		WSEM_BC_SCALE_HOLD=${WSEM_BC_SCALE_HOLD:-1000} \
 		WSEM_BC_SCALE_IDLE=${WSEM_BC_SCALE_IDLE:-20} \
 		WSEM_BC_SCALE_PER_CLIENT=${WSEM_BC_SCALE_PER_CLIENT:-10} \
+		WSEM_BC_SCALE_TTL=${WSEM_BC_SCALE_TTL:-10} \
+		WSEM_BC_SCALE_WINDOW=${WSEM_BC_SCALE_WINDOW:-0} \
+		WSEM_BC_SCALE_TREES=${WSEM_BC_SCALE_TREES:-old new} \
 		ip netns exec "$ns" nice -n 19 sh "$BENCH/cluster-scale-guest.sh" 2>&1 |
 		tee "$OUT/scale-console.txt" | grep --line-buffered '^# '
 	st=${PIPESTATUS[0]}

@@ -76,10 +76,10 @@ END {
 	if (native) {
 		print  "tree's own startWith and run (semaphores faked); a 3-member etcd on the"
 		print  "loopback of a network namespace of its own (all at nice 19), new for each"
-		printf "run; policy finish, ttl=10 s, hold=%s ms (%s ms on the\n", meta["hold"], meta["holdmoved"]
+		printf "run; policy finish, ttl=%s s, hold=%s ms (%s ms on the\n", meta["ttl"] ? meta["ttl"] : 10, meta["hold"], meta["holdmoved"]
 	} else {
 		print  "tree's own startWith and run (semaphores faked); a 3-member etcd on the guest's"
-		printf "loopback, new for each run; policy finish, ttl=10 s, hold=%s ms (%s ms on the\n", meta["hold"], meta["holdmoved"]
+		printf "loopback, new for each run; policy finish, ttl=%s s, hold=%s ms (%s ms on the\n", meta["ttl"] ? meta["ttl"] : 10, meta["hold"], meta["holdmoved"]
 	}
 	printf "3 hosts whose demand changes); one etcd client per %s hosts; each host holds 1\n", meta["per_client"]
 	print  "of a capacity of 2 x hosts; requests = every member's"

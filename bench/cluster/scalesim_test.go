@@ -364,6 +364,7 @@ func TestScaleSim(t *testing.T) {
 	}
 	as := make([]*agent, n)
 	sems := make([]*simSem, n)
+	renewing := make([]context.CancelFunc, n)
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
 	next := make(chan int)
@@ -386,6 +387,13 @@ func TestScaleSim(t *testing.T) {
 				}
 				as[i], sems[i] = a, a.loc.w.(*simSem)
 				sems[i].hold(1)
+				// its renewals from now on (run's own
+				// take over below): a start longer
+				// than ttl= would lose the first
+				// leases
+				rctx, cancel := context.WithCancel(ctx)
+				renewing[i] = cancel
+				go a.renewLease(rctx)
 			}
 		}()
 	}
@@ -400,7 +408,8 @@ func TestScaleSim(t *testing.T) {
 	}
 	fmt.Printf("@@scale %s %d start %.2f\n", *simTree, n,
 		time.Since(began).Seconds())
-	for _, a := range as {
+	for i, a := range as {
+		renewing[i]()
 		go a.run(ctx)
 	}
 
