@@ -9,9 +9,7 @@
 # selftests/host and lint, about twelve minutes of one CPU), from the
 # moment make check has built the userspace and its modules, beside its
 # guests (they leave a CPU idle for minutes, the solo lane's fleet_test.sh
-# most); check-distro's guest from the end of that fleet_test.sh on,
-# beside the rest of make check; then one line that counts them all:
-# "N passed, N failed".
+# most); then one line that counts them all: "N passed, N failed".
 # Exits non-zero on any failure; a lane that ends without its summary line
 # counts as a failure.  A lane that cannot run here (check-distro without
 # root, say) is a TAP skip, counted as skipped.
@@ -82,12 +80,8 @@ fi
 # first guest boots): they take what CPU the guests leave idle, the solo
 # lane's fleet_test.sh most of all, where one guest waits on etcd and
 # sleeps (beside them: its longest wait 9282 ms, 8983 alone).
-# check-distro's guest from the end of the solo lane's fleet_test.sh
-# (CHECK_QUIET_DONE), beside the rest of that lane: the one test that
-# wants no other guest beside it has ended, and the rest of the lane
-# leaves a CPU mostly idle.
-built=$tmp/built quiet=$tmp/quiet-done
-CHECK_BUILT=$built CHECK_QUIET_DONE=$quiet NO_HOST_TESTS=1 NO_DEPS=1 \
+built=$tmp/built
+CHECK_BUILT=$built NO_HOST_TESTS=1 NO_DEPS=1 \
 	lane check &
 check=$!
 while kill -0 "$check" 2>/dev/null && [ ! -e "$built" ]; do
@@ -96,13 +90,7 @@ done
 ht=$(date +%s)
 nice -n 19 bash "$VMDIR/hosttests.sh" </dev/null >"$tmp/hosttests" 2>&1 &
 host=$!
-echo "check-all: the host tests and lint start, beside make check's guests"
-while kill -0 "$check" 2>/dev/null && [ ! -e "$quiet" ]; do
-	sleep 2
-done
-NO_DEPS=1 lane check-distro >/dev/null &
-distro=$!
-echo "check-all: check-distro starts, beside what is left of make check, then check-debug"
+echo "check-all: the host tests and lint start, beside make check's guests, then check-debug and check-distro"
 wait "$check"
 # A kernel still being built is now what check-debug waits for: its build
 # takes the guests' priority from here (root only; the host tests stay
@@ -111,14 +99,14 @@ if [ -n "$kernel" ] && kill -0 "$kernel" 2>/dev/null; then
 	renice_tree 0 "$kernel"
 	echo "check-all: check-debug's kernel is still being built: at nice $(ps -o ni= -p "$kernel" | tr -d ' ') from now on"
 fi
-# check-debug's guest beside check-distro's: check-debug waits for its
-# kernel, check-distro for its image, through their caches' locks; their
-# output is shown once both have ended.
+# check-debug's guest beside check-distro's, each lane started at once:
+# check-debug waits for its kernel, check-distro for its image, through
+# their caches' locks; check-debug's output is shown once both have
+# ended.
 NO_DEPS=1 lane check-debug >/dev/null &
 debug=$!
-wait "$distro"
+NO_DEPS=1 lane check-distro
 wait "$debug"
-cat "$tmp/check-distro"
 if [ -n "$kernel" ]; then
 	wait "$kernel"
 	echo "check-all: check-debug's kernel, built in the background: exit $? ($(tail -n 1 "$tmp/debug-kernel"))"

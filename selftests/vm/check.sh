@@ -23,9 +23,7 @@
 # when TESTS is unset or names twoguest.sh),
 # CHECK_BUILT (a file touched once the userspace and the host kernels'
 # modules are built, before the first guest boots: make test starts its
-# host tests then), CHECK_QUIET_DONE (a file touched once the solo lane
-# has ended fleet_test.sh, its first test, or has ended: make test starts
-# check-distro's guest then; quiet_done).
+# host tests then).
 set -u -o pipefail
 . "$(dirname "$0")/lib.sh"
 preflight || { echo "0 passed, 1 failed"; exit 1; }
@@ -148,21 +146,12 @@ solo_lane() {
 	return 1
 }
 # solo_tests TIER: the solo lane's tests, fleet_test.sh first: only it
-# needs the machine to itself among the guests (quiet_done).
+# needs the machine to itself among the guests.
 solo_tests() {
 	local all
 	all=$(WSEM_TIER=$1 list_tests)
 	grep -x fleet_test.sh <<<"$all"
 	grep -vx fleet_test.sh <<<"$all"
-}
-# quiet_done LOG PID: once the solo guest (run.sh's PID, its console LOG)
-# has ended fleet_test.sh, or has ended, touch CHECK_QUIET_DONE.
-quiet_done() {
-	while kill -0 "$2" 2>/dev/null &&
-	      ! grep -q '^# wsem-vm: end fleet_test.sh ' "$1" 2>/dev/null; do
-		sleep 2
-	done
-	touch "$CHECK_QUIET_DONE"
 }
 # boot KVER KO [IMAGE]: queue KVER's guest (IMAGE: a kernel not in /boot).
 boot() {
@@ -209,8 +198,6 @@ boot() {
 		bash "$VMDIR/run.sh" ${image:+-I "$image"} -k "$k" -K "$ko" \
 		-m check -l "$logf" >"$out/run-$k.log" 2>&1 &
 	pids[$k]=$!
-	solo_lane "$k" && [ -n "${CHECK_QUIET_DONE:-}" ] &&
-		quiet_done "$logf" "${pids[$k]}" &
 	queue+=("$k")
 }
 for k in $kernels; do

@@ -51,12 +51,9 @@ done
 # The kernel tier's C programs alone took 93-196 s (PREEMPT_RT the
 # slowest) beside another guest on 2026-11-29; PREEMPT_RT's fuzzer may
 # take 200 s of them on a new machine (check.sh).
-# make test runs check-distro's guest beside the 6.12 lane from the end
-# of its fleet_test.sh: such a lane gets 1500 s (a bound for a hang, not
-# for speed).
 mem=1G check_timeout=500
 if list_tests | grep -qx jobserver_clients_test.sh; then
-	mem=2G check_timeout=1500
+	mem=2G check_timeout=900
 elif list_tests | grep -qx fleet_test.sh; then
 	# fleet_test.sh's whole scenario (6.12) takes up to 300 s alone.
 	check_timeout=420
