@@ -72,5 +72,8 @@ check "a watch late past a look's read: what the read took in is skipped, no sec
 	passed TestLateWatchAfterLookRead
 check "an idle agent's watch of its lease's end sleeps until a renewal or that end (a CLOCK_BOOTTIME timerfd): at most one wake in 3 s with ttl= 30" \
 	passed TestIdleLeaseWatchSleeps
-[ $st -eq 0 ] || tail -n 30 "$T/go.log" | sed 's/^/# /'
+[ $st -eq 0 ] || {
+	grep -B 3 -A 12 -- '^--- FAIL' "$T/go.log"
+	tail -n 30 "$T/go.log"
+} | sed 's/^/# /'
 exit $((failed > 0))
