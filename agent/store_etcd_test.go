@@ -894,9 +894,7 @@ func TestIdleReadsNothing(t *testing.T) {
 func TestIdleLeaseWatchSleeps(t *testing.T) {
 	_, st, ctx, done := testCluster(t, "h")
 	defer done()
-	lim := testLimit()
-	lim.host, lim.policy, lim.hold, lim.ttl = "h", "finish", time.Second, 30
-	a, stop := runAgentLimit(t, ctx, st.cli, lim)
+	a, stop := runAgentLimit(t, ctx, st.cli, quietLimit())
 	defer stop()
 	time.Sleep(500 * time.Millisecond) // its first looks
 	w0 := a.leaseWakes.Load()
