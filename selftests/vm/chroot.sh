@@ -78,7 +78,7 @@ if [ -n "$cached_only" ]; then
 fi
 
 # One build of each release at a time (two releases may download at once).
-cache_take "$root/.lock-$release" "$dir" "chroot $release" "$force"
+cache_take "$(chroot_lock_dir "$release")" "$dir" "chroot $release" "$force"
 
 [ "$(id -u)" -eq 0 ] || die "building a chroot needs root (debootstrap)"
 command -v debootstrap >/dev/null || die "no debootstrap"

@@ -220,6 +220,12 @@ chroot_releases() {
 	printf '%s\n' ${CHROOTS-bullseye trixie sid}
 }
 
+# chroot_lock_dir RELEASE: the directory whose lock (cache_lock) a build
+# of RELEASE's chroot holds (chroot.sh).
+chroot_lock_dir() {
+	echo "$(cache_root wsem-chroot "${WSEM_CHROOT_CACHE:-}")/.lock-$1"
+}
+
 # chroot_wait RELEASE: when RELEASE's chroot is not cached and a build of
 # it is under way (make check starts one in the background, at its
 # start; chroot.sh holds its cache's lock meanwhile), wait for that build,
@@ -227,7 +233,7 @@ chroot_releases() {
 # make check.
 chroot_wait() {
 	local lock
-	lock=$(cache_root wsem-chroot "${WSEM_CHROOT_CACHE:-}")/.lock-$1/.lock
+	lock=$(chroot_lock_dir "$1")/.lock
 	if ! bash "$VMDIR/chroot.sh" -n "$1" >/dev/null 2>&1 &&
 	   [ -f "$lock" ] && ! flock -n "$lock" true; then
 		echo "# waiting for the $1 chroot's build (chroot.sh's lock)"
