@@ -31,11 +31,19 @@ if [ ! -d /usr/share/gocode/src/go.etcd.io/etcd/integration ]; then
 fi
 make -s -C "$ROOT/agent" check-etcd >"$T/go.log" 2>&1
 st=$?
-# passed NAME: go test -v said "--- PASS: NAME"
+# passed NAME: go test -v said "--- PASS: NAME"; else what it said of it
 passed() {
-	grep -q -- "^--- PASS: $1 " "$T/go.log"
+	grep -q -- "^--- PASS: $1 " "$T/go.log" && return 0
+	grep -A 4 -- "^--- FAIL: $1 " "$T/go.log"
+	return 1
 }
-check "the agent's store builds and runs against an in-process etcd" test $st -eq 0
+# ran: go test passed; else the first test that failed, or the tail
+ran() {
+	[ $st -eq 0 ] && return 0
+	grep -m 1 -A 2 -- '^--- FAIL' "$T/go.log" || tail -n 3 "$T/go.log"
+	return 1
+}
+check "the agent's store builds and runs against an in-process etcd" ran
 check "a share is taken back only while its host's claim is gone, the share the one seen" \
 	passed TestTakeBack
 check "another machine's claim is refused and unchanged, this machine's is taken over" \

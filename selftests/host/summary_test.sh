@@ -6,7 +6,7 @@
 # yet exited 0), or reported more than it planned, must count as failed;
 # complete ones, skips and nested results must not; with expected=FILE, a
 # skip that no line of FILE matches fails, one that a line matches does
-# not, and every skip is named.
+# not, and every skip is named; a failure is followed by why it failed.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 AWK=$ROOT/selftests/vm/summary.awk
@@ -43,7 +43,7 @@ case_() {
 	fi
 }
 
-echo "1..13"
+echo "1..18"
 
 vmlog "$T/full" <<'EOF2'
 # wsem-vm: begin a_test
@@ -143,4 +143,46 @@ case_ "a skip that no line of expected= matches fails" 1 \
 	"1 passed, 1 failed" "$T/skipall" "$T/expected"
 want_line "which skip was not expected" \
 	"FAILED: a skip not in $T/expected: vm: c_test"
+
+# why: each failure's reason under it, from a kselftest case's Expected
+# line, from the harness's dmesg report, from a host test's comments after
+# its "not ok"; a passing case's comments are nobody's reason.
+vmlog "$T/why" <<'EOF2'
+# wsem-vm: begin e_test
+1..2
+#  RUN           e.fine ...
+# e_test.c:9:fine:no reason at all
+ok 1 e.fine
+#  RUN           e.torn ...
+# e_test.c:40:torn:reads begin
+# e_test.c:50:torn:Expected 1000 (1000) < w.rounds (523)
+# e_test.c:51:torn:the writer was slow
+# torn: Test failed at step #3
+not ok 2 e.torn
+# wsem-vm: end e_test exit=1 time=2
+# dmesg: [   12.5] wsem-selftest: mark 3
+# dmesg: [   13.1] rcu: INFO: rcu_preempt self-detected stall on CPU
+not ok 9 harness: dmesg clean after e_test
+# wsem-vm: begin f_test.sh
+1..1
+not ok 1 - the agent runs
+#  --- FAIL: TestX (15.01s)
+#      x_test.go:574: not so after 15 s
+# wsem-vm: end f_test.sh exit=1 time=20
+EOF2
+case_ "the why: three failures" 1 "2 passed, 3 failed" "$T/why"
+want_line "a kselftest case's Expected line and the lines after it" \
+	"  why: e_test.c:50:torn:Expected 1000 (1000) < w.rounds (523)"
+want_line "the kernel's report behind a dmesg failure" \
+	"  why: dmesg: [   13.1] rcu: INFO: rcu_preempt self-detected stall on CPU"
+want_line "a host test's comment after its not ok" \
+	"  why: x_test.go:574: not so after 15 s"
+n=$((n + 1))
+if grep -q "no reason at all\|reads begin\|mark 3" "$T/out"; then
+	echo "not ok $n - the why holds no passing case's or mark's lines"
+	sed 's/^/#   /' "$T/out"
+	failed=$((failed + 1))
+else
+	echo "ok $n - the why holds no passing case's or mark's lines"
+fi
 [ $failed -eq 0 ]

@@ -26,10 +26,46 @@
 # any program) must match the number of top-level results it reported; a
 # program that stopped half-way, or reported more than it planned, counts
 # as one failure even with exit status 0.
+#
+# Each failure is followed by up to three "  why: " lines, so that the tail
+# of a CI log says what failed, not only where: a kselftest case's
+# "file.c:N:case:Expected ..." line and its file's lines after it, or a
+# harness check's kernel report ("# dmesg: " lines naming a warning, a bug,
+# a stall...), from the comments before the "not ok"; else the first
+# comments after it (a host test's tail of its command's output).
 
 function fail(name) {
 	failed++
 	failures[failed] = name
+	nwhy[failed] = 0
+}
+
+# add_why(I, TEXT): one more line saying why failure I failed (three at most).
+function add_why(i, text) {
+	if (nwhy[i] >= 3)
+		return
+	sub(/^(# *)+/, "", text)
+	if (length(text) > 200)
+		text = substr(text, 1, 200) "..."
+	whys[i, ++nwhy[i]] = text
+}
+
+# A failing result: the comments before it that say why.
+function why_before(    i, from) {
+	for (i = 1; i <= ncom; i++)
+		if (com[i] ~ /^# *[A-Za-z0-9_.-]+\.c:[0-9]+:[^:]*:Expected /) {
+			from = i
+			break
+		}
+	for (i = (from ? from : 1); i <= ncom; i++) {
+		if (from && com[i] ~ /^# *[A-Za-z0-9_.-]+\.c:[0-9]+:/)
+			add_why(failed, com[i])
+		else if (!from && (com[i] ~ /: Test terminated by / ||
+				   com[i] ~ /^# dmesg: / && com[i] ~ kernbad))
+			add_why(failed, com[i])
+	}
+	ncom = 0
+	after = nwhy[failed] ? 0 : failed
 }
 
 function skip_seen(name) {
@@ -91,7 +127,10 @@ function endfile() {
 	cur = ""
 }
 
-BEGIN { file = "" }
+BEGIN {
+	file = ""
+	kernbad = "WARNING:|BUG:|Oops|lockdep|KASAN|UBSAN|hung_task|blocked for more than|soft lockup|hard LOCKUP|rcu.*stall|general protection|Kernel panic|still has objects|Objects remaining"
+}
 
 # lanetally(): what the file just ended added, to its label's lane.
 function lanetally() {
@@ -129,6 +168,7 @@ FNR == 1 {
 /^# wsem-vm: done/ { done = 1; next }
 
 /^# wsem-vm: begin / {
+	ncom = after = 0
 	cur = $4
 	bpass = bfail = bskip = btop = 0
 	bplan = -1
@@ -136,6 +176,7 @@ FNR == 1 {
 }
 
 /^# wsem-vm: end / {
+	ncom = after = 0
 	exitst = $5
 	sub(/^exit=/, "", exitst)
 	secs = $6
@@ -192,6 +233,27 @@ FNR == 1 {
 	if (!skip)
 		sub(/ *#.*$/, "", line)
 	result(ok, skip, prefix (cur != "" ? cur ": " : "") line)
+	if (ok || skip)
+		ncom = after = 0
+	else
+		why_before()
+	next
+}
+
+# A comment: kept (the last 500 at least) until the next result; after a failure
+# that found no reason before it, its first ones are the reason.
+/^#/ && !/^# wsem-vm: / {
+	if (after) {
+		if ($0 !~ /^#[ \t]*$/)
+			add_why(after, $0)
+		next
+	}
+	if (ncom >= 1000) {
+		for (i = 1; i <= 500; i++)
+			com[i] = com[i + 500]
+		ncom = 500
+	}
+	com[++ncom] = $0
 	next
 }
 
@@ -205,8 +267,11 @@ END {
 		if (expected != "" && !skip_expected(skips[i]))
 			fail("a skip not in " expected ": " skips[i])
 	}
-	for (i = 1; i <= failed; i++)
+	for (i = 1; i <= failed; i++) {
 		print "FAILED: " failures[i]
+		for (j = 1; j <= nwhy[i]; j++)
+			print "  why: " whys[i, j]
+	}
 	for (i = 1; i <= nlanes; i++)
 		printf "lane %s: %d passed, %d failed, %d skipped\n", lanes[i],
 		       lp[lanes[i]], lf[lanes[i]], ls[lanes[i]]
