@@ -43,7 +43,7 @@ case_() {
 	fi
 }
 
-echo "1..18"
+echo "1..20"
 
 vmlog "$T/full" <<'EOF2'
 # wsem-vm: begin a_test
@@ -185,4 +185,15 @@ if grep -q "no reason at all\|reads begin\|mark 3" "$T/out"; then
 else
 	echo "ok $n - the why holds no passing case's or mark's lines"
 fi
+vmlog "$T/twice" <<'EOF2'
+# wsem-vm: begin g_test
+1..3
+ok 1 # SKIP no failslab
+ok 2 # SKIP no failslab
+ok 3 g.c
+# wsem-vm: end g_test exit=0 time=1
+EOF2
+case_ "two skips for one reason" 0 "2 passed, 0 failed" "$T/twice"
+want_line "a skip seen twice once, with its count" \
+	"SKIPPED: vm: g_test: # SKIP no failslab (x2)"
 [ $failed -eq 0 ]

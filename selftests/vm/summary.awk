@@ -20,7 +20,8 @@
 # reason ("LANE: program: case # SKIP reason") must match a line of FILE,
 # an extended regular expression each (a line starting with # is a
 # comment), or it counts as a failure too: a new skip is something lost,
-# to be seen, then fixed or added.  Every skip is listed ("SKIPPED: ...").
+# to be seen, then fixed or added.  Every skip is listed ("SKIPPED: ...",
+# once, with " (xN)" if it was seen N times).
 #
 # TAP plans: a program's top-level "1..N" (or a plain TAP file's, outside
 # any program) must match the number of top-level results it reported; a
@@ -262,10 +263,16 @@ END {
 	lanetally()
 	if (passed + failed + skipped == 0)
 		fail("no test results at all")
-	for (i = 1; i <= skipped; i++) {
-		print "SKIPPED: " skips[i]
-		if (expected != "" && !skip_expected(skips[i]))
-			fail("a skip not in " expected ": " skips[i])
+	# each skip once, with how many times it was seen (x8: a fixture's
+	# eight cases skipped for one reason)
+	for (i = 1; i <= skipped; i++)
+		if (nskip[skips[i]]++ == 0)
+			skiporder[++nskiporder] = skips[i]
+	for (i = 1; i <= nskiporder; i++) {
+		k = skiporder[i]
+		print "SKIPPED: " k (nskip[k] > 1 ? " (x" nskip[k] ")" : "")
+		if (expected != "" && !skip_expected(k))
+			fail("a skip not in " expected ": " k)
 	}
 	for (i = 1; i <= failed; i++) {
 		print "FAILED: " failures[i]
