@@ -26,6 +26,20 @@ BAD="$BAD|soft lockup|hard LOCKUP|rcu.*stall|general protection|Kernel panic"
 BAD="$BAD|Call Trace|still has objects|Objects remaining"
 KMEMLEAK=/sys/kernel/debug/kmemleak
 
+# names_left PROGRAM: after PROGRAM, the namespace's semaphore names if
+# they are not what the program before it left (a comment, not a check:
+# named semaphores persist until unlinked, so that a failing test's log
+# shows who left one that a later test counts).
+names=
+names_left() {
+	local now
+	command -v wsem >/dev/null || return 0
+	now=$(wsem ls -n -o name 2>/dev/null | tr '\n' ' ')
+	[ -n "$now" ] && [ "$now" != "$names" ] &&
+		echo "# wsem-vm: names in the namespace after $1: $now"
+	names=$now
+}
+
 n=0
 # tap STATUS NAME: one TAP line of the harness's own.
 tap() {
@@ -146,6 +160,7 @@ for t in $TESTS; do
 		sleep 0.2
 	fi
 	dmesg_check "after $t"
+	names_left "$t"
 done
 kmemleak_check "after the tests"
 
