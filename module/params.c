@@ -9,6 +9,7 @@
 #include <linux/delay.h>
 #include <linux/kernel.h>
 #include <linux/moduleparam.h>
+#include <linux/sched/signal.h>
 #include <linux/sysfs.h>
 #include <linux/timekeeping.h>
 
@@ -86,11 +87,35 @@ void wsem_test_pause(void)
 static unsigned int test_park_delay_ms;
 module_param(test_park_delay_ms, uint, 0600);
 MODULE_PARM_DESC(test_park_delay_ms,
-		 "Test builds only: the next sleeper or gang that parks to run its task work waits this long before it returns (ms, once)");
+		 "Test builds only: the next sleeper or gang that parks to run its task work waits this long before it returns, or until a signal is sent to it (ms, once)");
 
+/*
+ * Is a signal pending for current, its thread's or its process's?  Not
+ * signal_pending(): the task work that parked it sets that flag too.
+ * Read without the siglock: a test's pause polls it.
+ */
+static bool wsem_test_signal_sent(void)
+{
+	return !sigisemptyset(&current->pending.signal) ||
+	       !sigisemptyset(&current->signal->shared_pending.signal);
+}
+
+/*
+ * The parked sleeper's pause: up to what test_park_delay_ms holds (and
+ * it is cleared), in steps of 10 ms, ended early by a signal sent to the
+ * sleeper, so that a test can arm a long pause and end it with the signal
+ * its thread leaves by: a busy machine that takes seconds to send it does
+ * not miss the window.
+ */
 void wsem_test_park_pause(void)
 {
-	wsem_test_sleep_once(&test_park_delay_ms);
+	unsigned int left = xchg(&test_park_delay_ms, 0), step;
+
+	while (left && !wsem_test_signal_sent()) {
+		step = min(left, 10U);
+		msleep(step);
+		left -= step;
+	}
 }
 
 /* A read-only parameter that shows the atomic_t it is given as its arg. */

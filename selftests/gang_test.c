@@ -893,7 +893,8 @@ static void park_and_leave(struct __test_metadata *_metadata,
 	struct sigaction sa = { .sa_handler = leave_handler };
 
 	ASSERT_EQ(0, sigaction(SIGUSR1, &sa, NULL));
-	ASSERT_EQ(0, write_file(PARK_DELAY, "2000"));
+	/* held until the signal comes, for 30 s at most */
+	ASSERT_EQ(0, write_file(PARK_DELAY, "30000"));
 	ASSERT_EQ(1, write(k->pipe[1], "x", 1));
 	ASSERT_TRUE(parked_reach(base + 1));
 	ASSERT_EQ(0, pthread_kill(th, SIGUSR1));
