@@ -43,7 +43,7 @@ case_() {
 	fi
 }
 
-echo "1..20"
+echo "1..22"
 
 vmlog "$T/full" <<'EOF2'
 # wsem-vm: begin a_test
@@ -196,4 +196,11 @@ EOF2
 case_ "two skips for one reason" 0 "2 passed, 0 failed" "$T/twice"
 want_line "a skip seen twice once, with its count" \
 	"SKIPPED: vm: g_test: # SKIP no failslab (x2)"
+# lint's way: the checker's words before its "not ok", none after it
+printf '%s\n' 'ok 1 lint: build' '#   CHECK: line length of 110 exceeds 100 columns' \
+	'#   #804: FILE: module/wsem.h:804:' 'not ok 2 lint: checkpatch' \
+	'ok 3 lint: sparse' >"$T/lint"
+case_ "a lint failure" 1 "2 passed, 1 failed" "$T/lint"
+want_line "what the checker printed before the not ok, when nothing follows it" \
+	"  why: #804: FILE: module/wsem.h:804:"
 [ $failed -eq 0 ]

@@ -33,7 +33,8 @@
 # "file.c:N:case:Expected ..." line and its file's lines after it, or a
 # harness check's kernel report ("# dmesg: " lines naming a warning, a bug,
 # a stall...), from the comments before the "not ok"; else the first
-# comments after it (a host test's tail of its command's output).
+# comments after it (a host test's tail of its command's output); else
+# the first comments before it (lint's).
 
 function fail(name) {
 	failed++
@@ -45,7 +46,7 @@ function fail(name) {
 function add_why(i, text) {
 	if (nwhy[i] >= 3)
 		return
-	sub(/^(# *)+/, "", text)
+	sub(/^(# +)+/, "", text)
 	if (length(text) > 200)
 		text = substr(text, 1, 200) "..."
 	whys[i, ++nwhy[i]] = text
@@ -65,8 +66,23 @@ function why_before(    i, from) {
 				   com[i] ~ /^# dmesg: / && com[i] ~ kernbad))
 			add_why(failed, com[i])
 	}
+	# else the comments after it; failing those, the first ones before
+	# it (lint's: checkpatch's words come before its "not ok")
+	nfallback = 0
+	for (i = 1; i <= ncom && nfallback < 3 && !nwhy[failed]; i++)
+		if (com[i] !~ /^#[ \t]*$/ && com[i] !~ /^# +RUN /)
+			fallback[++nfallback] = com[i]
 	ncom = 0
 	after = nwhy[failed] ? 0 : failed
+}
+
+# The comments after a failure have ended (a result, a program's begin or
+# end, another file): if none said why, the first ones before it do.
+function end_after(    i) {
+	if (after && !nwhy[after])
+		for (i = 1; i <= nfallback; i++)
+			add_why(after, fallback[i])
+	after = 0
 }
 
 function skip_seen(name) {
@@ -147,6 +163,8 @@ function lanetally() {
 }
 
 FNR == 1 {
+	end_after()
+	ncom = 0
 	endfile()
 	lanetally()
 	flabel = label
@@ -169,7 +187,8 @@ FNR == 1 {
 /^# wsem-vm: done/ { done = 1; next }
 
 /^# wsem-vm: begin / {
-	ncom = after = 0
+	end_after()
+	ncom = 0
 	cur = $4
 	bpass = bfail = bskip = btop = 0
 	bplan = -1
@@ -177,7 +196,8 @@ FNR == 1 {
 }
 
 /^# wsem-vm: end / {
-	ncom = after = 0
+	end_after()
+	ncom = 0
 	exitst = $5
 	sub(/^exit=/, "", exitst)
 	secs = $6
@@ -233,9 +253,10 @@ FNR == 1 {
 	# a skip is named with its reason: the harness's have no other name
 	if (!skip)
 		sub(/ *#.*$/, "", line)
+	end_after()
 	result(ok, skip, prefix (cur != "" ? cur ": " : "") line)
 	if (ok || skip)
-		ncom = after = 0
+		ncom = 0
 	else
 		why_before()
 	next
@@ -259,6 +280,7 @@ FNR == 1 {
 }
 
 END {
+	end_after()
 	endfile()
 	lanetally()
 	if (passed + failed + skipped == 0)
