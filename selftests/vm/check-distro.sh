@@ -88,7 +88,8 @@ start=$(date +%s)
 # and the clean-log check would blame; 120 s still catches a real one.
 # rcu_cpu_stall_timeout=60 (default 21) for the same stalls seen by RCU:
 # once an "rcu_preempt detected stalls" after the purge, host load 11-14.
-timeout -k 5 "$vm_timeout" qemu-system-x86_64 -accel tcg -m 2G -smp 2 \
+# (--foreground: in this script's process group, as run.sh's guests)
+timeout --foreground -k 5 "$vm_timeout" qemu-system-x86_64 -accel tcg -m 2G -smp 2 \
 	-nographic -nic none \
 	-kernel "$img/vmlinuz" -initrd "$img/initrd.img" \
 	-append "root=/dev/vda ro console=ttyS0 quiet systemd.show_status=error watchdog_thresh=60 rcupdate.rcu_cpu_stall_timeout=60" \
