@@ -31,16 +31,31 @@ if [ ! -d /usr/share/gocode/src/go.etcd.io/etcd/integration ]; then
 fi
 make -s -C "$ROOT/agent" check-etcd >"$T/go.log" 2>&1
 st=$?
+# said NAME: what go test -v logged of test NAME (t.Log, t.Fatal: printed
+# as they come, between its "=== RUN" and its "--- FAIL"), and that line
+said() {
+	awk -v t="$1" '$0 == "=== RUN   " t { on = 1; next }
+		on && /^ +[A-Za-z0-9_]+\.go:[0-9]+: / { print }
+		on && index($0, "--- FAIL: " t " ") == 1 { print; exit }' \
+		"$T/go.log"
+}
 # passed NAME: go test -v said "--- PASS: NAME"; else what it said of it
 passed() {
 	grep -q -- "^--- PASS: $1 " "$T/go.log" && return 0
-	grep -A 4 -- "^--- FAIL: $1 " "$T/go.log"
+	said "$1"
 	return 1
 }
-# ran: go test passed; else the first test that failed, or the tail
+# ran: go test passed; else what it said of the first test that failed,
+# or the tail of its output (a build that failed)
 ran() {
+	local first
 	[ $st -eq 0 ] && return 0
-	grep -m 1 -A 2 -- '^--- FAIL' "$T/go.log" || tail -n 3 "$T/go.log"
+	first=$(sed -n 's/^--- FAIL: \([^ ]*\) .*/\1/p' "$T/go.log" | head -n 1)
+	if [ -n "$first" ]; then
+		said "$first"
+	else
+		tail -n 3 "$T/go.log"
+	fi
 	return 1
 }
 check "the agent's store builds and runs against an in-process etcd" ran

@@ -43,7 +43,7 @@ case_() {
 	fi
 }
 
-echo "1..22"
+echo "1..26"
 
 vmlog "$T/full" <<'EOF2'
 # wsem-vm: begin a_test
@@ -166,8 +166,8 @@ not ok 9 harness: dmesg clean after e_test
 # wsem-vm: begin f_test.sh
 1..1
 not ok 1 - the agent runs
-#  --- FAIL: TestX (15.01s)
 #      x_test.go:574: not so after 15 s
+#  --- FAIL: TestX (15.01s)
 # wsem-vm: end f_test.sh exit=1 time=20
 EOF2
 case_ "the why: three failures" 1 "2 passed, 3 failed" "$T/why"
@@ -196,11 +196,50 @@ EOF2
 case_ "two skips for one reason" 0 "2 passed, 0 failed" "$T/twice"
 want_line "a skip seen twice once, with its count" \
 	"SKIPPED: vm: g_test: # SKIP no failslab (x2)"
-# lint's way: the checker's words before its "not ok", none after it
-printf '%s\n' 'ok 1 lint: build' '#   CHECK: line length of 110 exceeds 100 columns' \
-	'#   #804: FILE: module/wsem.h:804:' 'not ok 2 lint: checkpatch' \
-	'ok 3 lint: sparse' >"$T/lint"
-case_ "a lint failure" 1 "2 passed, 1 failed" "$T/lint"
-want_line "what the checker printed before the not ok, when nothing follows it" \
+# lint's way, and the host tests': a failing check's output after its
+# "not ok", two failures in a row each with its own
+printf '%s\n' 'ok 1 lint: build' 'not ok 2 lint: checkpatch' \
+	'#   CHECK: line length of 110 exceeds 100 columns' \
+	'#   #804: FILE: module/wsem.h:804:' 'not ok 3 lint: kernel-doc' \
+	'#   wsem.h:9: warning: no description' 'ok 4 lint: sparse' >"$T/lint"
+case_ "two lint failures in a row" 1 "2 passed, 2 failed" "$T/lint"
+want_line "what the checker printed after the not ok" \
 	"  why: #804: FILE: module/wsem.h:804:"
+n=$((n + 1))
+if awk '/^FAILED: lint: checkpatch/ { c = 1; next } /^FAILED/ { c = 0 }
+	c && /no description/ { bad = 1 } END { exit !bad }' "$T/out"; then
+	echo "not ok $n - the next failure's output is not the first one's reason"
+	sed 's/^/#   /' "$T/out"
+	failed=$((failed + 1))
+else
+	echo "ok $n - the next failure's output is not the first one's reason"
+fi
+
+# a kselftest case killed by a signal, then one with an Expected line
+vmlog "$T/crash" <<'EOF2'
+# wsem-vm: begin h_test
+TAP version 13
+1..2
+#  RUN           h.a ...
+# a: Test terminated unexpectedly by signal 11
+#          FAIL  h.a
+not ok 1 h.a
+#  RUN           h.b ...
+# h_test.c:7:b:Expected 1 (1) == x (2)
+#          FAIL  h.b
+not ok 2 h.b
+# wsem-vm: end h_test exit=1 time=1
+EOF2
+case_ "a crashed case, then a failed one" 1 "1 passed, 2 failed" "$T/crash"
+want_line "how the crashed case ended" \
+	"  why: a: Test terminated unexpectedly by signal 11"
+n=$((n + 1))
+if awk '/^FAILED: vm: h_test: h.a/ { c = 1; next } /^FAILED/ { c = 0 }
+	c && /Expected|RUN/ { bad = 1 } END { exit !bad }' "$T/out"; then
+	echo "not ok $n - the crashed case's reason is not the next case's"
+	sed 's/^/#   /' "$T/out"
+	failed=$((failed + 1))
+else
+	echo "ok $n - the crashed case's reason is not the next case's"
+fi
 [ $failed -eq 0 ]

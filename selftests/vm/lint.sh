@@ -32,8 +32,8 @@ check() {
 	if [ "$3" -eq 0 ]; then
 		emit "ok $n lint: $1"
 	else
-		sed 's/^/#   /' "$2" | tee -a "$tapf"
 		emit "not ok $n lint: $1"
+		sed 's/^/#   /' "$2" | tee -a "$tapf"
 	fi
 }
 # no_warnings FILE: true if FILE has no compiler or checker diagnostics.

@@ -35,8 +35,8 @@ names_left() {
 	local now
 	command -v wsem >/dev/null || return 0
 	now=$(wsem ls -n -o name 2>/dev/null | tr '\n' ' ')
-	[ -n "$now" ] && [ "$now" != "$names" ] &&
-		echo "# wsem-vm: names in the namespace after $1: $now"
+	[ "$now" != "$names" ] &&
+		echo "# wsem-vm: names in the namespace after $1: ${now:-none}"
 	names=$now
 }
 

@@ -29,12 +29,15 @@
 # as one failure even with exit status 0.
 #
 # Each failure is followed by up to three "  why: " lines, so that the tail
-# of a CI log says what failed, not only where: a kselftest case's
-# "file.c:N:case:Expected ..." line and its file's lines after it, or a
-# harness check's kernel report ("# dmesg: " lines naming a warning, a bug,
-# a stall...), from the comments before the "not ok"; else the first
-# comments after it (a host test's tail of its command's output); else
-# the first comments before it (lint's).
+# of a CI log says what failed, not only where.  In a kselftest program
+# (it printed "TAP version" or "#  RUN") and for the harness's own checks
+# in a VM log, the reason comes before the "not ok": a case's
+# "file.c:N:case:Expected ..." line and its file's lines after it, how
+# the case ended ("Test terminated by timeout"...), the kernel's report
+# ("# dmesg: " lines naming a warning, a bug, a stall...), else the first
+# lines the case printed.  Elsewhere (the host tests' check() and lint
+# print a failing command's output after its "not ok"), the first comments
+# after it.
 
 function fail(name) {
 	failed++
@@ -52,8 +55,15 @@ function add_why(i, text) {
 	whys[i, ++nwhy[i]] = text
 }
 
-# A failing result: the comments before it that say why.
-function why_before(    i, from) {
+# A failing result: in a kselftest program or among the harness's own
+# checks, the comments before it (since the result before it) that say
+# why; elsewhere, the comments that follow it will.
+function why_of_failure(    i, from) {
+	if (!ksft && !(isvm && cur == "")) {
+		after = failed
+		ncom = 0
+		return
+	}
 	for (i = 1; i <= ncom; i++)
 		if (com[i] ~ /^# *[A-Za-z0-9_.-]+\.c:[0-9]+:[^:]*:Expected /) {
 			from = i
@@ -62,27 +72,18 @@ function why_before(    i, from) {
 	for (i = (from ? from : 1); i <= ncom; i++) {
 		if (from && com[i] ~ /^# *[A-Za-z0-9_.-]+\.c:[0-9]+:/)
 			add_why(failed, com[i])
-		else if (!from && (com[i] ~ /: Test terminated by / ||
+		else if (!from && (com[i] ~ /: Test (terminated|exited|ended)/ ||
 				   com[i] ~ /^# dmesg: / && com[i] ~ kernbad))
 			add_why(failed, com[i])
 	}
-	# else the comments after it; failing those, the first ones before
-	# it (lint's: checkpatch's words come before its "not ok")
-	nfallback = 0
-	for (i = 1; i <= ncom && nfallback < 3 && !nwhy[failed]; i++)
-		if (com[i] !~ /^#[ \t]*$/ && com[i] !~ /^# +RUN /)
-			fallback[++nfallback] = com[i]
+	for (i = 1; i <= ncom && !nwhy[failed]; i++)
+		if (com[i] !~ /^#[ \t]*$/ && com[i] !~ /^# +RUN / &&
+		    com[i] !~ /wsem-selftest: mark /) {
+			for (; i <= ncom; i++)
+				if (com[i] !~ /^#[ \t]*$/)
+					add_why(failed, com[i])
+		}
 	ncom = 0
-	after = nwhy[failed] ? 0 : failed
-}
-
-# The comments after a failure have ended (a result, a program's begin or
-# end, another file): if none said why, the first ones before it do.
-function end_after(    i) {
-	if (after && !nwhy[after])
-		for (i = 1; i <= nfallback; i++)
-			add_why(after, fallback[i])
-	after = 0
 }
 
 function skip_seen(name) {
@@ -146,7 +147,8 @@ function endfile() {
 
 BEGIN {
 	file = ""
-	kernbad = "WARNING:|BUG:|Oops|lockdep|KASAN|UBSAN|hung_task|blocked for more than|soft lockup|hard LOCKUP|rcu.*stall|general protection|Kernel panic|still has objects|Objects remaining"
+	# runtests.sh's BAD
+	kernbad = "WARNING:|BUG:|Oops|lockdep|KASAN|UBSAN|hung_task|blocked for more than|soft lockup|hard LOCKUP|rcu.*stall|general protection|Kernel panic|Call Trace|still has objects|Objects remaining"
 }
 
 # lanetally(): what the file just ended added, to its label's lane.
@@ -163,8 +165,7 @@ function lanetally() {
 }
 
 FNR == 1 {
-	end_after()
-	ncom = 0
+	ncom = after = ksft = 0
 	endfile()
 	lanetally()
 	flabel = label
@@ -187,8 +188,7 @@ FNR == 1 {
 /^# wsem-vm: done/ { done = 1; next }
 
 /^# wsem-vm: begin / {
-	end_after()
-	ncom = 0
+	ncom = after = ksft = 0
 	cur = $4
 	bpass = bfail = bskip = btop = 0
 	bplan = -1
@@ -196,8 +196,7 @@ FNR == 1 {
 }
 
 /^# wsem-vm: end / {
-	end_after()
-	ncom = 0
+	ncom = after = 0
 	exitst = $5
 	sub(/^exit=/, "", exitst)
 	secs = $6
@@ -253,23 +252,26 @@ FNR == 1 {
 	# a skip is named with its reason: the harness's have no other name
 	if (!skip)
 		sub(/ *#.*$/, "", line)
-	end_after()
+	after = 0
 	result(ok, skip, prefix (cur != "" ? cur ": " : "") line)
 	if (ok || skip)
 		ncom = 0
 	else
-		why_before()
+		why_of_failure()
 	next
 }
 
-# A comment: kept (the last 500 at least) until the next result; after a failure
-# that found no reason before it, its first ones are the reason.
+# A kselftest program's first line, or one of its cases beginning.
+/^TAP version / || /^# +RUN / {
+	if (cur != "")
+		ksft = 1
+}
+
+# A comment: kept (the last 500 at least) until the next result; the first
+# ones after a failure that looks for its reason there are that reason.
 /^#/ && !/^# wsem-vm: / {
-	if (after) {
-		if ($0 !~ /^#[ \t]*$/)
-			add_why(after, $0)
-		next
-	}
+	if (after && $0 !~ /^#[ \t]*$/)
+		add_why(after, $0)
 	if (ncom >= 1000) {
 		for (i = 1; i <= 500; i++)
 			com[i] = com[i + 500]
@@ -280,7 +282,6 @@ FNR == 1 {
 }
 
 END {
-	end_after()
 	endfile()
 	lanetally()
 	if (passed + failed + skipped == 0)
