@@ -6,7 +6,9 @@
  * Calls no other file of wsem.
  */
 #include <linux/atomic.h>
+#include <linux/compiler.h>
 #include <linux/delay.h>
+#include <linux/jiffies.h>
 #include <linux/kernel.h>
 #include <linux/moduleparam.h>
 #include <linux/sched/signal.h>
@@ -92,30 +94,28 @@ MODULE_PARM_DESC(test_park_delay_ms,
 /*
  * Is a signal pending for current, its thread's or its process's?  Not
  * signal_pending(): the task work that parked it sets that flag too.
- * Read without the siglock: a test's pause polls it.
  */
 static bool wsem_test_signal_sent(void)
 {
-	return !sigisemptyset(&current->pending.signal) ||
-	       !sigisemptyset(&current->signal->shared_pending.signal);
+	/* without the siglock: a test's pause polls it, a late look is fine */
+	return data_race(!sigisemptyset(&current->pending.signal) ||
+			 !sigisemptyset(&current->signal->shared_pending.signal));
 }
 
 /*
- * The parked sleeper's pause: up to what test_park_delay_ms holds (and
- * it is cleared), in steps of 10 ms, ended early by a signal sent to the
- * sleeper, so that a test can arm a long pause and end it with the signal
- * its thread leaves by: a busy machine that takes seconds to send it does
- * not miss the window.
+ * The parked sleeper's pause: until what test_park_delay_ms holds (and
+ * it is cleared) has passed, polled every 20 ms, ended early by a
+ * signal sent to the sleeper, so that a test can arm a long pause and end
+ * it with the signal its thread leaves by: a busy machine that takes
+ * seconds to send it does not miss the window.
  */
 void wsem_test_park_pause(void)
 {
-	unsigned int left = xchg(&test_park_delay_ms, 0), step;
+	unsigned int ms = xchg(&test_park_delay_ms, 0);
+	unsigned long end = jiffies + msecs_to_jiffies(ms);
 
-	while (left && !wsem_test_signal_sent()) {
-		step = min(left, 10U);
-		msleep(step);
-		left -= step;
-	}
+	while (ms && time_before(jiffies, end) && !wsem_test_signal_sent())
+		msleep(20);
 }
 
 /* A read-only parameter that shows the atomic_t it is given as its arg. */

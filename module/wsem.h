@@ -803,8 +803,8 @@ void wsem_set_label(struct wsem_handle *h, const char *label);
  * that parked (wsem_park()), armed through test_park_delay_ms, before it
  * returns to run its task work (ended early by a signal sent to it); and
  * the parameter test_parked counts the parked waiters not yet freed.
- * test_cgroup_tryget_fail makes the next
- * reference to a new holder's cgroup fail (wsem_note_holder()).
+ * test_cgroup_tryget_fail makes the next reference to a new holder's
+ * cgroup fail (wsem_note_holder()).
  * test_shrink_walked counts the waiters that shrinks' failing walks looked
  * at (wsem_fail_overweight()), and test_regrants the queues whose first
  * waiter a shrink failed (wsem_note_regrant());

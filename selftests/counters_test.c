@@ -419,7 +419,7 @@ static void *writer_run(void *arg)
 		wt = weights[i++ % NR_WEIGHTS];
 		if (wsem_set_capacity(w->fd, wt) || wsem_acquire(w->fd, wt) ||
 		    wsem_release(w->fd, wt)) {
-			w->err = errno;
+			__atomic_store_n(&w->err, errno, __ATOMIC_RELAXED);
 			break;
 		}
 		__atomic_store_n(&w->rounds, w->rounds + 1, __ATOMIC_RELAXED);
@@ -487,6 +487,7 @@ TEST_F(counters, no_torn_state)
 	/* a writer slowed down (a busy host) is given 20 s more */
 	while (now_ns() < end ||
 	       (__atomic_load_n(&w.rounds, __ATOMIC_RELAXED) <= 1000 &&
+		!__atomic_load_n(&w.err, __ATOMIC_RELAXED) &&
 		now_ns() < end + 20 * NSEC)) {
 		s = reads++ & 1 ? slow_snap(self->c, &retries) : snap(self->c);
 		if ((s.seq & 1) || !is_weight(s.capacity) ||

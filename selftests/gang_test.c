@@ -70,6 +70,10 @@ static int waiters_reach(int fd, uint64_t n)
 	return -1;
 }
 
+/* The test build's park knobs (the parked gangs' cases). */
+#define PARKED_PARAM	"/sys/module/wsem/parameters/test_parked"
+#define PARK_DELAY	"/sys/module/wsem/parameters/test_park_delay_ms"
+
 FIXTURE(gang) {
 	int x, y;	/* two roots of capacity 2 */
 };
@@ -87,6 +91,9 @@ FIXTURE_SETUP(gang)
 
 FIXTURE_TEARDOWN(gang)
 {
+	/* a park pause an ASSERT left armed would hold the next parker */
+	if (!access(PARK_DELAY, W_OK))
+		write_file(PARK_DELAY, "0");
 	if (self->x >= 0)
 		close(self->x);
 	if (self->y >= 0)
@@ -637,8 +644,6 @@ TEST_F(gang, bad_calls_say_why)
 /* ---------------------------------------------------------------- */
 /* Task work while a gang waits                                      */
 
-#define PARKED_PARAM	"/sys/module/wsem/parameters/test_parked"
-#define PARK_DELAY	"/sys/module/wsem/parameters/test_park_delay_ms"
 
 /* A thread whose gang {x: 1, y: 1} waits, with a ring that completes. */
 struct parker {

@@ -887,7 +887,7 @@ TEST_F(wsemfs, creation_is_refused)
 	 */
 	EXPECT_EQ(0, dir_has(self->dir, strrchr(other, '/') + 1, NULL, NULL));
 	EXPECT_EQ(0, dir_has(self->dir, strrchr(other2, '/') + 1, NULL,
-			      NULL));
+			     NULL));
 	EXPECT_EQ(1, dir_has(self->dir, self->name, NULL, NULL));
 	/* O_CREAT of an existing name just opens it; O_EXCL refuses. */
 	EXPECT_EQ(-1, open(self->path, O_CREAT | O_EXCL | O_RDWR, 0600));
