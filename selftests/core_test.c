@@ -93,10 +93,6 @@ static int chmod_sem(const char *name, mode_t mode)
 	return ret;
 }
 
-/* The test build's park knobs: the cases of a thread that left. */
-#define PARKED_PARAM	"/sys/module/wsem/parameters/test_parked"
-#define PARK_DELAY	"/sys/module/wsem/parameters/test_park_delay_ms"
-
 FIXTURE(core) {
 	/* a named semaphore of capacity 2 made by the setup, unlinked after */
 	char name[WSEM_NAME_MAX];
@@ -116,9 +112,7 @@ FIXTURE_SETUP(core)
 
 FIXTURE_TEARDOWN(core)
 {
-	/* a park pause an ASSERT left armed would hold the next parker */
-	if (!access(PARK_DELAY, W_OK))
-		write_file(PARK_DELAY, "0");
+	park_pause_disarm();
 	if (self->fd < 0)
 		return;
 	EXPECT_EQ(0, close(self->fd));
@@ -430,12 +424,6 @@ static void *leaver_thread(void *p)
 	return NULL;
 }
 
-/* Parked waiters not yet freed (a test build's count), or -1. */
-static int parked_count(void)
-{
-	return (int)read_num(PARKED_PARAM);
-}
-
 /*
  * Start @l's thread waiting for 1 through @l->fd, park it (its ring's
  * poll completes) and hold it there; with @grant, release 1 of @fd's
@@ -447,8 +435,8 @@ static const char *park_and_leave(struct __test_metadata *_metadata,
 				  bool grant)
 {
 	struct sigaction sa = { .sa_handler = leave_handler };
+	int64_t end, signalled;
 	pthread_t th;
-	int64_t end;
 	pid_t tid;
 
 	ASSERT_EQ(0, sigaction(SIGUSR1, &sa, NULL));
@@ -470,14 +458,14 @@ static const char *park_and_leave(struct __test_metadata *_metadata,
 	}
 	if (grant)
 		ASSERT_EQ(0, wsem_release(fd, 1));
-	end = now_ms();
+	signalled = now_ms();
 	ASSERT_EQ(0, syscall(SYS_tgkill, getpid(), tid, SIGUSR1));
 	ASSERT_EQ(0, pthread_join(th, NULL));
 	EXPECT_EQ(1, atomic_load(&l->left)) {
 		TH_LOG("it restarted instead of leaving through the handler");
 	}
 	/* the signal ended the pause, not its 30 s */
-	EXPECT_GT(15000, now_ms() - end);
+	EXPECT_GT(15000, now_ms() - signalled);
 	return NULL;
 }
 

@@ -70,10 +70,6 @@ static int waiters_reach(int fd, uint64_t n)
 	return -1;
 }
 
-/* The test build's park knobs (the parked gangs' cases). */
-#define PARKED_PARAM	"/sys/module/wsem/parameters/test_parked"
-#define PARK_DELAY	"/sys/module/wsem/parameters/test_park_delay_ms"
-
 FIXTURE(gang) {
 	int x, y;	/* two roots of capacity 2 */
 };
@@ -91,9 +87,7 @@ FIXTURE_SETUP(gang)
 
 FIXTURE_TEARDOWN(gang)
 {
-	/* a park pause an ASSERT left armed would hold the next parker */
-	if (!access(PARK_DELAY, W_OK))
-		write_file(PARK_DELAY, "0");
+	park_pause_disarm();
 	if (self->x >= 0)
 		close(self->x);
 	if (self->y >= 0)
@@ -744,12 +738,6 @@ static int waiters_fall(int fd, uint64_t n)
 		usleep(1000);
 	}
 	return -1;
-}
-
-/* Parked waiters and gangs not yet freed (a test build's count), or -1. */
-static int parked_count(void)
-{
-	return (int)read_num(PARKED_PARAM);
 }
 
 /* Wait (5 s at most) for the parked count to be @n; true if it is. */

@@ -116,6 +116,26 @@ static inline long long read_num(const char *path)
 	return strtoll(buf, NULL, 10);
 }
 
+/*
+ * A test build's park knobs (module/params.c): the parked waiters and gangs
+ * not yet freed, and the pause of the next one that parks.
+ */
+#define PARKED_PARAM	"/sys/module/wsem/parameters/test_parked"
+#define PARK_DELAY	"/sys/module/wsem/parameters/test_park_delay_ms"
+
+/* Parked waiters and gangs not yet freed (a test build's count), or -1. */
+static inline int parked_count(void)
+{
+	return (int)read_num(PARKED_PARAM);
+}
+
+/* Disarm a park pause an ASSERT left armed: it would hold the next parker. */
+static inline void park_pause_disarm(void)
+{
+	if (!access(PARK_DELAY, W_OK))
+		write_file(PARK_DELAY, "0");
+}
+
 /* The value of "@key:" in "key: value" lines, blanks trimmed; 0 or -1. */
 static inline int line_get(const char *text, const char *key, char *val,
 			   size_t len)
