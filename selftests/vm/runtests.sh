@@ -60,11 +60,14 @@ dmesg_mark() {
 }
 
 # dmesg_check WHEN: fail if the kernel log since the last mark shows a
-# warning, a bug, an oops or a lockup.
+# warning, a bug, an oops or a lockup.  The log is shown, each line that
+# matched as "# dmesg report: " (summary.awk takes those as the reason),
+# the others as "# dmesg: ".
 dmesg_check() {
 	dmesg | sed -n "/wsem-selftest: mark $mark\$/,\$p" >/tmp/wsem-dmesg.$$
 	if grep -Eq "$BAD" /tmp/wsem-dmesg.$$; then
-		sed 's/^/# dmesg: /' /tmp/wsem-dmesg.$$
+		sed -E "/$BAD/s/^/# dmesg report: /; t; s/^/# dmesg: /" \
+			/tmp/wsem-dmesg.$$
 		tap 1 "dmesg clean $1"
 	else
 		tap 0 "dmesg clean $1"

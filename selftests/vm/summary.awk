@@ -34,8 +34,8 @@
 # in a VM log, the reason comes before the "not ok": a case's
 # "file.c:N:case:Expected ..." line and its file's lines after it, how
 # the case ended ("Test terminated by timeout"...), the kernel's report
-# ("# dmesg: " lines naming a warning, a bug, a stall...), else the first
-# lines the case printed.  Elsewhere (the host tests' check() and lint
+# (runtests.sh's "# dmesg report: " lines), else the first lines the case
+# printed.  Elsewhere (the host tests' check() and lint
 # print a failing command's output after its "not ok"), the first comments
 # after it.
 
@@ -72,17 +72,21 @@ function why_of_failure(    i, from) {
 	for (i = (from ? from : 1); i <= ncom; i++) {
 		if (from && com[i] ~ /^# *[A-Za-z0-9_.-]+\.c:[0-9]+:/)
 			add_why(failed, com[i])
-		else if (!from && (com[i] ~ /: Test (terminated|exited|ended)/ ||
-				   com[i] ~ /^# dmesg: / && com[i] ~ kernbad))
+		else if (!from &&
+			 com[i] ~ /: Test (terminated|exited|ended)|^# dmesg report: /)
 			add_why(failed, com[i])
 	}
-	for (i = 1; i <= ncom && !nwhy[failed]; i++)
-		if (com[i] !~ /^#[ \t]*$/ && com[i] !~ /^# +RUN / &&
-		    com[i] !~ /wsem-selftest: mark /) {
-			for (; i <= ncom; i++)
-				if (com[i] !~ /^#[ \t]*$/)
-					add_why(failed, com[i])
-		}
+	if (nwhy[failed]) {
+		ncom = 0
+		return
+	}
+	# else the block from its first line that is not blank, a RUN or a mark
+	for (i = 1; i <= ncom; i++)
+		if (com[i] !~ /^#[ \t]*$|^# +RUN |wsem-selftest: mark /)
+			break
+	for (; i <= ncom; i++)
+		if (com[i] !~ /^#[ \t]*$/)
+			add_why(failed, com[i])
 	ncom = 0
 }
 
@@ -145,11 +149,7 @@ function endfile() {
 	cur = ""
 }
 
-BEGIN {
-	file = ""
-	# runtests.sh's BAD
-	kernbad = "WARNING:|BUG:|Oops|lockdep|KASAN|UBSAN|hung_task|blocked for more than|soft lockup|hard LOCKUP|rcu.*stall|general protection|Kernel panic|Call Trace|still has objects|Objects remaining"
-}
+BEGIN { file = "" }
 
 # lanetally(): what the file just ended added, to its label's lane.
 function lanetally() {
