@@ -24,7 +24,10 @@
  *    caller's time namespace) is withdrawn by the kernel when it passes
  *    unless lent again, as the lender's close would withdraw it: with
  *    WSEM_LEND_END_HOLDERS its holders are killed in the same step and
- *    nothing is granted from it; the lender's handle stays open.
+ *    nothing is granted from it; the lender's handle stays open.  Time
+ *    suspended counts: a machine suspended past the deadline ends the
+ *    holders at its resume (to RAM, woken by the RTC; skipped where the
+ *    kernel has no suspend, as the debug kernel's tinyconfig).
  *
  * Every test owns a semaphore of its own, anonymous but for the one about
  * permission, which needs a name to be opened by another user.
@@ -54,6 +57,9 @@
 #define LONG_MS		5000	/* a wake-up that must come comes before */
 #define MSEC		1000000LL
 #define EXPIRY_DELAY	"/sys/module/wsem/parameters/test_loan_expiry_delay_ms"
+#define RTC_ALARM	"/sys/class/rtc/rtc0/wakealarm"
+#define DEADLINE_S	5	/* a loan's deadline before a suspend, */
+#define SUSPEND_S	8	/* ... which lasts longer */
 
 /* WSEM_IOC_LEND with a deadline @in_ns from now on CLOCK_BOOTTIME. */
 static int lend_until(int fd, uint64_t capacity, uint64_t flags, int64_t in_ns)
@@ -839,6 +845,75 @@ TEST_F(end, a_deadline_ends_the_holders)
 	EXPECT_EQ(0, kill(late, SIGKILL));
 	EXPECT_EQ(late, waitpid(late, &status, 0));
 	close(w);
+}
+
+/*
+ * Suspend the machine to RAM (ACPI S3) for about @secs seconds, woken by
+ * the RTC's alarm (SPEC: a loan's deadline counts time suspended).  Not
+ * to idle: in QEMU the RTC's alarm wakes S3 (through the firmware) but
+ * not s2idle, which would sleep until the guest is killed.  0 once
+ * resumed, or -1 with errno; ENODEV: no S3 or no RTC alarm here.
+ */
+static int suspend_to_ram(int secs)
+{
+	char modes[128], when[16];
+
+	if (read_file("/sys/power/mem_sleep", modes, sizeof(modes)) ||
+	    !strstr(modes, "deep") || access(RTC_ALARM, W_OK)) {
+		errno = ENODEV;
+		return -1;
+	}
+	snprintf(when, sizeof(when), "+%d", secs);
+	if (write_file("/sys/power/mem_sleep", "deep") ||
+	    write_file(RTC_ALARM, "0") || write_file(RTC_ALARM, when))
+		return -1;
+	return write_file("/sys/power/state", "mem");
+}
+
+/*
+ * A loan's deadline is on CLOCK_BOOTTIME, which goes on through a
+ * suspend while CLOCK_MONOTONIC stops (as Go's clock does): a machine
+ * suspended past the deadline ends the holders at its resume, long before
+ * its CLOCK_MONOTONIC reaches the deadline.  A deadline kept on
+ * CLOCK_MONOTONIC would let the holder run SUSPEND_S more seconds after
+ * the resume, on a loan that other hosts have taken back meanwhile.
+ */
+TEST_F_TIMEOUT(end, a_suspend_past_the_deadline_ends_the_holders_at_resume, 60)
+{
+	int64_t mono, boot, slept, awake;
+	pid_t a;
+
+	ASSERT_EQ(0, lend_until(self->lender, 3, WSEM_LEND_END_HOLDERS,
+				DEADLINE_S * NSEC));
+	a = fork_holder(self->fd, 3, self->lender);
+	ASSERT_LT(0, a);
+	mono = clock_ns(CLOCK_MONOTONIC);
+	boot = clock_ns(CLOCK_BOOTTIME);
+	if (suspend_to_ram(SUSPEND_S)) {
+		int err = errno;
+
+		kill(a, SIGKILL);
+		waitpid(a, NULL, 0);
+		if (err == ENODEV)
+			SKIP(return, "no suspend to RAM woken by an RTC alarm");
+		ASSERT_EQ(0, err) {
+			TH_LOG("suspend: %s", strerror(err));
+		}
+	}
+	slept = clock_ns(CLOCK_BOOTTIME) - boot -
+		(clock_ns(CLOCK_MONOTONIC) - mono);
+	EXPECT_TRUE(killed_or_ended(a));
+	awake = clock_ns(CLOCK_MONOTONIC) - mono;
+	/* The machine slept past the deadline... */
+	ASSERT_LE(DEADLINE_S * NSEC, slept) {
+		TH_LOG("suspended %lld ms only", (long long)(slept / MSEC));
+	}
+	/* ... and the holder ended before its CLOCK_MONOTONIC got there. */
+	EXPECT_GT(DEADLINE_S * NSEC, awake) {
+		TH_LOG("%lld ms awake", (long long)(awake / MSEC));
+	}
+	EXPECT_EQ(0, stat_of(self->fd).capacity);
+	EXPECT_EQ(0, stat_of(self->fd).used);
 }
 
 /*
