@@ -826,20 +826,10 @@ func manyHosts(t *testing.T, ctx context.Context, st *store, n int) {
 	}
 }
 
-// runAgent starts an agent of host h (policy finish, hold= 400 ms) on cli,
-// with a fake semaphore, and runs it until the function it returns, which
-// waits for its end.
-func runAgent(t *testing.T, ctx context.Context, cli *clientv3.Client,
-	h string) (*agent, func()) {
-	lim := testLimit()
-	lim.host, lim.policy, lim.hold = h, "finish", 400*time.Millisecond
-	return runAgentLimit(t, ctx, cli, lim)
-}
-
-// quietLimit is runAgent's limit with ttl= 30: a test that counts the
-// requests of a change, or of an idle agent, is not about the lease, and
-// on a loaded machine renewals of a ttl= of 2 s come late enough to cut
-// the loan and look again (a read).
+// quietLimit is an agent's limit for host h, policy finish, hold= 400 ms
+// and ttl= 30: a test that counts the requests of a change, or of an idle
+// agent, is not about the lease, and on a loaded machine renewals of a
+// ttl= of 2 s come late enough to cut the loan and look again (a read).
 func quietLimit() *limit {
 	lim := testLimit()
 	lim.host, lim.policy, lim.hold = "h", "finish", 400*time.Millisecond
@@ -847,7 +837,9 @@ func quietLimit() *limit {
 	return lim
 }
 
-// runAgentLimit is runAgent of the limit lim.
+// runAgentLimit starts an agent of the limit lim on cli, with a fake
+// semaphore, and runs it until the function it returns, which waits for
+// its end.
 func runAgentLimit(t *testing.T, ctx context.Context, cli *clientv3.Client,
 	lim *limit) (*agent, func()) {
 	sem := newFakeSem(6, 0)
