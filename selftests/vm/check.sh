@@ -23,7 +23,9 @@
 # when TESTS is unset or names twoguest.sh),
 # CHECK_BUILT (a file touched once the userspace and the host kernels'
 # modules are built, before the first guest boots: make test starts its
-# host tests then).
+# host tests then), CHECK_QUIET (a file touched once the solo lane's
+# fleet_test.sh has ended: no guest of make check's minds a neighbour
+# from then on, and make test may start check-distro's).
 set -u -o pipefail
 . "$(dirname "$0")/lib.sh"
 preflight || { echo "0 passed, 1 failed"; exit 1; }
@@ -200,6 +202,19 @@ boot() {
 	pids[$k]=$!
 	queue+=("$k")
 }
+# quiet_watch KVER: touch CHECK_QUIET once the solo lane KVER's guest has
+# ended fleet_test.sh (it runs first: solo_tests), or has ended.
+quiet_watch() {
+	local k=$1
+	[ -n "${CHECK_QUIET:-}" ] || return 0
+	(
+		while kill -0 "${pids[$k]}" 2>/dev/null &&
+		      ! grep -q 'wsem-vm: end fleet_test\.sh' "$BUILD/$k/console.log"; do
+			sleep 2
+		done
+		touch "$CHECK_QUIET"
+	) >/dev/null 2>&1 &
+}
 for k in $kernels; do
 	ko=$BUILD/$k/mod/wsem.ko
 	solo_lane "$k" || { [ -f "$ko" ] && boot "$k" "$ko"; }
@@ -246,7 +261,7 @@ for r in $releases; do
 done
 for k in $kernels; do
 	ko=$BUILD/$k/mod/wsem.ko
-	solo_lane "$k" && [ -f "$ko" ] && boot "$k" "$ko"
+	solo_lane "$k" && [ -f "$ko" ] && boot "$k" "$ko" && quiet_watch "$k"
 done
 for k in "${queue[@]}"; do
 	report "$k"
