@@ -105,7 +105,7 @@ while kill -0 "$check" 2>/dev/null &&
       { [ ! -e "$quiet" ] || kill -0 "$host" 2>/dev/null; }; do
 	sleep 2
 done
-distro_early=
+distro=
 if kill -0 "$check" 2>/dev/null; then
 	echo "check-all: check-distro starts beside the end of make check (at nice 10 until it ends)"
 	(
@@ -113,10 +113,9 @@ if kill -0 "$check" 2>/dev/null; then
 		NO_DEPS=1 lane check-distro >/dev/null
 	) &
 	distro=$!
-	distro_early=1
 fi
 wait "$check"
-[ -n "$distro_early" ] && renice_tree 0 "$distro"
+[ -n "$distro" ] && renice_tree 0 "$distro"
 # A kernel still being built is now what check-debug waits for: its build
 # takes the guests' priority from here (root only; the host tests stay
 # at nice 19).
@@ -130,7 +129,7 @@ fi
 # ended.
 NO_DEPS=1 lane check-debug >/dev/null &
 debug=$!
-if [ -n "$distro_early" ]; then
+if [ -n "$distro" ]; then
 	wait "$distro"
 	cat "$tmp/check-distro"
 else
