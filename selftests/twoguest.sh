@@ -20,12 +20,30 @@
 # (/twoguest/b-done; before that, an agent on b that says it is host a is
 # refused, a's claim unchanged), then a checks that every share is back, that the
 # sum never exceeded $CAP, and stops its agent and etcd.
+#
+# Between the two, a host asleep past its loan's deadline (issue 43: a
+# suspended host): a second limit, "gpus" of capacity $GCAP under
+# policy=deadline, ttl=5.  A job on b holds all of it, writing
+# CLOCK_BOOTTIME (/proc/uptime) to a file every 0.2 s, and a job on a
+# waits for it; b stops its agent (SIGSTOP) and suspends itself to RAM
+# (ACPI S3) for $SLEEP s, woken by its RTC's alarm.  Meanwhile a's etcd
+# expires b's lease and a's agent takes b's share back: a's job runs while
+# b sleeps.  At b's resume its kernel has ended the loan at its deadline
+# (CLOCK_BOOTTIME, which counts the sleep): b's job is SIGKILLed before it
+# runs again, with no tick written after the resume, and b's capacity is 0
+# while a holds all of it, all before b's agent runs again (SIGCONT after
+# these checks).  (With the loan's timer on CLOCK_MONOTONIC, the job wrote
+# ticks for 3 s after the resume.)
 
 . "$(dirname "$0")/util.sh"
 
 ROLE=${TWOGUEST_ROLE:-}
 N=seats
 CAP=4
+G=gpus
+GCAP=2
+SLEEP=30
+RTC=/sys/class/rtc/rtc0/wakealarm
 NET=10.78.0
 EP=http://$NET.1:2379
 T=/tmp/twoguest.$$
@@ -81,6 +99,41 @@ field_is() {
 # waits: one waiter on this guest's semaphore, nothing held
 waits() {
 	field_is used 0 && field_is waiters 1
+}
+# gfield_is F V: field F of this guest's $G is V; gwaits: as waits, of $G
+gfield_is() {
+	[ "$(stat_key $G "$1")" = "$2" ]
+}
+gwaits() {
+	gfield_is used 0 && gfield_is waiters 1
+}
+# gshare_is HOST V: HOST's share of $G in etcd is V (none: 0)
+gshare_is() {
+	s=$(ectl get --print-value-only "/wsem/$G/share/$1")
+	[ "${s:-0}" = "$2" ]
+}
+# up: CLOCK_BOOTTIME in seconds (/proc/uptime: it counts time suspended)
+up() {
+	cut -d' ' -f1 /proc/uptime
+}
+# can_suspend: suspend to RAM (S3, "deep") and an RTC alarm to wake it
+can_suspend() {
+	grep -qw deep /sys/power/mem_sleep 2>/dev/null && [ -w $RTC ]
+}
+# suspend_to_ram SECONDS: S3 until the RTC's alarm SECONDS from now (not
+# to idle: in QEMU the RTC's alarm wakes S3, through the firmware, but not
+# s2idle); returns once resumed
+suspend_to_ram() {
+	echo deep >/sys/power/mem_sleep && echo 0 >$RTC &&
+		echo "+$1" >$RTC && echo mem >/sys/power/state
+}
+# ticks_before LIMIT: the job's ticks ($T/ticks) are all before LIMIT
+# (CLOCK_BOOTTIME seconds), and there is one
+ticks_before() {
+	awk -v lim="$1" '{ n++; if ($1 + 0 >= lim + 0) late++; last = $1 }
+		END { print n + 0, "ticks, the last at", last, "s,", late + 0,
+			"at or after", lim, "s"; exit !(n > 0 && late == 0) }' \
+		"$T/ticks"
 }
 # peer_wait SECONDS CMD...: as until_true, but given up as soon as the
 # other guest has ended its part (PEER-done: it stopped early on a failure)
@@ -178,11 +231,12 @@ replay() {
 agent=
 etcd_pid=
 job=
+gjob=
 sampler=
 cleanup() {
-	touch "$T/sample-stop" "$T/job-end"
+	touch "$T/sample-stop" "$T/job-end" "$T/gpus-end"
 	# shellcheck disable=SC2086 # pids
-	kill $agent $job $sampler $etcd_pid 2>/dev/null
+	kill $agent $job $gjob $sampler $etcd_pid 2>/dev/null
 	wait 2>/dev/null
 }
 trap cleanup EXIT
@@ -206,12 +260,16 @@ fi
 echo "# $ROLE: etcd answered after $(($(date +%s) - te)) s"
 stop_if_failed
 
-echo "$N capacity=$CAP cluster=etcd endpoints=$EP host=$ROLE hold=300 ttl=5" \
-	>"$T/wsem.conf"
+cat >"$T/wsem.conf" <<EOF
+$N capacity=$CAP cluster=etcd endpoints=$EP host=$ROLE hold=300 ttl=5
+$G capacity=$GCAP cluster=etcd endpoints=$EP host=$ROLE hold=300 ttl=5 policy=deadline
+EOF
 wsem-agent -c "$T/wsem.conf" >"$T/agent.log" 2>&1 &
 agent=$!
 check "$ROLE: the agent starts: $N is a loans semaphore of ceiling $CAP, lent nothing" \
 	until_true 30 field_is ceiling $CAP
+check "$ROLE: ... and $G, policy=deadline: a loans semaphore of ceiling $GCAP" \
+	until_true 30 gfield_is ceiling $GCAP
 check "$ROLE: the agent claims host $ROLE in etcd (alive/$ROLE)" \
 	until_true 15 claimed "$ROLE"
 stop_if_failed
@@ -239,6 +297,34 @@ if [ "$ROLE" = a ]; then
 	job=
 	check "a: a's share goes back (b's job waits for it)" \
 		until_true 15 share_is a 0
+
+	# b asleep past its loan's deadline: a's job of $GCAP runs while b
+	# sleeps, and holds until b has checked its side after its resume
+	check "a: b's job holds all $GCAP of $G (b says so)" \
+		peer_wait 60 marked b-gpus-holds
+	wsem run $G --weight $GCAP --timeout 150 -- sh -c \
+		"touch '$T/granted'; until [ -e '$T/gpus-end' ]; do sleep 0.1; done" &
+	gjob=$!
+	check "a: a job of $GCAP of $G waits on a (1 waiter, nothing held)" \
+		until_true 10 gwaits
+	mark a-gpus-waits
+	check "a: b suspends itself to RAM (b says so)" \
+		peer_wait 60 marked b-sleeps
+	if [ "$(ectl get --print-value-only /twoguest/b-sleeps)" = skip ]; then
+		echo "ok $((n += 1)) a: a's job runs while b sleeps # SKIP b cannot suspend to RAM"
+	else
+		tsl=$(date +%s)
+		until_true $((SLEEP + 30)) test -e "$T/granted" && ! marked b-awake
+		result "a: a's job of $GCAP runs while b sleeps (etcd expired b's lease, a's agent took b's share)" $?
+		echo "# a: a's job ran $(($(date +%s) - tsl)) s after b went to sleep"
+	fi
+	check "a: b resumes and says its job ended at the resume (b-awake)" \
+		peer_wait 90 marked b-awake
+	touch "$T/gpus-end"
+	wait $gjob
+	check "a: a's job of $G ends, exit 0" test $? -eq 0
+	gjob=
+	check "a: a's share of $G goes back" until_true 15 gshare_is a 0
 
 	check "a: b ends its part (b-done) within 90 s" \
 		until_true 90 marked b-done
@@ -294,6 +380,55 @@ else
 	job=
 	check "b: b's share goes back to etcd" until_true 10 share_is b 0
 	check "b: nothing held on b" field_is used 0
+
+	# Asleep past the loan's deadline: a job holds all of $G, ticking
+	# CLOCK_BOOTTIME into $T/ticks, while a's job waits for it; then b
+	# suspends itself to RAM for $SLEEP s
+	wsem run $G --weight $GCAP --timeout 60 -- sh -c \
+		"while :; do cut -d' ' -f1 /proc/uptime >>'$T/ticks'; sleep 0.2; done" &
+	gjob=$!
+	check "b: a job holds all $GCAP of $G (policy=deadline)" \
+		until_true 20 gfield_is used $GCAP
+	mark b-gpus-holds
+	check "b: a's job of $GCAP waits for it (a says so)" \
+		peer_wait 60 marked a-gpus-waits
+	if can_suspend; then
+		before=$(cat /sys/power/suspend_stats/success)
+		mark b-sleeps $SLEEP
+		# b's agent stopped too, until the checks below: at the
+		# resume only the kernel can end the job (a running agent
+		# that found its lease gone would end it too, soon after)
+		kill -STOP $agent
+		ts=$(up)
+		suspend_to_ram $SLEEP
+		st=$? tr=$(up)
+		[ $st -eq 0 ] &&
+			[ "$(cat /sys/power/suspend_stats/success)" -gt "$before" ] &&
+			awk -v a="$ts" -v b="$tr" -v s=$SLEEP 'BEGIN { exit !(b - a >= s - 2) }'
+		result "b: suspended to RAM (S3, the RTC's alarm +$SLEEP s): at $ts s, resumed at $tr s" $?
+		wait $gjob
+		check "b: its job was ended by SIGKILL (wsem run exits 137)" \
+			test $? -eq 137
+		gjob=
+		# a tick at or after ts + SLEEP/2 is one the job wrote after
+		# the resume
+		lim=$(awk -v a="$ts" -v s=$SLEEP 'BEGIN { print a + s / 2 }')
+		check "b: the job wrote nothing after the resume: its kernel ended the loan at its deadline" \
+			ticks_before "$lim"
+		echo "# b: $(ticks_before "$lim")"
+		check "b: b's loan of $G is gone: capacity 0" gfield_is capacity 0
+		check "b: ... nothing held" gfield_is used 0
+		kill -CONT $agent
+	else
+		mark b-sleeps skip
+		echo "ok $((n += 1)) b: asleep past the loan's deadline # SKIP no suspend to RAM woken by an RTC alarm"
+		kill $gjob
+		wait $gjob
+		gjob=
+	fi
+	mark b-awake
+	check "b: b's share of $G in etcd is 0 (a's agent took it)" \
+		until_true 30 gshare_is b 0
 	kill -TERM $agent
 	wait $agent
 	result "b: the agent stops on SIGTERM, exit 0" $? "$T/agent.log"

@@ -18,7 +18,8 @@
 # The consoles go to build/twoguest/a.log and b.log, their TAP (and the
 # harness's) counted by summary.awk as the lanes "twoguest-a (KVER)" and
 # "twoguest-b (KVER)".  Each guest gets TWOGUEST_TIMEOUT seconds (default
-# 180; its test program 150); both are killed by then whatever happens.
+# 240, the test program 210: b sleeps 30 s of it); both are killed by then
+# whatever happens.
 set -u -o pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -33,7 +34,7 @@ while getopts a:A:b:B:q opt; do
 	*) exit 2 ;;
 	esac
 done
-vm_timeout=${TWOGUEST_TIMEOUT:-180}
+vm_timeout=${TWOGUEST_TIMEOUT:-240}
 test_timeout=$((vm_timeout - 30))
 
 take_check_lock
