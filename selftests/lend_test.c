@@ -57,7 +57,6 @@
 #define LONG_MS		5000	/* a wake-up that must come comes before */
 #define MSEC		1000000LL
 #define EXPIRY_DELAY	"/sys/module/wsem/parameters/test_loan_expiry_delay_ms"
-#define RTC_ALARM	"/sys/class/rtc/rtc0/wakealarm"
 #define DEADLINE_S	5	/* a loan's deadline before a suspend, */
 #define SUSPEND_S	8	/* ... which lasts longer */
 
@@ -845,29 +844,6 @@ TEST_F(end, a_deadline_ends_the_holders)
 	EXPECT_EQ(0, kill(late, SIGKILL));
 	EXPECT_EQ(late, waitpid(late, &status, 0));
 	close(w);
-}
-
-/*
- * Suspend the machine to RAM (ACPI S3) for about @secs seconds, woken by
- * the RTC's alarm (SPEC: a loan's deadline counts time suspended).  Not
- * to idle: in QEMU the RTC's alarm wakes S3 (through the firmware) but
- * not s2idle, which would sleep until the guest is killed.  0 once
- * resumed, or -1 with errno; ENODEV: no S3 or no RTC alarm here.
- */
-static int suspend_to_ram(int secs)
-{
-	char modes[128], when[16];
-
-	if (read_file("/sys/power/mem_sleep", modes, sizeof(modes)) ||
-	    !strstr(modes, "deep") || access(RTC_ALARM, W_OK)) {
-		errno = ENODEV;
-		return -1;
-	}
-	snprintf(when, sizeof(when), "+%d", secs);
-	if (write_file("/sys/power/mem_sleep", "deep") ||
-	    write_file(RTC_ALARM, "0") || write_file(RTC_ALARM, when))
-		return -1;
-	return write_file("/sys/power/state", "mem");
 }
 
 /*

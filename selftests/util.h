@@ -201,6 +201,31 @@ static inline int64_t now_ns(void)
 	return clock_ns(CLOCK_MONOTONIC);
 }
 
+#define RTC_ALARM	"/sys/class/rtc/rtc0/wakealarm"
+
+/*
+ * Suspend the machine to RAM (ACPI S3) for about @secs seconds, woken by
+ * the RTC's alarm.  Not to idle: in QEMU the RTC's alarm wakes S3 (through
+ * the firmware) but not s2idle, which would sleep until the guest is
+ * killed.  0 once resumed, or -1 with errno; ENODEV: no S3 or no RTC alarm
+ * here (a kernel without CONFIG_SUSPEND, as the debug kernel's).
+ */
+static inline int suspend_to_ram(int secs)
+{
+	char modes[128], when[16];
+
+	if (read_file("/sys/power/mem_sleep", modes, sizeof(modes)) ||
+	    !strstr(modes, "deep") || access(RTC_ALARM, W_OK)) {
+		errno = ENODEV;
+		return -1;
+	}
+	snprintf(when, sizeof(when), "+%d", secs);
+	if (write_file("/sys/power/mem_sleep", "deep") ||
+	    write_file(RTC_ALARM, "0") || write_file(RTC_ALARM, when))
+		return -1;
+	return write_file("/sys/power/state", "mem");
+}
+
 /*
  * A handle on a new semaphore made by WSEM_IOC_OPEN with @flags (ANON,
  * CREAT, LOANS, CHILD, ...), @capacity, mode 0666 and @parent_fd as they

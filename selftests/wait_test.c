@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Waiting: signals, stop/continue, timeouts and threads (SPEC.md "Waiting").
+ * Waiting: signals, stop/continue, the cgroup freezer, suspend, timeouts and
+ * threads (SPEC.md "Waiting").
  *
  * Every test owns a named semaphore of capacity CAP.  The test process holds
  * weight through its own handle so that waiters queue; each waiter is a
@@ -20,11 +21,13 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <linux/magic.h>
 #include <wsem.h>
 
 #include "kselftest_harness.h"
@@ -36,12 +39,18 @@
 #define REPORT_WAIT_MS	10000		/* bound for a waiter to report */
 #define RACE_LOOPS	300
 #define THREADS		3
+#define CGROUP_ROOT	"/sys/fs/cgroup"
+#define SUSPEND_S	5	/* a suspend to RAM, past ... */
+#define CLOCK_DEADLINE_S 3	/* ... the waiters' deadlines, set just before */
 
 /* What a waiter child does. */
 struct waiter_args {
 	uint64_t weight;	/* weight to acquire */
 	int64_t timeout_ns;	/* < 0: wsem_acquire(), else the timeout */
 	int sa_flags;		/* SIGUSR1 handler flags; -1: no handler */
+	bool on_clock;		/* wsem_acquire_clock() instead, until ... */
+	clockid_t clock;	/* ... this clock ... */
+	int64_t deadline_ns;	/* ... reads this (then timeout_ns is unused) */
 };
 
 /* What a waiter child reports once its acquire call has returned. */
@@ -51,6 +60,7 @@ struct waiter_result {
 	int err;		/* errno right after it */
 	int stat_ret;		/* return value of wsem_stat() on its handle */
 	int64_t elapsed_ns;	/* how long the acquire call took */
+	int64_t end_ns;		/* CLOCK_MONOTONIC when it returned */
 	struct wsem_stat st;	/* its handle right after the call */
 };
 
@@ -65,6 +75,8 @@ FIXTURE(wait) {
 	int res[MAX_KIDS];
 	/* setup done: false after a SKIP, so body and teardown do nothing */
 	bool ready;
+	/* a cgroup the test made, removed by the teardown; "" if none */
+	char cgroup[64];
 };
 
 static void on_signal(int sig)
@@ -93,14 +105,23 @@ waiter_main(const char *name, int out, const struct waiter_args *wa)
 			r.setup_err = errno;
 	}
 	if (!r.setup_err) {
+		struct timespec abs = {
+			.tv_sec = wa->deadline_ns / NSEC,
+			.tv_nsec = wa->deadline_ns % NSEC,
+		};
+
 		t0 = now_ns();
-		if (wa->timeout_ns < 0)
+		if (wa->on_clock)
+			r.ret = wsem_acquire_clock(fd, wa->weight, wa->clock,
+						   &abs);
+		else if (wa->timeout_ns < 0)
 			r.ret = wsem_acquire(fd, wa->weight);
 		else
 			r.ret = wsem_acquire_timeout(fd, wa->weight,
 						     wa->timeout_ns);
 		r.err = errno;
-		r.elapsed_ns = now_ns() - t0;
+		r.end_ns = now_ns();
+		r.elapsed_ns = r.end_ns - t0;
 		r.stat_ret = wsem_stat(fd, &r.st);
 	}
 	if (write(out, &r, sizeof(r)) != sizeof(r))
@@ -187,6 +208,8 @@ FIXTURE_TEARDOWN(wait)
 	}
 	EXPECT_EQ(0, close(self->fd));
 	EXPECT_EQ(0, wsem_unlink(self->name));
+	if (self->cgroup[0])
+		EXPECT_EQ(0, rmdir(self->cgroup));
 }
 
 /* A signal with a handler ends a wait with EINTR and nothing held. */
@@ -411,6 +434,188 @@ TEST_F(wait, stop_cont_keeps_deadline)
 	EXPECT_LE(3 * NSEC - 20 * MSEC, r.elapsed_ns);
 	/* ...and nowhere near deadline + stop time. */
 	EXPECT_GT(4 * NSEC + 500 * MSEC, r.elapsed_ns);
+}
+
+/* A file of cgroup @dir: "@dir/@file" in @buf. */
+static const char *cg_file(char *buf, size_t len, const char *dir,
+			   const char *file)
+{
+	snprintf(buf, len, "%s/%s", dir, file);
+	return buf;
+}
+
+/* cgroup @dir's "frozen" (cgroup.events) becomes @frozen within 10 s. */
+static int cg_wait_frozen(const char *dir, int frozen)
+{
+	char path[96], events[256], want[16];
+	int i;
+
+	snprintf(want, sizeof(want), "frozen %d", frozen);
+	cg_file(path, sizeof(path), dir, "cgroup.events");
+	for (i = 0; i < 1000; i++) {
+		if (read_file(path, events, sizeof(events)))
+			return -1;
+		if (strstr(events, want))
+			return 0;
+		usleep(10000);
+	}
+	errno = ETIMEDOUT;
+	return -1;
+}
+
+/*
+ * The cgroup freezer is not an interruption either (SPEC: "Stopping is not
+ * an interruption"): a waiter in a cgroup frozen and thawed three times
+ * goes on waiting, never sees EINTR, and is granted once weight comes back.
+ */
+TEST_F(wait, freezer_is_not_eintr)
+{
+	struct waiter_args wa = { .weight = 1, .timeout_ns = -1,
+				  .sa_flags = -1 };
+	struct waiter_result r;
+	struct statfs fs;
+	char path[96], pid[16];
+	int i;
+
+	if (!self->ready)
+		return;
+	if (statfs(CGROUP_ROOT, &fs) || fs.f_type != CGROUP2_SUPER_MAGIC ||
+	    access(CGROUP_ROOT "/cgroup.procs", W_OK))
+		SKIP(return, "no writable cgroup v2 hierarchy at " CGROUP_ROOT);
+	snprintf(self->cgroup, sizeof(self->cgroup), CGROUP_ROOT "/wsem-wait.%d",
+		 getpid());
+	ASSERT_EQ(0, mkdir(self->cgroup, 0755)) {
+		self->cgroup[0] = 0;
+		TH_LOG("mkdir %s: %s", self->cgroup, strerror(errno));
+	}
+	if (access(cg_file(path, sizeof(path), self->cgroup, "cgroup.freeze"),
+		   W_OK))
+		SKIP(return, "no cgroup.freeze (a kernel before 5.2)");
+
+	ASSERT_EQ(0, wsem_acquire(self->fd, CAP));
+	ASSERT_LT(0, spawn_waiter(self, 0, &wa));
+	ASSERT_EQ(0, wait_waiters(self->fd, 1));
+	snprintf(pid, sizeof(pid), "%d", self->kids[0]);
+	ASSERT_EQ(0, write_file(cg_file(path, sizeof(path), self->cgroup,
+					"cgroup.procs"), pid));
+	cg_file(path, sizeof(path), self->cgroup, "cgroup.freeze");
+	for (i = 0; i < 3; i++) {
+		ASSERT_EQ(0, write_file(path, "1"));
+		ASSERT_EQ(0, cg_wait_frozen(self->cgroup, 1)) {
+			TH_LOG("the waiter's cgroup did not freeze");
+		}
+		usleep(100000);
+		EXPECT_EQ(0, still_waiting(self, 0)) {
+			TH_LOG("the frozen waiter returned");
+		}
+		ASSERT_EQ(0, write_file(path, "0"));
+		ASSERT_EQ(0, cg_wait_frozen(self->cgroup, 0));
+		/* It may have gone to the tail: wait until it is back. */
+		ASSERT_EQ(0, wait_waiters(self->fd, 1)) {
+			TH_LOG("the thawed waiter is not back in the queue");
+		}
+		EXPECT_EQ(0, still_waiting(self, 0)) {
+			TH_LOG("the thawed waiter returned");
+		}
+	}
+	ASSERT_EQ(0, wsem_release(self->fd, 1));
+	ASSERT_EQ(0, read_result(self, 0, &r)) {
+		TH_LOG("the thawed waiter was never granted");
+	}
+	ASSERT_EQ(0, r.setup_err);
+	EXPECT_EQ(0, r.ret);
+	EXPECT_NE(EINTR, r.err);
+	EXPECT_EQ(1, r.st.held);
+	/* The teardown's rmdir needs the cgroup empty. */
+	ASSERT_EQ(0, kill(self->kids[0], SIGKILL));
+	ASSERT_EQ(self->kids[0], waitpid(self->kids[0], NULL, 0));
+	self->kids[0] = 0;
+}
+
+/*
+ * Nor is a suspend to RAM (SPEC: "Stopping is not an interruption", and
+ * deadlines on the clock they name).  Three waiters go through a suspend of
+ * SUSPEND_S seconds: one with no deadline goes on waiting and is granted
+ * after; one whose deadline on CLOCK_BOOTTIME, which counts the suspend,
+ * passed while the machine slept ends with ETIMEDOUT at the resume, before
+ * CLOCK_MONOTONIC gets there; one whose deadline is on CLOCK_MONOTONIC,
+ * which stops in a suspend, ends with ETIMEDOUT when that clock gets there
+ * and not before.
+ */
+TEST_F_TIMEOUT(wait, suspend_is_not_eintr, 60)
+{
+	struct waiter_args forever = { .weight = 1, .timeout_ns = -1,
+				       .sa_flags = -1 };
+	struct waiter_args mono = { .weight = 1, .sa_flags = -1,
+				    .on_clock = true,
+				    .clock = CLOCK_MONOTONIC };
+	struct waiter_args boot = { .weight = 1, .sa_flags = -1,
+				    .on_clock = true,
+				    .clock = CLOCK_BOOTTIME };
+	struct waiter_result r;
+	int64_t mono0, boot0, slept, boot_on_mono;
+
+	if (!self->ready)
+		return;
+	ASSERT_EQ(0, wsem_acquire(self->fd, CAP));
+	ASSERT_LT(0, spawn_waiter(self, 0, &forever));
+	mono.deadline_ns = clock_ns(CLOCK_MONOTONIC) + CLOCK_DEADLINE_S * NSEC;
+	ASSERT_LT(0, spawn_waiter(self, 1, &mono));
+	boot.deadline_ns = clock_ns(CLOCK_BOOTTIME) + CLOCK_DEADLINE_S * NSEC;
+	ASSERT_LT(0, spawn_waiter(self, 2, &boot));
+	ASSERT_EQ(0, wait_waiters(self->fd, 3));
+	mono0 = clock_ns(CLOCK_MONOTONIC);
+	boot0 = clock_ns(CLOCK_BOOTTIME);
+	/* Where CLOCK_MONOTONIC would be at the boot deadline, unsuspended. */
+	boot_on_mono = mono0 + (boot.deadline_ns - boot0);
+	if (suspend_to_ram(SUSPEND_S)) {
+		int err = errno;
+
+		if (err == ENODEV)
+			SKIP(return, "no suspend to RAM woken by an RTC alarm");
+		ASSERT_EQ(0, err) {
+			TH_LOG("suspend: %s", strerror(err));
+		}
+	}
+	slept = clock_ns(CLOCK_BOOTTIME) - boot0 -
+		(clock_ns(CLOCK_MONOTONIC) - mono0);
+	ASSERT_LE(CLOCK_DEADLINE_S * NSEC, slept) {
+		TH_LOG("suspended %lld ms only", (long long)(slept / MSEC));
+	}
+
+	/* The boot deadline passed in the sleep: it ends at the resume. */
+	ASSERT_EQ(0, read_result(self, 2, &r)) {
+		TH_LOG("the waiter on CLOCK_BOOTTIME was not ended");
+	}
+	EXPECT_EQ(-1, r.ret);
+	EXPECT_EQ(ETIMEDOUT, r.err);
+	EXPECT_EQ(0, r.st.held);
+	EXPECT_GT(boot_on_mono, r.end_ns) {
+		TH_LOG("it ended %lld ms after CLOCK_MONOTONIC passed its deadline",
+		       (long long)((r.end_ns - boot_on_mono) / MSEC));
+	}
+	/* The one with no deadline was not woken for good by the suspend. */
+	EXPECT_EQ(0, still_waiting(self, 0)) {
+		TH_LOG("the waiter with no deadline returned");
+	}
+	/* The monotonic deadline did not count the sleep. */
+	ASSERT_EQ(0, read_result(self, 1, &r)) {
+		TH_LOG("the waiter on CLOCK_MONOTONIC was not ended");
+	}
+	EXPECT_EQ(-1, r.ret);
+	EXPECT_EQ(ETIMEDOUT, r.err);
+	EXPECT_LE(mono.deadline_ns, r.end_ns) {
+		TH_LOG("it ended %lld ms before its deadline",
+		       (long long)((mono.deadline_ns - r.end_ns) / MSEC));
+	}
+	EXPECT_EQ(0, still_waiting(self, 0));
+	ASSERT_EQ(0, wsem_release(self->fd, 1));
+	ASSERT_EQ(0, read_result(self, 0, &r)) {
+		TH_LOG("the waiter with no deadline was never granted");
+	}
+	EXPECT_EQ(0, r.ret);
+	EXPECT_NE(EINTR, r.err);
+	EXPECT_EQ(1, r.st.held);
 }
 
 /* One thread's acquire call on a shared handle. */
