@@ -26,10 +26,16 @@ trap 'rm -rf "$tmp"' EXIT
 t0=$(date +%s)
 
 # renice_tree NICE PID: PID and every process below it, each parent before
-# its children (a child forked meanwhile inherits the new niceness).
+# its children (a child forked meanwhile inherits the new niceness), and
+# every thread of each: Linux's niceness is a thread's, and renice -p PID
+# changes PID's main thread alone (QEMU's vCPU threads, the Go
+# compiler's, would keep theirs).
 renice_tree() {
-	local c
+	local c t
 	renice -n "$1" -p "$2" >/dev/null 2>&1 || return 0
+	for t in "/proc/$2/task/"*; do
+		renice -n "$1" -p "${t##*/}" >/dev/null 2>&1
+	done
 	for c in $(pgrep -P "$2"); do
 		renice_tree "$1" "$c"
 	done
