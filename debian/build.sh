@@ -19,21 +19,6 @@ src=$out/wsem-$ver
 # 15 minutes and more behind the debug kernel's build and the guests).
 mkdir -p "$root/build"
 exec 9>"$root/build/.deb.lock"
-# renice_tree NICE PID: PID and every process below it, each parent before
-# its children (a child forked meanwhile inherits the new niceness), and
-# every thread of each: Linux's niceness is a thread's, and renice -p PID
-# changes PID's main thread alone (QEMU's vCPU threads, the Go
-# compiler's, would keep theirs).
-renice_tree() {
-	local c t
-	renice -n "$1" -p "$2" >/dev/null 2>&1 || return 1
-	for t in "/proc/$2/task/"*; do
-		renice -n "$1" -p "${t##*/}" >/dev/null 2>&1 || true
-	done
-	for c in $(pgrep -P "$2"); do
-		renice_tree "$1" "$c" || true
-	done
-}
 if ! flock -n 9; then
 	# the holder's pid, if it is still this script
 	holder=$(cat "$root/build/.deb.pid" 2>/dev/null || true)
@@ -41,7 +26,7 @@ if ! flock -n 9; then
 	   tr '\0' ' ' <"/proc/$holder/cmdline" 2>/dev/null |
 		grep -q 'debian/build\.sh' &&
 	   [ "$(ps -o ni= -p "$holder")" -gt "$(nice)" ] &&
-	   renice_tree "$(nice)" "$holder"; then
+	   bash "$root/selftests/vm/renice-tree.sh" "$(nice)" "$holder"; then
 		echo "make deb: waiting for another make deb (pid $holder), now at nice $(nice) as this one"
 	fi
 	flock 9

@@ -25,21 +25,6 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 t0=$(date +%s)
 
-# renice_tree NICE PID: PID and every process below it, each parent before
-# its children (a child forked meanwhile inherits the new niceness), and
-# every thread of each: Linux's niceness is a thread's, and renice -p PID
-# changes PID's main thread alone (QEMU's vCPU threads, the Go
-# compiler's, would keep theirs).
-renice_tree() {
-	local c t
-	renice -n "$1" -p "$2" >/dev/null 2>&1 || return 0
-	for t in "/proc/$2/task/"*; do
-		renice -n "$1" -p "${t##*/}" >/dev/null 2>&1
-	done
-	for c in $(pgrep -P "$2"); do
-		renice_tree "$1" "$c"
-	done
-}
 # lane SCRIPT: run it, its output shown and kept in $tmp/SCRIPT, how long
 # it took too.
 lane() {
@@ -121,12 +106,12 @@ if kill -0 "$check" 2>/dev/null; then
 	distro=$!
 fi
 wait "$check"
-[ -n "$distro" ] && renice_tree 0 "$distro"
+[ -n "$distro" ] && bash "$VMDIR/renice-tree.sh" 0 "$distro"
 # A kernel still being built is now what check-debug waits for: its build
 # takes the guests' priority from here (root only; the host tests stay
 # at nice 19).
 if [ -n "$kernel" ] && kill -0 "$kernel" 2>/dev/null; then
-	renice_tree 0 "$kernel"
+	bash "$VMDIR/renice-tree.sh" 0 "$kernel"
 	echo "check-all: check-debug's kernel is still being built: at nice $(ps -o ni= -p "$kernel" | tr -d ' ') from now on"
 fi
 # check-debug's guest beside check-distro's, each lane started at once:
