@@ -89,28 +89,17 @@ shares_sum() {
 says_whose() {
 	ectl get --print-value-only "/wsem/$N/alive/$1" | grep -q "machine=.* boot=."
 }
-# field F: this guest's semaphore's field F (wsem stat --json)
+# field F [SEM]: field F of this guest's semaphore SEM (default $N; wsem
+# stat --json); field_is F V [SEM]: it is V
 field() {
-	stat_key $N "$1"
+	stat_key "${2:-$N}" "$1"
 }
 field_is() {
-	[ "$(field "$1")" = "$2" ]
+	[ "$(field "$1" "${3:-$N}")" = "$2" ]
 }
-# waits: one waiter on this guest's semaphore, nothing held
+# waits [SEM]: one waiter on this guest's SEM (default $N), nothing held
 waits() {
-	field_is used 0 && field_is waiters 1
-}
-# gfield_is F V: field F of this guest's $G is V; gwaits: as waits, of $G
-gfield_is() {
-	[ "$(stat_key $G "$1")" = "$2" ]
-}
-gwaits() {
-	gfield_is used 0 && gfield_is waiters 1
-}
-# gshare_is HOST V: HOST's share of $G in etcd is V (none: 0)
-gshare_is() {
-	s=$(ectl get --print-value-only "/wsem/$G/share/$1")
-	[ "${s:-0}" = "$2" ]
+	field_is used 0 "${1:-$N}" && field_is waiters 1 "${1:-$N}"
 }
 # up: CLOCK_BOOTTIME in seconds (/proc/uptime: it counts time suspended)
 up() {
@@ -269,7 +258,7 @@ agent=$!
 check "$ROLE: the agent starts: $N is a loans semaphore of ceiling $CAP, lent nothing" \
 	until_true 30 field_is ceiling $CAP
 check "$ROLE: ... and $G, policy=deadline: a loans semaphore of ceiling $GCAP" \
-	until_true 30 gfield_is ceiling $GCAP
+	until_true 30 field_is ceiling $GCAP $G
 check "$ROLE: the agent claims host $ROLE in etcd (alive/$ROLE)" \
 	until_true 15 claimed "$ROLE"
 stop_if_failed
@@ -306,7 +295,7 @@ if [ "$ROLE" = a ]; then
 		"touch '$T/granted'; until [ -e '$T/gpus-end' ]; do sleep 0.1; done" &
 	gjob=$!
 	check "a: a job of $GCAP of $G waits on a (1 waiter, nothing held)" \
-		until_true 10 gwaits
+		until_true 10 waits $G
 	mark a-gpus-waits
 	check "a: b suspends itself to RAM (b says so)" \
 		peer_wait 60 marked b-sleeps
@@ -324,7 +313,7 @@ if [ "$ROLE" = a ]; then
 	wait $gjob
 	check "a: a's job of $G ends, exit 0" test $? -eq 0
 	gjob=
-	check "a: a's share of $G goes back" until_true 15 gshare_is a 0
+	check "a: a's share of $G goes back" until_true 15 share_is a 0 $G
 
 	check "a: b ends its part (b-done) within 90 s" \
 		until_true 90 marked b-done
@@ -388,7 +377,7 @@ else
 		"while :; do cut -d' ' -f1 /proc/uptime >>'$T/ticks'; sleep 0.2; done" &
 	gjob=$!
 	check "b: a job holds all $GCAP of $G (policy=deadline)" \
-		until_true 20 gfield_is used $GCAP
+		until_true 20 field_is used $GCAP $G
 	mark b-gpus-holds
 	check "b: a's job of $GCAP waits for it (a says so)" \
 		peer_wait 60 marked a-gpus-waits
@@ -416,8 +405,8 @@ else
 		check "b: the job wrote nothing after the resume: its kernel ended the loan at its deadline" \
 			ticks_before "$lim"
 		echo "# b: $(ticks_before "$lim")"
-		check "b: b's loan of $G is gone: capacity 0" gfield_is capacity 0
-		check "b: ... nothing held" gfield_is used 0
+		check "b: b's loan of $G is gone: capacity 0" field_is capacity 0 $G
+		check "b: ... nothing held" field_is used 0 $G
 		kill -CONT $agent
 	else
 		mark b-sleeps skip
@@ -428,7 +417,7 @@ else
 	fi
 	mark b-awake
 	check "b: b's share of $G in etcd is 0 (a's agent took it)" \
-		until_true 30 gshare_is b 0
+		until_true 30 share_is b 0 $G
 	kill -TERM $agent
 	wait $agent
 	result "b: the agent stops on SIGTERM, exit 0" $? "$T/agent.log"

@@ -161,14 +161,14 @@ etcd_alone() {
 ectl() {
 	etcdctl --endpoints "$EP" --dial-timeout=2s --command-timeout=3s "$@"
 }
-# share HOST: HOST's share of N in etcd (0: none); share_is HOST V: it is
-# V; no_shares: etcd has no host's share of N
+# share HOST [NAME]: HOST's share of NAME (default N) in etcd (0: none);
+# share_is HOST V [NAME]: it is V; no_shares: etcd has no host's share of N
 share() {
-	s=$(ectl get --print-value-only "/wsem/$N/share/$1")
+	s=$(ectl get --print-value-only "/wsem/${2:-$N}/share/$1")
 	echo "${s:-0}"
 }
 share_is() {
-	[ "$(share "$1")" = "$2" ]
+	[ "$(share "$1" "${3:-$N}")" = "$2" ]
 }
 no_shares() {
 	[ -z "$(ectl get --prefix "/wsem/$N/share/")" ]
