@@ -3,7 +3,9 @@
 # make lint: the static checks, one TAP line each, against every kernel that
 # find_kernels names (the default one when KVERS names only release
 # chroots' kernels) and every installed linux-source tarball:
-#   - module build with W=1 and -Werror (any warning fails, modpost's too)
+#   - module build with W=1 and -Werror (any warning fails, modpost's too),
+#     its probes compiled both ways (module/probes.sh: in one compile and one
+#     by one, the same answers)
 #   - no cycle in which file of the module calls which, from that build's
 #     objects (calls.sh)
 #   - sparse (C=2, -Wsparse-error)
@@ -89,12 +91,13 @@ for k in $kernels; do
 	dir=$out/$k
 	res=$out/$k.w1
 	copy_module_tree "$dir" >"$res" 2>&1 &&
-		$MAKE -s -C "$(kdir_of "$k")" M="$dir" W=1 KCFLAGS=-Werror \
-			modules 2>&1 | grep -v '^Skipping BTF generation' >"$res"
+		WSEM_PROBES=compare $MAKE -s -C "$(kdir_of "$k")" M="$dir" \
+			W=1 KCFLAGS=-Werror modules 2>&1 |
+		grep -v '^Skipping BTF generation' >"$res"
 	st=${PIPESTATUS[0]}
 	[ "$st" -eq 0 ] && no_warnings "$res"
 	w1=$?
-	check "W=1 -Werror build against $k" "$res" $w1
+	check "W=1 -Werror build against $k, its probes the same in one compile as one by one" "$res" $w1
 
 	# The objects of that build: which file calls which (calls.sh).
 	res=$out/$k.calls
