@@ -28,10 +28,13 @@ t0=$(date +%s)
 # lane SCRIPT: run it, its output shown and kept in $tmp/SCRIPT, how long
 # it took too.
 lane() {
-	local t
+	local t c0 c1
 	t=$(date +%s)
+	children_cpu c0
 	bash "$VMDIR/$1.sh" </dev/null 2>&1 | tee "$tmp/$1"
-	echo "check-all: $1 took $(($(date +%s) - t))s" | tee -a "$tmp/$1"
+	children_cpu c1
+	echo "check-all: $1 took $(($(date +%s) - t))s, $(((c1 - c0) / CLK_TCK)) CPU-seconds" |
+		tee -a "$tmp/$1"
 }
 # What every lane needs, first: the background builds below need
 # debootstrap, which a new machine has only once deps.sh has installed it.

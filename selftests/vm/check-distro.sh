@@ -81,6 +81,7 @@ qemu-img create -q -f qcow2 -F qcow2 -b "$img/root.qcow2" "$out/disk.qcow2" ||
 logf=$out/console.log
 vm_timeout=${VM_TIMEOUT:-1200}
 start=$(date +%s)
+children_cpu cpu0
 # No -no-reboot: the guest reboots twice in one qemu, and powers off at
 # the end.  watchdog_thresh=60: under TCG on a busy host a vCPU can stall
 # for over 20 s (once: podman clearing a huge page, in the boot after the
@@ -98,6 +99,9 @@ timeout --foreground -k 5 "$vm_timeout" qemu-system-x86_64 -accel tcg -m 2G -smp
 	</dev/null >"$logf" 2>&1
 qst=$?
 secs=$(($(date +%s) - start))
+children_cpu cpu
+cpu=$(((cpu - cpu0) / CLK_TCK))
+echo "check-distro: the guest ran ${secs}s, ${cpu} CPU-seconds of QEMU"
 phase=$(cat "$share/out/phase" 2>/dev/null)
 tr -d '\r' <"$logf" | sed 's/\x1b\[[0-9;?]*[A-Za-z]//g; s/\x1bc//g' |
 	grep -e '^# distro:' -e '^\[ *[0-9.]*\] ' | grep -v '^\[ *[0-9.]*\] \(systemd-\|audit\|EXT4\|random\)'

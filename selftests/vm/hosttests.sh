@@ -32,8 +32,11 @@ for t in "$ROOT"/selftests/host/*_test.sh; do
 	hs=$(date +%s)
 	{
 		echo "# wsem-vm: begin $name"
+		children_cpu c0
 		bash "$t" 2>&1
-		echo "# wsem-vm: end $name exit=$? time=$(($(date +%s) - hs))"
+		st=$?
+		children_cpu c1
+		echo "# wsem-vm: end $name exit=$st time=$(($(date +%s) - hs)) cpu=$(((c1 - c0) / CLK_TCK))"
 	} | tee "$dir/$name.tap"
 	inputs+=(label=host "$dir/$name.tap")
 done

@@ -474,14 +474,30 @@ check_begin() {
 
 # stage TITLE: a heading with the time it starts; the stage before it
 # (of this shell) ends with a line that says how long it took.
-stage_title= stage_t0=
+stage_title= stage_t0= stage_cpu0=0
 stage() {
-	local now
+	local now cpu
 	now=$(date +%s)
+	children_cpu cpu
 	[ -n "$stage_title" ] &&
-		printf '(%s: %ss)\n' "$stage_title" "$((now - stage_t0))"
+		printf '(%s: %ss, %s CPU-seconds)\n' "$stage_title" \
+			"$((now - stage_t0))" "$(((cpu - stage_cpu0) / CLK_TCK))"
 	printf '\n==== %s [%s]\n' "$*" "$(date -u +%H:%M:%S)"
-	stage_title=${*%% (*} stage_t0=$now
+	stage_title=${*%% (*} stage_t0=$now stage_cpu0=$cpu
+}
+
+# children_cpu VAR: VAR := the clock ticks (CLK_TCK a second) of CPU, user
+# and system, that this shell's children have used, those that have ended
+# and been waited for, their own children's included (/proc/PID/stat's
+# cutime and cstime).  No subshell: one would count its own children.
+CLK_TCK=$(getconf CLK_TCK 2>/dev/null || echo 100)
+children_cpu() {
+	local s
+	read -r s <"/proc/$BASHPID/stat" || { printf -v "$1" 0; return; }
+	s=${s##*) }
+	# shellcheck disable=SC2086 # the fields, from the state on
+	set -- "$1" $s
+	printf -v "$1" '%s' "$((${15} + ${16}))"
 }
 
 # tap STATUS NAME [OUTPUT]: a TAP line of the lane's own, into $tapf; a

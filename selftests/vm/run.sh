@@ -141,6 +141,7 @@ tcg_int3_death() {
 # group of a run -- a CI runner, the end of a session -- kills the guest
 # too, instead of leaving it to use the CPUs until its timeout.
 start=$(date +%s)
+children_cpu cpu0
 if [ "$mode" = check ]; then
 	# A kernel that dies before /init runs has run nothing of wsem's (the
 	# module is loaded by /init): boot once more, keep that console and
@@ -195,6 +196,8 @@ else
 	st=${PIPESTATUS[0]}
 fi
 secs=$(($(date +%s) - start))
+children_cpu cpu
+cpu=$(((cpu - cpu0) / CLK_TCK))
 
 tail_log() {
 	log "---- the console's last 40 lines ----"
@@ -213,7 +216,7 @@ if [ "$mode" = check ]; then
 		tail_log
 		exit 1
 	fi
-	log "run.sh: $kver: guest finished in ${secs}s"
+	log "run.sh: $kver: guest finished in ${secs}s, ${cpu} CPU-seconds of QEMU"
 	exit 0
 fi
 rc=$(tr -d '\r' <"$logf" | sed -n 's/^wsem-vm-exit: \([0-9]*\)$/\1/p' | tail -n 1)
