@@ -12,7 +12,8 @@
 # test).
 #
 # Each test program runs between "# wsem-vm: begin NAME" and
-# "# wsem-vm: end NAME exit=N time=S" (N is "timeout" after TEST_TIMEOUT);
+# "# wsem-vm: end NAME exit=N time=S cpu=C" (N is "timeout" after
+# TEST_TIMEOUT; C the CPU-seconds the guest's CPUs were busy meanwhile);
 # summary.awk turns all of it into the final count.  On a kernel with
 # kmemleak (make check-debug's) a leak found after the tests or after
 # unloading is a failure too.
@@ -25,6 +26,7 @@ BAD='WARNING:|BUG:|Oops|lockdep|KASAN|UBSAN|hung_task|blocked for more than'
 BAD="$BAD|soft lockup|hard LOCKUP|rcu.*stall|general protection|Kernel panic"
 BAD="$BAD|Call Trace|still has objects|Objects remaining"
 KMEMLEAK=/sys/kernel/debug/kmemleak
+CLK_TCK=$(getconf CLK_TCK 2>/dev/null || echo 100)
 
 # names_left PROGRAM: after PROGRAM, the namespace's semaphore names if
 # they are not what the program before it left (a comment, not a check:
@@ -54,6 +56,14 @@ tap() {
 # The kernel log is marked before each step and read from the mark on, so
 # that nothing is cleared (this may be a real machine's log).
 mark=0
+# busy_ticks: the clock ticks all CPUs here have been busy since boot
+# (/proc/stat: all but idle and iowait), for a test's "cpu=" (a guest's
+# CPU, close to its QEMU's on the host: a vCPU that runs is a busy thread).
+busy_ticks() {
+	read -r _ u n s _ _ i si st _ </proc/stat
+	echo $((u + n + s + i + si + st))
+}
+
 dmesg_mark() {
 	mark=$((mark + 1))
 	echo "wsem-selftest: mark $mark" >/dev/kmsg
@@ -151,12 +161,14 @@ for t in $TESTS; do
 	tt=$TEST_TIMEOUT
 	eval "tt=\${TEST_TIMEOUT_${t%%.*}:-\$tt}"
 	start=$(date +%s)
+	b0=$(busy_ticks)
 	(cd /tmp && exec timeout -s KILL "$tt" $run "$SELFTESTS/$t" \
 		</dev/null 2>&1)
 	st=$?
 	secs=$(($(date +%s) - start))
+	cpu=$((($(busy_ticks) - b0) / CLK_TCK))
 	[ $st -eq 137 ] && [ $secs -ge "$tt" ] && st=timeout
-	echo "# wsem-vm: end $t exit=$st time=$secs"
+	echo "# wsem-vm: end $t exit=$st time=$secs cpu=$cpu"
 	if [ -n "${REAP_ALL:-}" ]; then
 		# Nothing a test left behind may hold handles in the next one.
 		kill -KILL -1 2>/dev/null
