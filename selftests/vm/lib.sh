@@ -406,7 +406,10 @@ take_check_lock() {
 # and /var/cache/apt.  For a tree made by debootstrap, whose sources have
 # only "bookworm main" where Debian 12's installer adds bookworm-security:
 # the 6.12 kernels and linux-source-6.12 are there (guest-kernels.sh
-# unpacks the kernels, deps.sh installs the source from its .deb).
+# unpacks the kernels, deps.sh installs the source from its .deb).  The
+# lists are in the tree, which apt's _apt user may not reach (a clone in
+# /root): apt fetches as root then, as it would anyway, without warning
+# "Download is performed unsandboxed as root".
 APT=()
 private_apt() {
 	local a=$BUILD/apt
@@ -418,7 +421,8 @@ private_apt() {
 	     -o "Dir::Etc::SourceParts=$a/parts"
 	     -o "Dir::State::Lists=$a/lists"
 	     -o "Dir::Cache::Archives=$a/archives"
-	     -o "Dir::Cache::pkgcache=" -o "Dir::Cache::srcpkgcache=")
+	     -o "Dir::Cache::pkgcache=" -o "Dir::Cache::srcpkgcache="
+	     -o "APT::Sandbox::User=root")
 	log "$(basename "$0"): this machine's apt sources lack bookworm-security: reading it through $a/sources.list; the machine's own sources stay as they are"
 	apt-get "${APT[@]}" -q update </dev/null >/dev/null
 }
