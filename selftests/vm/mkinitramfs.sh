@@ -71,7 +71,7 @@ fi
 bwrap=$(command -v bwrap || true)
 if [ -n "$bwrap" ]; then
 	add_elf "$bwrap" "$stage/bin/bwrap"
-else
+elif list_tests | grep -qx container_test; then
 	log "mkinitramfs: no bwrap (bubblewrap): container_test skips it"
 fi
 # The examples (examples_test runs them as a user would).
