@@ -151,7 +151,7 @@ deadline_agents() {
 	dn=$1 dopts=$2
 	shift 2
 	for h in "$@"; do
-		echo "$dn capacity=2 cluster=etcd endpoints=$EP host=h$h hold=300 $dopts policy=deadline" \
+		echo "$dn capacity=2 cluster=etcd endpoints=$EP host=h$h hold=1000 $dopts policy=deadline" \
 			>"$T/$dn-$h.conf"
 		in_host_bg $h wsem-agent -c "$T/$dn-$h.conf" \
 			>>"$T/$dn-agent$h.log" 2>&1
@@ -346,7 +346,7 @@ for h in $HOSTS; do
 	nsenter -t "$a" --ipc -- mount -t wsem wsem "$T/h$h"
 	# (turn=4000: in this guest a turn's change, a drain and the next
 	# host's growths, takes 0.4-0.8 s, most of the default 1 s turn)
-	echo "$N capacity=$CAP cluster=etcd endpoints=$EP host=h$h hold=300 ttl=5 turn=4000" \
+	echo "$N capacity=$CAP cluster=etcd endpoints=$EP host=h$h hold=1000 ttl=5 turn=4000" \
 		>"$T/h$h.conf"
 	start_agent $h
 done
@@ -374,7 +374,7 @@ check "... and gives the share back" until_true 10 share_is h1 0
 # etcd's, is logged and stops nothing else.  (One limit's failure ended
 # the whole agent before, and a start waited on etcd without a word.)
 cat >"$T/multi.conf" <<EOF
-pool capacity=3 cluster=etcd endpoints=$EP host=h3 hold=300
+pool capacity=3 cluster=etcd endpoints=$EP host=h3 hold=1000
 lost capacity=3 cluster=etcd endpoints=http://127.0.0.1:9 host=h3 ttl=1
 seats capacity=$((CAP + 1)) cluster=etcd endpoints=$EP host=hx
 EOF
@@ -725,7 +725,7 @@ kill_kept() {
 	in_host 1 sh -c "kill -$1 \$(cat '$T/$K-agent1.pid')"
 }
 for h in 1 2; do
-	echo "$K capacity=2 cluster=etcd endpoints=$EP host=h$h hold=300 ttl=$KTTL turn=4000 policy=deadline" \
+	echo "$K capacity=2 cluster=etcd endpoints=$EP host=h$h hold=1000 ttl=$KTTL turn=4000 policy=deadline" \
 		>"$T/$K-$h.conf"
 done
 in_host_bg 1 fdstore "$T/$K-notify" "$T/$K-agent1.pid" \
