@@ -236,6 +236,11 @@ tap_podman() {
 	done <"$OUT/podman.tap"
 }
 
+# lines_in FILE: its number of lines, 0 if there is no FILE
+lines_in() {
+	if [ -e "$1" ]; then wc -l <"$1"; else echo 0; fi
+}
+
 # unit_signal MODE N: wsem run as the main process of a transient service
 # of KillMode=MODE.  SIGTERM from systemd to wsem alone (systemctl kill
 # --kill-who=main) reaches COMMAND N times: 0 under control-group, where
@@ -257,9 +262,9 @@ unit_signal() {
 	if [ -e "$f.ready" ]; then
 		systemctl kill --kill-who=main -s TERM "$u" >>"$log" 2>&1
 		sleep 2
-		n1=$(wc -l <"$f" 2>/dev/null || echo 0)
+		n1=$(lines_in "$f")
 		systemctl stop "$u" >>"$log" 2>&1
-		n2=$(wc -l <"$f" 2>/dev/null || echo 0)
+		n2=$(lines_in "$f")
 	fi
 	{
 		echo "COMMAND's SIGTERMs: $n1 after the kill of wsem, $n2 after the stop"
