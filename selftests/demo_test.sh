@@ -35,7 +35,7 @@ check() {
 	fi
 }
 
-rm -f /tmp/demo.done /tmp/job?.pid
+rm -f /tmp/demo.done /tmp/job?.pid /tmp/job?.err
 unshare -i sh "$DIR/demo.sh" >"$T/out" 2>&1
 status=$?
 sed 's/^/# /' "$T/out"
@@ -67,5 +67,7 @@ check "the kernel's count never passes the capacity of 4" \
 	grep -q '^peak weight in use: [0-4] of 4 as the jobs saw it, [0-4] as the kernel did$' "$T/out"
 check "nothing is held at the end" \
 	grep -qx 'used at the end: 0 (expected 0)' "$T/out"
+check "no bare \"Killed\" line from the shell of the job it killed" \
+	sh -c '! grep -qx Killed "$1"' sh "$T/out"
 echo "1..$n"
 [ "$fails" -eq 0 ]

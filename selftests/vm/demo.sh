@@ -57,7 +57,7 @@ mon=$!
 i=0
 for w in 3 2 2 1 3 1 2 1; do
 	i=$((i + 1))
-	job "$i" "$w" 2 &
+	job "$i" "$w" 2 2>"/tmp/job$i.err" &
 	while [ "$(waiting)" -eq 0 ] && [ "$(used)" -eq 0 ]; do sleep 0.05; done
 	sleep 0.2
 	say "job $i (weight $w) arrives: used $(used)/$CAP, $(waiting) waiting"
@@ -86,6 +86,10 @@ done
 sleep 0.3
 touch /tmp/demo.done
 wait
+# What the jobs said on stderr, but for the "Killed" of the victim's
+# shell: its `wsem run` dies of the job's SIGKILL (as timeout(1) does),
+# and busybox sh says so for a command in the foreground.
+cat /tmp/job?.err | grep -vx Killed >&2
 
 echo
 echo "== timeline (seconds since start; what each job saw)"
