@@ -103,6 +103,9 @@ check_boot() {
 	systemctl_retry --failed --no-legend --plain >"$log" 2>&1
 	say "boot $1: system $st after $(up)s: $(systemd-analyze 2>/dev/null |
 		head -n 1)"
+	# Where the boot's time went, for the record (out/blame-N.log)
+	systemd-analyze blame --no-pager 2>/dev/null | head -n 15 \
+		>"$OUT/blame-$1.log"
 	[ "$st" = running ] && [ ! -s "$log" ]
 	tap $? "boot $1: systemd reached running, no failed unit ($st)" "$log"
 	units=$(awk '{ print $1 }' "$log")
