@@ -3983,9 +3983,9 @@ TEST_F_TIMEOUT(fuzz, ioctls, 1800)
 	/*
 	 * The depth asked for is a goal, not a check of speed: a loaded
 	 * machine makes fewer requests in the time (4,000 a second instead
-	 * of 16,000 on 6.1 beside three debootstraps).  Falling short is
-	 * said; only a fuzzer that made less than a tenth of its target in
-	 * its time, one that stalled, fails.
+	 * of 16,000 on 6.1 while a new machine built its caches).  Falling
+	 * short is said; only a fuzzer that made less than a tenth of its
+	 * target in its time, one that stalled, fails.
 	 */
 	if (sh->ops < sh->target)
 		TH_LOG("%llu of %llu requests in %llu s: the machine was slow",
