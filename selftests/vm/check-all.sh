@@ -7,11 +7,12 @@
 # on a machine) side by side, two guests as make check runs them
 # (check-distro's from the end of the host tests once the solo lane has
 # ended fleet_test.sh, if make check is still running then); at the
-# lowest priority, make check's tests that need no guest (hosttests.sh:
-# selftests/host and lint, about twelve minutes of one CPU), from the
-# moment make check has built the userspace and its modules, beside its
-# guests (they leave a CPU idle for minutes, the solo lane's fleet_test.sh
-# most); then one line that counts them all: "N passed, N failed".
+# lowest priority until make check ends (then at the guests'), make
+# check's tests that need no guest (hosttests.sh: selftests/host and lint,
+# about ten minutes of one CPU), from the moment make check has built the
+# userspace and its modules, beside its guests (they leave a CPU idle for
+# minutes, the solo lane's fleet_test.sh most); then one line that counts
+# them all: "N passed, N failed".
 # Exits non-zero on any failure; a lane that ends without its summary line
 # counts as a failure.  A lane that cannot run here (check-distro without
 # root, say) is a TAP skip, counted as skipped.
@@ -111,11 +112,17 @@ fi
 wait "$check"
 [ -n "$distro" ] && bash "$VMDIR/renice-tree.sh" 0 "$distro"
 # A kernel still being built is now what check-debug waits for: its build
-# takes the guests' priority from here (root only; the host tests stay
-# at nice 19).
+# takes the guests' priority from here (root only).
 if [ -n "$kernel" ] && kill -0 "$kernel" 2>/dev/null; then
 	bash "$VMDIR/renice-tree.sh" 0 "$kernel"
 	echo "check-all: check-debug's kernel is still being built: at nice $(ps -o ni= -p "$kernel" | tr -d ' ') from now on"
+fi
+# So do the host tests and lint still running: at nice 19 beside the two
+# guests below they got almost nothing and ended last (ci48: deb_test.sh
+# 843 s for 261 CPU-seconds, lint from 03:57 to 04:03, after both guests).
+if kill -0 "$host" 2>/dev/null; then
+	bash "$VMDIR/renice-tree.sh" 0 "$host"
+	echo "check-all: the host tests are still running: at nice $(ps -o ni= -p "$host" | tr -d ' ') from now on"
 fi
 # check-debug's guest beside check-distro's, each lane started at once:
 # check-debug waits for its kernel, check-distro for its image, through
@@ -123,11 +130,14 @@ fi
 # ended.
 NO_DEPS=1 lane check-debug >/dev/null &
 debug=$!
+# In a subshell of its own: lane counts the CPU of the children its shell
+# waited for, and this shell also reaps check-debug's (ci48's line said
+# 1,407 CPU-seconds for a guest of 874 and check-debug's 530).
 if [ -n "$distro" ]; then
 	wait "$distro"
 	cat "$tmp/check-distro"
 else
-	NO_DEPS=1 lane check-distro
+	(NO_DEPS=1 lane check-distro)
 fi
 wait "$debug"
 if [ -n "$kernel" ]; then
