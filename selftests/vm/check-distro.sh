@@ -109,10 +109,6 @@ if [ -f "$share/out/timeline" ]; then
 	stage "the podman timeline"
 	cat "$share/out/timeline"
 fi
-if [ -s "$share/out/tap.notes" ]; then
-	stage "what the failing steps printed"
-	cat "$share/out/tap.notes"
-fi
 stage "the guest's results"
 cat "$share/out/tap" 2>/dev/null
 [ $qst -eq 0 ] && [ "$phase" = "done" ]

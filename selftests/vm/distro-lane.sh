@@ -36,18 +36,20 @@ say() {
 }
 
 # tap STATUS NAME [LOG]: one TAP line, numbered after those of earlier
-# boots; a failure shows the end of LOG.
+# boots; a failure is followed by the end of LOG as comments, which
+# make test's summary shows under its FAILED line ("why:").
 tap() {
 	local n
-	n=$(($(wc -l <"$OUT/tap") + 1))
+	n=$(($(grep -c -e '^ok ' -e '^not ok ' "$OUT/tap") + 1))
 	if [ "$1" -eq 0 ]; then
 		echo "ok $n $2" >>"$OUT/tap"
-	else
-		[ -n "${3:-}" ] && [ -f "$3" ] &&
-			tail -n 30 "$3" | sed 's/^/#   /' >>"$OUT/tap.notes"
-		echo "not ok $n $2" >>"$OUT/tap"
+		echo "ok $n $2" >/dev/console
+		return
 	fi
-	tail -n 1 "$OUT/tap" >/dev/console
+	echo "not ok $n $2" >>"$OUT/tap"
+	echo "not ok $n $2" >/dev/console
+	[ -n "${3:-}" ] && [ -f "$3" ] &&
+		tail -n 30 "$3" | sed 's/^/#   /' >>"$OUT/tap"
 }
 
 phase() { echo "$1" >"$OUT/phase"; sync; }
@@ -103,9 +105,13 @@ check_boot() {
 	systemctl_retry --failed --no-legend --plain >"$log" 2>&1
 	say "boot $1: system $st after $(up)s: $(systemd-analyze 2>/dev/null |
 		head -n 1)"
-	# Where the boot's time went, for the record (out/blame-N.log)
-	systemd-analyze blame --no-pager 2>/dev/null | head -n 15 \
-		>"$OUT/blame-$1.log"
+	# Where the boot's time went, for the record (out/blame-N.log: each
+	# unit's own time; the chain the boot waited on after it)
+	{
+		systemd-analyze blame --no-pager | head -n 15
+		echo
+		systemd-analyze critical-chain --no-pager
+	} >"$OUT/blame-$1.log" 2>&1
 	[ "$st" = running ] && [ ! -s "$log" ]
 	tap $? "boot $1: systemd reached running, no failed unit ($st)" "$log"
 	units=$(awk '{ print $1 }' "$log")
@@ -122,12 +128,20 @@ check_boot() {
 # subsystem's one-time note that an interrupt took tens of milliseconds,
 # which is the vCPU thread descheduled on a loaded host (a cold run of
 # make test printed it at boot 2).  No taint but those two
-# (O = 4096, E = 8192).
+# (O = 4096, E = 8192).  The kernel's own lines only: journalctl -k also
+# holds what userspace wrote to /dev/kmsg (systemd before journald runs,
+# udevd), which journald files under the writer's name, not "kernel";
+# all of /dev/kmsg at warning and above is kept in klog-N.kmsg.
 check_klog() {
 	local t all=$OUT/klog-$1.all
-	journalctl -k -b -p warning --no-pager -o cat >"$all" 2>&1
+	journalctl -k -b -p warning --no-pager -o cat SYSLOG_IDENTIFIER=kernel \
+		>"$all" 2>&1
+	journalctl -k -b -p warning --no-pager -o short-monotonic \
+		>"$OUT/klog-$1.kmsg" 2>&1
 	if [ "$1" = 1 ]; then
 		say "kernel log baseline: $(wc -l <"$all") lines at warning and above"
+		[ -s "$all" ]
+		tap $? "boot 1: the kernel's log at warning and above read ($(wc -l <"$all") lines: TCG's complaints)" "$all"
 		return
 	fi
 	grep -vxF -f "$OUT/klog-1.all" "$all" |
