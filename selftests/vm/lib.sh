@@ -429,17 +429,29 @@ private_apt() {
 
 # ksrc VERSION: a directory holding the scripts we use from the
 # linux-source-VERSION tarball (checkpatch.pl, kernel-doc and their data),
-# extracted once into $BUILD/ksrc.
+# extracted once per machine (12-15 CPU-seconds each: xz reads the whole
+# tarball) into the wsem-ksrc cache, keyed by the tarball's size and
+# mtime, which a new linux-source package changes (the older one goes).
+# Extracted beside and renamed into place: two runs at once both extract,
+# one rename stays.
 ksrc() {
-	local v=$1 tarball=/usr/src/linux-source-$1.tar.xz
-	local dir=$BUILD/ksrc/linux-source-$v
+	local v=$1 tarball=/usr/src/linux-source-$1.tar.xz root dir tmp
+	[ -f "$tarball" ] || return 1
+	root=$(cache_root wsem-ksrc "${WSEM_KSRC_CACHE:-}")
+	dir=$root/linux-source-$v-$(stat -c '%s-%Y' "$tarball")
 	if [ ! -f "$dir/.stamp" ]; then
-		[ -f "$tarball" ] || return 1
-		rm -rf "$dir"
-		mkdir -p "$BUILD/ksrc"
-		tar -xJf "$tarball" -C "$BUILD/ksrc" \
-			--wildcards "linux-source-$v/scripts/*" || return 1
-		touch "$dir/.stamp"
+		mkdir -p "$root" && tmp=$(mktemp -d "$root/.new.XXXXXX") ||
+			return 1
+		if tar -xJf "$tarball" -C "$tmp" \
+			--wildcards "linux-source-$v/scripts/*"; then
+			touch "$tmp/linux-source-$v/.stamp"
+			mv -T "$tmp/linux-source-$v" "$dir" 2>/dev/null &&
+				for o in "$root/linux-source-$v"-*; do
+					[ "$o" = "$dir" ] || rm -rf "$o"
+				done
+		fi
+		rm -rf "$tmp"
+		[ -f "$dir/.stamp" ] || return 1
 	fi
 	echo "$dir"
 }
