@@ -193,8 +193,6 @@ mv "$tmp" "$dir"
 rm -rf "$work"
 # One image a suite: those of another key (an older RECIPE or list) go,
 # under the cache's lock (1.7 GB each).
-for old in "$root/$SUITE"-*; do
-	[ "$old" = "$dir" ] || rm -rf "$old"
-done
+cache_drop_others "$dir" "$root/$SUITE-"
 log "distro-image: built in $(head -n 1 "$dir/build-time"): $dir"
 echo "$dir"

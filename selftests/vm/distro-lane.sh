@@ -39,17 +39,13 @@ say() {
 # boots; a failure is followed by the end of LOG as comments, which
 # make test's summary shows under its FAILED line ("why:").
 tap() {
-	local n
+	local n r=ok
+	[ "$1" -eq 0 ] || r="not ok"
 	n=$(($(grep -c -e '^ok ' -e '^not ok ' "$OUT/tap") + 1))
-	if [ "$1" -eq 0 ]; then
-		echo "ok $n $2" >>"$OUT/tap"
-		echo "ok $n $2" >/dev/console
-		return
-	fi
-	echo "not ok $n $2" >>"$OUT/tap"
-	echo "not ok $n $2" >/dev/console
-	[ -n "${3:-}" ] && [ -f "$3" ] &&
+	echo "$r $n $2" | tee -a "$OUT/tap" >/dev/console
+	if [ "$1" -ne 0 ] && [ -f "${3:-}" ]; then
 		tail -n 30 "$3" | sed 's/^/#   /' >>"$OUT/tap"
+	fi
 }
 
 phase() { echo "$1" >"$OUT/phase"; sync; }

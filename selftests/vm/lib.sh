@@ -446,9 +446,7 @@ ksrc() {
 			--wildcards "linux-source-$v/scripts/*"; then
 			touch "$tmp/linux-source-$v/.stamp"
 			mv -T "$tmp/linux-source-$v" "$dir" 2>/dev/null &&
-				for o in "$root/linux-source-$v"-*; do
-					[ "$o" = "$dir" ] || rm -rf "$o"
-				done
+				cache_drop_others "$dir" "$root/linux-source-$v-"
 		fi
 		rm -rf "$tmp"
 		[ -f "$dir/.stamp" ] || return 1
@@ -566,6 +564,15 @@ cache_root() {
 	else
 		echo "${XDG_CACHE_HOME:-$HOME/.cache}/$1"
 	fi
+}
+
+# cache_drop_others DIR PREFIX: remove every PREFIX* but DIR (the same
+# cache entry under an older key).
+cache_drop_others() {
+	local o
+	for o in "$2"*; do
+		[ "$o" = "$1" ] || rm -rf "$o"
+	done
 }
 
 # Go's build cache for every Go build of the harness and the tests (the
