@@ -563,6 +563,14 @@ slots_ready() {
 deadline_agents $G "ttl=3 turn=4000" 1 2
 check "policy=deadline: two agents of slots (capacity 2, ttl=3) start" \
 	until_true 30 slots_ready
+# watch_stop PID: the observer PID ends now (fleet_watch stops at
+# SIGUSR1) and its status is returned.  Each scenario ends it once the
+# moment it watches is over (its jobs ended, or the checks on them done)
+# instead of waiting out the SECONDS it was started with.
+watch_stop() {
+	kill -USR1 "$1" 2>/dev/null
+	wait "$1"
+}
 # h1_holds_h2_waits SECONDS [WHAT]: a job on h1 holds all 2 of slots (its
 # pid in gjob1), one of 2 on h2 waits for it (gjob2), and fleet_watch
 # samples both for SECONDS (gwatch)
@@ -593,7 +601,7 @@ result "h2's job runs once h2's agent took h1's share back, exit 0" $? "$T/gjob2
 left=$((3 * 3 + tp - $(date +%s)))
 [ "$left" -le 0 ] || sleep "$left"
 kill -CONT "$ga"
-wait $gwatch
+watch_stop $gwatch
 result "the agent paused 9 s: never more than 2 of slots held on h1 and h2 together" \
 	$? "$T/gwatch"
 echo "# $(cat "$T/gwatch")"
@@ -623,7 +631,7 @@ check "h1's lease revoked: its agent ends h1's job (wsem run exits 137)" \
 echo "# the job's end: $(($(date +%s) - tr)) s after the revoke"
 wait $gjob2
 result "h2's job runs once h1 gave its share back, exit 0" $? "$T/gjob2"
-wait $gwatch
+watch_stop $gwatch
 result "a revoked lease: never more than 2 of slots held on h1 and h2 together" \
 	$? "$T/gwatch"
 echo "# $(cat "$T/gwatch")"
@@ -665,7 +673,7 @@ if [ -w /sys/fs/cgroup/cgroup.subtree_control ] && mkdir "$FRZ" 2>/dev/null &&
 	wait $gjob1
 	check "frozen: h1's job ended by SIGKILL (wsem run exits 137)" \
 		test $? -eq 137
-	wait $gwatch
+	watch_stop $gwatch
 	result "frozen 9 s: never more than 2 of slots held on h1 and h2 together" \
 		$? "$T/gwatch"
 	echo "# $(cat "$T/gwatch")"
@@ -766,7 +774,7 @@ wait $kjob1
 check "kept: the store closed the handle: the kernel ends h1's job (exit 137)" \
 	test $? -eq 137
 check "kept: h1's loan is gone with it" sem_is 1 $K capacity 0
-wait $kwatch
+watch_stop $kwatch
 result "kept: never more than 2 of kept held on h1 and h2 together" $? \
 	"$T/kwatch"
 echo "# $(cat "$T/kwatch")"
@@ -799,7 +807,7 @@ watch_start() {
 	watch=$!
 }
 watch_end() {
-	wait $watch
+	watch_stop $watch
 	result "$1: never more than $CAP held on the $nh hosts together" \
 		$? "$T/watch"
 	echo "# $(cat "$T/watch")"
@@ -909,7 +917,7 @@ result "set-capacity $N $CAP under load: a growth, at once, exit 0" $? \
 before=$(jobs_done)
 check "... the jobs go on being granted" \
 	until_true 10 more_done $((before + 6))
-wait $scw
+watch_stop $scw
 result "set-capacity down and up under load: never more than $CAP held" \
 	$? "$T/scwatch"
 echo "# $(cat "$T/scwatch")"
@@ -1003,7 +1011,7 @@ wait $ljob1
 echo "# lead: h1's job through the leader's change: exit $? (137: ended at its loan's deadline)"
 wait $ljob2
 result "lead: h2's job runs once h1's has ended, exit 0" $?
-wait $lwatch
+watch_stop $lwatch
 result "lead: the leader SIGKILLed under policy deadline: never more than 2 held on h1 and h2 together" \
 	$? "$T/lwatch"
 echo "# $(cat "$T/lwatch")"
@@ -1095,7 +1103,8 @@ all_back "a host SIGKILLed"
 # 2; cut off, its agent stops lending a margin before its etcd lease
 # (ttl=5) can expire, while its job runs on and its share stays in etcd;
 # the others run jobs in the rest; restored, h1 lends its share again.
-in_host_bg 1 wsem run $N --weight 2 --timeout 60 -- sleep 25
+in_host_bg 1 wsem run $N --weight 2 --timeout 60 -- \
+	sh -c "until [ -e '$T/cut-end' ]; do sleep 0.5; done"
 job=$!
 check "partition (finish): h1 holds 2" until_true 10 field_is 1 used 2
 HP0=$HP
@@ -1119,6 +1128,7 @@ lends_again() {
 	[ "$(stat_field 1 capacity)" -ge 2 ]
 }
 check "h1 restored: it lends its share again" until_true 30 lends_again
+touch "$T/cut-end"
 wait $job
 result "... and h1's job ended well" $?
 watch_end "a host cut off (finish)"
