@@ -53,7 +53,7 @@ tap $? "build: make deb" "$out/deb.log"
 debs=$(ls "$BUILD"/deb/{wsem,wsem-dkms,wsem-agent,libwsem1,libwsem-dev,python3-wsem,golang-wsem-dev}_*.deb 2>/dev/null)
 [ "$(echo "$debs" | wc -w)" -eq 7 ] || summary label=- "$tapf"
 
-stage "the guest image (built once per machine: about 10 minutes)"
+stage "the guest image (built once per machine: about 5 minutes)"
 mirror_host=$(host_mirror | sed -E 's|^[a-z]+://([^/:]+).*|\1|')
 if ! bash "$VMDIR/distro-image.sh" -n >/dev/null 2>&1 &&
    ! timeout 20 bash -c "exec 3<>/dev/tcp/$mirror_host/80" 2>/dev/null; then
