@@ -51,7 +51,7 @@ if [ "$(id -u)" -ne 0 ]; then
 	summary label=- "$tapf"
 fi
 
-stage "7.2 debug kernel (built once per machine in the sid chroot: about 17 minutes on 2 loaded CPUs)"
+stage "7.2 debug kernel (built once per machine in the sid chroot: about 830 CPU-seconds)"
 dk=$(bash "$VMDIR/debug-kernel.sh" 2>"$out/kernel.log")
 st=$?
 grep '^debug-kernel: \(built\|cached\)' "$out/kernel.log"
