@@ -15,8 +15,8 @@
 # 6.12 lane, 300 on the others: TEST_TIMEOUT_fleet_test), TESTS (test
 # programs to run; unset, the 6.12 lane runs the full tier and the others the kernel tier: list_tests
 # in lib.sh), CHECK_FULL=1 (the full tier on every kernel: make check-full),
-# VM_JOBS (guests at once, default 2; the 6.12 lane always runs alone,
-# last: solo_lane), NO_LINT=1, NO_HOST_TESTS=1 (neither selftests/host nor
+# VM_JOBS (guests at once, default 2; the 6.12 lane boots first and runs
+# alone until it has ended fleet_test.sh: solo_lane), NO_LINT=1, NO_HOST_TESTS=1 (neither selftests/host nor
 # lint: hosttests.sh), NO_DEPS=1, CHROOTS
 # (releases, "" for none; KVERS may name them, or their kernels: "5.10"),
 # TWOGUEST=0 (not the two-guest test: twoguest.sh, run with the 6.12 lane
@@ -25,7 +25,7 @@
 # modules are built, before the first guest boots: make test starts its
 # host tests then), CHECK_QUIET (a file touched once the solo lane's
 # fleet_test.sh has ended: no guest of make check's minds a neighbour
-# from then on, and make test may start check-distro's).
+# from then on, and make test starts check-distro's and check-debug's).
 set -u -o pipefail
 . "$(dirname "$0")/lib.sh"
 preflight || { echo "0 passed, 1 failed"; exit 1; }
@@ -53,7 +53,8 @@ for r in $(chroot_releases); do
 	chroot_builds="$chroot_builds $r"
 done
 # start_chroot_builds: in the background, each chroot of $chroot_builds
-# neither cached nor already being built here (root and debootstrap only).
+# neither cached nor already being built here (root and debootstrap only),
+# at nice 10: the solo lane's guest may boot while they run.
 start_chroot_builds() {
 	local r
 	for r in $chroot_builds; do
@@ -63,7 +64,8 @@ start_chroot_builds() {
 			continue
 		fi
 		echo "check: building the $r chroot in the background"
-		bash "$VMDIR/chroot.sh" "$r" </dev/null >"$out/chroot-$r.log" 2>&1 &
+		nice -n 10 bash "$VMDIR/chroot.sh" "$r" </dev/null \
+			>"$out/chroot-$r.log" 2>&1 &
 		chroot_pids[$r]=$!
 	done
 }
@@ -100,7 +102,7 @@ for k in $kernels; do
 done
 [ -n "${CHECK_BUILT:-}" ] && touch "$CHECK_BUILT"
 
-# report KVER: wait for KVER's guest, then show its console.
+# report KVER: KVER's guest has ended: show its console.
 report() {
 	local k=$1 logf=$BUILD/$1/console.log
 	wait "${pids[$k]}"
@@ -124,22 +126,38 @@ sid_wait() {
 	echo "check: waited $(($(date +%s) - ws))s for the sid chroot"
 }
 
-# VM_JOBS guests at once; their consoles are shown in order as they end.
+# VM_JOBS guests at once; their consoles are shown as they end.
 # A guest uses 0.7 of this machine's 2 CPUs on average (most tests wait on
 # sleeps and children), so two at once take much less than twice the
 # time; every test is made to pass on the debug kernel, 2-4 times slower.
 # The one exception is the solo lane.
 declare -A pids tiers
-queue=()
+running=()
+# wait_slot N: until fewer than N guests run, report each that has ended,
+# in the order they end (a long guest holds up no slot but its own).
+wait_slot() {
+	local i
+	while [ "${#running[@]}" -ge "$1" ]; do
+		for i in "${!running[@]}"; do
+			kill -0 "${pids[${running[$i]}]}" 2>/dev/null && continue
+			report "${running[$i]}"
+			unset 'running[i]'
+		done
+		[ "${#running[@]}" -ge "$1" ] && sleep 2
+	done
+}
 # solo_lane KVER: KVER's guest runs the cluster limit's whole scenario,
 # whose bounds in time (a job's longest wait, 9.9 s of 13 alone; take-backs
-# within ttl=) want no other guest beside it: it is booted last, once the
-# chroots that a new machine builds in the background are built;
-# fleet_test.sh runs first (solo_tests).  Work at the lowest priority may
-# run beside it (make test's host tests and lint, a new machine's debug
-# kernel build: check-all.sh): it takes only what the guest leaves (fleet_test.sh beside the host
-# tests and lint at nice 19: the longest wait 9282 ms, 8983 alone, the
-# utilisation 98 % both times).
+# within ttl=) want no other guest beside it: it boots first, and the
+# others once it has ended fleet_test.sh, which it runs first
+# (solo_tests; wait_quiet).  Work at the lowest priority may run beside
+# it (make test's host tests and lint, a new machine's debug kernel build:
+# check-all.sh; a new machine's chroots at nice 10): it takes only what
+# the guest leaves (fleet_test.sh beside the host tests and lint at nice
+# 19: the longest wait 9282 ms, 8983 alone, the utilisation 98 % both
+# times).  The rest of the lane, the full tier's other tests, runs beside
+# the other guests: booted last, it was alone for ten minutes on one of
+# the two CPUs (ci53: 618 s, 443 CPU-seconds of QEMU).
 solo_lane() {
 	case $1 in
 	*-rt-amd64) return 1 ;;
@@ -155,7 +173,8 @@ solo_tests() {
 	grep -x fleet_test.sh <<<"$all"
 	grep -vx fleet_test.sh <<<"$all"
 }
-# boot KVER KO [IMAGE]: queue KVER's guest (IMAGE: a kernel not in /boot).
+# boot KVER KO [IMAGE]: start KVER's guest once a slot is free (IMAGE: a
+# kernel not in /boot).
 boot() {
 	local k=$1 ko=$2 image=${3:-} logf=$BUILD/$1/console.log kenv= jobs
 	local tests=${TESTS:-}
@@ -163,12 +182,7 @@ boot() {
 	: >"$logf"
 	inputs+=(label="$k" "$logf")
 	jobs=${VM_JOBS:-2}
-	solo_lane "$k" && jobs=1
-	while [ "${#queue[@]}" -ge "$jobs" ] ||
-	      { [ "${#queue[@]}" -gt 0 ] && solo_lane "${queue[0]}"; }; do
-		report "${queue[0]}"
-		queue=("${queue[@]:1}")
-	done
+	wait_slot "$jobs"
 	tier=kernel
 	{ solo_lane "$k" || [ -n "${CHECK_FULL:-}" ]; } && tier=full
 	tiers[$k]=$tier
@@ -200,26 +214,35 @@ boot() {
 	*)
 		kenv="$kenv WSEM_FUZZ_OPS=300000" ;;
 	esac
-	TESTS=$tests WSEM_TIER=$tier \
+	# 240 s a test program (120 alone): from the solo lane's quiet on, up
+	# to four guests share the two CPUs (two of make check's,
+	# check-distro's and check-debug's).
+	TESTS=$tests WSEM_TIER=$tier TEST_TIMEOUT=${TEST_TIMEOUT:-240} \
 		WSEM_VM_ENV="$kenv${WSEM_VM_ENV:+ $WSEM_VM_ENV}" \
 		bash "$VMDIR/run.sh" ${image:+-I "$image"} -k "$k" -K "$ko" \
 		-m check -l "$logf" >"$out/run-$k.log" 2>&1 &
 	pids[$k]=$!
-	queue+=("$k")
+	running+=("$k")
 }
-# quiet_watch KVER: touch CHECK_QUIET once the solo lane KVER's guest has
-# ended fleet_test.sh (it runs first: solo_tests), or has ended.
-quiet_watch() {
+# wait_quiet KVER: wait until the solo lane KVER's guest has ended
+# fleet_test.sh (it runs first: solo_tests), or has ended; then touch
+# CHECK_QUIET.
+wait_quiet() {
 	local k=$1
-	[ -n "${CHECK_QUIET:-}" ] || return 0
-	(
+	if grep -qx fleet_test.sh <<<"$(solo_tests "${tiers[$k]}")"; then
 		while kill -0 "${pids[$k]}" 2>/dev/null &&
 		      ! grep -q 'wsem-vm: end fleet_test\.sh' "$BUILD/$k/console.log"; do
 			sleep 2
 		done
-		touch "$CHECK_QUIET"
-	) >/dev/null 2>&1 &
+		echo "check: $k has ended fleet_test.sh: the other guests boot"
+	fi
+	[ -z "${CHECK_QUIET:-}" ] || touch "$CHECK_QUIET"
 }
+for k in $kernels; do
+	ko=$BUILD/$k/mod/wsem.ko
+	solo_lane "$k" && [ -f "$ko" ] && boot "$k" "$ko" && wait_quiet "$k"
+done
+[ -z "${CHECK_QUIET:-}" ] || touch "$CHECK_QUIET"
 for k in $kernels; do
 	ko=$BUILD/$k/mod/wsem.ko
 	solo_lane "$k" || { [ -f "$ko" ] && boot "$k" "$ko"; }
@@ -264,13 +287,7 @@ for r in $releases; do
 	chroot_booted "$r" || continue
 	[ -f "$ko" ] && boot "$k" "$ko" "$cdir/root/boot/vmlinuz-$k"
 done
-for k in $kernels; do
-	ko=$BUILD/$k/mod/wsem.ko
-	solo_lane "$k" && [ -f "$ko" ] && boot "$k" "$ko" && quiet_watch "$k"
-done
-for k in "${queue[@]}"; do
-	report "$k"
-done
+wait_slot 1
 
 # The cluster limit across two guests (twoguest.sh: 6.1 and 6.12 at once,
 # joined by QEMU's socket netdev), once per make check, after the other
