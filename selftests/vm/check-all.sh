@@ -6,13 +6,12 @@
 # on a machine in the sid chroot, in the background from the start) and
 # make check-distro (the .debs in a Debian guest, its image built the
 # first time on a machine), these two from the moment the 6.12 lane has
-# ended fleet_test.sh and the host tests have ended, beside make check's
-# other guests; at the lowest priority until then, make check's tests
-# that need no guest (hosttests.sh: selftests/host and lint, about ten
-# minutes of one CPU), from the moment make check has built the userspace
-# and its modules, beside the 6.12 lane's fleet_test.sh, which leaves a
-# CPU mostly idle; then one line that counts them all: "N passed, N
-# failed".
+# ended fleet_test.sh, beside make check's other guests; make check's
+# tests that need no guest (hosttests.sh: selftests/host and lint, about
+# ten minutes of one CPU) from the moment make check has built the
+# userspace and its modules, at the lowest priority beside fleet_test.sh
+# (which leaves a CPU mostly idle), at the guests' from its end; then one
+# line that counts them all: "N passed, N failed".
 # Exits non-zero on any failure; a lane that ends without its summary line
 # counts as a failure.  A lane that cannot run here (check-distro without
 # root, say) is a TAP skip, counted as skipped.
@@ -90,17 +89,16 @@ ht=$(date +%s)
 nice -n 19 bash "$VMDIR/hosttests.sh" </dev/null >"$tmp/hosttests" 2>&1 &
 host=$!
 echo "check-all: the host tests and lint start, beside make check's guests, then check-debug and check-distro"
-# check-distro's and check-debug's guests from the moment the host tests
-# and lint have ended (check-distro's make deb and the host tests' deb
-# builds share the tree) and make check's solo lane has ended
-# fleet_test.sh (check.sh touches CHECK_QUIET; the solo lane boots
-# first): from then on the two lanes, the rest of the solo lane and make
-# check's other guests share the two CPUs, and all end at about the same
-# time.  Before (ci53), the solo lane booted last and ran ten minutes
-# with one CPU idle, and check-debug began when make check ended and
-# ended alone 7 minutes later.
-while kill -0 "$check" 2>/dev/null &&
-      { [ ! -e "$quiet" ] || kill -0 "$host" 2>/dev/null; }; do
+# check-distro's and check-debug's guests from the moment make check's
+# solo lane has ended fleet_test.sh (check.sh touches CHECK_QUIET; the
+# solo lane boots first): from then on the two lanes, the rest of the
+# solo lane and make check's other guests share the two CPUs, and all end
+# at about the same time.  Before (ci53), the solo lane booted last and
+# ran ten minutes with one CPU idle, and check-debug began when make
+# check ended and ended alone 7 minutes later.  The host tests still
+# running then go on at the guests' priority; check-distro's make deb
+# and theirs take turns (build/.deb.lock).
+while kill -0 "$check" 2>/dev/null && [ ! -e "$quiet" ]; do
 	sleep 2
 done
 if kill -0 "$host" 2>/dev/null; then

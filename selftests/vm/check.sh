@@ -238,18 +238,26 @@ wait_quiet() {
 	fi
 	[ -z "${CHECK_QUIET:-}" ] || touch "$CHECK_QUIET"
 }
+# nice_solo CMD...: CMD (a function too) at nice 19 while a solo lane's
+# guest runs, else as it is.
+nice_solo() {
+	if [ -n "${solo:-}" ] && kill -0 "${pids[$solo]}" 2>/dev/null; then
+		(renice -n 19 -p "$BASHPID" >/dev/null && "$@")
+	else
+		"$@"
+	fi
+}
+# The solo lane first.
+solo=
 for k in $kernels; do
 	ko=$BUILD/$k/mod/wsem.ko
-	solo_lane "$k" && [ -f "$ko" ] && boot "$k" "$ko" && wait_quiet "$k"
-done
-[ -z "${CHECK_QUIET:-}" ] || touch "$CHECK_QUIET"
-for k in $kernels; do
-	ko=$BUILD/$k/mod/wsem.ko
-	solo_lane "$k" || { [ -f "$ko" ] && boot "$k" "$ko"; }
+	solo_lane "$k" && [ -f "$ko" ] && boot "$k" "$ko" && solo=$k
 done
 
-# The other releases' kernels: their chroot (waited for if it is being
-# built), the module built there, the guest booting the chroot's kernel.
+# While it runs fleet_test.sh: the other releases' modules, each built in
+# its release's chroot (waited for if it is being built), at nice 19
+# beside the guest; their guests boot after the host's kernels' below.
+declare -A release_boot
 for r in $releases; do
 	stage "the $r chroot"
 	if [ -n "${chroot_pids[$r]:-}" ]; then
@@ -273,7 +281,8 @@ for r in $releases; do
 	head -n 2 "$cdir/build-time"
 	k=$(cat "$cdir/kernel.release")
 	stage "wsem.ko for $k ($r, $(cat "$cdir/gcc"))"
-	WSEM_TEST_KNOBS=y build_chroot_module "$cdir" >"$out/module-$k.log" 2>&1
+	WSEM_TEST_KNOBS=y nice_solo build_chroot_module "$cdir" \
+		>"$out/module-$k.log" 2>&1
 	st=$?
 	# A release whose compiler moved (sid's gcc, daily) and now warns:
 	# one line that says so and what to do, before the build's log.
@@ -285,7 +294,20 @@ for r in $releases; do
 	echo "check: $r: module built in $(($(date +%s) - cs))s"
 	ko=$BUILD/$k/mod/wsem.ko
 	chroot_booted "$r" || continue
-	[ -f "$ko" ] && boot "$k" "$ko" "$cdir/root/boot/vmlinuz-$k"
+	[ -f "$ko" ] && release_boot[$r]="$k $ko $cdir/root/boot/vmlinuz-$k"
+done
+
+# Then the other guests, two at a time, once the solo lane has ended
+# fleet_test.sh: the host's kernels, then the releases'.
+[ -n "$solo" ] && wait_quiet "$solo"
+[ -z "${CHECK_QUIET:-}" ] || touch "$CHECK_QUIET"
+for k in $kernels; do
+	ko=$BUILD/$k/mod/wsem.ko
+	solo_lane "$k" || { [ -f "$ko" ] && boot "$k" "$ko"; }
+done
+for r in $releases; do
+	# shellcheck disable=SC2086 # KVER KO IMAGE
+	[ -n "${release_boot[$r]:-}" ] && boot ${release_boot[$r]}
 done
 wait_slot 1
 
