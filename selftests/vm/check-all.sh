@@ -103,13 +103,13 @@ while kill -0 "$check" 2>/dev/null && [ ! -e "$quiet" ]; do
 done
 if kill -0 "$host" 2>/dev/null; then
 	bash "$VMDIR/renice-tree.sh" 0 "$host"
-	echo "check-all: the host tests are still running: at nice $(ps -o ni= -p "$host" | tr -d ' ') from now on"
+	echo "check-all: the host tests are still running: at nice $(nice_of "$host") from now on"
 fi
 # A kernel still being built is now what check-debug waits for: its build
 # takes the guests' priority from here (root only).
 if [ -n "$kernel" ] && kill -0 "$kernel" 2>/dev/null; then
 	bash "$VMDIR/renice-tree.sh" 0 "$kernel"
-	echo "check-all: check-debug's kernel is still being built: at nice $(ps -o ni= -p "$kernel" | tr -d ' ') from now on"
+	echo "check-all: check-debug's kernel is still being built: at nice $(nice_of "$kernel") from now on"
 fi
 echo "check-all: check-distro and check-debug start ($(($(date +%s) - t0))s in)"
 # Each lane in a subshell of its own: lane counts the CPU of the children

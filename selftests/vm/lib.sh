@@ -554,6 +554,12 @@ show_guest() {
 	fi
 }
 
+# nice_of PID: PID's niceness, from /proc (no procps needed): the 19th
+# field of its stat, the 17th after the command's closing parenthesis.
+nice_of() {
+	sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d ' ' -f 17
+}
+
 # cache_root NAME OVERRIDE: the folder of the machine's cache NAME:
 # OVERRIDE when set, else /var/cache/NAME when writable, else the user's.
 cache_root() {

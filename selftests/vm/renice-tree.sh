@@ -17,7 +17,9 @@ renice_tree() {
 	for t in "/proc/$2/task/"*; do
 		renice -n "$1" -p "${t##*/}" >/dev/null 2>&1
 	done
-	for c in $(pgrep -P "$2"); do
+	# Each thread's children, from /proc (a machine without procps
+	# has no pgrep: a clean Debian 12 chroot reniced PID alone).
+	for c in $(cat "/proc/$2/task/"*/children 2>/dev/null); do
 		renice_tree "$1" "$c"
 	done
 	return 0
