@@ -11,13 +11,14 @@
 # failed"; exits non-zero on any failure.
 #
 # Environment: KVERS (kernels to test), VM_TIMEOUT (seconds per guest),
-# TEST_TIMEOUT (seconds per test program; fleet_test.sh has 540 on the
+# TEST_TIMEOUT (seconds per test program, 240; fleet_test.sh has 540 on the
 # 6.12 lane, 300 on the others: TEST_TIMEOUT_fleet_test), TESTS (test
 # programs to run; unset, the 6.12 lane runs the full tier and the others the kernel tier: list_tests
 # in lib.sh), CHECK_FULL=1 (the full tier on every kernel: make check-full),
 # VM_JOBS (guests at once, default 2; the 6.12 lane boots first and runs
-# alone until it has ended fleet_test.sh: solo_lane), NO_LINT=1, NO_HOST_TESTS=1 (neither selftests/host nor
-# lint: hosttests.sh), NO_DEPS=1, CHROOTS
+# alone until it has ended fleet_test.sh: solo_lane), NO_LINT=1,
+# NO_HOST_TESTS=1 (neither selftests/host nor lint: hosttests.sh),
+# NO_DEPS=1, CHROOTS
 # (releases, "" for none; KVERS may name them, or their kernels: "5.10"),
 # TWOGUEST=0 (not the two-guest test: twoguest.sh, run with the 6.12 lane
 # when TESTS is unset or names twoguest.sh),
@@ -225,8 +226,7 @@ boot() {
 	running+=("$k")
 }
 # wait_quiet KVER: wait until the solo lane KVER's guest has ended
-# fleet_test.sh (it runs first: solo_tests), or has ended; then touch
-# CHECK_QUIET.
+# fleet_test.sh (it runs first: solo_tests), or has ended.
 wait_quiet() {
 	local k=$1
 	if grep -qx fleet_test.sh <<<"$(solo_tests "${tiers[$k]}")"; then
@@ -236,7 +236,6 @@ wait_quiet() {
 		done
 		echo "check: $k has ended fleet_test.sh: the other guests boot"
 	fi
-	[ -z "${CHECK_QUIET:-}" ] || touch "$CHECK_QUIET"
 }
 # nice_solo CMD...: CMD (a function too) at nice 19 while a solo lane's
 # guest runs, else as it is.
