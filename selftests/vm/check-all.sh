@@ -9,9 +9,10 @@
 # ended fleet_test.sh, beside make check's other guests; make check's
 # tests that need no guest (hosttests.sh: selftests/host and lint, about
 # ten minutes of one CPU) from the moment make check has built the
-# userspace and its modules, at the lowest priority beside fleet_test.sh
-# (which leaves a CPU mostly idle), at the guests' from its end; then one
-# line that counts them all: "N passed, N failed".
+# userspace and its modules, at the lowest priority until make check has
+# ended (beside fleet_test.sh, which leaves a CPU mostly idle, and make
+# check's other guests), at the guests' from then; then one line that
+# counts them all: "N passed, N failed".
 # Exits non-zero on any failure; a lane that ends without its summary line
 # counts as a failure.  A lane that cannot run here (check-distro without
 # root, say) is a TAP skip, counted as skipped.
@@ -95,22 +96,11 @@ echo "check-all: the host tests and lint start, beside make check's guests, then
 # solo lane and make check's other guests share the two CPUs, and all end
 # at about the same time.  Before (ci53), the solo lane booted last and
 # ran ten minutes with one CPU idle, and check-debug began when make
-# check ended and ended alone 7 minutes later.  The host tests still
-# running then go on at the guests' priority; check-distro's make deb
-# and theirs take turns (build/.deb.lock).
+# check ended and ended alone 7 minutes later.  check-distro's make deb
+# and the host tests' take turns (build/.deb.lock).
 while kill -0 "$check" 2>/dev/null && [ ! -e "$quiet" ]; do
 	sleep 2
 done
-if kill -0 "$host" 2>/dev/null; then
-	bash "$VMDIR/renice-tree.sh" 0 "$host"
-	echo "check-all: the host tests are still running: at nice $(nice_of "$host") from now on"
-fi
-# A kernel still being built is now what check-debug waits for: its build
-# takes the guests' priority from here (root only).
-if [ -n "$kernel" ] && kill -0 "$kernel" 2>/dev/null; then
-	bash "$VMDIR/renice-tree.sh" 0 "$kernel"
-	echo "check-all: check-debug's kernel is still being built: at nice $(nice_of "$kernel") from now on"
-fi
 echo "check-all: check-distro and check-debug start ($(($(date +%s) - t0))s in)"
 # Each lane in a subshell of its own: lane counts the CPU of the children
 # its shell waited for (ci48's line said 1,407 CPU-seconds for a guest of
@@ -122,6 +112,20 @@ distro=$!
 (NO_DEPS=1 lane check-debug >/dev/null) &
 debug=$!
 wait "$check"
+# A new machine's debug kernel still being built, and the host tests
+# still running, take the guests' priority once make check has ended
+# (root only), not before: beside make check's two guests and
+# check-distro's, a kernel build at nice 0 starved the guests (a clean
+# Debian 12 chroot's run: spin_test found no grant while polling on 6.1,
+# jobserver_test's aio child sent no report within 5 s on 6.12-rt).
+if [ -n "$kernel" ] && kill -0 "$kernel" 2>/dev/null; then
+	bash "$VMDIR/renice-tree.sh" 0 "$kernel"
+	echo "check-all: check-debug's kernel is still being built: at nice $(nice_of "$kernel") from now on"
+fi
+if kill -0 "$host" 2>/dev/null; then
+	bash "$VMDIR/renice-tree.sh" 0 "$host"
+	echo "check-all: the host tests are still running: at nice $(nice_of "$host") from now on"
+fi
 wait "$distro"
 cat "$tmp/check-distro"
 wait "$debug"
