@@ -246,6 +246,32 @@ nice_solo() {
 		"$@"
 	fi
 }
+# The cluster limit across two guests (twoguest.sh: 6.1 and 6.12 at once,
+# joined by QEMU's socket netdev), once per make check, before the other
+# guests: with the 6.12 lane, when TESTS is unset or names twoguest.sh
+# (not with TWOGUEST=0); 6.1's module is this run's when its lane runs.
+# Its guest b suspends to RAM past a loan's deadline and checks that the
+# job under the loan wrote nothing after the resume; the kernel kills the
+# holder (wsem run) at the resume, and wsem run's close then kills its
+# COMMAND's group, so a loaded host leaves COMMAND a moment to run: run
+# last, beside check-distro's and check-debug's guests, a clean Debian 12
+# chroot's run found a tick written at the resume.  So it runs first, with
+# only the host tests and the background builds beside it.
+k612=$(grep '^6\.12\..*-amd64$' <<<"$kernels" | grep -v -- '-rt-' | tail -n 1)
+k61=$(resolve_kernel 6.1)
+if [ -n "$k612" ] && [ -f "$BUILD/$k612/mod/wsem.ko" ] && [ -n "$k61" ] &&
+   [ "${TWOGUEST:-1}" != 0 ] &&
+   { [ -z "${TESTS:-}" ] || list_tests | grep -qx twoguest.sh; }; then
+	stage "one limit across two guests ($k61 and $k612)"
+	ko61=
+	grep -qx "$k61" <<<"$kernels" && ko61=$BUILD/$k61/mod/wsem.ko
+	bash "$VMDIR/twoguest.sh" -q -a "$k61" ${ko61:+-A "$ko61"} -b "$k612" \
+		-B "$BUILD/$k612/mod/wsem.ko"
+	inputs+=(label=- "$BUILD/twoguest/build.tap"
+		 label="twoguest-a ($k61)" "$BUILD/twoguest/a.log"
+		 label="twoguest-b ($k612)" "$BUILD/twoguest/b.log")
+fi
+
 # The solo lane first.
 solo=
 for k in $kernels; do
@@ -309,25 +335,6 @@ for r in $releases; do
 	[ -n "${release_boot[$r]:-}" ] && boot ${release_boot[$r]}
 done
 wait_slot 1
-
-# The cluster limit across two guests (twoguest.sh: 6.1 and 6.12 at once,
-# joined by QEMU's socket netdev), once per make check, after the other
-# guests: with the 6.12 lane, when TESTS is unset or names twoguest.sh
-# (not with TWOGUEST=0); 6.1's module is this run's when its lane ran.
-k612=$(grep '^6\.12\..*-amd64$' <<<"$kernels" | grep -v -- '-rt-' | tail -n 1)
-k61=$(resolve_kernel 6.1)
-if [ -n "$k612" ] && [ -f "$BUILD/$k612/mod/wsem.ko" ] && [ -n "$k61" ] &&
-   [ "${TWOGUEST:-1}" != 0 ] &&
-   { [ -z "${TESTS:-}" ] || list_tests | grep -qx twoguest.sh; }; then
-	stage "one limit across two guests ($k61 and $k612)"
-	ko61=
-	grep -qx "$k61" <<<"$kernels" && ko61=$BUILD/$k61/mod/wsem.ko
-	bash "$VMDIR/twoguest.sh" -q -a "$k61" ${ko61:+-A "$ko61"} -b "$k612" \
-		-B "$BUILD/$k612/mod/wsem.ko"
-	inputs+=(label=- "$BUILD/twoguest/build.tap"
-		 label="twoguest-a ($k61)" "$BUILD/twoguest/a.log"
-		 label="twoguest-b ($k612)" "$BUILD/twoguest/b.log")
-fi
 
 stage "summary ($(($(date +%s) - t0))s)"
 awk -v expected="$EXPECTED_SKIPS" -f "$VMDIR/summary.awk" "${inputs[@]}"
