@@ -1,18 +1,18 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# make test: make check's guests (the 6.12 lane first, alone until it
-# has ended fleet_test.sh; then 6.1, 6.12-rt and the chroot lanes, two at
-# a time), make check-debug (the 7.2 debug kernel, built the first time
-# on a machine in the sid chroot, in the background from the start) and
-# make check-distro (the .debs in a Debian guest, its image built the
-# first time on a machine), these two from the moment the 6.12 lane has
-# ended fleet_test.sh, beside make check's other guests; make check's
-# tests that need no guest (hosttests.sh: selftests/host and lint, about
-# ten minutes of one CPU) from the moment make check has built the
-# userspace and its modules, at the lowest priority until make check has
-# ended (beside fleet_test.sh, which leaves a CPU mostly idle, and make
-# check's other guests), at the guests' from then; then one line that
-# counts them all: "N passed, N failed".
+# make test: make check's guests (6.1, 6.12, 6.12-rt, the chroot lanes),
+# then make check-debug (the 7.2 debug kernel, built the first time on a
+# machine in the sid chroot, in the background from the start) and make
+# check-distro (the .debs in a Debian guest, its image built the first time
+# on a machine) side by side, two guests as make check runs them
+# (check-distro's from the end of the host tests once the solo lane has
+# ended fleet_test.sh, if make check is still running then); at the
+# lowest priority until make check ends (then at the guests'), make
+# check's tests that need no guest (hosttests.sh: selftests/host and lint,
+# about ten minutes of one CPU), from the moment make check has built the
+# userspace and its modules, beside its guests (they leave a CPU idle for
+# minutes, the solo lane's fleet_test.sh most); then one line that counts
+# them all: "N passed, N failed".
 # Exits non-zero on any failure; a lane that ends without its summary line
 # counts as a failure.  A lane that cannot run here (check-distro without
 # root, say) is a TAP skip, counted as skipped.
@@ -46,15 +46,13 @@ if [ -z "${NO_DEPS:-}" ]; then
 	echo "check-all: dependencies took $(($(date +%s) - t0))s"
 fi
 # The distro lane's image is minutes of downloads and little CPU: when it
-# is not cached yet, build it while the other lanes run (at nice 10: the
-# solo lane's fleet_test.sh may run beside it).  distro-image.sh
+# is not cached yet, build it while the other lanes run.  distro-image.sh
 # locks its cache, so check-distro takes it from there (or, should this
 # build have failed, tries once more and reports why).
 prefetch=
 if [ "$(id -u)" -eq 0 ] && command -v debootstrap >/dev/null &&
    ! bash "$VMDIR/distro-image.sh" -n >/dev/null 2>&1; then
-	nice -n 10 bash "$VMDIR/distro-image.sh" </dev/null \
-		>"$tmp/distro-image" 2>&1 &
+	bash "$VMDIR/distro-image.sh" </dev/null >"$tmp/distro-image" 2>&1 &
 	prefetch=$!
 	echo "check-all: building check-distro's image in the background"
 fi
@@ -90,44 +88,57 @@ ht=$(date +%s)
 nice -n 19 bash "$VMDIR/hosttests.sh" </dev/null >"$tmp/hosttests" 2>&1 &
 host=$!
 echo "check-all: the host tests and lint start, beside make check's guests, then check-debug and check-distro"
-# check-distro's and check-debug's guests from the moment make check's
-# solo lane has ended fleet_test.sh (check.sh touches CHECK_QUIET; the
-# solo lane boots first): from then on the two lanes, the rest of the
-# solo lane and make check's other guests share the two CPUs, and all end
-# at about the same time.  Before (ci53), the solo lane booted last and
-# ran ten minutes with one CPU idle, and check-debug began when make
-# check ended and ended alone 7 minutes later.  check-distro's make deb
-# and the host tests' take turns (build/.deb.lock).
-while kill -0 "$check" 2>/dev/null && [ ! -e "$quiet" ]; do
+# check-distro's guest from the moment the host tests and lint have ended
+# and make check's solo lane has ended fleet_test.sh (check.sh touches
+# CHECK_QUIET), if make check is still running then: its last minutes,
+# the rest of the solo lane and the two-guest test, leave a CPU idle
+# (ci39: the machine 0.3-1.0 CPUs busy for three minutes), and the first
+# boot of check-distro's, DKMS compiling the module, takes it.  At nice
+# 10 until make check ends, so that the two-guest test's guests come
+# first.
+while kill -0 "$check" 2>/dev/null &&
+      { [ ! -e "$quiet" ] || kill -0 "$host" 2>/dev/null; }; do
 	sleep 2
 done
-echo "check-all: check-distro and check-debug start ($(($(date +%s) - t0))s in)"
-# Each lane in a subshell of its own: lane counts the CPU of the children
-# its shell waited for (ci48's line said 1,407 CPU-seconds for a guest of
-# 874 and check-debug's 530).  check-debug waits for its kernel,
-# check-distro for its image, through their caches' locks; their output
-# is shown once make check's is.
-(NO_DEPS=1 lane check-distro >/dev/null) &
-distro=$!
-(NO_DEPS=1 lane check-debug >/dev/null) &
-debug=$!
+distro=
+if kill -0 "$check" 2>/dev/null; then
+	echo "check-all: check-distro starts beside the end of make check (at nice 10 until it ends)"
+	(
+		renice -n 10 -p "$BASHPID" >/dev/null 2>&1
+		NO_DEPS=1 lane check-distro >/dev/null
+	) &
+	distro=$!
+fi
 wait "$check"
-# A new machine's debug kernel still being built, and the host tests
-# still running, take the guests' priority once make check has ended
-# (root only), not before: beside make check's two guests and
-# check-distro's, a kernel build at nice 0 starved the guests (a clean
-# Debian 12 chroot's run: spin_test found no grant while polling on 6.1,
-# jobserver_test's aio child sent no report within 5 s on 6.12-rt).
+[ -n "$distro" ] && bash "$VMDIR/renice-tree.sh" 0 "$distro"
+# A kernel still being built is now what check-debug waits for: its build
+# takes the guests' priority from here (root only).
 if [ -n "$kernel" ] && kill -0 "$kernel" 2>/dev/null; then
 	bash "$VMDIR/renice-tree.sh" 0 "$kernel"
 	echo "check-all: check-debug's kernel is still being built: at nice $(nice_of "$kernel") from now on"
 fi
+# So do the host tests and lint still running: at nice 19 beside the two
+# guests below they got almost nothing and ended last (ci48: deb_test.sh
+# 843 s for 261 CPU-seconds, lint from 03:57 to 04:03, after both guests).
 if kill -0 "$host" 2>/dev/null; then
 	bash "$VMDIR/renice-tree.sh" 0 "$host"
 	echo "check-all: the host tests are still running: at nice $(nice_of "$host") from now on"
 fi
-wait "$distro"
-cat "$tmp/check-distro"
+# check-debug's guest beside check-distro's, each lane started at once:
+# check-debug waits for its kernel, check-distro for its image, through
+# their caches' locks; check-debug's output is shown once both have
+# ended.
+NO_DEPS=1 lane check-debug >/dev/null &
+debug=$!
+# In a subshell of its own: lane counts the CPU of the children its shell
+# waited for, and this shell also reaps check-debug's (ci48's line said
+# 1,407 CPU-seconds for a guest of 874 and check-debug's 530).
+if [ -n "$distro" ]; then
+	wait "$distro"
+	cat "$tmp/check-distro"
+else
+	(NO_DEPS=1 lane check-distro)
+fi
 wait "$debug"
 if [ -n "$kernel" ]; then
 	wait "$kernel"

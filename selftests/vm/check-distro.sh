@@ -18,8 +18,7 @@
 # failure.
 #
 # Environment: VM_TIMEOUT (seconds for the whole guest, all its boots;
-# default 1800: make test runs it beside three other guests; 661 s in
-# ci53 beside one), NO_DEPS=1 (do not install missing host packages).
+# default 1200), NO_DEPS=1 (do not install missing host packages).
 set -u -o pipefail
 . "$(dirname "$0")/lib.sh"
 preflight || { echo "0 passed, 1 failed"; exit 1; }
@@ -80,7 +79,7 @@ fi
 qemu-img create -q -f qcow2 -F qcow2 -b "$img/root.qcow2" "$out/disk.qcow2" ||
 	die "qemu-img create failed"
 logf=$out/console.log
-vm_timeout=${VM_TIMEOUT:-1800}
+vm_timeout=${VM_TIMEOUT:-1200}
 start=$(date +%s)
 children_cpu cpu0
 # No -no-reboot: the guest reboots twice in one qemu, and powers off at

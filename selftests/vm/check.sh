@@ -11,14 +11,13 @@
 # failed"; exits non-zero on any failure.
 #
 # Environment: KVERS (kernels to test), VM_TIMEOUT (seconds per guest),
-# TEST_TIMEOUT (seconds per test program, 240; fleet_test.sh has 540 on the
+# TEST_TIMEOUT (seconds per test program; fleet_test.sh has 540 on the
 # 6.12 lane, 300 on the others: TEST_TIMEOUT_fleet_test), TESTS (test
 # programs to run; unset, the 6.12 lane runs the full tier and the others the kernel tier: list_tests
 # in lib.sh), CHECK_FULL=1 (the full tier on every kernel: make check-full),
-# VM_JOBS (guests at once, default 2; the 6.12 lane boots first and runs
-# alone until it has ended fleet_test.sh: solo_lane), NO_LINT=1,
-# NO_HOST_TESTS=1 (neither selftests/host nor lint: hosttests.sh),
-# NO_DEPS=1, CHROOTS
+# VM_JOBS (guests at once, default 2; the 6.12 lane always runs alone,
+# last: solo_lane), NO_LINT=1, NO_HOST_TESTS=1 (neither selftests/host nor
+# lint: hosttests.sh), NO_DEPS=1, CHROOTS
 # (releases, "" for none; KVERS may name them, or their kernels: "5.10"),
 # TWOGUEST=0 (not the two-guest test: twoguest.sh, run with the 6.12 lane
 # when TESTS is unset or names twoguest.sh),
@@ -26,7 +25,7 @@
 # modules are built, before the first guest boots: make test starts its
 # host tests then), CHECK_QUIET (a file touched once the solo lane's
 # fleet_test.sh has ended: no guest of make check's minds a neighbour
-# from then on, and make test starts check-distro's and check-debug's).
+# from then on, and make test may start check-distro's).
 set -u -o pipefail
 . "$(dirname "$0")/lib.sh"
 preflight || { echo "0 passed, 1 failed"; exit 1; }
@@ -54,8 +53,7 @@ for r in $(chroot_releases); do
 	chroot_builds="$chroot_builds $r"
 done
 # start_chroot_builds: in the background, each chroot of $chroot_builds
-# neither cached nor already being built here (root and debootstrap only),
-# at nice 10: the solo lane's guest may boot while they run.
+# neither cached nor already being built here (root and debootstrap only).
 start_chroot_builds() {
 	local r
 	for r in $chroot_builds; do
@@ -65,8 +63,7 @@ start_chroot_builds() {
 			continue
 		fi
 		echo "check: building the $r chroot in the background"
-		nice -n 10 bash "$VMDIR/chroot.sh" "$r" </dev/null \
-			>"$out/chroot-$r.log" 2>&1 &
+		bash "$VMDIR/chroot.sh" "$r" </dev/null >"$out/chroot-$r.log" 2>&1 &
 		chroot_pids[$r]=$!
 	done
 }
@@ -103,7 +100,7 @@ for k in $kernels; do
 done
 [ -n "${CHECK_BUILT:-}" ] && touch "$CHECK_BUILT"
 
-# report KVER: KVER's guest has ended: show its console.
+# report KVER: wait for KVER's guest, then show its console.
 report() {
 	local k=$1 logf=$BUILD/$1/console.log
 	wait "${pids[$k]}"
@@ -127,38 +124,22 @@ sid_wait() {
 	echo "check: waited $(($(date +%s) - ws))s for the sid chroot"
 }
 
-# VM_JOBS guests at once; their consoles are shown as they end.
+# VM_JOBS guests at once; their consoles are shown in order as they end.
 # A guest uses 0.7 of this machine's 2 CPUs on average (most tests wait on
 # sleeps and children), so two at once take much less than twice the
 # time; every test is made to pass on the debug kernel, 2-4 times slower.
 # The one exception is the solo lane.
 declare -A pids tiers
-running=()
-# wait_slot N: until fewer than N guests run, report each that has ended,
-# in the order they end (a long guest holds up no slot but its own).
-wait_slot() {
-	local i
-	while [ "${#running[@]}" -ge "$1" ]; do
-		for i in "${!running[@]}"; do
-			kill -0 "${pids[${running[$i]}]}" 2>/dev/null && continue
-			report "${running[$i]}"
-			unset 'running[i]'
-		done
-		[ "${#running[@]}" -ge "$1" ] && sleep 2
-	done
-}
+queue=()
 # solo_lane KVER: KVER's guest runs the cluster limit's whole scenario,
 # whose bounds in time (a job's longest wait, 9.9 s of 13 alone; take-backs
-# within ttl=) want no other guest beside it: it boots first, and the
-# others once it has ended fleet_test.sh, which it runs first
-# (solo_tests; wait_quiet).  Work at the lowest priority may run beside
-# it (make test's host tests and lint, a new machine's debug kernel build:
-# check-all.sh; a new machine's chroots at nice 10): it takes only what
-# the guest leaves (fleet_test.sh beside the host tests and lint at nice
-# 19: the longest wait 9282 ms, 8983 alone, the utilisation 98 % both
-# times).  The rest of the lane, the full tier's other tests, runs beside
-# the other guests: booted last, it was alone for ten minutes on one of
-# the two CPUs (ci53: 618 s, 443 CPU-seconds of QEMU).
+# within ttl=) want no other guest beside it: it is booted last, once the
+# chroots that a new machine builds in the background are built;
+# fleet_test.sh runs first (solo_tests).  Work at the lowest priority may
+# run beside it (make test's host tests and lint, a new machine's debug
+# kernel build: check-all.sh): it takes only what the guest leaves (fleet_test.sh beside the host
+# tests and lint at nice 19: the longest wait 9282 ms, 8983 alone, the
+# utilisation 98 % both times).
 solo_lane() {
 	case $1 in
 	*-rt-amd64) return 1 ;;
@@ -174,8 +155,7 @@ solo_tests() {
 	grep -x fleet_test.sh <<<"$all"
 	grep -vx fleet_test.sh <<<"$all"
 }
-# boot KVER KO [IMAGE]: start KVER's guest once a slot is free (IMAGE: a
-# kernel not in /boot).
+# boot KVER KO [IMAGE]: queue KVER's guest (IMAGE: a kernel not in /boot).
 boot() {
 	local k=$1 ko=$2 image=${3:-} logf=$BUILD/$1/console.log kenv= jobs
 	local tests=${TESTS:-}
@@ -183,7 +163,12 @@ boot() {
 	: >"$logf"
 	inputs+=(label="$k" "$logf")
 	jobs=${VM_JOBS:-2}
-	wait_slot "$jobs"
+	solo_lane "$k" && jobs=1
+	while [ "${#queue[@]}" -ge "$jobs" ] ||
+	      { [ "${#queue[@]}" -gt 0 ] && solo_lane "${queue[0]}"; }; do
+		report "${queue[0]}"
+		queue=("${queue[@]:1}")
+	done
 	tier=kernel
 	{ solo_lane "$k" || [ -n "${CHECK_FULL:-}" ]; } && tier=full
 	tiers[$k]=$tier
@@ -215,74 +200,33 @@ boot() {
 	*)
 		kenv="$kenv WSEM_FUZZ_OPS=300000" ;;
 	esac
-	# 240 s a test program (120 alone): from the solo lane's quiet on, up
-	# to four guests share the two CPUs (two of make check's,
-	# check-distro's and check-debug's).
-	TESTS=$tests WSEM_TIER=$tier TEST_TIMEOUT=${TEST_TIMEOUT:-240} \
+	TESTS=$tests WSEM_TIER=$tier \
 		WSEM_VM_ENV="$kenv${WSEM_VM_ENV:+ $WSEM_VM_ENV}" \
 		bash "$VMDIR/run.sh" ${image:+-I "$image"} -k "$k" -K "$ko" \
 		-m check -l "$logf" >"$out/run-$k.log" 2>&1 &
 	pids[$k]=$!
-	running+=("$k")
+	queue+=("$k")
 }
-# wait_quiet KVER: wait until the solo lane KVER's guest has ended
-# fleet_test.sh (it runs first: solo_tests), or has ended.
-wait_quiet() {
+# quiet_watch KVER: touch CHECK_QUIET once the solo lane KVER's guest has
+# ended fleet_test.sh (it runs first: solo_tests), or has ended.
+quiet_watch() {
 	local k=$1
-	if grep -qx fleet_test.sh <<<"$(solo_tests "${tiers[$k]}")"; then
+	[ -n "${CHECK_QUIET:-}" ] || return 0
+	(
 		while kill -0 "${pids[$k]}" 2>/dev/null &&
 		      ! grep -q 'wsem-vm: end fleet_test\.sh' "$BUILD/$k/console.log"; do
 			sleep 2
 		done
-		echo "check: $k has ended fleet_test.sh: the other guests boot"
-	fi
+		touch "$CHECK_QUIET"
+	) >/dev/null 2>&1 &
 }
-# nice_solo CMD...: CMD (a function too) at nice 19 while a solo lane's
-# guest runs, else as it is.
-nice_solo() {
-	if [ -n "${solo:-}" ] && kill -0 "${pids[$solo]}" 2>/dev/null; then
-		(renice -n 19 -p "$BASHPID" >/dev/null && "$@")
-	else
-		"$@"
-	fi
-}
-# The cluster limit across two guests (twoguest.sh: 6.1 and 6.12 at once,
-# joined by QEMU's socket netdev), once per make check, before the other
-# guests: with the 6.12 lane, when TESTS is unset or names twoguest.sh
-# (not with TWOGUEST=0); 6.1's module is this run's when its lane runs.
-# Its guest b suspends to RAM past a loan's deadline and checks that the
-# job under the loan wrote nothing after the resume; the kernel kills the
-# holder (wsem run) at the resume, and wsem run's close then kills its
-# COMMAND's group, so a loaded host leaves COMMAND a moment to run: run
-# last, beside check-distro's and check-debug's guests, a clean Debian 12
-# chroot's run found a tick written at the resume.  So it runs first, with
-# only the host tests and the background builds beside it.
-k612=$(grep '^6\.12\..*-amd64$' <<<"$kernels" | grep -v -- '-rt-' | tail -n 1)
-k61=$(resolve_kernel 6.1)
-if [ -n "$k612" ] && [ -f "$BUILD/$k612/mod/wsem.ko" ] && [ -n "$k61" ] &&
-   [ "${TWOGUEST:-1}" != 0 ] &&
-   { [ -z "${TESTS:-}" ] || list_tests | grep -qx twoguest.sh; }; then
-	stage "one limit across two guests ($k61 and $k612)"
-	ko61=
-	grep -qx "$k61" <<<"$kernels" && ko61=$BUILD/$k61/mod/wsem.ko
-	bash "$VMDIR/twoguest.sh" -q -a "$k61" ${ko61:+-A "$ko61"} -b "$k612" \
-		-B "$BUILD/$k612/mod/wsem.ko"
-	inputs+=(label=- "$BUILD/twoguest/build.tap"
-		 label="twoguest-a ($k61)" "$BUILD/twoguest/a.log"
-		 label="twoguest-b ($k612)" "$BUILD/twoguest/b.log")
-fi
-
-# The solo lane first.
-solo=
 for k in $kernels; do
 	ko=$BUILD/$k/mod/wsem.ko
-	solo_lane "$k" && [ -f "$ko" ] && boot "$k" "$ko" && solo=$k
+	solo_lane "$k" || { [ -f "$ko" ] && boot "$k" "$ko"; }
 done
 
-# While it runs fleet_test.sh: the other releases' modules, each built in
-# its release's chroot (waited for if it is being built), at nice 19
-# beside the guest; their guests boot after the host's kernels' below.
-declare -A release_boot
+# The other releases' kernels: their chroot (waited for if it is being
+# built), the module built there, the guest booting the chroot's kernel.
 for r in $releases; do
 	stage "the $r chroot"
 	if [ -n "${chroot_pids[$r]:-}" ]; then
@@ -306,8 +250,7 @@ for r in $releases; do
 	head -n 2 "$cdir/build-time"
 	k=$(cat "$cdir/kernel.release")
 	stage "wsem.ko for $k ($r, $(cat "$cdir/gcc"))"
-	WSEM_TEST_KNOBS=y nice_solo build_chroot_module "$cdir" \
-		>"$out/module-$k.log" 2>&1
+	WSEM_TEST_KNOBS=y build_chroot_module "$cdir" >"$out/module-$k.log" 2>&1
 	st=$?
 	# A release whose compiler moved (sid's gcc, daily) and now warns:
 	# one line that says so and what to do, before the build's log.
@@ -319,22 +262,34 @@ for r in $releases; do
 	echo "check: $r: module built in $(($(date +%s) - cs))s"
 	ko=$BUILD/$k/mod/wsem.ko
 	chroot_booted "$r" || continue
-	[ -f "$ko" ] && release_boot[$r]="$k $ko $cdir/root/boot/vmlinuz-$k"
+	[ -f "$ko" ] && boot "$k" "$ko" "$cdir/root/boot/vmlinuz-$k"
 done
-
-# Then the other guests, two at a time, once the solo lane has ended
-# fleet_test.sh: the host's kernels, then the releases'.
-[ -n "$solo" ] && wait_quiet "$solo"
-[ -z "${CHECK_QUIET:-}" ] || touch "$CHECK_QUIET"
 for k in $kernels; do
 	ko=$BUILD/$k/mod/wsem.ko
-	solo_lane "$k" || { [ -f "$ko" ] && boot "$k" "$ko"; }
+	solo_lane "$k" && [ -f "$ko" ] && boot "$k" "$ko" && quiet_watch "$k"
 done
-for r in $releases; do
-	# shellcheck disable=SC2086 # KVER KO IMAGE
-	[ -n "${release_boot[$r]:-}" ] && boot ${release_boot[$r]}
+for k in "${queue[@]}"; do
+	report "$k"
 done
-wait_slot 1
+
+# The cluster limit across two guests (twoguest.sh: 6.1 and 6.12 at once,
+# joined by QEMU's socket netdev), once per make check, after the other
+# guests: with the 6.12 lane, when TESTS is unset or names twoguest.sh
+# (not with TWOGUEST=0); 6.1's module is this run's when its lane ran.
+k612=$(grep '^6\.12\..*-amd64$' <<<"$kernels" | grep -v -- '-rt-' | tail -n 1)
+k61=$(resolve_kernel 6.1)
+if [ -n "$k612" ] && [ -f "$BUILD/$k612/mod/wsem.ko" ] && [ -n "$k61" ] &&
+   [ "${TWOGUEST:-1}" != 0 ] &&
+   { [ -z "${TESTS:-}" ] || list_tests | grep -qx twoguest.sh; }; then
+	stage "one limit across two guests ($k61 and $k612)"
+	ko61=
+	grep -qx "$k61" <<<"$kernels" && ko61=$BUILD/$k61/mod/wsem.ko
+	bash "$VMDIR/twoguest.sh" -q -a "$k61" ${ko61:+-A "$ko61"} -b "$k612" \
+		-B "$BUILD/$k612/mod/wsem.ko"
+	inputs+=(label=- "$BUILD/twoguest/build.tap"
+		 label="twoguest-a ($k61)" "$BUILD/twoguest/a.log"
+		 label="twoguest-b ($k612)" "$BUILD/twoguest/b.log")
+fi
 
 stage "summary ($(($(date +%s) - t0))s)"
 awk -v expected="$EXPECTED_SKIPS" -f "$VMDIR/summary.awk" "${inputs[@]}"
