@@ -270,12 +270,12 @@ check $? "podman: podman kill a returns a1's weight: b1 and c1 start"
 # so the check's name shows what was read only when it fails.
 order=$(grant_order)
 ev "the kernel's grants, in order: $order"
+name="podman: the kernel granted in queue order: host a b c"
 case $order in
-"host a b c "*)
-	check 0 "podman: the kernel granted in queue order: host a b c" ;;
-*)
-	check 1 "podman: the kernel granted in queue order: host a b c (got $order)" ;;
+"host a b c "*) st=0 ;;
+*) st=1 name="$name (got $order)" ;;
 esac
+check $st "$name"
 
 # Everything left runs to its end (a minute is plenty: what stays, a
 # stuck queue, is a failure).

@@ -555,9 +555,15 @@ show_guest() {
 }
 
 # nice_of PID: PID's niceness, from /proc (no procps needed): the 19th
-# field of its stat, the 17th after the command's closing parenthesis.
+# field of its stat, the 17th after the command's closing parenthesis,
+# read as children_cpu reads its fields.
 nice_of() {
-	sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d ' ' -f 17
+	local s
+	read -r s 2>/dev/null <"/proc/$1/stat" || return 0
+	s=${s##*) }
+	# shellcheck disable=SC2086 # the fields, from the state on
+	set -- $s
+	echo "${17}"
 }
 
 # cache_root NAME OVERRIDE: the folder of the machine's cache NAME:

@@ -17,8 +17,9 @@ renice_tree() {
 	for t in "/proc/$2/task/"*; do
 		renice -n "$1" -p "${t##*/}" >/dev/null 2>&1
 	done
-	# Each thread's children, from /proc (a machine without procps
-	# has no pgrep: a clean Debian 12 chroot reniced PID alone).
+	# Each thread's children, from /proc (CONFIG_PROC_CHILDREN, which
+	# Debian's kernels have), not pgrep: a clean Debian 12 chroot has
+	# no procps, and reniced PID alone.
 	for c in $(cat "/proc/$2/task/"*/children 2>/dev/null); do
 		renice_tree "$1" "$c"
 	done
