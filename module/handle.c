@@ -97,6 +97,29 @@ static void wsem_unbind(struct wsem_handle *h)
 }
 
 /**
+ * wsem_swap_kill_pgrp() - set the process group a bound handle's lease kills
+ * @h: the bound handle
+ * @pgrp: the new group (its reference passes to @h), or NULL
+ *
+ * Under the tree's lock, against an end of holders sending to the group
+ * it reads there (wsem_kill_holders()).
+ *
+ * Context: Process context.
+ * Return: the group @h had, whose reference passes to the caller, or NULL.
+ */
+struct pid *wsem_swap_kill_pgrp(struct wsem_handle *h, struct pid *pgrp)
+{
+	struct wsem *sem = wsem_handle_sem(h);
+	struct pid *old;
+
+	spin_lock(sem->lock);
+	old = h->kill_pgrp;
+	h->kill_pgrp = pgrp;
+	spin_unlock(sem->lock);
+	return old;
+}
+
+/**
  * wsem_handle_close() - give back all a handle holds and drop it
  * @h: the handle, bound or not, with nobody left inside a call on it
  *
@@ -108,8 +131,9 @@ static void wsem_unbind(struct wsem_handle *h)
  */
 void wsem_handle_close(struct wsem_handle *h)
 {
-	struct pid *pgrp = xchg(&h->kill_pgrp, NULL);
 	struct wsem *sem = h->sem;
+	/* Only a bound handle has one; no call on @h can set it now. */
+	struct pid *pgrp = h->kill_pgrp ? wsem_swap_kill_pgrp(h, NULL) : NULL;
 
 	if (pgrp) {
 		kill_pgrp(pgrp, SIGKILL, 1);

@@ -10,10 +10,12 @@
  * to the holding handles' sharers (wsem_kill_sharers(), sem.c).
  *
  * Locking: a loan changes under its semaphore's tree's lock, sem->lock.
- * Under it, kill_pid() takes the holder's sighand lock, and hrtimer_start()
- * and hrtimer_try_to_cancel() the timer's base lock; the timer's callback
- * takes no lock of ours.  The loan is allocated before the lock is taken,
- * and wsem_loan_free() waits for the timer and the work item without it.
+ * Under it, kill_pid() takes the holder's sighand lock, kill_pgrp()
+ * tasklist_lock for reading and each member's sighand lock, and
+ * hrtimer_start() and hrtimer_try_to_cancel() the timer's base lock; the
+ * timer's callback takes no lock of ours.  The loan is allocated before
+ * the lock is taken, and wsem_loan_free() waits for the timer and the work
+ * item without it.
  *
  * Calls sem.c (the shrink a withdrawal is, and the grants after it) and
  * params.c (a test knob).
@@ -52,13 +54,16 @@ static struct wsem *wsem_next_below(struct wsem *s, struct wsem *top)
 /*
  * The close of a lender of WSEM_LEND_END_HOLDERS, or its loan's deadline:
  * send SIGKILL to the thread group that last acquired through each handle
- * holding weight on @sem or on one of its descendants, with the kernel's
- * privilege (kill_pid()'s priv: the lender had CAP_KILL).  Called under
- * the tree's lock in the same hold that withdraws the loan, so that no
- * holder is granted between the two and none is granted from the loan
- * being withdrawn; sending one takes only the target's sighand lock,
- * which nothing holds while taking a tree's lock.  A holder dies, and
- * gives its weight back, when the signal is delivered.
+ * holding weight on @sem or on one of its descendants, and to the handle's
+ * kill group (WSEM_IOC_SET_KILL: what `wsem run` holds for, which would
+ * otherwise die only at the holder's close, after its death), with the
+ * kernel's privilege (kill_pid()'s and kill_pgrp()'s priv: the lender had
+ * CAP_KILL).  Called under the tree's lock in the same hold that withdraws
+ * the loan, so that no holder is granted between the two and none is
+ * granted from the loan being withdrawn; sending takes the targets'
+ * sighand locks, and for a group tasklist_lock for reading, which nothing
+ * holds while taking a tree's lock.  A holder dies, and gives its weight
+ * back, when the signal is delivered.
  *
  * A handle is shared by every process that has its file: one that
  * inherited it (fork after the acquire) or received it (SCM_RIGHTS) holds
@@ -80,6 +85,8 @@ static void wsem_kill_holders(struct wsem *sem, struct wsem_wake *wake)
 				continue;
 			if (holder->pid)
 				kill_pid(holder->pid, SIGKILL, 1);
+			if (holder->kill_pgrp)
+				kill_pgrp(holder->kill_pgrp, SIGKILL, 1);
 			if (!holder->file)
 				continue;
 			if (!wake->doomed) {

@@ -895,7 +895,10 @@ static int wsem_kill_allowed(struct pid *pgrp)
  * held struct pid then reaches nobody.  wsem_handle_close() sends the
  * SIGKILL, with the kernel's privilege (kill_pgrp()'s priv), before the
  * handle gives back what it holds: no member runs on without the lease
- * but for the moment the kill takes to be delivered.  A fork racing with
+ * but for the moment the kill takes to be delivered.  So does an end of
+ * holders that finds the handle holding weight (wsem_kill_holders()), in
+ * the hold of the lock that withdraws the loan, not at the holder's
+ * close after its death.  A fork racing with
  * the kill fails (copy_process() checks for a pending fatal signal under
  * the lock kill_pgrp() takes), so a member cannot leave a child behind.
  * It changes what happens to others when the lease ends, so it needs a
@@ -930,7 +933,7 @@ static int wsem_ioctl_set_kill(struct wsem_handle *h, void __user *uarg)
 			return ret;
 		}
 	}
-	put_pid(xchg(&h->kill_pgrp, pgrp));
+	put_pid(wsem_swap_kill_pgrp(h, pgrp));
 	return 0;
 }
 

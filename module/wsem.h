@@ -91,10 +91,12 @@
  *                         files; taken under an internal handle's
  *                         h->wqh.lock by the relay of its request's end
  *                         (wsem_js_relay())
- *   sighand->siglock      the kernel's, taken by kill_pid() under
- *                         sem->lock when a lender of WSEM_LEND_END_HOLDERS
- *                         closes or its loan's deadline passes
- *                         (wsem_kill_holders()); no lock of ours under it
+ *   tasklist_lock (read), the kernel's: kill_pgrp() takes both, kill_pid()
+ *   sighand->siglock      the siglock alone, under sem->lock when a lender of
+ *                         WSEM_LEND_END_HOLDERS closes or its loan's
+ *                         deadline passes (wsem_kill_holders()): the
+ *                         holders and their handles' kill groups; no lock
+ *                         of ours under them
  *   hrtimer base lock     the kernel's, taken by hrtimer_start() and
  *                         hrtimer_try_to_cancel() under sem->lock to arm
  *                         a loan's deadline (wsem_lend()); its callback
@@ -493,8 +495,11 @@ enum wsem_spin_end {
  * @text: what read(2) reads: taken at offset 0, kept for reads further
  *	on, so that a text read in pieces is one state (kvmalloc()ed)
  * @text_len: its length
- * @kill_pgrp: the process group its close kills (WSEM_IOC_SET_KILL; holds
- *	a reference), or NULL; swapped with xchg()
+ * @kill_pgrp: the process group its close kills, and an end of holders
+ *	that finds it holding weight (WSEM_IOC_SET_KILL; holds a reference),
+ *	or NULL; set only on a bound handle, under @sem->lock
+ *	(wsem_swap_kill_pgrp()), so that it stays alive while an end of
+ *	holders sends to it under that lock
  * @loan: the deadline of its loan, allocated by its first WSEM_IOC_LEND with
  *	WSEM_LEND_DEADLINE and set under @sem->lock, freed at its close; or
  *	NULL
@@ -706,6 +711,7 @@ static inline struct wsem *wsem_waiter_sem(const struct wsem_waiter *w)
 /* handle.c: handles */
 struct wsem_handle *wsem_handle_alloc(void);
 void wsem_handle_close(struct wsem_handle *h);
+struct pid *wsem_swap_kill_pgrp(struct wsem_handle *h, struct pid *pgrp);
 
 /* main.c: /dev/wsem and its ioctls */
 extern const struct file_operations wsem_fops;

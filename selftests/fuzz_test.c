@@ -232,6 +232,7 @@ struct shared {
 	uint64_t loans_opened;		/* OPENs with WSEM_OPEN_LOANS */
 	uint64_t rounds;		/* lender rounds finished */
 	uint64_t round_kills;		/* ... lenders SIGKILLed */
+	uint64_t kill_groups;		/* ... holders' kill groups ended */
 	uint64_t rdband;		/* ... POLLRDBANDs, as modelled */
 	uint64_t woken;			/* ... sleeping pollers woken */
 	uint64_t woken_max_ns;		/* ... the longest such sleep */
@@ -3449,6 +3450,113 @@ static void round_obs(struct round *rd)
 	rd->obs_held = !want;
 }
 
+/*
+ * A holding handle's kill group (WSEM_IOC_SET_KILL, COMMAND's under `wsem
+ * run`) ends in the step that withdraws a loan of WSEM_LEND_END_HOLDERS,
+ * at its lender's close or at its deadline, though the handle is not
+ * closed: its holder keeps it, or has sent it into a unix socket's queue,
+ * where no file table has it; the group's leader closed its copy (as
+ * COMMAND's exec does), so it is no sharer.  On an anonymous semaphore of its own, as
+ * root (CAP_KILL); this process is the subreaper of the group's leader.
+ */
+static void round_kill_group(struct rng *r)
+{
+	struct wsem_lend_args l = {
+		.size = sizeof(l), .flags = WSEM_LEND_END_HOLDERS,
+		.capacity = 1,
+	};
+	struct wsem_kill_args k = { .size = sizeof(k) };
+	bool in_flight = chance(r, 50), by_deadline = chance(r, 50);
+	int fd, lender, sv[2], p[2], hst = 0, gst = 0;
+	pid_t h, g = 0;
+	int64_t end;
+
+	if (geteuid() || prctl(PR_SET_CHILD_SUBREAPER, 1))
+		return;
+	fd = open_anon(-1, 1, O_RDWR);
+	lender = fd < 0 ? -1 : wsem_reopen(fd, O_CLOEXEC);
+	if (lender < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0,
+				     sv))
+		_exit(0);
+	if (pipe2(p, O_CLOEXEC))
+		_exit(0);
+	h = fork();
+	if (h == 0) {
+		int mine = wsem_reopen(fd, O_CLOEXEC);
+
+		close(lender);	/* the lender's close is the parent's alone */
+		if (mine < 0 || wsem_acquire(mine, 1))
+			_exit(1);
+		g = fork();
+		if (g == 0) {
+			/* As COMMAND after its exec: not a sharer. */
+			close(mine);
+			setpgid(0, 0);
+			for (;;)
+				pause();
+		}
+		k.pgid = g;
+		if (g < 0 || setpgid(g, g) ||
+		    ioctl(mine, WSEM_IOC_SET_KILL, &k))
+			_exit(1);
+		if (in_flight && (send_fd(sv[0], mine, 0) || close(mine)))
+			_exit(1);
+		if (write(p[1], &g, sizeof(g)) != sizeof(g))
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(p[1]);
+	if (h < 0 || read(p[0], &g, sizeof(g)) != sizeof(g) || g <= 0) {
+		/* ENOMEM, EAGAIN: no scenario, no check */
+		if (h > 0) {
+			kill(h, SIGKILL);
+			waitpid(h, NULL, 0);
+		}
+		_exit(0);
+	}
+	if (by_deadline) {
+		l.flags |= WSEM_LEND_DEADLINE;
+		l.deadline_ns = clock_ns(CLOCK_BOOTTIME) + below(r, 20) * MSEC +
+				MSEC;
+	}
+	if (ioctl(lender, WSEM_IOC_LEND, &l))
+		violation("kill group: LEND with END_HOLDERS: %s",
+			  strerror(errno));
+	if (!by_deadline)
+		close(lender);
+	end = now_ns() + RND_WAIT;
+	while (now_ns() < end && (!hst || !gst)) {
+		if (!hst && waitpid(h, &hst, WNOHANG) != h)
+			hst = 0;
+		if (!gst && waitpid(g, &gst, WNOHANG) != g)
+			gst = 0;
+		usleep(1000);
+	}
+	if (!hst || !WIFSIGNALED(hst) || WTERMSIG(hst) != SIGKILL ||
+	    !gst || !WIFSIGNALED(gst) || WTERMSIG(gst) != SIGKILL)
+		violation("kill group: the %s of a loan of END_HOLDERS left "
+			  "the holder %s, its kill group %s (handle %s)",
+			  by_deadline ? "deadline" : "lender's close",
+			  hst ? "ended" : "alive", gst ? "ended" : "alive",
+			  in_flight ? "in flight" : "kept");
+	else
+		add(&sh->kill_groups, 1);
+	if (!hst) {
+		kill(h, SIGKILL);
+		waitpid(h, NULL, 0);
+	}
+	if (!gst) {
+		kill(g, SIGKILL);
+		waitpid(g, NULL, 0);
+	}
+	close(sv[0]);
+	close(sv[1]);
+	close(fd);
+	if (by_deadline)
+		close(lender);
+}
+
 static void __attribute__((noreturn)) lender_round(struct rng *r)
 {
 	struct round rd = { .obs = -1, .w = -1, .step = "opened" };
@@ -3539,6 +3647,8 @@ static void __attribute__((noreturn)) lender_round(struct rng *r)
 	rd.step = "every lender closed";
 	round_check(&rd, r);
 	add(&sh->rounds, 1);
+	if (chance(r, 50))
+		round_kill_group(r);
 	_exit(0);
 }
 
@@ -4027,7 +4137,8 @@ TEST_F_TIMEOUT(fuzz, ioctls, 1800)
 	       "them with END_HOLDERS, %llu with a deadline), %llu opens "
 	       "with LOANS; %llu lender rounds (%llu lenders SIGKILLed, "
 	       "%llu POLLRDBANDs as the model said, %llu sleeping pollers "
-	       "woken by one, after %.1f ms at most)",
+	       "woken by one, after %.1f ms at most; %llu holders' kill "
+	       "groups ended with a loan of END_HOLDERS)",
 	       (unsigned long long)sh->lends,
 	       (unsigned long long)sh->withdrawn,
 	       (unsigned long long)sh->end_lends,
@@ -4036,7 +4147,8 @@ TEST_F_TIMEOUT(fuzz, ioctls, 1800)
 	       (unsigned long long)sh->rounds,
 	       (unsigned long long)sh->round_kills,
 	       (unsigned long long)sh->rdband,
-	       (unsigned long long)sh->woken, sh->woken_max_ns / 1e6);
+	       (unsigned long long)sh->woken, sh->woken_max_ns / 1e6,
+	       (unsigned long long)sh->kill_groups);
 	TH_LOG("trees: %llu children made by OPEN, %llu ELOOPs, %llu chains "
 	       "%u deep checked, %llu gangs granted (%llu entries); "
 	       "%lld queues lost their first to a shrink "

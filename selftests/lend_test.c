@@ -18,7 +18,8 @@
  *  - a lender of WSEM_LEND_END_HOLDERS (CAP_KILL) kills, when its file is
  *    released, every process that holds weight on the semaphore or on a
  *    child of it (each that has a holding handle's file, also one that
- *    never acquired through it), and nobody else; a LEND without the flag
+ *    never acquired through it) and each holding handle's kill group
+ *    (WSEM_IOC_SET_KILL), and nobody else; a LEND without the flag
  *    forgets it;
  *  - a loan with a deadline (WSEM_LEND_DEADLINE, CLOCK_BOOTTIME in the
  *    caller's time namespace) is withdrawn by the kernel when it passes
@@ -45,6 +46,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -768,6 +770,80 @@ TEST_F(end, end_holders_kills_every_sharer_of_a_holding_handle)
 	EXPECT_TRUE(killed_or_ended(b)) {
 		TH_LOG("the child that shares the handle lives on");
 	}
+	EXPECT_EQ(0, stat_of(self->fd).used);
+	ASSERT_EQ(0, prctl(PR_SET_CHILD_SUBREAPER, 0));
+}
+
+/* WSEM_IOC_SET_KILL of @pgid on @fd: 0, or -1 and errno. */
+static int set_kill(int fd, pid_t pgid)
+{
+	struct wsem_kill_args k = { .size = sizeof(k), .pgid = pgid };
+
+	return ioctl(fd, WSEM_IOC_SET_KILL, &k);
+}
+
+/*
+ * A holding handle's kill group (WSEM_IOC_SET_KILL: COMMAND's group under
+ * `wsem run`) is killed with the holders, in the step that withdraws the
+ * loan, not at the handle's close after its holder's death.  Here nothing
+ * closes the handle: its holder sent it into a unix socket's queue, where
+ * no file table has it (no sharer's death closes it), and stays to be
+ * killed; the group's leader closed its copy, as COMMAND's exec does
+ * wsem's close-on-exec handle, so it is no sharer either.  Before the group was killed in that step it lived on until the
+ * socket was closed.  The test process is the subreaper that reaps the
+ * group's orphaned leader.
+ */
+TEST_F(end, end_holders_kills_a_holding_handles_kill_group)
+{
+	int sv[2], ready[2], i;
+	pid_t a, g;
+
+	ASSERT_EQ(0, prctl(PR_SET_CHILD_SUBREAPER, 1));
+	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+	ASSERT_EQ(0, pipe(ready));
+	ASSERT_EQ(0, lend_flags(self->lender, 3, WSEM_LEND_END_HOLDERS));
+	a = fork();
+	ASSERT_LE(0, a);
+	if (!a) {
+		int fd = wsem_reopen(self->fd, 0);
+
+		close(ready[0]);
+		close(self->lender);
+		if (fd < 0 || wsem_acquire(fd, 2))
+			_exit(1);
+		g = fork();
+		if (g < 0)
+			_exit(1);
+		if (!g) {
+			/* As COMMAND after its exec: not a sharer. */
+			close(fd);
+			setpgid(0, 0);
+			for (;;)
+				pause();
+		}
+		if (setpgid(g, g) || set_kill(fd, g) ||
+		    send_fd(sv[0], fd, 0) || close(fd))
+			_exit(1);
+		if (write(ready[1], &g, sizeof(g)) != sizeof(g))
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(ready[1]);
+	ASSERT_EQ(sizeof(g), read(ready[0], &g, sizeof(g)));
+	close(ready[0]);
+	EXPECT_EQ(2, stat_of(self->fd).used);
+	ASSERT_EQ(0, close_lender(&self->lender));
+	EXPECT_TRUE(killed_within(a));
+	EXPECT_TRUE(killed_or_ended(g)) {
+		TH_LOG("the holding handle's kill group lives on");
+	}
+	/* The handle, in flight, holds its weight until the socket goes. */
+	EXPECT_EQ(2, stat_of(self->fd).used);
+	close(sv[0]);
+	close(sv[1]);
+	for (i = 0; i < 100 && stat_of(self->fd).used; i++)
+		usleep(10000);
 	EXPECT_EQ(0, stat_of(self->fd).used);
 	ASSERT_EQ(0, prctl(PR_SET_CHILD_SUBREAPER, 0));
 }

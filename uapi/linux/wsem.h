@@ -371,9 +371,10 @@ struct wsem_lend_args {
  * WSEM_IOC_LEND flags.  WSEM_LEND_END_HOLDERS: when the handle's file is
  * released (however its process dies), SIGKILL goes first to the thread
  * group that last acquired through each handle that holds weight on the
- * semaphore or on one of its descendants, then to every other process
- * that has such a handle open (fork after the acquire, SCM_RIGHTS); a
- * call without it forgets it.
+ * semaphore or on one of its descendants, and to that handle's process
+ * group of WSEM_IOC_SET_KILL, then to every other process that has such
+ * a handle open (fork after the acquire, SCM_RIGHTS); a call without it
+ * forgets it.
  * For an agent whose loan is only good while it lives (a cluster share
  * under its etcd lease).  Needs CAP_KILL.
  *
