@@ -233,6 +233,7 @@ struct shared {
 	uint64_t rounds;		/* lender rounds finished */
 	uint64_t round_kills;		/* ... lenders SIGKILLed */
 	uint64_t kill_groups;		/* ... holders' kill groups ended */
+	uint64_t kill_group_max_ns;	/* ... the longest until both reaped */
 	uint64_t rdband;		/* ... POLLRDBANDs, as modelled */
 	uint64_t woken;			/* ... sleeping pollers woken */
 	uint64_t woken_max_ns;		/* ... the longest such sleep */
@@ -3469,7 +3470,7 @@ static void round_kill_group(struct rng *r)
 	bool in_flight = chance(r, 50), by_deadline = chance(r, 50);
 	int fd, lender, sv[2], p[2], hst = 0, gst = 0, err;
 	pid_t h, g = 0;
-	int64_t end;
+	int64_t end, t;
 
 	if (geteuid() || prctl(PR_SET_CHILD_SUBREAPER, 1))
 		return;
@@ -3536,7 +3537,8 @@ static void round_kill_group(struct rng *r)
 	if (!by_deadline)
 		close(lender);
 	/* Whether they die at all: unkilled, the group lived on. */
-	end = now_ns() + 5 * NSEC;
+	t = now_ns();
+	end = t + 5 * NSEC;
 	while (now_ns() < end && (!hst || !gst)) {
 		if (!hst && waitpid(h, &hst, WNOHANG) != h)
 			hst = 0;
@@ -3553,6 +3555,10 @@ static void round_kill_group(struct rng *r)
 			  in_flight ? "in flight" : "kept");
 	else
 		add(&sh->kill_groups, 1);
+	t = now_ns() - t;
+	if ((uint64_t)t > __atomic_load_n(&sh->kill_group_max_ns,
+					  __ATOMIC_RELAXED))
+		__atomic_store_n(&sh->kill_group_max_ns, t, __ATOMIC_RELAXED);
 	if (!hst) {
 		kill(h, SIGKILL);
 		waitpid(h, NULL, 0);
@@ -4149,7 +4155,8 @@ TEST_F_TIMEOUT(fuzz, ioctls, 1800)
 	       "with LOANS; %llu lender rounds (%llu lenders SIGKILLed, "
 	       "%llu POLLRDBANDs as the model said, %llu sleeping pollers "
 	       "woken by one, after %.1f ms at most; %llu holders' kill "
-	       "groups ended with a loan of END_HOLDERS)",
+	       "groups ended with a loan of END_HOLDERS, both reaped "
+	       "after %.1f ms at most)",
 	       (unsigned long long)sh->lends,
 	       (unsigned long long)sh->withdrawn,
 	       (unsigned long long)sh->end_lends,
@@ -4159,7 +4166,8 @@ TEST_F_TIMEOUT(fuzz, ioctls, 1800)
 	       (unsigned long long)sh->round_kills,
 	       (unsigned long long)sh->rdband,
 	       (unsigned long long)sh->woken, sh->woken_max_ns / 1e6,
-	       (unsigned long long)sh->kill_groups);
+	       (unsigned long long)sh->kill_groups,
+	       sh->kill_group_max_ns / 1e6);
 	TH_LOG("trees: %llu children made by OPEN, %llu ELOOPs, %llu chains "
 	       "%u deep checked, %llu gangs granted (%llu entries); "
 	       "%lld queues lost their first to a shrink "
