@@ -3457,8 +3457,9 @@ static void round_obs(struct round *rd)
  * at its lender's close or at its deadline, though the handle is not
  * closed: its holder keeps it, or has sent it into a unix socket's queue,
  * where no file table has it; the group's leader closed its copy (as
- * COMMAND's exec does), so it is no sharer.  On an anonymous semaphore of its own, as
- * root (CAP_KILL); this process is the subreaper of the group's leader.
+ * COMMAND's exec does), so it is no sharer (fork_holder_and_child()).  On
+ * an anonymous semaphore of its own, as root (CAP_KILL); this process is
+ * the subreaper of the group's leader.
  */
 static void round_kill_group(struct rng *r)
 {
@@ -3466,9 +3467,8 @@ static void round_kill_group(struct rng *r)
 		.size = sizeof(l), .flags = WSEM_LEND_END_HOLDERS,
 		.capacity = 1,
 	};
-	struct wsem_kill_args k = { .size = sizeof(k) };
 	bool in_flight = chance(r, 50), by_deadline = chance(r, 50);
-	int fd, lender, sv[2], p[2], hst = 0, gst = 0, err;
+	int fd, lender, sv[2], hst = 0, gst = 0, err;
 	pid_t h, g = 0;
 	int64_t end, t;
 
@@ -3479,43 +3479,10 @@ static void round_kill_group(struct rng *r)
 	if (lender < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0,
 				     sv))
 		_exit(0);
-	if (pipe2(p, O_CLOEXEC))
-		_exit(0);
-	h = fork();
-	if (h == 0) {
-		int mine = wsem_reopen(fd, O_CLOEXEC);
-
-		close(lender);	/* the lender's close is the parent's alone */
-		if (mine < 0 || wsem_acquire(mine, 1))
-			_exit(1);
-		g = fork();
-		if (g == 0) {
-			/* As COMMAND after its exec: not a sharer. */
-			close(mine);
-			setpgid(0, 0);
-			for (;;)
-				pause();
-		}
-		k.pgid = g;
-		if (g < 0 || setpgid(g, g) ||
-		    ioctl(mine, WSEM_IOC_SET_KILL, &k))
-			_exit(1);
-		if (in_flight && (send_fd(sv[0], mine, 0) || close(mine)))
-			_exit(1);
-		if (write(p[1], &g, sizeof(g)) != sizeof(g))
-			_exit(1);
-		for (;;)
-			pause();
-	}
-	close(p[1]);
-	if (h < 0 || read(p[0], &g, sizeof(g)) != sizeof(g) || g <= 0) {
-		/* ENOMEM, EAGAIN: no scenario, no check */
-		if (h > 0) {
-			kill(h, SIGKILL);
-			waitpid(h, NULL, 0);
-		}
-		_exit(0);
-	}
+	h = fork_holder_and_child(fd, lender, 1, true, in_flight ? sv[0] : -1,
+				  &g);
+	if (h < 0 || g <= 0)
+		_exit(0);	/* ENOMEM, EAGAIN: no scenario, no check */
 	if (by_deadline) {
 		l.flags |= WSEM_LEND_DEADLINE;
 		l.deadline_ns = clock_ns(CLOCK_BOOTTIME) + below(r, 20) * MSEC +

@@ -222,14 +222,6 @@ static int anon_handle(void)
 	return fd;
 }
 
-/* WSEM_IOC_SET_KILL of @pgid on @fd: 0, or the errno. */
-static int set_kill(int fd, pid_t pgid)
-{
-	struct wsem_kill_args k = { .size = sizeof(k), .pgid = pgid };
-
-	return ioctl(fd, WSEM_IOC_SET_KILL, &k) ? errno : 0;
-}
-
 /*
  * A child that, in a process group of its own when @own_group (made by
  * both sides), forks a grandchild (its pid in *@grandchild) and both

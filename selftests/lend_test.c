@@ -726,68 +726,6 @@ TEST_F(end, end_holders_ends_the_lenders_subtree_and_no_more)
 	close(c1);
 }
 
-/* WSEM_IOC_SET_KILL of @pgid on @fd: 0, or -1 and errno. */
-static int set_kill(int fd, pid_t pgid)
-{
-	struct wsem_kill_args k = { .size = sizeof(k), .pgid = pgid };
-
-	return ioctl(fd, WSEM_IOC_SET_KILL, &k);
-}
-
-/*
- * A forked holder of 2 on @fd's semaphore, through a handle of its own,
- * which forks a child that pauses and tells the caller its pid in
- * *@child.  With @sock < 0 the child shares the holding handle.  Else the
- * child leads a process group of its own, named on the handle by
- * WSEM_IOC_SET_KILL, and has closed its copy (as COMMAND's exec closes
- * wsem's close-on-exec handle), and the holder sends the handle into the
- * unix socket @sock, which keeps it in its queue, and closes it: no file
- * table has it then, and nothing closes it until the socket goes.
- */
-static pid_t fork_holder_and_child(int fd, int lender, int sock,
-				   pid_t *child)
-{
-	int ready[2];
-	pid_t a, b;
-
-	if (pipe(ready))
-		return -1;
-	a = fork();
-	if (!a) {
-		close(ready[0]);
-		close(lender);
-		fd = wsem_reopen(fd, 0);
-		if (fd < 0 || wsem_acquire(fd, 2))
-			_exit(1);
-		b = fork();
-		if (b < 0)
-			_exit(1);
-		if (!b) {
-			if (sock >= 0) {
-				close(fd);
-				setpgid(0, 0);
-			}
-			for (;;)
-				pause();
-		}
-		if (sock >= 0 && (setpgid(b, b) || set_kill(fd, b) ||
-				  send_fd(sock, fd, 0) || close(fd)))
-			_exit(1);
-		if (write(ready[1], &b, sizeof(b)) != sizeof(b))
-			_exit(1);
-		for (;;)
-			pause();
-	}
-	close(ready[1]);
-	if (a > 0 && read(ready[0], child, sizeof(*child)) != sizeof(*child)) {
-		kill(a, SIGKILL);
-		waitpid(a, NULL, 0);
-		a = -1;
-	}
-	close(ready[0]);
-	return a;
-}
-
 /*
  * Every process that shares a holding handle is ended, not only the one
  * that acquired through it: a child forked after the acquire holds the
@@ -800,7 +738,7 @@ TEST_F(end, end_holders_kills_every_sharer_of_a_holding_handle)
 
 	ASSERT_EQ(0, prctl(PR_SET_CHILD_SUBREAPER, 1));
 	ASSERT_EQ(0, lend_flags(self->lender, 3, WSEM_LEND_END_HOLDERS));
-	a = fork_holder_and_child(self->fd, self->lender, -1, &b);
+	a = fork_holder_and_child(self->fd, self->lender, 2, false, -1, &b);
 	ASSERT_LT(0, a);
 	EXPECT_EQ(2, stat_of(self->fd).used);
 	ASSERT_EQ(0, close_lender(&self->lender));
@@ -829,7 +767,8 @@ TEST_F(end, end_holders_kills_a_holding_handles_kill_group)
 	ASSERT_EQ(0, prctl(PR_SET_CHILD_SUBREAPER, 1));
 	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
 	ASSERT_EQ(0, lend_flags(self->lender, 3, WSEM_LEND_END_HOLDERS));
-	a = fork_holder_and_child(self->fd, self->lender, sv[0], &g);
+	a = fork_holder_and_child(self->fd, self->lender, 2, true, sv[0],
+				   &g);
 	ASSERT_LT(0, a);
 	EXPECT_EQ(2, stat_of(self->fd).used);
 	ASSERT_EQ(0, close_lender(&self->lender));

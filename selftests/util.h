@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Helpers that more than one selftest needs: passing a descriptor over a
- * unix socket, a raw WSEM_IOC_OPEN and a stat as a value, one-line files in /proc, /sys and cgroupfs, "key: value"
- * text (fdinfo, a wsemfs handle's read), the monotonic clock, a seeded
- * random generator, numbers from the environment, and tracefs.  All static
+ * unix socket, a raw WSEM_IOC_OPEN and a stat as a value, one-line files
+ * in /proc, /sys and cgroupfs, "key: value" text (fdinfo, a wsemfs
+ * handle's read), the monotonic clock, a seeded random generator, numbers
+ * from the environment, tracefs, WSEM_IOC_SET_KILL, and a forked holder
+ * with a child (a sharer of its handle, or its kill group).  All static
  * inline, so a test that uses some of them builds without warnings about
  * the others.
  */
@@ -15,12 +17,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/statfs.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -357,6 +361,72 @@ static inline int tracefs(void)
 	    mount("tracefs", TRACEFS, "tracefs", 0, NULL))
 		return -1;
 	return write_file(TRACEFS "/options/record-cmd", "0");
+}
+
+/* WSEM_IOC_SET_KILL of @pgid on @fd: 0, or the errno. */
+static inline int set_kill(int fd, pid_t pgid)
+{
+	struct wsem_kill_args k = { .size = sizeof(k), .pgid = pgid };
+
+	return ioctl(fd, WSEM_IOC_SET_KILL, &k) ? errno : 0;
+}
+
+/*
+ * A forked holder of @weight on @fd's semaphore, through a handle of its
+ * own (its copy of @lender closed), which forks a child that pauses and
+ * tells the caller its pid in *@child; the holder's pid, or -1.  Without
+ * @kill_group the child shares the holding handle.  With it the child
+ * leads a process group of its own, named on the handle by
+ * WSEM_IOC_SET_KILL, and has closed its copy (as COMMAND's exec closes
+ * `wsem run`'s close-on-exec handle): no sharer.  With @sock >= 0 the
+ * holder then sends the handle into the unix socket @sock, which keeps it
+ * in its queue, and closes it: no file table has it, and nothing closes it
+ * until the socket goes.  Both pause until killed.
+ */
+static inline pid_t fork_holder_and_child(int fd, int lender, uint64_t weight,
+					  bool kill_group, int sock,
+					  pid_t *child)
+{
+	int ready[2];
+	pid_t a, b;
+
+	if (pipe2(ready, O_CLOEXEC))
+		return -1;
+	a = fork();
+	if (!a) {
+		close(ready[0]);
+		close(lender);
+		fd = wsem_reopen(fd, O_CLOEXEC);
+		if (fd < 0 || wsem_acquire(fd, weight))
+			_exit(1);
+		b = fork();
+		if (b < 0)
+			_exit(1);
+		if (!b) {
+			if (kill_group) {
+				close(fd);
+				setpgid(0, 0);
+			}
+			for (;;)
+				pause();
+		}
+		if (kill_group && (setpgid(b, b) || set_kill(fd, b)))
+			_exit(1);
+		if (sock >= 0 && (send_fd(sock, fd, 0) || close(fd)))
+			_exit(1);
+		if (write(ready[1], &b, sizeof(b)) != sizeof(b))
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(ready[1]);
+	if (a > 0 && read(ready[0], child, sizeof(*child)) != sizeof(*child)) {
+		kill(a, SIGKILL);
+		waitpid(a, NULL, 0);
+		a = -1;
+	}
+	close(ready[0]);
+	return a;
 }
 
 #endif
