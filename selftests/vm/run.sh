@@ -119,9 +119,17 @@ bash "$VMDIR/mkinitramfs.sh" -k "$ko" -o "$img" -m "$mode" -t "$test_timeout" \
 # while the other runs, and the harness's clean-log check would blame the
 # report on the test of the moment; a lockup or stall of the kernel's own
 # lasts, and is still reported after 120 s and 60 s.
+#
+# no_console_suspend: the serial console stays on through a suspend to
+# RAM (wait_test, lend_test and the two-guest test suspend their guest).
+# Without it, what the kernel says between the suspend and the resume's
+# console comes back is never printed: ci62's 6.12-rt guest ended in
+# wait_test's suspend_is_not_eintr with no line after "RUN" (QEMU exits,
+# -no-reboot, at a guest's panic or reset), so neither the oops rule
+# below nor a reader could tell why.
 qemu=(qemu-system-x86_64 -accel tcg -m "$mem" -smp 2 -nographic -no-reboot -nic "$nic"
 	-kernel "$kernel" -initrd "$img"
-	-append "console=ttyS0 panic=-1 quiet loglevel=4 tsc=reliable watchdog_thresh=60 rcupdate.rcu_cpu_stall_timeout=60${append:+ $append}")
+	-append "console=ttyS0 panic=-1 quiet loglevel=4 tsc=reliable watchdog_thresh=60 rcupdate.rcu_cpu_stall_timeout=60 no_console_suspend${append:+ $append}")
 
 if [ "$mode" = shell ]; then
 	"${qemu[@]}"
