@@ -1031,8 +1031,8 @@ TEST_F(wsemfs, readdir_lists_every_name_once)
  * is held.  A path walk may leave RCU-walk before it reaches the file
  * (the mount table changed meanwhile, or a dentry on its path, or a step
  * needs to block) and finish in a ref-walk, which is never held: it finds
- * the file, the hold is still armed (1), and it walks again.  0 once a held walk found the name gone;
- * 1 to 4 say what failed.
+ * the file, the hold is still armed (1), and it walks again.  0 once a
+ * held walk found the name gone; 1 to 4 say what failed.
  */
 static int walk_until_held(int fd, const char *path)
 {
@@ -1117,7 +1117,7 @@ TEST_F(wsemfs, rcu_walk_changes_no_inode_it_does_not_hold)
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	write_file(REVALIDATE_HOLD, "0");
 	EXPECT_EQ(0, status) {
-		TH_LOG("exit status %d (14: no walk held in 10 s, 19: nor will one be; 16: the walker failed; 17: the remount failed with EBUSY)",
+		TH_LOG("exit status %d (14: no walk held in 10 s; 19: the walker ended, never held; 16: the walker failed; 17: the remount failed with EBUSY)",
 		       WEXITSTATUS(status));
 	}
 }

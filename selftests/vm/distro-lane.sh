@@ -125,11 +125,12 @@ check_boot() {
 # which is the vCPU thread descheduled on a loaded host (a cold run of
 # make test printed it at boot 2), and, for the same cause, the HPET's
 # note that RTC interrupts were lost (a clean Debian 12 chroot's make
-# test printed "hpet: Lost 19 RTC interrupts" at boot 2).  No taint
-# but those two (O = 4096, E = 8192).  The kernel's own lines only: journalctl -k also
-# holds what userspace wrote to /dev/kmsg (systemd before journald runs,
-# udevd), which journald files under the writer's name, not "kernel";
-# all of /dev/kmsg at warning and above is kept in klog-N.kmsg.
+# test printed "hpet: Lost 19 RTC interrupts" at boot 2).  No taint but
+# the module's two (O = 4096, E = 8192).  The kernel's own lines only:
+# journalctl -k also holds what userspace wrote to /dev/kmsg (systemd
+# before journald runs, udevd), which journald files under the writer's
+# name, not "kernel"; all of /dev/kmsg at warning and above is kept in
+# klog-N.kmsg.
 check_klog() {
 	local t all=$OUT/klog-$1.all
 	journalctl -k -b -p warning --no-pager -o cat SYSLOG_IDENTIFIER=kernel \
